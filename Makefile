@@ -1,0 +1,36 @@
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test lint demo bench eval e2e clean
+
+$(BIN)/compactctl: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+install: $(BIN)/compactctl
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check compactctl tests bench
+
+demo: install
+	$(BIN)/compactctl compact sample_transcripts/long_session.jsonl --context-window 8000 -o /tmp/compactctl-demo.jsonl --archive /tmp/compactctl-demo-archive.jsonl
+	$(BIN)/compactctl repair --check /tmp/compactctl-demo.jsonl
+	@echo "compacted transcript: /tmp/compactctl-demo.jsonl (archive of what was removed: /tmp/compactctl-demo-archive.jsonl)"
+
+bench: install
+	$(BIN)/python bench/run.py
+
+eval: install
+	$(BIN)/python bench/eval_corpus.py
+
+e2e: install
+	bash bench/e2e.sh
+
+clean:
+	rm -rf $(VENV) bench/data bench/results .pytest_cache .hypothesis

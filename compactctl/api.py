@@ -1,0 +1,84 @@
+"""The library: every CLI command is a call to a function of the same name here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import formats
+from .errors import DataError
+from .jsonl import Output, iter_lines, open_input, parse_line
+from .model import Message, Transcript
+from .phases.plan import Budget, Plan, annotate, plan
+from .phases.prune import PruneOptions, prune
+from .phases.repair import check, repair
+from .phases.summarize import summarize
+from .pipeline import CompactOptions, compact, summarize_report
+from .summarizers.base import OfflineSummarizer
+from .tokens import Counter, make_counter
+
+__all__ = [
+    "Budget", "CompactOptions", "Counter", "Plan", "PruneOptions", "Transcript", "Message", "annotate", "check",
+    "compact", "make_counter", "make_summarizer", "plan", "prune", "read", "repair", "restore", "restore_file",
+    "summarize", "summarize_report", "write",
+]
+
+
+def read(paths: list[str], **reader_options) -> list[Transcript]:
+    """Read transcripts (any known format) from files, directories or '-'."""
+    return list(formats.Reader(**reader_options).read(paths))
+
+
+def write(t: Transcript, to: str | None = None) -> bytes:
+    """A transcript as JSONL bytes, in its own format or `to`."""
+    return b"".join(line + b"\n" for line in formats.write(t, to))
+
+
+def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None):
+    """The summarizer the options ask for: offline, llm, or auto (the LLM when a key or base URL is set)."""
+    use_llm = opts.summarizer == "llm" or (opts.summarizer == "auto" and (opts.api_key or opts.base_url))
+    if not use_llm:
+        if warn:
+            warn("summarizer: offline (no LLM configured)" if opts.summarizer == "auto" else "summarizer: offline")
+        return OfflineSummarizer()
+    from .summarizers.llm import LLMSummarizer
+
+    s = LLMSummarizer.from_options(opts, model)
+    if warn:
+        warn(f"summarizer: llm ({s.model} at {s.base_url or 'the OpenAI API'})")
+    return s
+
+
+def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
+    """The original transcript from a compacted one and its archive entries (same `seq`)."""
+    mapping = next((e for e in entries if e.get("type") == "map"), None)
+    if mapping is None:
+        return compacted
+    n = mapping["messages"]
+    fmt = formats.get_format(mapping.get("format", compacted.format))
+    originals: list[Message | None] = [None] * n
+    for orig, out in mapping["kept"]:
+        originals[orig] = compacted.messages[out]
+    for e in entries:
+        if e.get("type") != "map":
+            originals[e["index"]] = fmt.restore_message(e["message"], e["index"]) if hasattr(fmt, "restore_message") else None
+    missing = [i for i, m in enumerate(originals) if m is None]
+    if missing:
+        raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")
+    msgs = [m for m in originals if m is not None]
+    for i, m in enumerate(msgs):
+        m.index = i
+    return compacted.evolve(messages=msgs, native=None)
+
+
+def restore_file(compacted_path: str, archive_path: str, output: str | None) -> None:
+    by_seq: dict[int, list[dict]] = {}
+    with open_input(archive_path) as f:
+        for lineno, raw in iter_lines(f):
+            e = parse_line(raw, archive_path, lineno)
+            if not isinstance(e, dict) or "seq" not in e:
+                raise DataError(archive_path, lineno, "not a compactctl archive record")
+            by_seq.setdefault(e["seq"], []).append(e)
+    with Output(output) as out:
+        for seq, t in enumerate(formats.Reader().read([compacted_path])):
+            for line in formats.write(restore(t, by_seq.get(seq, []))):
+                out.write(line + b"\n")

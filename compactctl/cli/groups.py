@@ -1,0 +1,152 @@
+"""The option groups: input/output, budget and model, prune knobs, summarizer."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import Enum
+
+from ..errors import UsageError
+from ..phases.plan import Budget
+from ..phases.prune import PruneOptions
+from ..runner import IOOptions
+from ..tokens import Counter, context_window_for, make_counter
+from .options import Group, Opt
+
+
+class OnError(str, Enum):
+    fail = "fail"
+    skip = "skip"
+
+
+class Tokenizer(str, Enum):
+    exact = "exact"
+    approx = "approx"
+
+
+class SummarizerName(str, Enum):
+    auto = "auto"
+    offline = "offline"
+    llm = "llm"
+
+
+def _io(output, from_, to, layout, on_error, rejects, archive, report, quiet):
+    if layout not in (None, "session", "dataset"):
+        raise UsageError("--layout must be session or dataset")
+    return IOOptions(output=output, fmt_from=from_, fmt_to=to, layout=layout, on_error=on_error.value,
+                     rejects=rejects, archive=archive, report=report, quiet=quiet)
+
+
+IO = Group("io", "Input and output", [
+    Opt("output", str, None, ("-o", "--output"), "Write here (atomically) instead of stdout."),
+    Opt("from_", str, None, ("--from",), "Force the input format: openai, anthropic, sharegpt, claude-code, codex."),
+    Opt("to", str, None, ("--to",), "Write in this format instead of the input's."),
+    Opt("layout", str, None, ("--layout",), "Force the layout: session (a message per line) or dataset (a transcript per line)."),
+    Opt("on_error", OnError, OnError.fail, ("--on-error",), "fail: stop at the first bad line, writing nothing. skip: report it and go on."),
+    Opt("rejects", str, None, ("--rejects",), "With --on-error skip: write the rejected raw lines here."),
+    Opt("archive", str, None, ("--archive",), "Write every original that was replaced or removed here (JSONL), for `restore`."),
+    Opt("report", str, None, ("--report",), "Write a JSON report line per transcript here."),
+    Opt("quiet", bool, False, ("-q", "--quiet"), "No progress bar, no notes on stderr."),
+], _io)
+
+
+@dataclass
+class BudgetOptions:
+    budget: Budget
+    model: str
+    encoding: str | None
+    tokenizer: str
+
+    def counter(self) -> Counter:
+        return make_counter(self.model, self.encoding, self.tokenizer)
+
+
+def _budget(model, encoding, tokenizer, context_window, threshold, tail_tokens, protect_first, summary_min, summary_max):
+    window = context_window or context_window_for(model)
+    if window is None:
+        raise UsageError(f"unknown context window for model {model!r}: give --context-window")
+    if not 0 < threshold <= 1:
+        raise UsageError("--threshold must be in (0, 1]")
+    b = Budget(context_window=window, threshold=threshold, tail_tokens=tail_tokens, protect_first=protect_first,
+               summary_min=summary_min, summary_max=summary_max)
+    return BudgetOptions(b, model, encoding, tokenizer.value)
+
+
+BUDGET = Group("budget", "Budget and model (the same on every subcommand)", [
+    Opt("model", str, os.environ.get("COMPACTCTL_MODEL", "gpt-4o"), ("-m", "--model"), "Model the transcript is for (picks the encoding and context window); also the LLM summarizer's model."),
+    Opt("encoding", str, None, ("--encoding",), "Token encoding: o200k_base or cl100k_base (default: from --model)."),
+    Opt("tokenizer", Tokenizer, Tokenizer.exact, ("--tokenizer",), "exact (tiktoken, offline) or approx (chars/4, only if you ask)."),
+    Opt("context_window", int, None, ("--context-window",), "Context window in tokens (default: from --model)."),
+    Opt("threshold", float, 0.5, ("--threshold",), "Compact when the transcript exceeds this share of the window; also the target size."),
+    Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 20% of the target)."),
+    Opt("protect_first", int, 3, ("--protect-first",), "Messages after the system message(s) kept verbatim at the head."),
+    Opt("summary_min", int, 2000, ("--summary-min",), "Smallest summary budget in tokens."),
+    Opt("summary_max", int, 8000, ("--summary-max",), "Largest summary budget in tokens."),
+], _budget)
+
+
+def _prune(protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_summaries, no_args, no_images):
+    return dict(protect_tokens=protect_tokens, min_dedup_chars=min_dedup_chars, arg_limit=arg_limit, arg_keep=arg_keep,
+                dedup=not no_dedup, summaries=not no_summaries, args=not no_args, images=not no_images)
+
+
+def prune_options(raw: dict, budget: BudgetOptions) -> PruneOptions:
+    d = dict(raw)
+    if d["protect_tokens"] is None:
+        d["protect_tokens"] = budget.budget.tail
+    return PruneOptions(**d)
+
+
+PRUNE = Group("prune_raw", "Prune", [
+    Opt("protect_tokens", int, None, ("--protect-tokens",), "Recent tokens whose tool output is left verbatim (default: the tail budget)."),
+    Opt("min_dedup_chars", int, 200, ("--min-dedup-chars",), "Shortest tool output that dedup considers."),
+    Opt("arg_limit", int, 500, ("--arg-limit",), "Tool-call arguments longer than this get their long strings cut."),
+    Opt("arg_keep", int, 200, ("--arg-keep",), "Characters kept of each long argument string."),
+    Opt("no_dedup", bool, False, ("--no-dedup",), "Turn off dedup of identical outputs."),
+    Opt("no_summaries", bool, False, ("--no-summaries",), "Turn off one-line summaries of old outputs."),
+    Opt("no_args", bool, False, ("--no-args",), "Turn off argument truncation."),
+    Opt("no_images", bool, False, ("--no-images",), "Turn off image placeholders."),
+], _prune)
+
+
+@dataclass
+class SummaryOptions:
+    summarizer: str
+    llm_model: str | None
+    base_url: str | None
+    api_key: str | None
+    fallback_model: str | None
+    focus: str | None
+    cache_dir: str | None
+    no_cache: bool
+    jobs: int
+    min_saving: float
+    force: bool
+    timeout: float
+    retries: int
+    llm_context: int
+
+
+def _summary(summarizer, llm_model, base_url, fallback_model, focus, cache_dir, no_cache, jobs, min_saving, force, timeout, retries, llm_context):
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    return SummaryOptions(summarizer.value, llm_model, base_url or os.environ.get("OPENAI_BASE_URL"),
+                          os.environ.get("OPENAI_API_KEY"), fallback_model, focus, cache_dir, no_cache, jobs,
+                          min_saving, force, timeout, retries, llm_context)
+
+
+SUMMARY = Group("summary", "Summary", [
+    Opt("summarizer", SummarizerName, SummarizerName.auto, ("--summarizer",), "auto: the LLM when OPENAI_API_KEY or a base URL is set, else offline."),
+    Opt("llm_model", str, None, ("--llm-model",), "Model that writes the summary (default: --model)."),
+    Opt("base_url", str, None, ("--base-url",), "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL). The key comes from $OPENAI_API_KEY."),
+    Opt("fallback_model", str, None, ("--fallback-model",), "Model tried once when the main one keeps failing."),
+    Opt("focus", str, None, ("--focus",), "Topic that keeps full detail and most of the budget."),
+    Opt("cache_dir", str, None, ("--cache-dir",), "Summary cache folder (default: the user cache dir)."),
+    Opt("no_cache", bool, False, ("--no-cache",), "Neither read nor write the summary cache."),
+    Opt("jobs", int, 1, ("-j", "--jobs"), "Transcripts summarized at once (LLM calls in flight)."),
+    Opt("min_saving", float, 0.10, ("--min-saving",), "A compaction saving less than this share is not applied (anti-thrash)."),
+    Opt("force", bool, False, ("--force",), "Compact even after repeated ineffective compactions."),
+    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request."),
+    Opt("retries", int, 2, ("--retries",), "Retries per LLM request on 429, 5xx and timeouts (with backoff)."),
+    Opt("llm_context", int, 32000, ("--llm-context",), "Tokens of transcript the summarizing LLM takes per call (larger middles go in chunks)."),
+], _summary)

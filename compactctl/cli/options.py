@@ -1,0 +1,55 @@
+"""Option groups shared by the subcommands, injected by one decorator so that every phase takes the
+same budget and model options, with the same defaults, as `compact`."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+
+@dataclass
+class Opt:
+    name: str
+    type: Any
+    default: Any
+    decls: tuple[str, ...]
+    help: str
+
+
+@dataclass
+class Group:
+    name: str  # the keyword the command receives
+    title: str  # help panel
+    opts: list[Opt]
+    build: Callable[..., Any]
+
+
+def with_groups(*groups: Group):
+    def deco(fn):
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in {g.name for g in groups}]
+        extra = [
+            inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default,
+                              annotation=Annotated[o.type, typer.Option(*o.decls, help=o.help, rich_help_panel=g.title, show_default=o.default not in (None, False))])
+            for g in groups for o in g.opts
+        ]
+
+        @functools.wraps(fn)
+        def wrapper(**kw):
+            for g in groups:
+                kw[g.name] = g.build(**{o.name: kw.pop(o.name) for o in g.opts})
+            return fn(**kw)
+
+        params = own + extra
+        wrapper.__signature__ = sig.replace(parameters=params)
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return deco

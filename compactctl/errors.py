@@ -1,0 +1,50 @@
+"""Exit codes and the errors that carry them."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0
+    INTERNAL = 1
+    USAGE = 2
+    DATA = 3  # malformed input
+    IO = 4  # cannot read or write a file
+    CANNOT_FIT = 5  # head + tail + summary exceed the target
+    CHECK_FAILED = 6  # repair --check found violations
+    LLM_AUTH = 7  # the LLM endpoint refused our credentials
+
+
+class CompactError(Exception):
+    exit_code = Exit.INTERNAL
+
+
+class DataError(CompactError):
+    """Malformed input, always named by file and line."""
+
+    exit_code = Exit.DATA
+
+    def __init__(self, source: str, line: int, what: str):
+        self.source, self.line, self.what = source, line, what
+        super().__init__(f"{source}:{line}: {what}")
+
+
+class UsageError(CompactError):
+    exit_code = Exit.USAGE
+
+
+class IOFailure(CompactError):
+    exit_code = Exit.IO
+
+
+class CannotFit(CompactError):
+    exit_code = Exit.CANNOT_FIT
+
+
+class CheckFailed(CompactError):
+    exit_code = Exit.CHECK_FAILED
+
+
+class LLMAuthError(CompactError):
+    exit_code = Exit.LLM_AUTH

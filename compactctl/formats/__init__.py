@@ -1,0 +1,131 @@
+"""Format readers and writers at the edge, and detection.
+
+Every format module has `NAME`, `sniff(first_record) -> layout | None`, `read(records, source, layout,
+reader) -> Iterator[Transcript]` and `write(transcript) -> Iterator[bytes]` (output lines without
+newlines). Detection is per file, from its first record; `--from` forces a format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any
+
+from ..errors import DataError, UsageError
+from ..jsonl import STDIN, JsonlSink, expand_inputs, iter_lines, open_input, parse_record
+from ..model import Transcript
+
+Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
+
+# Order matters: the most specific sniffers first.
+FORMAT_NAMES = ("openai",)
+
+
+def get_format(name: str):
+    key = name.replace("-", "_")
+    if key not in FORMAT_NAMES:
+        raise UsageError(f"unknown format {name!r} (known: {', '.join(n.replace('_', '-') for n in FORMAT_NAMES)})")
+    return import_module(f"{__name__}.{key}")
+
+
+def detect(obj: Any) -> tuple[Any, str] | None:
+    if not isinstance(obj, dict):
+        return None
+    for name in FORMAT_NAMES:
+        mod = get_format(name)
+        layout = mod.sniff(obj)
+        if layout:
+            return mod, layout
+    return None
+
+
+@dataclass
+class Reader:
+    """Reading options and the policy for bad lines."""
+
+    on_error: str = "fail"  # or "skip"
+    fmt: str | None = None  # force a format
+    layout: str | None = None  # force a layout
+    rejects: JsonlSink | None = None
+    warn: Callable[[str], None] = field(default=lambda msg: print(f"compactctl: {msg}", file=sys.stderr))
+    skipped: int = 0
+
+    @contextlib.contextmanager
+    def guard(self, lineno: int, raw: bytes):
+        """Run a record's conversion; in skip mode a DataError skips that record (kept in rejects)."""
+        try:
+            yield
+        except DataError as e:
+            self.reject(e, raw)
+
+    def reject(self, e: DataError, raw: bytes) -> None:
+        if self.on_error != "skip":
+            raise e
+        self.skipped += 1
+        self.warn(f"skipped {e}")
+        if self.rejects is not None:
+            self.rejects.add_raw(raw)
+
+    def read_file(self, name: str) -> Iterator[Transcript]:
+        source = "<stdin>" if name == STDIN else name
+        stream = open_input(name)
+        try:
+            records = self._records(stream, source)
+            first = next(records, None)
+            if first is None:
+                return
+            mod, layout = self._detect(first, source)
+            yield from mod.read(_chain(first, records), source, layout, self)
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+
+    def _records(self, stream, source: str) -> Iterator[Record]:
+        for lineno, raw in iter_lines(stream):
+            try:
+                obj, raw = parse_record(raw, source, lineno, self.warn)
+                if not isinstance(obj, dict):
+                    raise DataError(source, lineno, f"expected a JSON object, got {_json_kind(obj)}")
+            except DataError as e:
+                self.reject(e, raw)
+                continue
+            yield lineno, raw, obj
+
+    def _detect(self, first: Record, source: str):
+        lineno, _, obj = first
+        if self.fmt:
+            mod = get_format(self.fmt)
+            layout = self.layout or mod.sniff(obj) or ("dataset" if "messages" in obj or "conversations" in obj else "session")
+            return mod, layout
+        found = detect(obj)
+        if found is None:
+            keys = ", ".join(list(obj)[:6])
+            raise DataError(source, lineno, f"cannot tell the transcript format from this record (keys: {keys}); use --from")
+        mod, layout = found
+        return mod, self.layout or layout
+
+    def read(self, paths: Iterable[str]) -> Iterator[Transcript]:
+        for name in expand_inputs(paths):
+            yield from self.read_file(name)
+
+
+def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+    yield first
+    yield from rest
+
+
+def _json_kind(v: Any) -> str:
+    return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(type(v), "null")
+
+
+def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
+    """Output lines for one transcript, in its own format or converted with `to`."""
+    if to and to.replace("-", "_") != t.format:
+        target = get_format(to)
+        t = t.evolve(format=target.NAME, native=None, raw=None)
+        t.messages = [m.evolve() if m.origin is not None else m for m in t.messages]  # origins are the old format's
+        return target.write(t)
+    return get_format(t.format).write(t)

@@ -1,0 +1,174 @@
+"""OpenAI chat messages: a session file (one message per line) or a dataset ({"messages": [...]} per line)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from ..errors import DataError
+from ..model import MISSING, ROLES, Message, ToolCall, Transcript
+from . import Record, Reader
+
+NAME = "openai"
+NOTE_KEY = "_compactctl"
+_MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", NOTE_KEY}
+
+
+def sniff(obj: dict) -> str | None:
+    """The layout if this first record is OpenAI chat, else None."""
+    if isinstance(obj.get("messages"), list) and "role" not in obj:
+        msgs = obj["messages"]
+        first = next((m for m in msgs if isinstance(m, dict)), None)
+        if first is None or (isinstance(first.get("role"), str) and not _anthropic_like(obj, msgs)):
+            return "dataset"
+        return None
+    if isinstance(obj.get("role"), str) and not _anthropic_like(obj, [obj]):
+        return "session"
+    return None
+
+
+def _anthropic_like(obj: dict, msgs: list) -> bool:
+    if isinstance(obj.get("system"), (str, list)) and "messages" in obj:
+        return True
+    for m in msgs[:50]:
+        c = m.get("content") if isinstance(m, dict) else None
+        if isinstance(c, list) and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result", "thinking") for p in c):
+            return True
+    return False
+
+
+def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
+    if not isinstance(d, dict):
+        raise DataError(source, lineno, f"a message must be a JSON object, got {type(d).__name__}")
+    role = d.get("role")
+    if role is None:
+        raise DataError(source, lineno, "message has no role")
+    if role == "function":  # legacy function-call result
+        role = "tool"
+    if role not in ROLES:
+        raise DataError(source, lineno, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    content = d.get("content", MISSING)
+    if not (content is MISSING or content is None or isinstance(content, (str, list))):
+        raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
+    calls = []
+    raw_calls = d.get("tool_calls")
+    if raw_calls is not None:
+        if not isinstance(raw_calls, list):
+            raise DataError(source, lineno, "tool_calls must be a list")
+        for c in raw_calls:
+            fn = c.get("function") if isinstance(c, dict) else None
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise DataError(source, lineno, "a tool call needs function.name")
+            args = fn.get("arguments", "")
+            extra = {k: v for k, v in c.items() if k not in ("id", "function")}
+            fn_extra = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
+            if fn_extra:
+                extra["_function_extra"] = fn_extra
+            if not isinstance(args, str):
+                extra["_arguments_object"] = True
+                args = orjson.dumps(args).decode()
+            calls.append(ToolCall(c.get("id"), fn["name"], args, extra))
+    reasoning = d.get("reasoning_content")
+    note = d.get(NOTE_KEY)
+    return Message(
+        role=role,
+        content=content,
+        tool_calls=calls,
+        tool_call_id=d.get("tool_call_id"),
+        name=d.get("name"),
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+        extra={k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))},
+        origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY},
+        index=index,
+        note=dict(note) if isinstance(note, dict) else {},
+    )
+
+
+def message_to_dict(m: Message) -> dict:
+    if isinstance(m.origin, dict):
+        d = dict(m.origin)
+    else:
+        d = {"role": m.role}
+        if m.content is not MISSING:
+            d["content"] = m.content
+        if m.name is not None:
+            d["name"] = m.name
+        if m.tool_calls:
+            d["tool_calls"] = [_call_to_dict(c) for c in m.tool_calls]
+        if m.tool_call_id is not None:
+            d["tool_call_id"] = m.tool_call_id
+        if m.reasoning is not None:
+            d["reasoning_content"] = m.reasoning
+        d.update(m.extra)
+    if m.note:
+        d[NOTE_KEY] = m.note
+    return d
+
+
+def _call_to_dict(c: ToolCall) -> dict:
+    extra = dict(c.extra)
+    obj_args = extra.pop("_arguments_object", False)
+    fn_extra = extra.pop("_function_extra", {})
+    fn: dict[str, Any] = {"name": c.name, "arguments": orjson.loads(c.arguments) if obj_args and _is_json(c.arguments) else c.arguments}
+    fn.update(fn_extra)
+    d: dict[str, Any] = {"id": c.id} if c.id is not None else {}
+    d.update(extra)
+    d.setdefault("type", "function")
+    d["function"] = fn
+    return d
+
+
+def _is_json(s: str) -> bool:
+    try:
+        orjson.loads(s)
+        return True
+    except orjson.JSONDecodeError:
+        return False
+
+
+def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:
+    if layout == "dataset":
+        for n, (lineno, raw, obj) in enumerate(records):
+            with reader.guard(lineno, raw):
+                msgs = obj.get("messages")
+                if not isinstance(msgs, list):
+                    raise DataError(source, lineno, 'a dataset record needs a "messages" list')
+                messages = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
+                noted = any(m.note for m in messages)
+                yield Transcript(messages, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME,
+                                 layout="dataset", metadata=dict(obj), raw=None if noted else raw)
+        return
+    messages: list[Message] = []
+    raws: list[bytes] = []
+    first = 0
+    for lineno, raw, obj in records:
+        first = first or lineno
+        with reader.guard(lineno, raw):
+            messages.append(message_from_dict(obj, source, lineno, len(messages)))
+            raws.append(raw if NOTE_KEY not in obj else None)
+    if messages:
+        yield Transcript(messages, id=source, source=source, line=first, format=NAME, layout="session", native=raws)
+
+
+def write(t: Transcript) -> Iterator[bytes]:
+    if t.layout == "dataset":
+        if t.raw is not None and all(m.untouched and not m.note for m in t.messages) and len(t.messages) == len(t.metadata.get("messages", ())):
+            yield t.raw
+            return
+        rec = {}
+        for k, v in t.metadata.items():
+            rec[k] = [message_to_dict(m) for m in t.messages] if k == "messages" else v
+        if "messages" not in rec:
+            rec["messages"] = [message_to_dict(m) for m in t.messages]
+        yield orjson.dumps(rec)
+        return
+    raws = t.native if isinstance(t.native, list) else None
+    for m in t.messages:
+        raw = raws[m.index] if raws is not None and m.untouched and not m.note and m.index < len(raws) else None
+        yield raw if raw is not None else orjson.dumps(message_to_dict(m))
+
+
+def restore_message(origin: dict, index: int) -> Message:
+    return message_from_dict(origin, "<archive>", 0, index)

@@ -1,0 +1,190 @@
+"""Reading and writing JSONL safely: lines, decoding, errors by file and line, atomic outputs.
+
+Lines are split on b"\\n" only (never str.splitlines: U+2028/U+2029 may stand raw inside strings).
+A BOM, CRLF endings, blank lines and a last line without a newline are accepted. Invalid UTF-8, a
+truncated line, or a non-object value is a `DataError` naming the file and line. Lone UTF-16
+surrogates (valid JSON, but not encodable) become U+FFFD with a warning, so output always encodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .errors import DataError, IOFailure
+
+BOM = b"\xef\xbb\xbf"
+STDIN = "-"
+Warn = Callable[[str], None]
+
+
+def _no_warn(msg: str) -> None:
+    pass
+
+
+def expand_inputs(paths: Iterable[str]) -> list[str]:
+    """Files as given, directories as their *.jsonl files (recursively, sorted), '-' for stdin."""
+    out: list[str] = []
+    for p in paths:
+        if p == STDIN:
+            out.append(p)
+            continue
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(str(f) for f in path.rglob("*.jsonl") if f.is_file())
+            if not found:
+                raise IOFailure(f"{p}: directory holds no *.jsonl file")
+            out.extend(found)
+        elif path.exists():
+            out.append(p)
+        else:
+            raise IOFailure(f"{p}: no such file or directory")
+    return out or [STDIN]
+
+
+def open_input(name: str) -> IO[bytes]:
+    if name == STDIN:
+        return sys.stdin.buffer
+    try:
+        return open(name, "rb")
+    except OSError as e:
+        raise IOFailure(f"{name}: {e.strerror or e}") from e
+
+
+def iter_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(line number, line bytes without its ending) for each non-blank line."""
+    for lineno, line in enumerate(stream, 1):
+        if lineno == 1 and line.startswith(BOM):
+            line = line[3:]
+        line = line.rstrip(b"\n").rstrip(b"\r")
+        if line.strip():
+            yield lineno, line
+
+
+def parse_line(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) -> Any:
+    """Parse one JSON line, or raise DataError naming where and what."""
+    return parse_record(raw, source, lineno, warn)[0]
+
+
+def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) -> tuple[Any, bytes]:
+    """(value, its JSON bytes): the line as is, or re-encoded when lone surrogates were replaced."""
+    try:
+        return orjson.loads(raw), raw
+    except orjson.JSONDecodeError as e:
+        err = e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(source, lineno, f"invalid UTF-8 at byte {e.start}") from None
+    try:
+        value = json.loads(text)  # accepts lone surrogates, which orjson rejects
+    except json.JSONDecodeError as e:
+        ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
+        what = f"truncated JSON (the line ends early: {e.msg})" if ends_early else f"invalid JSON: {e.msg} at column {e.colno}"
+        raise DataError(source, lineno, what) from None
+    except RecursionError:
+        raise DataError(source, lineno, f"invalid JSON: {err}") from None
+    warn(f"{source}:{lineno}: lone UTF-16 surrogate replaced by U+FFFD")
+    value = _fix_surrogates(value)
+    return value, orjson.dumps(value)
+
+
+def _fix_surrogates(v: Any) -> Any:
+    if isinstance(v, str):
+        return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(v) else v
+    if isinstance(v, list):
+        return [_fix_surrogates(x) for x in v]
+    if isinstance(v, dict):
+        return {_fix_surrogates(k): _fix_surrogates(x) for k, x in v.items()}
+    return v
+
+
+def _has_surrogate(s: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in s)
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+class Output:
+    """All-or-nothing output: a file is written to a temp file and renamed on success; stdout is
+    spooled and copied out only on success when `spool` is set (a failed run prints nothing)."""
+
+    def __init__(self, target: str | None, spool: bool = True):
+        self.target = target if target not in (None, STDIN) else None
+        self._tmp: IO[bytes] | None = None
+        self._tmp_path: str | None = None
+        self.spool = spool
+        if self.target:
+            d = os.path.dirname(os.path.abspath(self.target))
+            try:
+                fd, self._tmp_path = tempfile.mkstemp(prefix=".compactctl-", suffix=".tmp", dir=d)
+            except OSError as e:
+                raise IOFailure(f"{self.target}: cannot write here ({e.strerror or e})") from e
+            self._tmp = os.fdopen(fd, "wb")
+        elif spool:
+            self._tmp = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115
+        self.stream: IO[bytes] = self._tmp if self._tmp is not None else sys.stdout.buffer
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(data)
+
+    def commit(self) -> None:
+        if self.target:
+            assert self._tmp is not None and self._tmp_path is not None
+            self._tmp.close()
+            try:
+                os.replace(self._tmp_path, self.target)
+            except OSError as e:
+                raise IOFailure(f"{self.target}: {e.strerror or e}") from e
+        elif self._tmp is not None:
+            self._tmp.seek(0)
+            shutil.copyfileobj(self._tmp, sys.stdout.buffer)
+            self._tmp.close()
+        sys.stdout.buffer.flush()
+
+    def abort(self) -> None:
+        if self._tmp is not None:
+            self._tmp.close()
+        if self._tmp_path and os.path.exists(self._tmp_path):
+            os.unlink(self._tmp_path)
+
+    def __enter__(self) -> Output:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+class JsonlSink:
+    """A side file of JSON lines (archive, rejects, report), written atomically on success."""
+
+    def __init__(self, path: str | None):
+        self.out = Output(path, spool=False) if path else None
+        self.count = 0
+
+    def add(self, obj: Any) -> None:
+        if self.out is not None:
+            self.out.write(orjson.dumps(obj) + b"\n")
+            self.count += 1
+
+    def add_raw(self, line: bytes) -> None:
+        if self.out is not None:
+            self.out.write(line + b"\n")
+            self.count += 1
+
+    def close(self, ok: bool) -> None:
+        if self.out is not None:
+            self.out.commit() if ok else self.out.abort()

@@ -1,0 +1,139 @@
+"""The one transcript shape every phase speaks.
+
+A `Transcript` is a list of `Message`s plus the record-level metadata of its source. Formats convert
+to and from it at the edge; phases only ever see this model.
+
+Untouched messages keep `origin` (the parsed source object) and `index` (their position in the
+transcript as read). A phase that changes a message makes a new one with `Message.evolve`, which
+drops both: writers then re-emit untouched messages exactly as they came, and the archive knows
+which originals were replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+SYSTEM_ROLES = ("system", "developer")
+
+
+class _Missing:
+    """Marks a key that was absent from the source (distinct from an explicit null)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str | None
+    name: str
+    arguments: str  # JSON text as the model produced it (may be invalid JSON: kept as is)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. {"type": "function"}, unknown keys
+
+
+@dataclass(slots=True)
+class Message:
+    role: str
+    content: Any = MISSING  # str | None | list[part dict] | MISSING
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None  # for role "tool"
+    name: str | None = None  # tool name on a tool result, or a participant name
+    is_error: bool | None = None  # a tool result the source marked as failed
+    reasoning: str | None = None  # replayed reasoning text (reasoning_content, thinking)
+    extra: dict[str, Any] = field(default_factory=dict)  # every key we do not model, in order
+    origin: Any = None  # the parsed source object while the message is untouched
+    note: dict[str, Any] = field(default_factory=dict)  # compactctl's own annotation ("_compactctl" key)
+    index: int | None = None  # position in the transcript as read, while untouched
+
+    def evolve(self, **changes: Any) -> Message:
+        """A changed copy: no longer an untouched original."""
+        changes.setdefault("origin", None)
+        changes.setdefault("index", None)
+        if "tool_calls" not in changes:
+            changes["tool_calls"] = list(self.tool_calls)
+        if "extra" not in changes:
+            changes["extra"] = dict(self.extra)
+        if "note" not in changes:
+            changes["note"] = dict(self.note)
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def untouched(self) -> bool:
+        return self.index is not None
+
+    def text(self) -> str:
+        """All text this message carries in its content (text parts joined by newlines)."""
+        return content_text(self.content)
+
+
+def content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict):
+                t = part.get("text")
+                if isinstance(t, str):
+                    out.append(t)
+                elif part.get("type") in ("tool_result",) and isinstance(part.get("content"), (str, list)):
+                    out.append(content_text(part.get("content")))
+            elif isinstance(part, str):
+                out.append(part)
+        return "\n".join(out)
+    return ""
+
+
+def is_image_part(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
+
+
+@dataclass(slots=True)
+class Transcript:
+    messages: list[Message]
+    id: str = ""  # stable name: "file.jsonl" or "file.jsonl#3" for a dataset record
+    source: str = ""  # the file it came from ("<stdin>" for standard input)
+    line: int = 0  # first line of the transcript in its source
+    format: str = "openai"  # name of the format that read it
+    layout: str = "session"  # "session" (one message per line) or "dataset" (one transcript per line)
+    metadata: dict[str, Any] = field(default_factory=dict)  # record-level keys other than the messages
+    native: Any = None  # format-specific state the writer needs (e.g. raw lines)
+    raw: bytes | None = None  # the record as read, while nothing in it changed (dataset layout)
+
+    def evolve(self, **changes: Any) -> Transcript:
+        changes.setdefault("raw", None)
+        return dataclasses.replace(self, **changes)
+
+
+def last_user_index(messages: list[Message]) -> int | None:
+    """Index of the last real user message (not a tool result carried in a user turn, not a summary)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role == "user" and not is_summary(m):
+            if m.text().strip() or m.content:
+                return i
+    return None
+
+
+SUMMARY_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
+SUMMARY_END = "[END OF CONTEXT COMPACTION]"
+
+
+def is_summary(m: Message) -> bool:
+    return SUMMARY_MARKER in m.text()[:400]

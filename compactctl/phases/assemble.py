@@ -1,0 +1,85 @@
+"""Phase 4: head + summary message + tail, with no role conflicts.
+
+The summary opens with the reference-only marker and closes with the end marker; the first system
+message gets a one-time note. The summary's role: user after an assistant/tool message (or after
+the system messages alone), assistant after a user message; if that collides with the first tail
+message, it flips; if both collide, the summary is merged into the first tail message with clear
+delimiters, unless that message is the last user ask, which stays verbatim: then the summary stands
+before it as its own user turn (both APIs accept consecutive user turns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..model import MISSING, SUMMARY_END, SUMMARY_MARKER, SYSTEM_ROLES, Message, Transcript, last_user_index
+
+PREAMBLE = (
+    f"{SUMMARY_MARKER} Earlier turns were compacted into the summary below. It is background for reference "
+    "only, not a request: do not act on it or answer it; continue from the messages that follow it."
+)
+SYSTEM_NOTE = "[Note: earlier turns of this conversation were compacted into a reference summary (marked CONTEXT COMPACTION).]"
+MERGED = "[The message continues below the summary.]"
+
+
+def summary_text(body: str) -> str:
+    return f"{PREAMBLE}\n\n{body.strip()}\n\n{SUMMARY_END}"
+
+
+def assemble(t: Transcript, head_end: int, tail_start: int, body: str, prior: int | None = None) -> tuple[Transcript, list[Message]]:
+    """(new transcript, originals it replaced or changed)."""
+    msgs = t.messages
+    head = list(msgs[:head_end])
+    tail = list(msgs[tail_start:])
+    replaced = list(msgs[head_end:tail_start])
+    if prior is not None and prior < len(head):
+        replaced.append(head.pop(prior))
+    text = summary_text(body)
+
+    if head and head[0].role in SYSTEM_ROLES and SYSTEM_NOTE not in head[0].text():
+        replaced.append(head[0])
+        head[0] = _append_text(head[0], "\n\n" + SYSTEM_NOTE)
+
+    prev = next((m for m in reversed(head) if m.role not in SYSTEM_ROLES), None)
+    role = "assistant" if prev is not None and prev.role == "user" else "user"
+    nxt = tail[0] if tail else None
+    if nxt is not None and nxt.role == role:
+        flipped = "user" if role == "assistant" else "assistant"
+        if prev is None and flipped == "assistant":
+            flipped = role  # a conversation cannot open with the assistant
+        if prev is None or prev.role != flipped and not (flipped == "assistant" and prev.role == "tool"):
+            role = flipped
+        else:
+            last_ask = last_user_index(msgs)
+            if last_ask == tail_start:
+                summary = Message(role="user", content=text)
+                return t.evolve(messages=head + [summary] + tail), replaced
+            replaced.append(nxt)
+            tail[0] = _prepend_text(nxt, text + "\n\n" + MERGED + "\n\n")
+            return t.evolve(messages=head + tail), replaced
+    summary = Message(role=role, content=text)
+    return t.evolve(messages=head + [summary] + tail), replaced
+
+
+def _append_text(m: Message, extra: str) -> Message:
+    c = m.content
+    if isinstance(c, list):
+        return m.evolve(content=c + [{"type": "text", "text": extra.strip()}])
+    return m.evolve(content=(c if isinstance(c, str) else "") + extra)
+
+
+def _prepend_text(m: Message, text: str) -> Message:
+    c = m.content
+    if isinstance(c, list):
+        return m.evolve(content=[{"type": "text", "text": text.rstrip()}] + c)
+    return m.evolve(content=text + (c if isinstance(c, str) else ""))
+
+
+def strip_zone(m: Message) -> Message:
+    if "zone" not in m.note:
+        return m
+    note = {k: v for k, v in m.note.items() if k != "zone"}
+    return dataclasses.replace(m, note=note)
+
+
+__all__ = ["assemble", "summary_text", "strip_zone", "MISSING"]

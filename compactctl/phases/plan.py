@@ -1,0 +1,177 @@
+"""Phase 2: choose what stays verbatim (head, tail) and what goes to the summary (middle).
+
+- head: the leading system message(s) plus the first `protect_first` messages; after an earlier
+  compaction (a summary right after the system messages) the head is the system message(s) plus
+  that summary only;
+- tail: walking back from the end, whole tool-call groups while they fit `tail_tokens`; up to 1.5x
+  that budget while the tail holds fewer than `min_tail_messages`; the last user message is always
+  in the tail, even past its budget (the plan says so);
+- a cut never splits an assistant message from the results of its calls;
+- summary budget: `summary_ratio` of the middle's tokens, clamped to [summary_min, summary_max],
+  lowered to what is left under the target when that is less;
+- target: `threshold` x `context_window` tokens. At or under it, nothing needs compaction.
+If even head + tail + the minimum summary exceed the target, `CannotFit` says what is irreducible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+
+from ..errors import CannotFit
+from ..model import SYSTEM_ROLES, Transcript, is_summary, last_user_index
+from ..pairs import groups
+from ..tokens import Counter
+
+ZONES = ("head", "middle", "tail")
+
+
+@dataclass
+class Budget:
+    context_window: int = 128_000
+    threshold: float = 0.5
+    tail_tokens: int | None = None  # default: 20% of the target
+    protect_first: int = 3
+    min_tail_messages: int = 3
+    summary_ratio: float = 0.2
+    summary_min: int = 2_000
+    summary_max: int = 8_000
+
+    @property
+    def target(self) -> int:
+        return int(self.context_window * self.threshold)
+
+    @property
+    def tail(self) -> int:
+        return self.tail_tokens if self.tail_tokens is not None else int(self.target * 0.2)
+
+
+@dataclass
+class Plan:
+    transcript: str
+    messages: int
+    head_end: int  # head = [0, head_end)
+    tail_start: int  # middle = [head_end, tail_start), tail = [tail_start, messages)
+    tokens: dict[str, int]
+    total: int
+    target: int
+    tail_budget: int
+    summary_budget: int
+    encoding: str
+    needs_compaction: bool
+    reason: str
+    anchor_forced: bool = False  # the last user message pulled the tail past its budget
+    prior_summary: int | None = None  # index of an earlier compaction summary
+    counts: list[int] = field(default_factory=list, repr=False)
+
+    def zone(self, i: int) -> str:
+        return "head" if i < self.head_end else "middle" if i < self.tail_start else "tail"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("counts")
+        d["ranges"] = {"head": [0, self.head_end], "middle": [self.head_end, self.tail_start], "tail": [self.tail_start, self.messages]}
+        return d
+
+    def describe(self) -> str:
+        rng = lambda a, b: f"messages {a}-{b - 1}" if b > a else "no messages"  # noqa: E731
+        lines = [
+            f"plan for {self.transcript} ({self.encoding}): {self.total:,} tokens in {self.messages} messages; target {self.target:,}",
+            f"  head   {rng(0, self.head_end):<22} {self.tokens['head']:>9,} tokens (kept verbatim)",
+            f"  middle {rng(self.head_end, self.tail_start):<22} {self.tokens['middle']:>9,} tokens -> summary of at most {self.summary_budget:,}",
+            f"  tail   {rng(self.tail_start, self.messages):<22} {self.tokens['tail']:>9,} tokens (budget {self.tail_budget:,}{', stretched to keep the last user message' if self.anchor_forced else ''})",
+            f"  {self.reason}",
+        ]
+        return "\n".join(lines)
+
+
+def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int) -> tuple[int, int | None]:
+    msgs = t.messages
+    s = 0
+    while s < len(msgs) and msgs[s].role in SYSTEM_ROLES:
+        s += 1
+    if s < len(msgs) and is_summary(msgs[s]):
+        return s + 1, s
+    end = min(s + protect_first, len(msgs))
+    for a, b in spans:  # never split a group
+        if a < end < b:
+            end = b
+            break
+    return end, None
+
+
+def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: list[int] | None = None,
+         zones: tuple[int, int] | None = None) -> Plan:
+    """The plan for `t`; `zones` (head_end, tail_start) takes the boundaries from an earlier plan."""
+    budget = budget or Budget()
+    msgs = t.messages
+    n = len(msgs)
+    counts = counts if counts is not None else counter.messages(msgs)
+    total = sum(counts)
+    spans = groups(msgs)
+    h_end, prior = head_end(t, spans, budget.protect_first)
+
+    # Tail: whole groups from the end.
+    tail_budget = budget.tail
+    t_start = n
+    tail_tokens = 0
+    for a, b in reversed(spans):
+        if a < h_end:
+            break
+        g = sum(counts[a:b])
+        fits = tail_tokens + g <= tail_budget
+        soft = (n - t_start) < budget.min_tail_messages and tail_tokens + g <= tail_budget * 1.5
+        if not (fits or soft):
+            break
+        t_start, tail_tokens = a, tail_tokens + g
+    anchor_forced = False
+    lu = last_user_index(msgs)
+    if lu is not None and lu >= h_end and lu < t_start:
+        start = next(a for a, b in spans if a <= lu < b)
+        t_start, anchor_forced = start, True
+    t_start = max(t_start, h_end)
+    if zones is not None:
+        h_end, t_start = zones
+
+    zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
+    target = budget.target
+    summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), budget.summary_min), budget.summary_max)
+    p = Plan(t.id, n, h_end, t_start, zone_tokens, total, target, tail_budget, summary_budget, counter.label,
+             needs_compaction=False, reason="", anchor_forced=anchor_forced, prior_summary=prior, counts=counts)
+    if total <= target:
+        p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
+        return p
+    if zone_tokens["middle"] == 0:
+        p.reason = "nothing to summarize: head and tail cover every message"
+        return p
+    room = target - zone_tokens["head"] - zone_tokens["tail"]
+    if room < budget.summary_min:
+        raise CannotFit(
+            f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "
+            f"{zone_tokens['tail']:,}{' (stretched to keep the last user message)' if anchor_forced else ''} + minimum summary "
+            f"{budget.summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + budget.summary_min:,} tokens, "
+            f"{budget.summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
+        )
+    p.summary_budget = min(summary_budget, room)
+    p.needs_compaction = True
+    p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
+    return p
+
+
+def annotate(t: Transcript, p: Plan) -> Transcript:
+    """The transcript with each message's zone in its `_compactctl` note (untouched otherwise)."""
+    tail_start = p.tail_start if p.needs_compaction else p.head_end  # nothing to summarize: all kept
+    msgs = [dataclasses.replace(m, note={**m.note, "zone": "head" if i < p.head_end else "middle" if i < tail_start else "tail"})
+            for i, m in enumerate(t.messages)]
+    return dataclasses.replace(t, messages=msgs)
+
+
+def from_annotations(t: Transcript) -> tuple[int, int] | None:
+    """(head_end, tail_start) if every message carries a plan zone in order, else None."""
+    zones = [m.note.get("zone") for m in t.messages]
+    if not zones or any(z not in ZONES for z in zones):
+        return None
+    order = [ZONES.index(z) for z in zones]
+    if order != sorted(order):
+        return None
+    return zones.count("head"), zones.count("head") + zones.count("middle")

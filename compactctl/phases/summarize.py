@@ -1,0 +1,135 @@
+"""Phase 3: replace the middle with a structured summary (then Phase 4 assembles it).
+
+Takes the plan from the `_compactctl` zone annotations when the input carries them (the output of
+`compactctl plan`), otherwise plans with the same options. Anti-thrash: a compaction that saves less
+than `min_saving` of the tokens is not applied; the input goes out unchanged with a strike recorded
+in the transcript, and after `max_strikes` strikes in a row the transcript is skipped, saying why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..model import Message, Transcript, is_summary, last_user_index
+from ..summarizers.facts import Facts, extract
+from ..tokens import Counter
+from . import Archived, archive
+from .assemble import assemble, strip_zone
+from .plan import Budget, Plan, from_annotations, plan
+
+STRIKES_KEY = "strikes"
+
+
+@dataclass
+class SummaryRequest:
+    transcript: str
+    messages: list[Message]
+    head_end: int
+    tail_start: int
+    budget: int  # tokens the summary may take
+    facts: Facts
+    focus: str | None = None
+
+
+@dataclass
+class SummaryResult:
+    text: str
+    summarizer: str  # "offline", or "llm:<model>"
+    cache_hit: bool = False
+    calls: int = 0
+    retention: float | None = None  # share of key facts the LLM's own answer kept
+    warnings: list[str] = field(default_factory=list)
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult: ...
+
+
+@dataclass
+class SummarizeStats:
+    plan: Plan | None = None
+    status: str = "unchanged"  # compacted | not-needed | ineffective | skipped
+    tokens_before: int = 0
+    tokens_after: int = 0
+    result: SummaryResult | None = None
+    reason: str = ""
+    archived: list[Archived] = field(default_factory=list, repr=False)
+
+
+def get_strikes(t: Transcript) -> int:
+    holder = t.metadata.get("_compactctl") if t.layout == "dataset" else (t.messages[0].note if t.messages else {})
+    return int(holder.get(STRIKES_KEY, 0)) if isinstance(holder, dict) else 0
+
+
+def set_strikes(t: Transcript, n: int) -> Transcript:
+    if t.layout == "dataset":
+        meta = dict(t.metadata)
+        note = {k: v for k, v in (meta.get("_compactctl") or {}).items() if k != STRIKES_KEY}
+        if n:
+            note[STRIKES_KEY] = n
+        if note:
+            meta["_compactctl"] = note
+        else:
+            meta.pop("_compactctl", None)
+        return t.evolve(metadata=meta)
+    if not t.messages:
+        return t
+    first = t.messages[0]
+    note = {k: v for k, v in first.note.items() if k != STRIKES_KEY}
+    if n:
+        note[STRIKES_KEY] = n
+    return dataclasses.replace(t, messages=[dataclasses.replace(first, note=note)] + t.messages[1:], raw=None)
+
+
+def _clean(t: Transcript) -> Transcript:
+    if not any("zone" in m.note for m in t.messages):
+        return t
+    return dataclasses.replace(t, messages=[strip_zone(m) for m in t.messages], raw=None)
+
+
+def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summarizer, focus: str | None = None,
+              min_saving: float = 0.10, max_strikes: int = 2, force: bool = False) -> tuple[Transcript, SummarizeStats]:
+    st = SummarizeStats()
+    zones = from_annotations(t)
+    t = _clean(t)
+    counts = counter.messages(t.messages)
+    st.tokens_before = st.tokens_after = sum(counts)
+    strikes = get_strikes(t)
+    if strikes >= max_strikes and not force:
+        st.status = "skipped"
+        st.reason = f"skipped: the last {strikes} compactions saved under {min_saving:.0%} each (use --force to try again)"
+        return t, st
+    p = plan(t, counter, budget, counts=counts, zones=zones)
+    st.plan = p
+    if not p.needs_compaction:
+        st.status = "not-needed"
+        st.reason = p.reason
+        return t, st
+    lu = last_user_index(t.messages)
+    facts = extract(t.messages, p.head_end, p.tail_start, last_request=t.messages[lu].text() if lu is not None else None)
+    first = next((m for m in t.messages if m.role == "user" and m.text().strip() and not is_summary(m)), None)
+    if first is not None:
+        facts.first_request = first.text().strip()
+    if p.prior_summary is not None:
+        facts.prior_summary = t.messages[p.prior_summary].text()
+    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, p.summary_budget, facts, focus)
+    result = summarizer.summarize(req, counter)
+    st.result = result
+    out, replaced = assemble(t, p.head_end, p.tail_start, result.text, p.prior_summary)
+    after = sum(counter.messages(out.messages))
+    if st.tokens_before and (st.tokens_before - after) / st.tokens_before < min_saving and not force:
+        st.status = "ineffective"
+        st.reason = f"ineffective: would save {(st.tokens_before - after) / st.tokens_before:.1%} (< {min_saving:.0%}); input kept (strike {strikes + 1})"
+        return set_strikes(t, strikes + 1), st
+    for m in replaced:
+        archive(t, m, "summarize", st.archived)
+    if strikes:
+        out = set_strikes(out, 0)
+    st.status = "compacted"
+    st.tokens_after = after
+    st.reason = f"compacted {st.tokens_before:,} -> {after:,} tokens by {result.summarizer}"
+    return out, st

@@ -1,0 +1,58 @@
+"""`compact` is literally the composition of the phases: prune -> plan -> summarize (+ assemble) -> repair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Transcript
+from .phases.plan import Budget
+from .phases.prune import PruneOptions, prune
+from .phases.repair import repair
+from .phases.summarize import Summarizer, summarize
+from .tokens import Counter
+
+
+@dataclass
+class CompactOptions:
+    budget: Budget = field(default_factory=Budget)
+    prune: PruneOptions | None = None  # default: protect the tail budget
+    focus: str | None = None
+    min_saving: float = 0.10
+    max_strikes: int = 2
+    force: bool = False
+    strip_unanswered: bool = False
+
+    def prune_options(self) -> PruneOptions:
+        return self.prune or PruneOptions(protect_tokens=self.budget.tail)
+
+
+def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
+    """Compact one transcript; returns it and a report (tokens per zone, summarizer, archived originals)."""
+    opts = opts or CompactOptions()
+    before = sum(counter.messages(t.messages))
+    t1, ps = prune(t, counter, opts.prune_options())
+    t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+    t3, rs = repair(t2, opts.strip_unanswered)
+    after = sum(counter.messages(t3.messages)) if t3 is not t1 else sum(counter.messages(t1.messages))
+    report = summarize_report(t, before, after, ss, ps, rs)
+    report["_archived"] = ps.archived + ss.archived + rs.archived
+    return t3, report
+
+
+def summarize_report(t: Transcript, before: int, after: int, ss, ps=None, rs=None) -> dict[str, Any]:
+    r: dict[str, Any] = {"transcript": t.id, "format": t.format, "status": ss.status, "tokens_before": before, "tokens_after": after}
+    if ss.plan is not None:
+        r["zones"] = ss.plan.tokens
+        r["ranges"] = ss.plan.as_dict()["ranges"]
+        r["target"] = ss.plan.target
+        r["summary_budget"] = ss.plan.summary_budget
+    if ss.result is not None:
+        r.update(summarizer=ss.result.summarizer, cache_hit=ss.result.cache_hit, llm_calls=ss.result.calls,
+                 retention=ss.result.retention, warnings=ss.result.warnings)
+    r["reason"] = ss.reason
+    if ps is not None:
+        r["prune"] = ps.as_dict()
+    if rs is not None:
+        r["repair"] = {k: v for k, v in vars(rs).items() if k != "archived"}
+    return r

@@ -1,0 +1,152 @@
+"""Running a phase over inputs: read, process transcript by transcript (in order, optionally in
+parallel), write all-or-nothing, and keep the side files (archive, rejects, report).
+
+The CLI is a thin layer over this; library users can call it too.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import formats
+from .errors import CannotFit, UsageError
+from .jsonl import JsonlSink, Output, expand_inputs
+from .model import Transcript
+from .phases import Archived
+
+
+@dataclass
+class IOOptions:
+    output: str | None = None
+    fmt_from: str | None = None
+    fmt_to: str | None = None
+    layout: str | None = None
+    on_error: str = "fail"
+    rejects: str | None = None
+    archive: str | None = None
+    report: str | None = None
+    quiet: bool = False
+    jobs: int = 1
+
+
+@dataclass
+class Result:
+    transcript: Transcript | None  # what to write (None: write `lines` instead)
+    report: dict[str, Any] | None = None
+    archived: list[Archived] = field(default_factory=list)
+    lines: list[bytes] | None = None
+    input_messages: int = 0
+
+
+@dataclass
+class RunStats:
+    transcripts: int = 0
+    changed: int = 0
+    skipped_lines: int = 0
+    passed_through: int = 0
+    reports: list[dict] = field(default_factory=list)
+
+
+def warn(msg: str) -> None:
+    print(f"compactctl: {msg}", file=sys.stderr)
+
+
+def _progress(items: Iterable, quiet: bool, desc: str) -> Iterable:
+    if quiet or not sys.stderr.isatty():
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit=" transcripts", file=sys.stderr, leave=False)
+
+
+def _ordered(fn: Callable[[Transcript], Result], items: Iterator[Transcript], jobs: int) -> Iterator[tuple[Transcript, Result]]:
+    if jobs <= 1:
+        for t in items:
+            yield t, fn(t)
+        return
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        window: deque = deque()
+        for t in items:
+            window.append((t, pool.submit(fn, t)))
+            if len(window) >= jobs * 2:
+                t0, f0 = window.popleft()
+                yield t0, f0.result()
+        while window:
+            t0, f0 = window.popleft()
+            yield t0, f0.result()
+
+
+def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], desc: str = "compactctl",
+        keep_reports: bool = False) -> RunStats:
+    rejects = JsonlSink(io.rejects)
+    archive = JsonlSink(io.archive)
+    report = JsonlSink(io.report)
+    reader = formats.Reader(on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=warn)
+    stats = RunStats()
+    ok = False
+    out = Output(io.output, spool=io.on_error != "skip")
+    many = len(expand_inputs(inputs)) > 1
+
+    def guarded(t: Transcript) -> Result:
+        try:
+            return work(t)
+        except CannotFit as e:
+            if io.on_error != "skip":
+                raise
+            warn(f"{e} -- written as read")
+            return Result(t, {"transcript": t.id, "status": "cannot-fit", "reason": str(e)})
+
+    try:
+        for seq, (t_in, res) in enumerate(_ordered(guarded, _progress(reader.read(inputs), io.quiet, desc), io.jobs)):
+            stats.transcripts += 1
+            if res.lines is not None:
+                for line in res.lines:
+                    out.write(line + b"\n")
+            if res.transcript is not None:
+                t = res.transcript
+                if t is not t_in:
+                    stats.changed += 1
+                if t.layout == "session" and many:
+                    t = _as_dataset_record(t, io.fmt_to)
+                for line in formats.write(t, io.fmt_to):
+                    out.write(line + b"\n")
+                if res.archived:
+                    for a in res.archived:
+                        archive.add({"seq": seq, **a.record()})
+                    archive.add({"seq": seq, "transcript": t_in.id, "type": "map", "format": t_in.format,
+                                 "messages": len(t_in.messages), "kept": _kept(t)})
+            if res.report is not None:
+                report.add(res.report)
+                if keep_reports:
+                    stats.reports.append(res.report)
+        ok = True
+    finally:
+        stats.skipped_lines = reader.skipped
+        if ok:
+            out.commit()
+        else:
+            out.abort()
+        for sink in (rejects, archive, report):
+            sink.close(ok)
+    return stats
+
+
+def _kept(t: Transcript) -> list[list[int]]:
+    return [[m.index, j] for j, m in enumerate(t.messages) if m.untouched]
+
+
+def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:
+    if (to or t.format) != "openai":
+        raise UsageError("several session files cannot share one output in this format: give -o DIR, or convert with --to openai")
+    return t.evolve(layout="dataset", metadata={"source": t.source, "messages": None}, native=None)
+
+
+def dumps_line(obj: Any) -> bytes:
+    return orjson.dumps(obj)

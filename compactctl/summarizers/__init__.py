@@ -1,0 +1,1 @@
+"""Summarizers: offline (deterministic, no network) and llm (any OpenAI-compatible endpoint)."""

@@ -1,0 +1,190 @@
+"""The facts a summary must keep, extracted deterministically from a span of messages.
+
+Used by the offline summarizer (to write the summary), by the LLM path (the retention guard), and
+by `compactctl eval` (the probes). Identifiers are taken from what people and the agent wrote (user
+and assistant text, tool-call arguments, error lines), not from every byte of tool output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import tools
+from ..model import Message, ToolCall, is_summary
+from ..pairs import match
+from ..phases.prune import DUPLICATE
+
+# Sentences that constrain, in the languages agents' users write in.
+CONSTRAINT = re.compile(
+    r"\b(?:must(?:n't| not)?|don'?t|do not|never|always|only|prefer(?:ably)?|should(?:n'?t| not)?|make sure|ensure|"
+    r"avoid|no more than|at most|at least|required?|keep (?:it|the|them)|without)\b"
+    r"|\b(?:doit|doivent|jamais|toujours|seulement|uniquement|préfère|il faut|ne \w+ pas)\b"
+    r"|\b(?:muss|müssen|niemals|nie|immer|nur|kein(?:e|en)?|nicht)\b"
+    r"|\b(?:debe|deben|nunca|siempre|solo|sólo|solamente|prefiero|hay que|no (?:uses?|hagas|cambies))\b"
+    r"|\b(?:deve|devem|sempre|apenas|somente|não)\b"
+    r"|\b(?:должен|должны|нельзя|никогда|всегда|только|не )"
+    r"|必须|不要|不能|别|永远|总是|始终|只能|只用|仅|务必|禁止|请勿|必ず|しないで|ないでください|絶対|常に|のみ|반드시|하지 마|절대|항상",
+    re.I,
+)
+DECISION = re.compile(
+    r"\b(?:I'll|I will|I'm going to|let's|we'll|decided|decision|instead(?: of)?|chose|choosing|going with|"
+    r"the (?:fix|cause|root cause|problem|issue) (?:is|was)|root cause|will use|switch(?:ed|ing)? to|approach)\b",
+    re.I,
+)
+SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
+HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+PORT = re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d{2,5})\b|\bport\s+(\d{2,5})\b", re.I)
+VERSION = re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b")
+
+
+@dataclass
+class Action:
+    line: str  # the one-liner (error lines follow it for failed calls)
+    failed: bool
+    kind: str
+    command: str | None = None
+    exit_code: int | None = None
+    files: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Facts:
+    first_request: str | None = None
+    last_request: str | None = None  # the latest user message of the whole transcript, verbatim
+    requests: list[str] = field(default_factory=list)  # user messages in the span
+    constraints: list[str] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    files: dict[str, set[str]] = field(default_factory=dict)  # path -> {"read", "write", "edit"}
+    commands: list[tuple[str, int | None, bool]] = field(default_factory=list)  # (command, exit code, failed)
+    errors: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    questions: list[tuple[str, str | None]] = field(default_factory=list)  # (question, answer)
+    pending: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    last_assistant: str | None = None  # the agent's latest statement in the span
+    prior_summary: str | None = None
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE.split(text) if s and s.strip()]
+
+
+def constraint_sentences(text: str) -> list[str]:
+    out = []
+    in_code = False
+    for line in text.split("\n"):
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        for s in sentences(line):
+            if 8 <= len(s) <= 400 and CONSTRAINT.search(s):
+                out.append(s)
+    return out
+
+
+def identifiers_in(text: str) -> list[str]:
+    found = []
+    for rx in (URL, UUID):
+        found += [m.group(0).rstrip(".,;:") for m in rx.finditer(text)]
+    uuids = set(found)
+    found += [h for h in (m.group(0) for m in HASH.finditer(text)) if not any(h in u for u in uuids)]
+    found += [f"port {m.group(1) or m.group(2)}" for m in PORT.finditer(text)]
+    found += [m.group(0) for m in VERSION.finditer(text)]
+    return found
+
+
+def _add(seq: list, item, seen: set) -> None:
+    if item not in seen:
+        seen.add(item)
+        seq.append(item)
+
+
+def request_text(m: Message) -> str:
+    return m.text().strip()
+
+
+def action_for(call: ToolCall, result: Message | None) -> Action:
+    text = result.text() if result is not None else ""
+    if text.startswith(DUPLICATE):
+        text = text[len(DUPLICATE):].strip()
+    if result is not None and text.startswith(f"[{call.name}] "):
+        line = text  # already a one-liner (from prune): keep it as it is
+        out = tools.outcome(result)
+    else:
+        out = tools.outcome(result)
+        line = tools.describe(call, result, out, error_lines=3)
+    return Action(line, out.failed or (out.exit_code not in (None, 0)), tools.kind_of(call.name),
+                  tools.command_of(call), out.exit_code, tools.files_of(call))
+
+
+def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None) -> Facts:
+    """Facts of messages[start:end]; `last_request` is the latest user message of the whole transcript."""
+    end = len(messages) if end is None else end
+    f = Facts(last_request=last_request)
+    span = messages[start:end]
+    pairs, _ = match(messages)
+    result_of = {(p.call_msg, p.call_pos): messages[p.result] for p in pairs}
+    seen_c: set = set()
+    seen_e: set = set()
+    seen_d: set = set()
+    seen_i: set = set()
+    last_final = -1  # index of the latest assistant message that answered without calling tools
+    for k, m in enumerate(span):
+        i = start + k
+        if is_summary(m):
+            f.prior_summary = m.text()
+            continue
+        if m.role == "user":
+            text = request_text(m)
+            if not text:
+                continue
+            f.requests.append(text)
+            if f.first_request is None:
+                f.first_request = text
+            for s in constraint_sentences(text):
+                _add(f.constraints, s, seen_c)
+            for s in sentences(text):
+                if s.endswith(("?", "？")) and len(s) < 400:
+                    f.questions.append((s, None))
+            for ident in identifiers_in(text):
+                _add(f.identifiers, ident, seen_i)
+        elif m.role == "assistant":
+            text = m.text().strip()
+            if text:
+                f.last_assistant = text
+                for q, (question, ans) in enumerate(f.questions):
+                    if ans is None:
+                        f.questions[q] = (question, sentences(text)[0][:300] if sentences(text) else None)
+                for s in sentences(text):
+                    if 12 <= len(s) <= 300 and DECISION.search(s):
+                        _add(f.decisions, s, seen_d)
+                for ident in identifiers_in(text):
+                    _add(f.identifiers, ident, seen_i)
+                if not m.tool_calls:
+                    last_final = i
+            for pos, c in enumerate(m.tool_calls):
+                a = action_for(c, result_of.get((i, pos)))
+                f.actions.append(a)
+                for action, path in a.files:
+                    f.files.setdefault(path, set()).add(action)
+                if a.command:
+                    f.commands.append((a.command, a.exit_code, a.failed))
+                for ident in identifiers_in(a.command or c.arguments[:2000]):
+                    _add(f.identifiers, ident, seen_i)
+                if a.failed:
+                    for e in a.line.split("\n")[1:]:
+                        e = e.strip()
+                        _add(f.errors, e, seen_e)
+                        for ident in identifiers_in(e):
+                            _add(f.identifiers, ident, seen_i)
+    # Asks not yet answered by a final assistant reply.
+    for k in range(max(last_final + 1, start), end):
+        m = messages[k]
+        if m.role == "user" and not is_summary(m) and request_text(m):
+            f.pending.append(request_text(m))
+    return f

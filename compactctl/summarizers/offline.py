@@ -1,0 +1,156 @@
+"""The offline summarizer: deterministic, no network.
+
+Fills the 13 sections from the facts of the middle, and fits its token budget by priority, not by
+cutting the end off: the latest request, the goal and open asks first; then constraints, errors,
+files and failed commands; then decisions, answers, identifiers and the state; then the other
+actions, newest first. What does not fit is counted in a "(+N more ...)" line. `focus` promotes
+every item that mentions the topic to the first tier.
+
+When the transcript already holds a compaction summary, its sections are carried over and updated
+(numbering continues) rather than summarized again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..tokens import Counter
+from .facts import Facts
+from .prompt import SECTIONS, parse_sections
+
+ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
+
+
+@dataclass
+class Item:
+    section: str
+    text: str
+    tier: int
+    order: int  # position within its section
+
+
+def _cap(text: str, counter: Counter, cap: int) -> str:
+    if counter.text(text) <= cap:
+        return text
+    ids = counter.encode(text)[:cap] if not counter.approx else None
+    cut = counter._enc.decode(ids) if ids is not None else text[: cap * 4]
+    return cut + " …[cut]"
+
+
+def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
+    """Items of a previous summary by section, and the last number used in Completed Actions."""
+    secs = parse_sections(prior)
+    items: dict[str, list[str]] = {}
+    last_no = 0
+    for name, body in secs.items():
+        if name in ("Active Task",) or body.strip() in ("", "None"):
+            continue
+        lines = [ln for ln in body.split("\n") if ln.strip() and not ln.strip().startswith("(+")]
+        items[name] = lines
+        if name == "Completed Actions":
+            for ln in lines:
+                m = re.match(r"\s*(\d+)\.", ln)
+                if m:
+                    last_no = max(last_no, int(m.group(1)))
+    return items, last_no
+
+
+def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
+    items: list[Item] = []
+
+    def add(section: str, text: str, tier: int) -> None:
+        if text and text.strip():
+            items.append(Item(section, text.rstrip(), tier, len(items)))
+
+    prior_items, number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
+
+    if facts.last_request:
+        add("Active Task", _cap(facts.last_request, counter, ANCHOR_CAP), 0)
+    goal = facts.first_request or facts.last_request
+    if prior_items.get("Goal"):
+        add("Goal", "\n".join(prior_items["Goal"]), 0)
+    elif goal:
+        add("Goal", _cap(goal, counter, 600), 0)
+    for p in facts.pending:
+        if p != facts.last_request:
+            add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
+    for name in ("Constraints & Preferences",):
+        for line in prior_items.get(name, []):
+            add(name, line, 1)
+    for c in facts.constraints:
+        add("Constraints & Preferences", f"- {c}", 1)
+    for line in prior_items.get("Critical Context", []):
+        add("Critical Context", line, 2)
+    for e in facts.errors:
+        add("Critical Context", f"- error: {e}", 1)
+    for line in prior_items.get("Relevant Files", []):
+        add("Relevant Files", line, 2)
+    for path, acts in facts.files.items():
+        verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts)
+        add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1 if acts - {"read"} else 2)
+    for line in prior_items.get("Completed Actions", []):
+        add("Completed Actions", line, 3)
+    for a in facts.actions:
+        number += 1
+        tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
+        add("Completed Actions", f"{number}. {a.line}", tier)
+    failed = [a for a in facts.actions if a.failed]
+    if failed:
+        last = failed[-1]
+        add("Blocked", f"- last failure: {last.line.split(chr(10))[0]}", 2)
+    for name in ("Key Decisions", "Resolved Questions", "Active State", "In Progress", "Blocked", "Remaining Work", "Pending User Asks"):
+        for line in prior_items.get(name, []):
+            add(name, line, 3)
+    for d in facts.decisions:
+        add("Key Decisions", f"- {d}", 2)
+    for q, a in facts.questions:
+        if a:
+            add("Resolved Questions", f"- Q: {q} A: {a}", 2)
+    if facts.last_assistant:
+        add("Active State", _cap(facts.last_assistant, counter, 300), 2)
+    if facts.actions:
+        add("In Progress", f"- last action: {facts.actions[-1].line.split(chr(10))[0]}", 2)
+    if facts.pending:
+        add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
+    if facts.identifiers:
+        add("Critical Context", "- identifiers: " + ", ".join(facts.identifiers), 2)
+
+    if focus:
+        words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
+        for it in items:
+            low = it.text.lower()
+            if words and any(w in low for w in words):
+                it.tier = 0
+            elif it.section == "Completed Actions":
+                it.tier = 4
+    return _fit(items, counter, budget)
+
+
+def _fit(items: list[Item], counter: Counter, budget: int) -> str:
+    """Take items tier by tier (newest actions first within a tier) while they fit; render in order."""
+    overhead = sum(counter.text(f"## {s}\n") for s in SECTIONS) + 20
+    used = overhead
+    chosen: set[int] = set()
+    for tier in sorted({it.tier for it in items}):
+        batch = [it for it in items if it.tier == tier]
+        batch.sort(key=lambda it: -it.order if it.section == "Completed Actions" else it.order)
+        for it in batch:
+            cost = counter.text(it.text) + 1
+            if used + cost <= budget:
+                used += cost
+                chosen.add(it.order)
+    by_section: dict[str, list[str]] = {s: [] for s in SECTIONS}
+    dropped: dict[str, int] = {}
+    for it in items:
+        if it.order in chosen:
+            by_section[it.section].append(it.text)
+        else:
+            dropped[it.section] = dropped.get(it.section, 0) + 1
+    out = []
+    for s in SECTIONS:
+        body = "\n".join(by_section[s]) or "None"
+        if dropped.get(s):
+            body += f"\n(+{dropped[s]} more omitted to fit the budget)"
+        out.append(f"## {s}\n{body}")
+    return "\n\n".join(out)

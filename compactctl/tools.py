@@ -1,0 +1,263 @@
+"""What each tool call did, in one line, with its outcome.
+
+Knows the tool names real agents use (Hermes, Claude Code, Codex, OpenHands, SWE-agent) and falls
+back to a generic form. A failed call never reads like a success: exit codes, error flags and error
+lines in the output are looked for in every case.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .model import Message, ToolCall
+
+# Canonical kinds of tool, by name (case-insensitive).
+KINDS: dict[str, str] = {}
+for _kind, _names in {
+    "shell": "terminal bash shell execute_bash exec_command local_shell run_command execute_command run_shell container.exec run_terminal_cmd",
+    "read": "read_file read view_file open_file cat",
+    "write": "write_file write create_file",
+    "edit": "patch edit multiedit apply_patch edit_file replace str_replace notebookedit",
+    "editor": "str_replace_editor str_replace_based_edit_tool",
+    "search": "search_files grep glob find_file search_dir search_file find list_files ls codebase_search",
+    "fetch": "webfetch web_extract fetch browse",
+    "websearch": "websearch web_search",
+    "delegate": "task delegate_task agent",
+    "todo": "todowrite update_plan todo_write",
+    "code": "execute_code python ipython run_code",
+}.items():
+    for _n in _names.split():
+        KINDS[_n] = _kind
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+EXIT_PATTERNS = [
+    re.compile(r"(?:exit(?:ed)?(?: with)?[ _]?(?:code|status)|exit_code|returncode|return code)[\"']?\s*[:=]?\s*(-?\d+)", re.I),
+    re.compile(r"non-zero exit status (\d+)", re.I),
+    re.compile(r"Process exited with code (-?\d+)", re.I),
+    re.compile(r"\] ran `.*` -> exit (-?\d+)"),  # our own one-liner
+]
+ERROR_LINE = re.compile(
+    r"^\s*(?:\S+:\d+(?::\d+)?:\s*)?(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
+    r"\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
+    r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
+    r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
+    re.I,
+)
+TOOL_USE_ERROR = re.compile(r"<tool_use_error>(.*?)</tool_use_error>", re.S)
+
+
+def kind_of(name: str) -> str:
+    n = name.lower()
+    if n in KINDS:
+        return KINDS[n]
+    if n.startswith(("browser_", "browser")):
+        return "fetch"
+    if n.startswith("mcp__"):
+        return "generic"
+    return "generic"
+
+
+def parse_args(call: ToolCall) -> dict[str, Any]:
+    try:
+        v = orjson.loads(call.arguments) if call.arguments else {}
+    except orjson.JSONDecodeError:
+        return {"_raw": call.arguments}
+    return v if isinstance(v, dict) else {"_value": v}
+
+
+def _first_str(args: dict, *keys: str) -> str | None:
+    for k in keys:
+        v = args.get(k)
+        if isinstance(v, str) and v:
+            return v
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            return " ".join(v)
+    return None
+
+
+def command_of(call: ToolCall) -> str | None:
+    """The shell command a call ran, if it ran one."""
+    kind = kind_of(call.name)
+    args = parse_args(call)
+    if kind == "shell" or (kind == "generic" and "command" in args and isinstance(args.get("command"), (str, list))):
+        cmd = args.get("command", args.get("cmd", args.get("_raw")))
+        if isinstance(cmd, list):
+            # Codex: ["bash", "-lc", "real command"]
+            if len(cmd) >= 3 and cmd[0].endswith(("bash", "sh", "zsh")) and cmd[1] in ("-lc", "-c"):
+                cmd = cmd[2]
+            else:
+                cmd = " ".join(str(x) for x in cmd)
+        return cmd.strip() if isinstance(cmd, str) and cmd.strip() else None
+    return None
+
+
+PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+
+
+def files_of(call: ToolCall) -> list[tuple[str, str]]:
+    """(action, path) for each file the call read, wrote or edited."""
+    kind = kind_of(call.name)
+    args = parse_args(call)
+    path = _first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file")
+    if kind == "editor":
+        sub = str(args.get("command", "")).lower()
+        action = {"view": "read", "create": "write"}.get(sub, "edit")
+        return [(action, path)] if path else []
+    if kind in ("read", "write", "edit"):
+        out = [(kind, path)] if path else []
+        text = _first_str(args, "input", "patch", "_raw") or ""
+        if kind == "edit" or "*** Begin Patch" in text:
+            for m in PATCH_FILE.finditer(text):
+                out.append(("write" if m.group(1) == "Add" else "edit", m.group(2).strip()))
+        return out
+    if kind == "shell":
+        cmd = command_of(call) or ""
+        out = []
+        for m in PATCH_FILE.finditer(cmd):
+            out.append(("write" if m.group(1) == "Add" else "edit", m.group(2).strip()))
+        return out
+    return []
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None = None
+    failed: bool = False
+    error_lines: list[str] = field(default_factory=list)
+    lines: int = 0
+    chars: int = 0
+    text: str = ""  # the output text, ANSI stripped, unwrapped from Codex JSON
+
+    @property
+    def status(self) -> str:
+        if self.exit_code is not None:
+            return f"exit {self.exit_code}"
+        return "error" if self.failed else "ok"
+
+
+def unwrap_output(text: str) -> tuple[str, int | None]:
+    """Codex wraps shell output as JSON text {"output": ..., "metadata": {"exit_code": N}}."""
+    s = text.lstrip()
+    if s.startswith("{") and '"output"' in s[:200] or s.startswith("{") and '"metadata"' in s:
+        try:
+            obj = orjson.loads(s)
+        except orjson.JSONDecodeError:
+            return text, None
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            code = meta.get("exit_code", obj.get("exit_code"))
+            return obj["output"], code if isinstance(code, int) else None
+    return text, None
+
+
+def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
+    if result is None:
+        return Outcome(failed=False)
+    raw = result.text()
+    text, code = unwrap_output(raw)
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    text = text.replace("\r\n", "\n")
+    if code is None:
+        head, tail = text[:400], text[-400:]
+        for pat in EXIT_PATTERNS:
+            m = pat.search(tail) or pat.search(head)
+            if m:
+                code = int(m.group(1))
+                break
+    errors = []
+    m = TOOL_USE_ERROR.search(text)
+    if m:
+        errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
+    if "rror" in text or "fail" in text.lower() or "not found" in text or "denied" in text or "annot" in text or "ERR" in text:
+        for line in text.split("\n"):
+            if len(errors) >= max_error_lines:
+                break
+            if len(line) < 400 and ERROR_LINE.match(line) and not _benign(line):
+                s = line.strip()
+                if s and s not in errors:
+                    errors.append(s[:300])
+    failed = bool(result.is_error) or (code is not None and code != 0) or m is not None
+    if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):
+        failed = True
+    return Outcome(code, failed, errors if (failed or code is None or code != 0) else errors[:2], text.count("\n") + (1 if text else 0), len(text), text)
+
+
+def _benign(line: str) -> bool:
+    low = line.lower()
+    return bool(re.search(r"\b0 (errors?|failed|failures)\b|errors?: 0\b|failed: 0\b|no errors", low))
+
+
+def _short(s: str, n: int = 80) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def describe(call: ToolCall, result: Message | None, out: Outcome | None = None, error_lines: int = 0) -> str:
+    """One line: what the call did and how it ended; with `error_lines`, that many error lines of a
+    failed call follow it verbatim, one per line."""
+    out = out or outcome(result)
+    line = _describe(call, result, out)
+    if error_lines and out.error_lines and (out.failed or (out.exit_code not in (None, 0))):
+        line += "".join(f"\n  {e[:200]}" for e in out.error_lines[:error_lines])
+    return line
+
+
+def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
+    kind = kind_of(call.name)
+    args = parse_args(call)
+    tag = f"[{call.name}]"
+    size = f"{out.lines:,} lines output" if out.lines > 1 else f"{out.chars:,} chars output"
+    err = f" -> error: {_short(out.error_lines[0], 120)}" if out.failed and out.error_lines else (" -> error" if out.failed else "")
+    if result is None:
+        err = " -> no result recorded"
+    if kind == "shell":
+        cmd = command_of(call) or "?"
+        if out.exit_code is not None:
+            status = f"exit {out.exit_code}"
+            if out.exit_code != 0 and out.error_lines:
+                status += f": {_short(out.error_lines[0], 120)}"
+            return f"{tag} ran `{_short(cmd, 160)}` -> {status}, {size}"
+        if result is None:
+            return f"{tag} ran `{_short(cmd, 160)}`{err}"
+        return f"{tag} ran `{_short(cmd, 160)}`{err or ' -> ok'}, {size}"
+    files = files_of(call)
+    if kind in ("read", "write", "edit", "editor") and files:
+        action, path = files[0]
+        verb = {"read": "read", "write": "wrote", "edit": "edited"}[action]
+        extra = f" (+{len(files) - 1} more files)" if len(files) > 1 else ""
+        where = ""
+        off = args.get("offset", args.get("view_range", args.get("start_line")))
+        if action == "read" and off not in (None, ""):
+            where = f" from line {off[0] if isinstance(off, list) and off else off}"
+        what = f"({out.chars:,} chars)" if action == "read" else f"({len(call.arguments):,} chars of arguments)"
+        return f"{tag} {verb} {path}{extra}{where} {what}{err}"
+    if kind == "search":
+        pat = _first_str(args, "pattern", "query", "regex", "search_term", "glob", "file_name") or "?"
+        where = _first_str(args, "path", "dir", "directory")
+        n = out.lines if out.text.strip() else 0
+        return f"{tag} searched `{_short(pat, 80)}`{' in ' + where if where else ''} -> {n:,} matching lines{err}"
+    if kind == "fetch":
+        url = _first_str(args, "url", "urls", "ref", "element") or "?"
+        return f"{tag} fetched {_short(url, 120)} ({out.chars:,} chars){err}"
+    if kind == "websearch":
+        q = _first_str(args, "query", "q") or "?"
+        return f"{tag} searched the web for `{_short(q, 100)}` ({out.chars:,} chars){err}"
+    if kind == "delegate":
+        d = _first_str(args, "description", "goal", "prompt", "task") or "?"
+        return f"{tag} delegated `{_short(d, 100)}` -> {out.chars:,} chars back{err}"
+    if kind == "todo":
+        todos = args.get("todos") or args.get("plan") or []
+        return f"{tag} updated the plan ({len(todos) if isinstance(todos, list) else '?'} items){err}"
+    if kind == "code":
+        code = _first_str(args, "code", "source", "_raw") or ""
+        return f"{tag} ran {len(code.splitlines())} lines of code -> {out.status}, {size}{err if out.exit_code is None else ''}"
+    brief = ", ".join(f"{k}={_short(str(v), 40)}" for k, v in list(args.items())[:3] if not k.startswith("_"))
+    if not brief and "_raw" in args:
+        brief = _short(args["_raw"], 60)
+    status = f" -> {out.status}" if not err else err
+    return f"{tag} called({_short(brief, 140)}){status}, {size}"

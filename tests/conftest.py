@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_transcripts"
+CORPUS = Path(os.environ.get("COMPACTCTL_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+
+
+def cli(*args: str, input: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = {**os.environ, **(env or {})}
+    e.pop("OPENAI_API_KEY", None) if not (env and "OPENAI_API_KEY" in env) else None
+    e.pop("OPENAI_BASE_URL", None) if not (env and "OPENAI_BASE_URL" in env) else None
+    return subprocess.run([sys.executable, "-m", "compactctl", *args], input=input, capture_output=True, env=e, timeout=300)
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def read_jsonl(data: bytes) -> list:
+    return [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+
+    def refuse(*a, **k):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture(autouse=True)
+def _no_llm_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def tool_session(n_turns: int = 6, out_chars: int = 3000) -> list[dict]:
+    """A small tool-heavy OpenAI chat session."""
+    msgs = [{"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "Fix the bug in app.py. You must not touch tests/."}]
+    for i in range(n_turns):
+        cid = f"call_{i}"
+        cmd = {"command": f"pytest -k case{i}"} if i % 2 else {"path": f"src/mod{i}.py"}
+        name = "terminal" if i % 2 else "read_file"
+        out = ("x" * out_chars + f"\nexit code: {i % 4 == 1 and 1 or 0}") if i % 2 else ("line\n" * (out_chars // 5))
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(cmd).decode()}}]})
+        msgs.append({"role": "tool", "tool_call_id": cid, "content": out})
+    msgs.append({"role": "assistant", "content": "Done: the fix is in app.py."})
+    msgs.append({"role": "user", "content": "Thanks. Now update the changelog."})
+    return msgs

@@ -1,0 +1,105 @@
+"""Reading JSONL: every malformed case names file and line, exits 3, and leaves no output behind."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from .conftest import cli, read_jsonl, tool_session
+
+GOOD = b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"hello"}\n'
+
+BAD_CASES = {
+    "invalid-json": (GOOD + b'{"role": "user", content: 1}\n', 3, "invalid JSON"),
+    "truncated-last-line": (GOOD + b'{"role":"user","content":"unfinis', 3, "truncated"),
+    "invalid-utf8": (GOOD + b'{"role":"user","content":"\xff\xfe"}\n', 3, "invalid UTF-8"),
+    "non-object": (GOOD + b'[1, 2]\n', 3, "expected a JSON object"),
+    "unknown-role": (GOOD + b'{"role":"wizard","content":"x"}\n', 3, "unknown role 'wizard'"),
+    "no-role": (GOOD + b'{"content":"x"}\n', 3, "no role"),
+    "bad-content": (GOOD + b'{"role":"user","content":42}\n', 3, "content must be"),
+    "bad-tool-call": (GOOD + b'{"role":"assistant","content":null,"tool_calls":[{"id":"a"}]}\n', 3, "function.name"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+@pytest.mark.parametrize("to_file", [True, False])
+def test_bad_input_names_file_and_line_and_writes_nothing(tmp_path, case, to_file):
+    data, line, what = BAD_CASES[case]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    args = ["prune", str(src)] + (["-o", str(out)] if to_file else [])
+    r = cli(*args)
+    assert r.returncode == 3, r.stderr
+    assert f"{src}:{line}:" in r.stderr.decode()
+    assert what in r.stderr.decode()
+    assert r.stdout == b""
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]  # no temp file left either
+
+
+def test_skip_mode_reports_each_line_and_keeps_rejects(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD + b"not json\n" + b'{"role":"user","content":"last"}\n' + b"[3]\n")
+    rej = tmp_path / "rejects.jsonl"
+    r = cli("repair", str(src), "--on-error", "skip", "--rejects", str(rej))
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    assert f"{src}:3:" in err and f"{src}:5:" in err
+    assert rej.read_bytes() == b"not json\n[3]\n"
+    assert [m["content"] for m in read_jsonl(r.stdout)] == ["hi", "hello", "last"]
+
+
+def test_tolerated_oddities(tmp_path):
+    """BOM, CRLF, blank lines, raw U+2028 in a string, no final newline, a several-MB line."""
+    big = "y" * (5 << 20)
+    data = (b"\xef\xbb\xbf" + b'{"role":"user","content":"a\xe2\x80\xa8b"}\r\n\r\n\n'
+            + orjson.dumps({"role": "assistant", "content": big}) + b"\n" + b'{"role":"user","content":"end"}')
+    src = tmp_path / "odd.jsonl"
+    src.write_bytes(data)
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    msgs = read_jsonl(r.stdout)
+    assert msgs[0]["content"] == "a\u2028b"
+    assert len(msgs[1]["content"]) == len(big)
+    assert msgs[2]["content"] == "end"
+
+
+def test_lone_surrogate_becomes_replacement_with_warning(tmp_path):
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b'{"role":"user","content":"bad \\ud800 here"}\n{"role":"assistant","content":"ok"}\n')
+    r = cli("repair", str(src))
+    assert r.returncode == 0
+    assert f"{src}:1: lone UTF-16 surrogate" in r.stderr.decode()
+    assert read_jsonl(r.stdout)[0]["content"] == "bad \ufffd here"
+
+
+def test_missing_input_is_io_error(tmp_path):
+    r = cli("prune", str(tmp_path / "nope.jsonl"))
+    assert r.returncode == 4
+    assert "no such file" in r.stderr.decode()
+
+
+def test_usage_error_exit_code():
+    assert cli("prune", "--threshold").returncode == 2
+
+
+def test_dataset_layout_is_kept_and_streams(tmp_path):
+    rows = [{"id": f"t{i}", "messages": tool_session(2, 50), "extra_key": [i]} for i in range(3)]
+    src = tmp_path / "d.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0
+    assert r.stdout == src.read_bytes()  # untouched records are written back byte for byte
+
+
+def test_directory_input_and_several_sessions_become_a_dataset(tmp_path):
+    d = tmp_path / "dir" / "sub"
+    d.mkdir(parents=True)
+    (d / "a.jsonl").write_bytes(GOOD)
+    (tmp_path / "dir" / "b.jsonl").write_bytes(GOOD)
+    r = cli("repair", str(tmp_path / "dir"))
+    assert r.returncode == 0, r.stderr
+    recs = read_jsonl(r.stdout)
+    assert [rec["source"].split("/")[-1] for rec in recs] == ["b.jsonl", "a.jsonl"]
+    assert all(len(rec["messages"]) == 2 for rec in recs)

@@ -78,8 +78,8 @@ class Session:
         ids = [self.call_id() for _ in calls]
         self.msgs.append({"role": "assistant", "content": text, "tool_calls": [
             {"id": i, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}
-            for i, (name, args, _) in zip(ids, calls)]})
-        for i, (_, _, out) in zip(ids, calls):
+            for i, (name, args, _) in zip(ids, calls, strict=True)]})
+        for i, (_, _, out) in zip(ids, calls, strict=True):
             self.msgs.append({"role": "tool", "tool_call_id": i, "content": out})
 
 

@@ -125,9 +125,8 @@ def last_user_index(messages: list[Message]) -> int | None:
     """Index of the last real user message (not a tool result carried in a user turn, not a summary)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.role == "user" and not is_summary(m):
-            if m.text().strip() or m.content:
-                return i
+        if m.role == "user" and not is_summary(m) and (m.text().strip() or m.content):
+            return i
     return None
 
 

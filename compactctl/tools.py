@@ -259,5 +259,5 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
     brief = ", ".join(f"{k}={_short(str(v), 40)}" for k, v in list(args.items())[:3] if not k.startswith("_"))
     if not brief and "_raw" in args:
         brief = _short(args["_raw"], 60)
-    status = f" -> {out.status}" if not err else err
+    status = err or f" -> {out.status}"
     return f"{tag} called({_short(brief, 140)}){status}, {size}"

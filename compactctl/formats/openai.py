@@ -9,7 +9,7 @@ import orjson
 
 from ..errors import DataError
 from ..model import MISSING, ROLES, Message, ToolCall, Transcript
-from . import Record, Reader
+from . import Reader, Record
 
 NAME = "openai"
 NOTE_KEY = "_compactctl"

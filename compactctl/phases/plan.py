@@ -90,9 +90,12 @@ def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int) ->
     s = 0
     while s < len(msgs) and msgs[s].role in SYSTEM_ROLES:
         s += 1
-    if s < len(msgs) and is_summary(msgs[s]):
-        return s + 1, s
     end = min(s + protect_first, len(msgs))
+    # After an earlier compaction the head ends at its summary: right after the system message(s),
+    # or right after the protected messages that compaction kept (so the head stays byte-stable).
+    for k in range(s, min(end + 3, len(msgs))):
+        if is_summary(msgs[k]):
+            return k + 1, k
     for a, b in spans:  # never split a group
         if a < end < b:
             end = b

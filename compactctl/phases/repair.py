@@ -96,7 +96,6 @@ def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, R
     st = RepairStats()
     msgs = t.messages
     pairs, orphans = match(msgs)
-    orphan_set = set(orphans)
     for i in orphans:
         archive(t, msgs[i], "repair", st.archived)
     st.orphan_results_removed = len(orphans)
@@ -152,6 +151,6 @@ def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, R
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
         st.openings_added += 1
-    if not st.changed and len(placed) == len(msgs) and all(a is b for a, b in zip(placed, msgs)):
+    if not st.changed and len(placed) == len(msgs) and all(a is b for a, b in zip(placed, msgs, strict=True)):
         return t, st
     return t.evolve(messages=placed), st

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..model import Message, Transcript, is_summary, last_user_index
-from ..summarizers.facts import Facts, extract
-from ..tokens import Counter
+from ..summarizers.facts import Facts, constraint_sentences, extract
+from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
-from .assemble import assemble, strip_zone
+from .assemble import assemble, strip_zone, summary_text
 from .plan import Budget, Plan, from_annotations, plan
 
 STRIKES_KEY = "strikes"
@@ -114,9 +114,12 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
     first = next((m for m in t.messages if m.role == "user" and m.text().strip() and not is_summary(m)), None)
     if first is not None:
         facts.first_request = first.text().strip()
+    head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(m.text())]
+    facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
-    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, p.summary_budget, facts, focus)
+    room = p.summary_budget - counter.text(summary_text("")) - MESSAGE_OVERHEAD
+    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 100), facts, focus)
     result = summarizer.summarize(req, counter)
     st.result = result
     out, replaced = assemble(t, p.head_end, p.tail_start, result.text, p.prior_summary)

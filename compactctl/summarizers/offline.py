@@ -128,10 +128,11 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
 
 
 def _fit(items: list[Item], counter: Counter, budget: int) -> str:
-    """Take items tier by tier (newest actions first within a tier) while they fit; render in order."""
-    overhead = sum(counter.text(f"## {s}\n") for s in SECTIONS) + 20
-    used = overhead
-    chosen: set[int] = set()
+    """Take items tier by tier (newest actions first within a tier) while they fit; render in order.
+    The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding
+    the last-chosen items until it fits."""
+    used = sum(counter.text(f"## {s}\nNone\n\n") for s in SECTIONS)
+    chosen: list[int] = []
     for tier in sorted({it.tier for it in items}):
         batch = [it for it in items if it.tier == tier]
         batch.sort(key=lambda it: -it.order if it.section == "Completed Actions" else it.order)
@@ -139,7 +140,15 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
             cost = counter.text(it.text) + 1
             if used + cost <= budget:
                 used += cost
-                chosen.add(it.order)
+                chosen.append(it.order)
+    while True:
+        text = _render(items, set(chosen))
+        if counter.text(text) <= budget or not chosen:
+            return text
+        chosen.pop()
+
+
+def _render(items: list[Item], chosen: set[int]) -> str:
     by_section: dict[str, list[str]] = {s: [] for s in SECTIONS}
     dropped: dict[str, int] = {}
     for it in items:

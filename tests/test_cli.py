@@ -1,0 +1,100 @@
+"""The CLI end to end: pipes, the chain equals compact, archive and restore, plan output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from .conftest import SAMPLES, cli, read_jsonl
+
+OPTS = ["--context-window", "8000"]
+
+
+def pipe(*stages: list[str], src: bytes) -> bytes:
+    procs = []
+    prev = None
+    for k, args in enumerate(stages):
+        p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stdin=subprocess.PIPE if k == 0 else prev.stdout,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        if prev is not None:
+            prev.stdout.close()
+        procs.append(p)
+        prev = p
+    procs[0].stdin.write(src)
+    procs[0].stdin.close()
+    out = procs[-1].stdout.read()
+    for p in procs:
+        assert p.wait(timeout=300) == 0
+    return out
+
+
+@pytest.mark.parametrize("sample", ["long_session.jsonl", "parallel_calls.jsonl", "broken_pairs.jsonl", "dataset.jsonl"])
+def test_pipe_chain_equals_compact(sample):
+    src = (SAMPLES / sample).read_bytes()
+    chained = pipe(["prune", *OPTS], ["plan", *OPTS], ["summarize", *OPTS], ["repair", *OPTS], src=src)
+    direct = cli("compact", *OPTS, "-", input=src)
+    assert direct.returncode == 0, direct.stderr
+    assert chained == direct.stdout
+    assert cli("repair", "--check", "-", input=chained).returncode == 0
+
+
+def test_prune_then_repair_pipe_equals_in_process():
+    from compactctl import api
+    from compactctl.phases.prune import PruneOptions
+    from compactctl.tokens import make_counter
+
+    src = SAMPLES / "broken_pairs.jsonl"
+    piped = pipe(["prune", "--protect-tokens", "500"], ["repair"], src=src.read_bytes())
+    [t] = api.read([str(src)])
+    c = make_counter("gpt-4o")
+    out, _ = api.prune(t, c, PruneOptions(protect_tokens=500))
+    out, _ = api.repair(out)
+    assert piped == api.write(out)
+
+
+def test_compact_archive_restore_is_exact(tmp_path):
+    for sample in ("long_session.jsonl", "dataset.jsonl", "broken_pairs.jsonl"):
+        out, arch = tmp_path / f"{sample}.out", tmp_path / f"{sample}.arch"
+        r = cli("compact", str(SAMPLES / sample), *OPTS, "-o", str(out), "--archive", str(arch))
+        assert r.returncode == 0, r.stderr
+        back = cli("restore", str(out), "--archive", str(arch))
+        assert back.returncode == 0, back.stderr
+        assert read_jsonl(back.stdout) == read_jsonl((SAMPLES / sample).read_bytes()), sample
+
+
+def test_plan_shows_zones_and_annotates():
+    r = cli("plan", str(SAMPLES / "long_session.jsonl"), "--context-window", "200000", "--threshold", "0.1")
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    assert "head" in err and "middle" in err and "tail" in err and "o200k_base" in err
+    zones = [m["_compactctl"]["zone"] for m in read_jsonl(r.stdout)]
+    assert zones[0] == "head" and "middle" in zones and zones[-1] == "tail"
+    j = cli("plan", str(SAMPLES / "long_session.jsonl"), "--json", "--context-window", "200000", "--threshold", "0.1")
+    plan = orjson.loads(j.stdout)
+    assert plan["needs_compaction"] and plan["ranges"]["tail"][1] == len(zones)
+
+
+def test_plan_cannot_fit_exit_code():
+    r = cli("plan", str(SAMPLES / "long_session.jsonl"), "--context-window", "3000")
+    assert r.returncode == 5
+    assert "cannot fit" in r.stderr.decode()
+
+
+def test_check_reports_violations_and_exit_code():
+    r = cli("repair", "--check", str(SAMPLES / "broken_pairs.jsonl"))
+    assert r.returncode == 6
+    err = r.stderr.decode()
+    assert "orphan-result" in err and "missing-result" in err and "message " in err
+    fixed = cli("repair", str(SAMPLES / "broken_pairs.jsonl"))
+    assert cli("repair", "--check", "-", input=fixed.stdout).returncode == 0
+
+
+def test_report_and_offline_note(tmp_path):
+    rep = tmp_path / "r.jsonl"
+    r = cli("compact", str(SAMPLES / "long_session.jsonl"), *OPTS, "--report", str(rep))
+    assert "summarizer: offline" in r.stderr.decode()
+    [line] = read_jsonl(rep.read_bytes())
+    assert line["status"] == "compacted" and line["summarizer"] == "offline" and line["tokens_after"] < line["tokens_before"]

@@ -1,0 +1,277 @@
+"""prune, repair, plan, summarize/assemble on hand-made transcripts."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from compactctl import api, tools
+from compactctl.errors import CannotFit
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, last_user_index
+from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
+from compactctl.phases.repair import STUB
+from compactctl.summarizers.prompt import SECTIONS, parse_sections
+from compactctl.tokens import make_counter
+
+from .conftest import tool_session
+
+COUNTER = make_counter("gpt-4o")
+
+
+def small():
+    return api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=800)
+
+
+def T(rows: list[dict]) -> Transcript:
+    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+
+
+def call(cid, name, args, content=None):
+    return {"role": "assistant", "content": content, "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}]}
+
+
+def res(cid, text):
+    return {"role": "tool", "tool_call_id": cid, "content": text}
+
+
+# ---- tools: one-liners never make a failure read like a success
+
+@pytest.mark.parametrize("name,args,output,expect", [
+    ("terminal", {"command": "npm test"}, "ok\n" * 46 + "exit code: 1", "ran `npm test` -> exit 1"),
+    ("Bash", {"command": "ls"}, "a\nb", "ran `ls` -> ok"),
+    ("shell", {"command": ["bash", "-lc", "make"]}, '{"output":"boom","metadata":{"exit_code":2}}', "ran `make` -> exit 2"),
+    ("read_file", {"path": "config.py", "offset": 1}, "x" * 1200, "read config.py from line 1 (1,200 chars)"),
+    ("Read", {"file_path": "/a/b.py"}, "<tool_use_error>File does not exist.</tool_use_error>", "-> error: File does not exist."),
+    ("Grep", {"pattern": "TODO", "path": "src"}, "a:1\nb:2", "searched `TODO` in src -> 2 matching lines"),
+    ("WebFetch", {"url": "https://x.dev/a"}, "page", "fetched https://x.dev/a"),
+    ("mystery", {"q": 1}, "Error: kaput", "-> error: Error: kaput"),
+])
+def test_describe(name, args, output, expect):
+    c = ToolCall("c1", name, orjson.dumps(args).decode())
+    line = tools.describe(c, Message(role="tool", content=output, tool_call_id="c1"))
+    assert expect in line, line
+
+
+def test_is_error_flag_reads_as_failure():
+    c = ToolCall("c1", "Edit", '{"file_path":"a.py"}')
+    line = tools.describe(c, Message(role="tool", content="String not found", is_error=True))
+    assert "error" in line
+
+
+# ---- prune
+
+def test_prune_dedups_summarizes_and_truncates():
+    big = "E   AssertionError: boom\n" + "log line\n" * 500
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "do it"},
+            call("a", "terminal", {"command": "pytest"}), res("a", big + "exit code: 1"),
+            call("b", "terminal", {"command": "pytest"}), res("b", big + "exit code: 1"),
+            call("c", "write_file", {"path": "x.py", "content": "z" * 2000}), res("c", "ok"),
+            {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    t = T(rows)
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    assert len(out.messages) == len(rows)
+    assert out.messages[3].text().startswith(DUPLICATE) and "exit 1" in out.messages[3].text()
+    assert out.messages[5].text().startswith("[terminal] ran `pytest` -> exit 1")
+    assert "E   AssertionError: boom" in out.messages[5].text()  # the error line survives verbatim
+    args = orjson.loads(out.messages[6].tool_calls[0].arguments)
+    assert args["content"].endswith("...[truncated]") and len(args["content"]) == 200 + len("...[truncated]")
+    assert out.messages[-1] is t.messages[-1]
+    assert st.dedup.count == 1 and st.summaries.count == 1 and st.args.count == 1 and st.summaries.tokens > 0
+    assert api.check(out) == []
+    assert t.messages[3].text().startswith("E   AssertionError")  # the input is not mutated
+    assert {a.index for a in st.archived} == {3, 5, 6}
+
+
+def test_prune_protects_recent_tokens_and_reaches_the_head():
+    rows = tool_session(6, 3000)
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=800))
+    texts = [m.text() for m in out.messages]
+    assert "[read_file] read src/mod0.py (3,000 chars)" in texts[3]  # the first output, inside the head, is pruned
+    assert texts[-3] == rows[-3]["content"]  # the last output is in the protected part
+
+
+def test_truncate_arguments_keeps_json_valid():
+    s = orjson.dumps({"a": "é" * 1000, "b": [{"c": "x" * 900}], "n": 3}).decode()
+    v = orjson.loads(truncate_arguments(s, 200))
+    assert len(v["a"]) == 214 and v["b"][0]["c"].endswith("[truncated]") and v["n"] == 3
+    assert truncate_arguments("not json " * 100, 20) == ("not json " * 100)[:20] + "...[truncated]"
+
+
+def test_prune_replaces_old_images():
+    rows = [{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}}]},
+            {"role": "assistant", "content": "I see."}, {"role": "user", "content": "more"}]
+    out, st = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=5))
+    assert out.messages[0].content[1]["type"] == "text" and st.images.count == 1
+
+
+# ---- repair
+
+def test_repair_orphans_stubs_reused_ids_placement():
+    rows = [{"role": "user", "content": "go"},
+            res("ghost", "orphan"),
+            call("x", "terminal", {"command": "a"}), {"role": "user", "content": "interjection"}, res("x", "first"),
+            call("x", "terminal", {"command": "b"}), res("x", "second"),
+            call("y", "terminal", {"command": "c"}),
+            {"role": "user", "content": "end"}]
+    t = T(rows)
+    found = {v.rule for v in api.check(t)}
+    assert found == {"orphan-result", "missing-result", "placement"}
+    out, st = api.repair(t)
+    assert api.check(out) == []
+    roles = [(m.role, m.text()) for m in out.messages]
+    assert roles[1:4] == [("assistant", ""), ("tool", "first"), ("user", "interjection")]
+    assert roles[4:6] == [("assistant", ""), ("tool", "second")]
+    assert roles[7] == ("tool", STUB)
+    assert st.orphan_results_removed == 1 and st.stubs_added == 1 and st.results_moved == 1
+    again, st2 = api.repair(out)
+    assert again is out and not st2.changed
+
+
+def test_repair_strip_duplicate_ids_empty_and_first_role():
+    rows = [{"role": "system", "content": "s"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": ""},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            res("d", "one"), res("d", "two"), call("z", "f", {})]
+    t = T(rows)
+    rules = {v.rule for v in api.check(t)}
+    assert {"duplicate-id", "empty-message", "first-role", "missing-result"} <= rules
+    out, st = api.repair(t, strip_unanswered=True)
+    assert api.check(out) == []
+    assert out.messages[1].role == "user" and st.openings_added == 1 and st.ids_renamed == 1 and st.calls_stripped == 1
+    ids = [c.id for c in out.messages[3].tool_calls]
+    assert len(set(ids)) == 2 and [m.tool_call_id for m in out.messages[4:6]] == ids
+
+
+# ---- plan
+
+def _long(n=20, out_chars=4000):
+    return T(tool_session(n, out_chars))
+
+
+def test_plan_partitions_and_keeps_pairs():
+    t = _long()
+    p = api.plan(t, COUNTER, api.Budget(context_window=12000, tail_tokens=1500))
+    assert p.needs_compaction and 0 < p.head_end <= p.tail_start < p.messages
+    assert t.messages[p.tail_start].role != "tool" and t.messages[p.head_end].role != "tool"
+    assert last_user_index(t.messages) >= p.tail_start
+    assert p.tokens["head"] + p.tokens["middle"] + p.tokens["tail"] == p.total
+    assert 2000 <= p.summary_budget <= 8000
+
+
+def test_plan_not_needed_under_threshold():
+    p = api.plan(_long(2, 100), COUNTER, api.Budget())
+    assert not p.needs_compaction and "no compaction needed" in p.reason
+
+
+def test_plan_anchor_forces_tail_and_cannot_fit():
+    rows = tool_session(2, 100)
+    rows.insert(-1, {"role": "assistant", "content": "z " * 6000})
+    rows.append(call("late", "terminal", {"command": "x"}))
+    rows.append(res("late", "y " * 6000))
+    t = T(rows)
+    p = api.plan(t, COUNTER, api.Budget(context_window=100000, threshold=0.1, tail_tokens=500, summary_min=100))
+    assert p.anchor_forced and p.tail_start <= last_user_index(t.messages)
+    with pytest.raises(CannotFit, match="cannot fit"):
+        api.plan(t, COUNTER, api.Budget(context_window=10000, tail_tokens=500))
+
+
+def test_plan_after_earlier_compaction_heads_with_the_summary():
+    t = _long(30)
+    out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(small()))
+    k = next(i for i, m in enumerate(out.messages) if m.text().startswith(SUMMARY_MARKER))
+    p = api.plan(out, COUNTER, small())
+    assert p.prior_summary == k and p.head_end == k + 1
+    only = out.evolve(messages=[out.messages[0]] + out.messages[k:])
+    p2 = api.plan(only, COUNTER, small())
+    assert p2.prior_summary == 1 and p2.head_end == 2
+
+
+# ---- summarize and assembly
+
+def test_offline_summary_sections_budget_and_anchor():
+    t = _long(30)
+    budget = small()
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    assert rep["status"] == "compacted" and rep["tokens_after"] <= budget.target
+    summary = next(m for m in out.messages if SUMMARY_MARKER in m.text())
+    text = summary.text()
+    assert text.rstrip().endswith(SUMMARY_END)
+    secs = parse_sections(text)
+    assert list(secs) == list(SECTIONS)
+    assert secs["Active Task"] == "Thanks. Now update the changelog."
+    assert "You must not touch tests/." in secs["Constraints & Preferences"]
+    assert COUNTER.text(text) <= rep["summary_budget"] + 80
+    assert api.check(out) == []
+    assert out.messages[-1].text() == "Thanks. Now update the changelog."
+    again, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    assert api.write(again) == api.write(out)
+
+
+def test_second_compaction_updates_the_summary_and_continues_numbering():
+    budget = small()
+    first, _ = api.compact(_long(30), COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    more = tool_session(30, 4000)[2:]
+    for m in more:
+        if m.get("tool_calls"):
+            m["tool_calls"][0]["id"] += "_b"
+        if m.get("tool_call_id"):
+            m["tool_call_id"] += "_b"
+    grown = first.evolve(messages=first.messages + [message_from_dict(d, "t", 0, None) for d in more])
+    second, rep = api.compact(grown, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    summaries = [m for m in second.messages if SUMMARY_MARKER in m.text()]
+    assert len(summaries) == 1 and rep["status"] == "compacted"
+    nums = [int(line.split(".")[0]) for line in parse_sections(summaries[0].text())["Completed Actions"].split("\n") if line[:1].isdigit()]
+    assert max(nums) > 30
+
+
+def test_focus_promotes_topic():
+    t = _long(30)
+    budget = small()
+    out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, focus="mod8"))
+    text = next(m for m in out.messages if SUMMARY_MARKER in m.text()).text()
+    assert "src/mod8.py" in text
+
+
+@pytest.mark.parametrize("prev,nxt,expect", [
+    ("tool", "assistant", ["user", "assistant"]),
+    ("user", "user", ["assistant", "user"]),
+    ("user", "assistant", ["user*"]),  # both collide: merged into the first tail message? no: flips to user
+])
+def test_assembly_roles(prev, nxt, expect):
+    from compactctl.phases.assemble import assemble
+
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "u0"}]
+    if prev == "tool":
+        rows += [call("a", "f", {}), res("a", "r")]
+    else:
+        rows += [{"role": "assistant", "content": "a0"}, {"role": "user", "content": "u1"}]
+    rows += [{"role": "assistant", "content": "middle"}, {"role": "user", "content": "middle user"}]
+    rows += [{"role": nxt, "content": "first tail"}, {"role": "user" if nxt == "assistant" else "assistant", "content": "last"}]
+    t = T(rows)
+    head_end = 4
+    out, _ = assemble(t, head_end, 6, "body")
+    roles = [m.role for m in out.messages[head_end:]]
+    assert out.messages[0].text().endswith("(marked CONTEXT COMPACTION).]")
+    prev_role = out.messages[head_end - 1].role
+    first = out.messages[head_end]
+    assert first.role != prev_role or prev_role == "tool"
+    if SUMMARY_MARKER in first.text():
+        assert roles[1] != roles[0] or out.messages[head_end + 1].role == "user"
+    assert api.check(api.repair(out)[0]) == []
+
+
+def test_anti_thrash_strikes_then_skip():
+    rows = [{"role": "system", "content": "s"}]
+    for i in range(10):
+        rows += [{"role": "user", "content": f"question {i}: " + "why " * 150}, {"role": "assistant", "content": f"answer {i}: " + "because " * 150}]
+    t = T(rows)
+    budget = api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=300, protect_first=1)
+    opts = api.CompactOptions(budget, min_saving=0.9)
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), opts)
+    assert rep["status"] == "ineffective" and out.messages[0].note["strikes"] == 1
+    out2, rep2 = api.compact(out, COUNTER, api.OfflineSummarizer(), opts)
+    assert out2.messages[0].note["strikes"] == 2
+    _, rep3 = api.compact(out2, COUNTER, api.OfflineSummarizer(), opts)
+    assert rep3["status"] == "skipped" and "ineffective" not in rep3["reason"] and "saved under" in rep3["reason"]

@@ -1,0 +1,101 @@
+"""Invariants over generated transcripts (hypothesis)."""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compactctl import api
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import Transcript, last_user_index
+from compactctl.pairs import groups
+from compactctl.phases.prune import PruneOptions
+from compactctl.tokens import make_counter
+
+COUNTER = make_counter("gpt-4o")
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400)
+IDS = st.sampled_from(["a", "b", "c", "d"])  # few ids: reuse and collisions happen
+
+
+@st.composite
+def transcripts(draw):
+    rows = [{"role": "system", "content": "sys"}] if draw(st.booleans()) else []
+    for _ in range(draw(st.integers(0, 25))):
+        kind = draw(st.sampled_from(["user", "assistant", "calls", "result", "empty"]))
+        if kind == "user":
+            rows.append({"role": "user", "content": draw(TEXT)})
+        elif kind == "assistant":
+            rows.append({"role": "assistant", "content": draw(TEXT)})
+        elif kind == "calls":
+            n = draw(st.integers(1, 3))
+            rows.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": draw(IDS), "type": "function", "function": {"name": draw(st.sampled_from(["terminal", "read_file", "x"])),
+                                                                   "arguments": orjson.dumps({"command": draw(TEXT), "path": "p.py"}).decode()}} for _ in range(n)]})
+        elif kind == "result":
+            rows.append({"role": "tool", "tool_call_id": draw(IDS), "content": draw(TEXT) * draw(st.integers(1, 20))})
+        else:
+            rows.append({"role": draw(st.sampled_from(["user", "assistant"])), "content": ""})
+    return Transcript([message_from_dict(d, "gen", i + 1, i) for i, d in enumerate(rows)], id="gen")
+
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(transcripts())
+def test_repair_makes_valid_and_is_idempotent(t):
+    out, _ = api.repair(t)
+    assert api.check(out) == []
+    again, st2 = api.repair(out)
+    assert again is out and not st2.changed
+
+
+@SETTINGS
+@given(transcripts(), st.integers(0, 2000))
+def test_prune_keeps_messages_last_user_and_validity(t, protect):
+    valid, _ = api.repair(t)
+    before = api.write(valid)
+    out, _ = api.prune(valid, COUNTER, PruneOptions(protect_tokens=protect, min_dedup_chars=20, min_summary_chars=20))
+    assert len(out.messages) == len(valid.messages)
+    assert api.write(valid) == before  # input not mutated
+    lu = last_user_index(valid.messages)
+    if lu is not None:
+        assert out.messages[lu] is valid.messages[lu]
+    assert api.check(out) == []
+
+
+@SETTINGS
+@given(transcripts(), st.integers(50, 3000), st.integers(0, 4))
+def test_plan_partition(t, tail, first):
+    valid, _ = api.repair(t)
+    if not valid.messages:
+        return
+    try:
+        p = api.plan(valid, COUNTER, api.Budget(context_window=200_000, threshold=0.001, tail_tokens=tail, protect_first=first, summary_min=1))
+    except api_errors.CannotFit:
+        return
+    assert 0 <= p.head_end <= p.tail_start <= p.messages == len(valid.messages)
+    zones = [p.zone(i) for i in range(p.messages)]
+    assert zones == sorted(zones, key=["head", "middle", "tail"].index)
+    spans = groups(valid.messages)
+    for cut in (p.head_end, p.tail_start):
+        assert not any(a < cut < b for a, b in spans), "a cut splits a tool call from its results"
+    lu = last_user_index(valid.messages)
+    if lu is not None and lu >= p.head_end:
+        assert lu >= p.tail_start
+    if not p.anchor_forced and p.tail_start > p.head_end:
+        assert p.tokens["tail"] <= tail * 1.5
+
+
+@SETTINGS
+@given(transcripts())
+def test_compact_output_is_valid(t):
+    try:
+        out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=4000, tail_tokens=200, summary_min=200, summary_max=400)))
+    except api_errors.CannotFit:
+        return
+    assert api.check(out) == []
+
+
+from compactctl import errors as api_errors  # noqa: E402

@@ -42,7 +42,7 @@ def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None)
         return OfflineSummarizer()
     from .summarizers.llm import LLMSummarizer
 
-    s = LLMSummarizer.from_options(opts, model)
+    s = LLMSummarizer.from_options(opts, model, warn=warn)
     if warn:
         warn(f"summarizer: llm ({s.model} at {s.base_url or 'the OpenAI API'})")
     return s

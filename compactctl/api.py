@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from . import formats
 from .errors import DataError
+from .formats.openai import message_from_dict
 from .jsonl import Output, iter_lines, open_input, parse_line
 from .model import Message, Transcript
 from .phases.plan import Budget, Plan, annotate, plan
@@ -54,13 +55,16 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     if mapping is None:
         return compacted
     n = mapping["messages"]
-    fmt = formats.get_format(mapping.get("format", compacted.format))
+    native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n
     for orig, out in mapping["kept"]:
         originals[orig] = compacted.messages[out]
     for e in entries:
         if e.get("type") != "map":
-            originals[e["index"]] = fmt.restore_message(e["message"], e["index"]) if hasattr(fmt, "restore_message") else None
+            m = message_from_dict(e["message"], "<archive>", 0, e["index"])
+            if not native_origins:
+                m.origin = None  # rebuilt by the format's writer from the canonical message
+            originals[e["index"]] = m
     missing = [i for i, m in enumerate(originals) if m is None]
     if missing:
         raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")

@@ -60,6 +60,7 @@ class Message:
     origin: Any = None  # the parsed source object while the message is untouched
     note: dict[str, Any] = field(default_factory=dict)  # compactctl's own annotation ("_compactctl" key)
     index: int | None = None  # position in the transcript as read, while untouched
+    anchor: Any = None  # where in its source it stands (line-based formats); kept when changed
 
     def evolve(self, **changes: Any) -> Message:
         """A changed copy: no longer an untouched original."""
@@ -134,5 +135,13 @@ SUMMARY_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
 SUMMARY_END = "[END OF CONTEXT COMPACTION]"
 
 
+# How agents open their own compaction summaries (Claude Code's isCompactSummary turn, Codex's handoff).
+FOREIGN_SUMMARY_OPENINGS = (
+    "This session is being continued from a previous conversation",
+    "Another language model started to solve this problem and produced a summary",
+)
+
+
 def is_summary(m: Message) -> bool:
-    return SUMMARY_MARKER in m.text()[:400]
+    head = m.text()[:400]
+    return SUMMARY_MARKER in head or head.lstrip().startswith(FOREIGN_SUMMARY_OPENINGS)

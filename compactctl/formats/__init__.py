@@ -21,7 +21,7 @@ from ..model import Transcript
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
 # Order matters: the most specific sniffers first.
-FORMAT_NAMES = ("openai",)
+FORMAT_NAMES = ("claude_code", "sharegpt", "anthropic", "openai")
 
 
 def get_format(name: str):
@@ -125,7 +125,9 @@ def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
     """Output lines for one transcript, in its own format or converted with `to`."""
     if to and to.replace("-", "_") != t.format:
         target = get_format(to)
-        t = t.evolve(format=target.NAME, native=None, raw=None)
+        drop = getattr(get_format(t.format), "CARRIER_KEYS", ())
+        meta = {k: v for k, v in (t.metadata or {}).items() if k not in drop}
+        t = t.evolve(format=target.NAME, native=None, raw=None, metadata=meta)
         t.messages = [m.evolve() if m.origin is not None else m for m in t.messages]  # origins are the old format's
         return target.write(t)
     return get_format(t.format).write(t)

@@ -12,6 +12,7 @@ from ..model import MISSING, ROLES, Message, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "openai"
+CARRIER_KEYS = ("messages",)  # record keys that hold the transcript itself
 NOTE_KEY = "_compactctl"
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", NOTE_KEY}
 
@@ -169,6 +170,3 @@ def write(t: Transcript) -> Iterator[bytes]:
         raw = raws[m.index] if raws is not None and m.untouched and not m.note and m.index < len(raws) else None
         yield raw if raw is not None else orjson.dumps(message_to_dict(m))
 
-
-def restore_message(origin: dict, index: int) -> Message:
-    return message_from_dict(origin, "<archive>", 0, index)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -20,15 +19,20 @@ class Archived:
     transcript: str
     index: int  # position of the original in the transcript as read
     phase: str
-    origin: Any  # the original as its format holds it (the parsed source object)
+    message: Message  # the original, untouched
 
     def record(self) -> dict:
-        body = orjson.dumps(self.origin, option=orjson.OPT_SORT_KEYS)
-        return {"transcript": self.transcript, "index": self.index, "phase": self.phase,
-                "sha256": hashlib.sha256(body).hexdigest(), "message": self.origin}
+        """The original as a JSON record: its source object for OpenAI chat, else the canonical
+        message in OpenAI chat shape (which restore reads back through the canonical model)."""
+        from ..formats.openai import message_to_dict
+
+        m = self.message
+        body = m.origin if isinstance(m.origin, dict) else message_to_dict(m.evolve())
+        digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        return {"transcript": self.transcript, "index": self.index, "phase": self.phase, "sha256": digest, "message": body}
 
 
 def archive(t: Transcript, m: Message, phase: str, into: list[Archived]) -> None:
     """Keep the original of a message about to be changed or removed (only the first change counts)."""
     if m.untouched:
-        into.append(Archived(t.id, m.index, phase, m.origin))
+        into.append(Archived(t.id, m.index, phase, m))

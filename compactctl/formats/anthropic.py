@@ -1,0 +1,173 @@
+"""Anthropic Messages: content blocks, tool results inside user messages, system as its own field.
+
+Session file: one message per line ({"role", "content"}; a line {"system": ...} gives the system
+prompt). Dataset: {"system": ..., "messages": [...], ...} per line, other keys kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+
+from ..errors import DataError
+from ..model import Message, Transcript
+from . import Reader, Record
+from .blocks import assistant_blocks, assistant_from_blocks, tool_result_block, user_from_blocks
+
+NAME = "anthropic"
+CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
+BLOCK_TYPES = ("tool_use", "tool_result", "thinking", "redacted_thinking")
+
+
+def _has_blocks(msgs: list) -> bool:
+    for m in msgs[:100]:
+        c = m.get("content") if isinstance(m, dict) else None
+        if isinstance(c, list) and any(isinstance(p, dict) and p.get("type") in BLOCK_TYPES for p in c):
+            return True
+    return False
+
+
+def sniff(obj: dict) -> str | None:
+    if isinstance(obj.get("messages"), list) and ("system" in obj and not any(isinstance(m, dict) and m.get("role") == "system" for m in obj["messages"][:3]) or _has_blocks(obj["messages"])):
+        return "dataset"
+    if "role" in obj and _has_blocks([obj]):
+        return "session"
+    if set(obj) == {"system"}:
+        return "session"
+    return None
+
+
+def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[Message]:
+    out: list[Message] = []
+    for k, d in enumerate(rows):
+        if not isinstance(d, dict):
+            raise DataError(source, lineno, "a message must be a JSON object")
+        role = d.get("role")
+        extra = {key: v for key, v in d.items() if key not in ("role", "content")}
+        origin = ("msg", start + k)
+        if role == "assistant":
+            m = assistant_from_blocks(d.get("content"), source, lineno, origin=origin, index=None)
+            m.extra.update(extra)
+            out.append(m)
+        elif role == "user":
+            for m in user_from_blocks(d.get("content"), source, lineno, origin=origin, index=None):
+                m.extra.update(extra) if m.role == "user" else None
+                out.append(m)
+        elif role is None:
+            raise DataError(source, lineno, "message has no role")
+        else:
+            raise DataError(source, lineno, f"unknown role {role!r} for Anthropic messages (expected user or assistant)")
+    return out
+
+
+def _finish(msgs: list[Message], system) -> list[Message]:
+    if system is not None:
+        msgs.insert(0, Message(role="system", content=system, origin=("system", 0)))
+    for i, m in enumerate(msgs):
+        m.index = i
+    return msgs
+
+
+def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:
+    if layout == "dataset":
+        for n, (lineno, raw, obj) in enumerate(records):
+            with reader.guard(lineno, raw):
+                rows = obj.get("messages")
+                if not isinstance(rows, list):
+                    raise DataError(source, lineno, 'a dataset record needs a "messages" list')
+                msgs = _finish(messages_from(rows, source, lineno), obj.get("system"))
+                yield Transcript(msgs, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME, layout="dataset",
+                                 metadata=dict(obj), raw=raw, native=rows)
+        return
+    rows, system, first, raws = [], None, 0, []
+    for lineno, raw, obj in records:
+        first = first or lineno
+        with reader.guard(lineno, raw):
+            if "role" not in obj and "system" in obj:
+                system = obj["system"]
+                continue
+            messages_from([obj], source, lineno)  # validate now, to name the line
+            rows.append(obj)
+            raws.append(raw)
+    if rows or system is not None:
+        yield Transcript(_finish(messages_from(rows, source, first), system), id=source, source=source, line=first,
+                         format=NAME, layout="session", native=rows)
+
+
+def to_rows(t: Transcript) -> tuple[object, list[dict]]:
+    """(system, message dicts) for a transcript; untouched source messages come back as they were."""
+    src = t.native if isinstance(t.native, list) else None
+    system = None
+    rows: list[dict] = []
+    i = 0
+    msgs = t.messages
+    while i < len(msgs):
+        m = msgs[i]
+        if m.role in ("system", "developer"):
+            system = m.content if system is None else system
+            i += 1
+            continue
+        origin = m.origin if isinstance(m.origin, tuple) else None
+        group = [m]
+        j = i + 1
+        if origin is not None and origin[0] == "msg":
+            while j < len(msgs) and msgs[j].origin == origin:
+                group.append(msgs[j])
+                j += 1
+        elif m.role == "tool":
+            while j < len(msgs) and msgs[j].role == "tool":
+                group.append(msgs[j])
+                j += 1
+        if src is not None and origin is not None and origin[0] == "msg" and all(g.untouched for g in group) and _complete(group, src[origin[1]]):
+            rows.append(src[origin[1]])
+        else:
+            rows.append(_row(group))
+        i = j
+    return system, rows
+
+
+def _complete(group: list[Message], row: dict) -> bool:
+    c = row.get("content")
+    n = sum(1 for b in c if isinstance(b, dict) and b.get("type") == "tool_result") if isinstance(c, list) else 0
+    return sum(1 for g in group if g.role == "tool") == n
+
+
+def _row(group: list[Message]) -> dict:
+    first = group[0]
+    if first.role == "assistant":
+        d = {"role": "assistant", "content": assistant_blocks(first)}
+        d.update({k: v for k, v in first.extra.items() if not k.startswith("_")})
+        return d
+    blocks: list = []
+    extra: dict = {}
+    for g in group:
+        if g.role == "tool":
+            blocks.append(tool_result_block(g))
+        else:
+            c = g.content
+            blocks += c if isinstance(c, list) else ([{"type": "text", "text": c}] if isinstance(c, str) and c else [])
+            extra.update({k: v for k, v in g.extra.items() if not k.startswith("_")})
+            if len(group) == 1 and isinstance(c, str):
+                return {"role": "user", "content": c, **extra}
+    return {"role": "user", "content": blocks, **extra}
+
+
+def write(t: Transcript) -> Iterator[bytes]:
+    if t.layout == "dataset":
+        if t.raw is not None:
+            yield t.raw
+            return
+        system, rows = to_rows(t)
+        rec = dict(t.metadata) if t.metadata else {}
+        if system is not None or "system" in rec:
+            rec["system"] = system
+        rec["messages"] = rows
+        yield orjson.dumps(rec)
+        return
+    system, rows = to_rows(t)
+    if system is not None:
+        yield orjson.dumps({"system": system})
+    for r in rows:
+        yield orjson.dumps(r)
+

@@ -1,0 +1,189 @@
+"""Hermes / ShareGPT trajectories: {"conversations": [{"from", "value"}], ...} per line.
+
+`from` is system / human / gpt / tool (or user / assistant), with calls as <tool_call>{...}</tool_call>
+in gpt turns (several per turn, no ids: matched to results by order), results as
+<tool_response>{...}</tool_response> in tool turns, and <think> blocks; or the variant with
+function_call / observation turns. Synthetic call ids (`sg_<turn>_<k>`) exist only in the canonical
+model; they are not written back. Other keys of the record are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import orjson
+
+from ..errors import DataError
+from ..model import Message, ToolCall, Transcript
+from . import Reader, Record
+
+NAME = "sharegpt"
+CARRIER_KEYS = ("conversations",)  # record keys that hold the transcript itself
+ROLE = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+        "tool": "tool", "observation": "tool", "function_call": "assistant", "function": "tool"}
+CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
+THINK = re.compile(r"^\s*<think>\n?(.*?)\n?</think>\n?", re.S)
+
+
+def sniff(obj: dict) -> str | None:
+    conv = obj.get("conversations")
+    if isinstance(conv, list) and all(isinstance(t, dict) and "from" in t for t in conv[:3]):
+        return "dataset"
+    return None
+
+
+def _call_from_json(text: str, turn: int, k: int) -> ToolCall:
+    try:
+        v = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return ToolCall(f"sg_{turn}_{k}", "unknown", text, {"_raw_call": text})
+    if not isinstance(v, dict):
+        return ToolCall(f"sg_{turn}_{k}", "unknown", text, {"_raw_call": text})
+    args = v.get("arguments", {})
+    return ToolCall(f"sg_{turn}_{k}", str(v.get("name", "")), args if isinstance(args, str) else orjson.dumps(args).decode(),
+                    {"_raw_call": text})
+
+
+def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
+    out: list[Message] = []
+    pending: list[ToolCall] = []  # calls not yet answered, in order
+    for turn, t in enumerate(conv):
+        if not isinstance(t, dict) or "from" not in t:
+            raise DataError(source, lineno, f"turn {turn} has no 'from'")
+        frm, value = t["from"], t.get("value", "")
+        role = ROLE.get(frm)
+        if role is None:
+            raise DataError(source, lineno, f"turn {turn}: unknown 'from' {frm!r}")
+        if not isinstance(value, str):
+            raise DataError(source, lineno, f"turn {turn}: 'value' must be a string")
+        extra = {k: v for k, v in t.items() if k not in ("from", "value")}
+        origin = ("turn", turn)
+        if frm == "function_call":
+            call = _call_from_json(value, turn, 0)
+            pending = [call]
+            out.append(Message(role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, origin=origin))
+        elif role == "assistant":
+            reasoning = None
+            m = THINK.match(value)
+            text = value
+            if m:
+                reasoning, text = m.group(1), value[m.end():]
+            calls = [_call_from_json(c, turn, k) for k, c in enumerate(CALL.findall(text))]
+            text = CALL.sub("", text).strip() if calls else text
+            pending = list(calls)
+            msg = Message(role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra={"_from": frm, **extra}, origin=origin)
+            if m is not None:
+                msg.extra["_think"] = True
+            out.append(msg)
+        elif role == "tool":
+            bodies = RESPONSE.findall(value) if frm == "tool" else [value]
+            if not bodies:
+                bodies = [value]
+            for k, body in enumerate(bodies):
+                call = pending.pop(0) if pending else None
+                out.append(Message(role="tool", content=body, tool_call_id=call.id if call else f"sg_{turn}_orphan{k}",
+                                   name=call.name if call else None, extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
+                                   origin=origin))
+        else:
+            out.append(Message(role=role, content=value, extra={"_from": frm, **extra}, origin=origin))
+    for i, m in enumerate(out):
+        m.index = i
+    return out
+
+
+def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:
+    for n, (lineno, raw, obj) in enumerate(records):
+        with reader.guard(lineno, raw):
+            conv = obj.get("conversations")
+            if not isinstance(conv, list):
+                raise DataError(source, lineno, 'a ShareGPT record needs a "conversations" list')
+            yield Transcript(messages_from(conv, source, lineno), id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME,
+                             layout="dataset", metadata=dict(obj), raw=raw, native=conv)
+
+
+def _names(conv: list | None) -> dict[str, str]:
+    """The role names this record uses (human or user, gpt or assistant, tool or observation)."""
+    names = {"system": "system", "user": "human", "assistant": "gpt", "tool": "tool"}
+    for t in conv or []:
+        frm = t.get("from") if isinstance(t, dict) else None
+        if frm in ("user", "human"):
+            names["user"] = frm
+        elif frm in ("assistant", "gpt"):
+            names["assistant"] = frm
+        elif frm in ("observation", "function"):
+            names["tool"] = frm
+    return names
+
+
+def _call_text(c: ToolCall) -> str:
+    raw = c.extra.get("_raw_call")
+    try:
+        args = orjson.loads(c.arguments) if c.arguments else {}
+    except orjson.JSONDecodeError:
+        args = c.arguments
+    fresh = orjson.dumps({"name": c.name, "arguments": args}).decode()
+    if raw is not None:
+        try:
+            if orjson.loads(raw) == orjson.loads(fresh):
+                return raw
+        except orjson.JSONDecodeError:
+            pass
+    return fresh
+
+
+def to_conversations(t: Transcript) -> list[dict]:
+    src = t.native if isinstance(t.native, list) else None
+    names = _names(src)
+    out: list[dict] = []
+    msgs = t.messages
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        group = [m]
+        j = i + 1
+        if m.role == "tool":
+            while j < len(msgs) and msgs[j].role == "tool" and (m.origin is None or msgs[j].origin == m.origin or msgs[j].origin is None) \
+                    and msgs[j].extra.get("_from", "tool") == m.extra.get("_from", "tool") and m.extra.get("_from") != "observation":
+                group.append(msgs[j])
+                j += 1
+        origin = m.origin if isinstance(m.origin, tuple) else None
+        if src is not None and origin is not None and all(g.untouched and g.origin == origin for g in group) \
+                and sum(1 for x in msgs if x.origin == origin) == len(group):
+            out.append(src[origin[1]])
+        else:
+            out.append(_turn(group, names))
+        i = j
+    return out
+
+
+def _turn(group: list[Message], names: dict[str, str]) -> dict:
+    m = group[0]
+    extra = {k: v for k, v in m.extra.items() if not k.startswith("_")}
+    frm = m.extra.get("_from")
+    if m.role == "tool":
+        if frm in ("observation", "function"):
+            return {"from": frm, "value": m.text(), **extra}
+        return {"from": frm or names["tool"], "value": "\n".join(f"<tool_response>\n{g.text()}\n</tool_response>" for g in group), **extra}
+    if m.role == "assistant":
+        if frm == "function_call" and len(m.tool_calls) == 1 and not m.text():
+            c = m.tool_calls[0]
+            return {"from": "function_call", "value": _call_text(c), **extra}
+        value = m.text()
+        if m.tool_calls:
+            value = (value + "\n" if value else "") + "\n".join(f"<tool_call>\n{_call_text(c)}\n</tool_call>" for c in m.tool_calls)
+        if m.reasoning is not None or m.extra.get("_think"):
+            value = f"<think>\n{m.reasoning or ''}\n</think>\n{value}"
+        return {"from": frm if frm in ("gpt", "assistant") else names["assistant"], "value": value, **extra}
+    role_name = frm if frm in ("human", "user", "system") else names.get(m.role, m.role)
+    return {"from": role_name, "value": m.text(), **extra}
+
+
+def write(t: Transcript) -> Iterator[bytes]:
+    if t.raw is not None:
+        yield t.raw
+        return
+    rec = dict(t.metadata) if t.metadata else {}
+    rec["conversations"] = to_conversations(t)
+    yield orjson.dumps(rec)

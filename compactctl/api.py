@@ -8,7 +8,7 @@ from . import formats
 from .errors import DataError
 from .formats.openai import message_from_dict
 from .jsonl import Output, iter_lines, open_input, parse_line
-from .model import Message, Transcript
+from .model import Message, Transcript, fingerprint
 from .phases.plan import Budget, Plan, annotate, plan
 from .phases.prune import PruneOptions, prune
 from .phases.repair import check, repair
@@ -57,8 +57,14 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     n = mapping["messages"]
     native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n
-    for orig, out in mapping["kept"]:
-        originals[orig] = compacted.messages[out]
+    by_print: dict[str, list[Message]] = {}
+    for m in compacted.messages:
+        by_print.setdefault(fingerprint(m), []).append(m)
+    for orig, out, digest in mapping["kept"]:
+        m = compacted.messages[out] if out < len(compacted.messages) else None
+        if m is None or fingerprint(m) != digest:  # a writer may order lines as its format does
+            m = by_print[digest].pop(0) if by_print.get(digest) else None
+        originals[orig] = m
     for e in entries:
         if e.get("type") != "map":
             m = message_from_dict(e["message"], "<archive>", 0, e["index"])

@@ -124,6 +124,12 @@ class Output:
         self._tmp: IO[bytes] | None = None
         self._tmp_path: str | None = None
         self.spool = spool
+        if self.target and os.path.exists(self.target) and not os.path.isfile(self.target):
+            # A device or a pipe (/dev/stdout, a FIFO): never rename over it; spool, then write once.
+            self._special = self.target
+            self.target = None
+        else:
+            self._special = None
         if self.target:
             d = os.path.dirname(os.path.abspath(self.target))
             try:
@@ -132,6 +138,8 @@ class Output:
                 raise IOFailure(f"{self.target}: cannot write here ({e.strerror or e})") from e
             self._tmp = os.fdopen(fd, "wb")
         elif spool:
+            self._tmp = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115
+        if self._special and self._tmp is None:
             self._tmp = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115
         self.stream: IO[bytes] = self._tmp if self._tmp is not None else sys.stdout.buffer
 
@@ -148,9 +156,17 @@ class Output:
                 raise IOFailure(f"{self.target}: {e.strerror or e}") from e
         elif self._tmp is not None:
             self._tmp.seek(0)
-            shutil.copyfileobj(self._tmp, sys.stdout.buffer)
+            if self._special:
+                try:
+                    with open(self._special, "wb") as f:
+                        shutil.copyfileobj(self._tmp, f)
+                except OSError as e:
+                    raise IOFailure(f"{self._special}: {e.strerror or e}") from e
+            else:
+                shutil.copyfileobj(self._tmp, sys.stdout.buffer)
             self._tmp.close()
-        sys.stdout.buffer.flush()
+        if not self._special:
+            sys.stdout.buffer.flush()
 
     def abort(self) -> None:
         if self._tmp is not None:

@@ -122,6 +122,16 @@ class Transcript:
         return dataclasses.replace(self, **changes)
 
 
+def fingerprint(m: Message) -> str:
+    """A short stable digest of what a message says (role, text, calls, result id)."""
+    import hashlib
+
+    import orjson
+
+    body = orjson.dumps([m.role, m.text(), m.tool_call_id, [[c.id, c.name, c.arguments] for c in m.tool_calls]])
+    return hashlib.blake2b(body, digest_size=8).hexdigest()
+
+
 def last_user_index(messages: list[Message]) -> int | None:
     """Index of the last real user message (not a tool result carried in a user turn, not a summary)."""
     for i in range(len(messages) - 1, -1, -1):

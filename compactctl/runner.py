@@ -18,7 +18,7 @@ import orjson
 from . import formats
 from .errors import CannotFit, UsageError
 from .jsonl import JsonlSink, Output, expand_inputs
-from .model import Transcript
+from .model import Transcript, fingerprint
 from .phases import Archived
 
 
@@ -138,8 +138,9 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
     return stats
 
 
-def _kept(t: Transcript) -> list[list[int]]:
-    return [[m.index, j] for j, m in enumerate(t.messages) if m.untouched]
+def _kept(t: Transcript) -> list[list]:
+    """[original index, output index, fingerprint] of every original written unchanged."""
+    return [[m.index, j, fingerprint(m)] for j, m in enumerate(t.messages) if m.untouched]
 
 
 def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:

@@ -21,7 +21,7 @@ from ..model import Transcript
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
 # Order matters: the most specific sniffers first.
-FORMAT_NAMES = ("claude_code", "sharegpt", "anthropic", "openai")
+FORMAT_NAMES = ("claude_code", "codex", "sharegpt", "anthropic", "openai")
 
 
 def get_format(name: str):

@@ -47,11 +47,11 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
         extra = {key: v for key, v in d.items() if key not in ("role", "content")}
         origin = ("msg", start + k)
         if role == "assistant":
-            m = assistant_from_blocks(d.get("content"), source, lineno, origin=origin, index=None)
+            m = assistant_from_blocks(d.get("content"), source, lineno, origin=origin, anchor=origin, index=None)
             m.extra.update(extra)
             out.append(m)
         elif role == "user":
-            for m in user_from_blocks(d.get("content"), source, lineno, origin=origin, index=None):
+            for m in user_from_blocks(d.get("content"), source, lineno, origin=origin, anchor=origin, index=None):
                 m.extra.update(extra) if m.role == "user" else None
                 out.append(m)
         elif role is None:
@@ -108,11 +108,11 @@ def to_rows(t: Transcript) -> tuple[object, list[dict]]:
             system = m.content if system is None else system
             i += 1
             continue
-        origin = m.origin if isinstance(m.origin, tuple) else None
+        origin = m.anchor if isinstance(m.anchor, tuple) else None
         group = [m]
         j = i + 1
         if origin is not None and origin[0] == "msg":
-            while j < len(msgs) and msgs[j].origin == origin:
+            while j < len(msgs) and msgs[j].anchor == origin:
                 group.append(msgs[j])
                 j += 1
         elif m.role == "tool":

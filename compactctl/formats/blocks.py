@@ -86,7 +86,8 @@ def assistant_blocks(m: Message) -> list | str | None:
             value = orjson.loads(call.arguments) if call.arguments else {}
         except orjson.JSONDecodeError:
             value = {"_raw_arguments": call.arguments}
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": value, **call.extra})
+        own = {k: v for k, v in call.extra.items() if not k.startswith("_") and k not in ("type", "id", "name", "input")}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": value, **own})
     return blocks
 
 

@@ -208,7 +208,8 @@ def _relink(out: list, boundary_at: int | None) -> Iterator[bytes]:
             seen = set()
         elif "uuid" in obj:
             parent = obj.get("parentUuid")
-            if (parent is not None and parent not in seen) or (raw is None and parent is None and last is not None):
+            after_boundary = boundary_at is not None and n > boundary_at
+            if (parent is not None and parent not in seen) or (parent is None and last is not None and (raw is None or after_boundary)):
                 obj = {**obj, "parentUuid": last}
                 raw = None
         if obj.get("uuid"):

@@ -90,6 +90,7 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
             out.append(Message(role=role, content=value, extra={"_from": frm, **extra}, origin=origin))
     for i, m in enumerate(out):
         m.index = i
+        m.anchor = m.origin
     return out
 
 
@@ -144,13 +145,13 @@ def to_conversations(t: Transcript) -> list[dict]:
         group = [m]
         j = i + 1
         if m.role == "tool":
-            while j < len(msgs) and msgs[j].role == "tool" and (m.origin is None or msgs[j].origin == m.origin or msgs[j].origin is None) \
+            while j < len(msgs) and msgs[j].role == "tool" and (m.anchor is None or msgs[j].anchor in (m.anchor, None)) \
                     and msgs[j].extra.get("_from", "tool") == m.extra.get("_from", "tool") and m.extra.get("_from") != "observation":
                 group.append(msgs[j])
                 j += 1
-        origin = m.origin if isinstance(m.origin, tuple) else None
-        if src is not None and origin is not None and all(g.untouched and g.origin == origin for g in group) \
-                and sum(1 for x in msgs if x.origin == origin) == len(group):
+        origin = m.anchor if isinstance(m.anchor, tuple) else None
+        if src is not None and origin is not None and all(g.untouched and g.anchor == origin for g in group) \
+                and sum(1 for x in msgs if x.anchor == origin) == len(group):
             out.append(src[origin[1]])
         else:
             out.append(_turn(group, names))

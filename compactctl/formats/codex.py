@@ -1,0 +1,254 @@
+"""Codex CLI rollouts ({timestamp, type, payload} per line) and, more generally, Responses-API items.
+
+`response_item` lines carry the history: `message` (input_text / output_text parts), `function_call`
+and `function_call_output` linked by `call_id` (the output is often JSON text with an exit code),
+`custom_tool_call` / `custom_tool_call_output`, and `reasoning` (opaque `encrypted_content`, kept
+as is). A run of reasoning / assistant message / calls becomes one canonical assistant message.
+`session_meta`, `turn_context` and `event_msg` lines are not sent to a model.
+
+A compacted rollout is written the way Codex records its own compaction: a `compacted` line whose
+`replacement_history` is the new history (head items + the summary as a user message), then the
+tail. Reading a rollout that has one starts from that replacement history.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+
+import orjson
+
+from ..model import Message, ToolCall, Transcript
+from . import Reader, Record
+from .linelog import LineLog, layout, lines_of, unchanged
+from .linelog import dropped_records as dropped_records  # noqa: PLC0414
+
+NAME = "codex"
+CARRIER_KEYS = ()
+CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+def sniff(obj: dict) -> str | None:
+    if obj.get("type") in ("session_meta", "response_item", "event_msg", "turn_context", "compacted") and "payload" in obj:
+        return "session"
+    if obj.get("type") in ("message", "function_call", "function_call_output", "reasoning") and ("role" in obj or "call_id" in obj or "summary" in obj):
+        return "session"  # bare Responses-API items, one per line
+    return None
+
+
+def _item(obj: dict) -> dict | None:
+    """The Responses-API item a line carries, if any."""
+    if obj.get("type") == "response_item" and isinstance(obj.get("payload"), dict):
+        return obj["payload"]
+    if "payload" not in obj and obj.get("type") in ("message", *CALLS, *OUTPUTS, "reasoning"):
+        return obj
+    return None
+
+
+def _call(item: dict) -> ToolCall:
+    if item["type"] == "custom_tool_call":
+        args = item.get("input", "")
+        args = orjson.dumps({"input": args}).decode() if isinstance(args, str) else orjson.dumps(args).decode()
+        return ToolCall(item.get("call_id"), item.get("name", "custom"), args, {"_custom": True})
+    if item["type"] == "local_shell_call":
+        action = item.get("action") or {}
+        return ToolCall(item.get("call_id"), "local_shell", orjson.dumps({"command": action.get("command", [])}).decode(), {"_local": True})
+    args = item.get("arguments", "")
+    return ToolCall(item.get("call_id"), item.get("name", ""), args if isinstance(args, str) else orjson.dumps(args).decode())
+
+
+def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
+    """Canonical messages from (line index or None, item) pairs."""
+    msgs: list[Message] = []
+    cur: Message | None = None  # the assistant message being built from a run of items
+    lines: dict[int, list] = {}
+
+    def anchor(m: Message, j: int | None) -> None:
+        if j is not None:
+            lines.setdefault(id(m), []).append(j)
+
+    for j, it in items:
+        typ = it.get("type")
+        if typ == "message" and it.get("role") in ("user", "developer", "system"):
+            cur = None
+            role = "user" if it["role"] == "user" else "system"
+            m = Message(role=role, content=it.get("content"))
+            msgs.append(m)
+            anchor(m, j)
+        elif typ in ("reasoning", "message") or typ in CALLS:
+            if cur is None or (typ == "message" and (cur.tool_calls or cur.content)):
+                cur = Message(role="assistant", content=[])
+                msgs.append(cur)
+            if typ == "reasoning":
+                text = "\n".join(s.get("text", "") for s in it.get("summary") or [] if isinstance(s, dict))
+                cur.reasoning = (cur.reasoning + "\n" if cur.reasoning else "") + text if text else cur.reasoning
+            elif typ == "message":
+                cur.content = (cur.content or []) + list(it.get("content") or [])
+            else:
+                cur.tool_calls.append(_call(it))
+            anchor(cur, j)
+        elif typ in OUTPUTS:
+            cur = None
+            out = it.get("output", "")
+            if isinstance(out, dict):  # {"content": ..., "success": ...}
+                text = out.get("content", "")
+                m = Message(role="tool", content=text if isinstance(text, str) else orjson.dumps(text).decode(), tool_call_id=it.get("call_id"),
+                            is_error=out.get("success") is False)
+            else:
+                m = Message(role="tool", content=out if isinstance(out, str) else orjson.dumps(out).decode(), tool_call_id=it.get("call_id"))
+            msgs.append(m)
+            anchor(m, j)
+    for m in msgs:
+        ls = lines.get(id(m))
+        if ls:
+            m.origin = m.anchor = ("lines", tuple(ls))
+    return msgs
+
+
+def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -> Iterator[Transcript]:
+    lines = [(raw, obj) for _, raw, obj in records]
+    if not lines:
+        return
+    start = 0
+    replacement: list = []
+    for i, (_, obj) in enumerate(lines):
+        if obj.get("type") == "compacted" and isinstance(obj.get("payload"), dict):
+            start = i + 1
+            replacement = obj["payload"].get("replacement_history") or []
+            if not replacement and obj["payload"].get("message"):
+                replacement = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": obj["payload"]["message"]}]}]
+    items: list[tuple[int | None, dict]] = [(None, it) for it in replacement if isinstance(it, dict)]
+    items += [(i, it) for i in range(start, len(lines)) if (it := _item(lines[i][1])) is not None]
+    msgs = messages_from_items(items)
+    msg_lines = []
+    for k, m in enumerate(msgs):
+        m.index = k
+        msg_lines.append(lines_of(m))
+    yield Transcript(msgs, id=source, source=source, line=1, format=NAME, layout="session", native=LineLog(lines, start, msg_lines))
+
+
+def _wrap(template: dict | None, item: dict) -> dict:
+    if template is not None and "payload" not in template:
+        return item  # bare items in, bare items out
+    return {"timestamp": (template or {}).get("timestamp"), "type": "response_item", "payload": item}
+
+
+def items_of(m: Message) -> list[dict]:
+    """Responses-API items for a canonical message (changed or new)."""
+    if m.role == "tool":
+        return [{"type": "function_call_output", "call_id": m.tool_call_id, "output": m.text()}]
+    if m.role in ("user", "system", "developer"):
+        c = m.content
+        parts = c if isinstance(c, list) else [{"type": "input_text", "text": c if isinstance(c, str) else ""}]
+        return [{"type": "message", "role": "user" if m.role == "user" else "developer", "content": parts}]
+    out: list[dict] = []
+    parts = m.content if isinstance(m.content, list) else ([{"type": "output_text", "text": m.content}] if m.content else [])
+    if parts:
+        out.append({"type": "message", "role": "assistant", "content": parts})
+    for c in m.tool_calls:
+        if c.extra.get("_custom"):
+            try:
+                value = orjson.loads(c.arguments).get("input", c.arguments)
+            except (orjson.JSONDecodeError, AttributeError):
+                value = c.arguments
+            out.append({"type": "custom_tool_call", "call_id": c.id, "name": c.name, "input": value})
+        else:
+            out.append({"type": "function_call", "name": c.name, "arguments": c.arguments, "call_id": c.id})
+    return out
+
+
+def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
+    """A changed message written into its own source lines where it can be: reasoning items stay as
+    they were, outputs and calls get their new text."""
+    ls = lines_of(m)
+    fresh = items_of(m)
+    out = []
+    calls = {it["call_id"]: it for it in fresh if it["type"] in CALLS}
+    text_done = False
+    for j in ls:
+        raw, obj = log.lines[j]
+        it = _item(obj) or {}
+        typ = it.get("type")
+        if typ == "reasoning":
+            out.append((raw, obj))
+            continue
+        new = copy.deepcopy(obj)
+        target = new.get("payload", new) if "payload" in new else new
+        if typ in OUTPUTS:
+            target["output"] = m.text()
+        elif typ in CALLS:
+            call = calls.pop(it.get("call_id"), None)
+            if call is None:
+                continue  # the call was stripped
+            target.clear()
+            target.update(call)
+        elif typ == "message":
+            if text_done:
+                continue
+            text_done = True
+            msg = next((f for f in fresh if f["type"] == "message"), None)
+            if msg is None:
+                continue
+            target.clear()
+            target.update(msg)
+        out.append((None, new))
+    template = log.lines[ls[0]][1] if ls else None
+    for call in calls.values():
+        out.append((None, _wrap(template, call)))
+    return out
+
+
+def write(t: Transcript) -> Iterator[bytes]:
+    log = t.native if isinstance(t.native, LineLog) else None
+    if log is None:
+        for m in t.messages:
+            for it in items_of(m):
+                yield orjson.dumps(_wrap(None, it))
+        return
+    if unchanged(t):
+        for raw, _ in log.lines:
+            yield raw
+        return
+    plan = layout(t)
+    template = next((o for _, o in log.lines if _item(o) is not None), None)
+    message_lines = {j for ls in log.msg_lines for j in ls}
+    out: list[tuple[bytes | None, dict]] = []
+    emitted: set[int] = set()
+    pos = log.context_start
+
+    def flush_until(limit: int) -> None:
+        nonlocal pos
+        while pos < limit:
+            if pos not in message_lines and pos not in plan.dropped_lines:
+                out.append(log.lines[pos])
+            pos += 1
+
+    def emit(m: Message) -> None:
+        ls = lines_of(m)
+        if ls:
+            flush_until(min(ls))
+        if m.untouched and ls:
+            out.extend(log.lines[j] for j in ls if j not in emitted)
+        elif ls:
+            out.extend(_rebuild(m, log))
+        else:
+            out.extend((None, _wrap(template, it)) for it in items_of(m))
+        emitted.update(ls)
+
+    out.extend(log.lines[:log.context_start])
+    for m in plan.head:
+        emit(m)
+    if plan.summary is not None:
+        history = [it for m in plan.head for it in items_of(m)] + items_of(plan.summary)
+        first_tail = next((min(lines_of(m)) for m in plan.tail if lines_of(m)), len(log.lines))
+        ts = log.lines[first_tail][1].get("timestamp") if first_tail < len(log.lines) else None
+        compacted = {"message": plan.summary.text(), "replacement_history": history}
+        out.append((None, {"timestamp": ts, "type": "compacted", "payload": compacted} if template is None or "payload" in template
+                    else {"type": "compacted", **compacted}))
+    for m in plan.tail:
+        emit(m)
+    flush_until(len(log.lines))
+    for raw, obj in out:
+        yield raw if raw is not None else orjson.dumps(obj)
+

@@ -1,0 +1,95 @@
+"""Every real transcript in ../shared/corpus (skipped when it is absent)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from compactctl import api
+from compactctl.errors import CannotFit
+from compactctl.model import last_user_index
+from compactctl.tokens import make_counter
+
+from .conftest import CORPUS, cli, needs_corpus
+
+pytestmark = [needs_corpus, pytest.mark.corpus]
+COUNTER = make_counter("gpt-4o")
+JSONL = sorted(p for p in CORPUS.rglob("*.jsonl")) if CORPUS.is_dir() else []
+TRANSCRIPT_JSONL = [p for p in JSONL if "openhands" not in p.parts]  # OpenHands eval outputs are not a transcript format we read
+
+
+def tau_dataset(tmp_path):
+    data = orjson.loads((CORPUS / "openai-chat/tau-bench/gpt-4o-airline.json").read_bytes())
+    path = tmp_path / "tau.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"messages": r["traj"], **{k: v for k, v in r.items() if k != "traj"}}) + b"\n" for r in data))
+    return path
+
+
+def test_corpus_has_what_we_expect():
+    assert len(TRANSCRIPT_JSONL) >= 30
+
+
+@pytest.mark.parametrize("path", TRANSCRIPT_JSONL, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_round_trip_is_lossless(path):
+    ts = api.read([str(path)])
+    out = b"".join(api.write(t) for t in ts)
+    assert out == path.read_bytes() or [orjson.loads(x) for x in out.splitlines()] == [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("path", TRANSCRIPT_JSONL, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_compact_is_valid_rereads_and_keeps_the_last_ask(path, tmp_path):
+    budget = api.Budget(context_window=32000)
+    for k, t in enumerate(api.read([str(path)])):
+        try:
+            out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+        except CannotFit:
+            pruned = api.prune(t, COUNTER, api.CompactOptions(budget).prune_options())[0]
+            assert api.plan(pruned, COUNTER, api.Budget(context_window=10**9, threshold=1.0, tail_tokens=budget.tail)).anchor_forced
+            continue  # only when the last user message forces the tail past the target
+        assert api.check(out) == []
+        assert rep["tokens_after"] <= budget.target or rep["status"] != "compacted"
+        written = tmp_path / f"out{k}.jsonl"
+        written.write_bytes(api.write(out))
+        [back] = api.read([str(written)])
+        assert back.format == t.format and api.check(back) == []
+        lu = last_user_index(t.messages)
+        if lu is not None:
+            assert t.messages[lu].text() in [m.text() for m in back.messages]
+        again, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+        assert api.write(again) == api.write(out)
+
+
+def test_tau_bench_prune_and_check(tmp_path):
+    src = tau_dataset(tmp_path)
+    r = cli("prune", str(src), "--protect-tokens", "1000", "--stats", "-o", str(tmp_path / "p.jsonl"))
+    assert r.returncode == 0, r.stderr
+    stats = [orjson.loads(line) for line in r.stderr.decode().splitlines() if line.startswith("{")]
+    assert len(stats) == 200 and sum(s["summaries"]["chars"] + s["dedup"]["chars"] for s in stats) > 100_000
+    assert cli("repair", "--check", str(tmp_path / "p.jsonl")).returncode == 0
+
+
+def test_tau_bench_compact_and_restore_exactly(tmp_path):
+    src = tau_dataset(tmp_path)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "8000", "--on-error", "skip", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert cli("repair", "--check", str(out)).returncode == 0
+    assert len(out.read_bytes().splitlines()) == 200  # no transcript dropped
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert [orjson.loads(x) for x in back.stdout.splitlines()] == [orjson.loads(x) for x in src.read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("path", [p for p in TRANSCRIPT_JSONL if p.parent.name in ("spotter", "agentcmd") and p.stat().st_size > 50_000][:12],
+                         ids=lambda p: p.name)
+def test_restore_rebuilds_real_sessions(path, tmp_path):
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(path), "--context-window", "64000", "--on-error", "skip", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    [orig] = api.read([str(path)])
+    rebuilt = tmp_path / "r.jsonl"
+    rebuilt.write_bytes(back.stdout)
+    [again] = api.read([str(rebuilt)])
+    canon = lambda t: [(m.role, m.text(), [(c.id, c.name, c.arguments) for c in m.tool_calls], m.tool_call_id) for m in t.messages]  # noqa: E731
+    assert canon(again) == canon(orig)

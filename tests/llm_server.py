@@ -13,6 +13,7 @@ Behaviour is chosen by the requested model name:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -91,7 +92,8 @@ class Server:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    self.wfile.write(data)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

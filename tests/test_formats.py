@@ -184,7 +184,12 @@ def test_special_output_paths_are_not_replaced(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+
+    def drain():
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    reader = threading.Thread(target=drain)
     reader.start()
     r = cli("repair", str(SAMPLES / "long_session.jsonl"), "-o", str(fifo))
     reader.join(timeout=60)

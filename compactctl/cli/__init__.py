@@ -177,6 +177,46 @@ def restore(
     api.restore_file(compacted, archive, output)
 
 
+@app.command("eval")
+@with_groups(BUDGET, SUMMARY)
+def eval_(
+    inputs: Annotated[list[str], typer.Argument(help="Original transcripts (files or directories).", show_default=False)],
+    compacted: Annotated[str | None, typer.Option("--compacted", help="Score this compacted file (same transcripts, same order) instead of running strategies.")] = None,
+    strategies: Annotated[str, typer.Option("--strategies", help="Comma-separated: compactctl, compactctl-llm, head-tail, masking.")] = "compactctl,head-tail,masking",
+    ratio: Annotated[float, typer.Option("--ratio", help="Token budget of every strategy, as a share of each transcript's tokens.")] = 0.2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows and aggregates as JSON instead of tables.")] = False,
+    *, budget, summary,
+):
+    """Measure what compaction keeps: probes (files, commands + exit codes, errors, constraints, last ask,
+    identifiers) from what each strategy removed, scored against baselines at the same budget.
+
+    Example: compactctl eval ~/.claude/projects/x/ --ratio 0.2
+    """
+    from .. import evaluate, formats
+
+    counter = budget.counter()
+    originals = list(formats.Reader(warn=warn).read(inputs))
+    given = None
+    if compacted is not None:
+        given = dict(enumerate(formats.Reader(warn=warn).read([compacted])))
+        if len(given) != len(originals):
+            raise CompactError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
+    factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in strategies else None
+    strats = {k: v for k, v in evaluate.strategies(counter, ratio, factory, budget.budget.last_ask, budget.budget.summary_min, budget.budget.summary_max,
+                                                            budget.budget.summary_ratio).items() if k in strategies.split(",")}
+    rows, agg = evaluate.run(originals, counter, strats, given)
+    if as_json:
+        print(orjson.dumps({"rows": rows, "aggregate": agg}).decode())
+        return
+    for name, rs in rows.items():
+        for r in rs:
+            print(f"{name:<15} {r['transcript']}: retention {r['retention']:.1%} of {r['probes']} probes, "
+                  f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens ({r['reduction']:.1%} fewer){'' if r['valid'] else ', INVALID'}"
+                  f"{', cannot fit' if r.get('error') else ''}")
+    print()
+    print(evaluate.table(agg))
+
+
 def _report_line(io, rep: dict, as_json: bool) -> None:
     if as_json:
         print(orjson.dumps(rep).decode(), file=sys.stderr)

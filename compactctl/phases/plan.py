@@ -10,7 +10,9 @@
 - summary budget: `summary_ratio` of the middle's tokens, clamped to [summary_min, summary_max],
   lowered to what is left under the target when that is less;
 - target: `threshold` x `context_window` tokens. At or under it, nothing needs compaction.
-If even head + tail + the minimum summary exceed the target, `CannotFit` says what is irreducible.
+If even head + tail + the minimum summary exceed the target, `CannotFit` says what is irreducible;
+with `last_ask="summary"` the tail keeps its budget instead and the last user message is kept
+verbatim in the summary's Active Task.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Budget:
     summary_ratio: float = 0.2
     summary_min: int = 2_000
     summary_max: int = 8_000
+    last_ask: str = "tail"  # or "summary": when the anchored tail cannot fit, keep the ask verbatim in the summary
 
     @property
     def target(self) -> int:
@@ -61,6 +64,7 @@ class Plan:
     needs_compaction: bool
     reason: str
     anchor_forced: bool = False  # the last user message pulled the tail past its budget
+    last_ask_in_summary: bool = False  # --last-ask summary: the ask is kept verbatim in the summary instead
     prior_summary: int | None = None  # index of an earlier compaction summary
     counts: list[int] = field(default_factory=list, repr=False)
 
@@ -128,11 +132,21 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
             break
         t_start, tail_tokens = a, tail_tokens + g
     anchor_forced = False
+    budget_start = max(t_start, h_end)
     lu = last_user_index(msgs)
     if lu is not None and lu >= h_end and lu < t_start:
         start = next(a for a, b in spans if a <= lu < b)
         t_start, anchor_forced = start, True
     t_start = max(t_start, h_end)
+    if anchor_forced and budget.last_ask == "summary" and zones is None:
+        room = budget.target - sum(counts[:h_end]) - sum(counts[t_start:])
+        if room < budget.summary_min and sum(counts) > budget.target:
+            t_start, anchor_forced = budget_start, False
+            last_ask_in_summary = True
+        else:
+            last_ask_in_summary = False
+    else:
+        last_ask_in_summary = zones is not None and lu is not None and lu < zones[1] and lu >= zones[0]
     if zones is not None:
         h_end, t_start = zones
 
@@ -158,6 +172,8 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
     p.summary_budget = min(summary_budget, room)
     p.needs_compaction = True
     p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
+    if p.last_ask_in_summary:
+        p.reason += "; the last user message is kept verbatim in the summary's Active Task (--last-ask summary)"
     return p
 
 

@@ -116,6 +116,7 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
         facts.first_request = first.text().strip()
     head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(m.text())]
     facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
+    facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
     room = p.summary_budget - counter.text(summary_text("")) - MESSAGE_OVERHEAD

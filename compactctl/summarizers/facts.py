@@ -54,6 +54,7 @@ class Action:
 class Facts:
     first_request: str | None = None
     last_request: str | None = None  # the latest user message of the whole transcript, verbatim
+    last_request_verbatim: bool = False  # it is not in the tail: the summary must carry all of it
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)

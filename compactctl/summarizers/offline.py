@@ -66,7 +66,7 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     prior_items, number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
 
     if facts.last_request:
-        add("Active Task", _cap(facts.last_request, counter, ANCHOR_CAP), 0)
+        add("Active Task", facts.last_request if facts.last_request_verbatim else _cap(facts.last_request, counter, ANCHOR_CAP), 0)
     goal = facts.first_request or facts.last_request
     if prior_items.get("Goal"):
         add("Goal", "\n".join(prior_items["Goal"]), 0)
@@ -88,13 +88,23 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         add("Relevant Files", line, 2)
     for path, acts in facts.files.items():
         verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts)
-        add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1 if acts - {"read"} else 2)
+        add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1)
     for line in prior_items.get("Completed Actions", []):
         add("Completed Actions", line, 3)
+    # Repeated identical actions (the same command, the same outcome) collapse into their latest one.
+    repeats: dict[str, int] = {}
+    for a in facts.actions:
+        repeats[a.line] = repeats.get(a.line, 0) + 1
+    seen: dict[str, int] = {}
     for a in facts.actions:
         number += 1
+        seen[a.line] = seen.get(a.line, 0) + 1
+        if seen[a.line] < repeats[a.line]:
+            continue
+        times = f" (x{repeats[a.line]})" if repeats[a.line] > 1 else ""
+        first, _, rest = a.line.partition("\n")
         tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
-        add("Completed Actions", f"{number}. {a.line}", tier)
+        add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
     failed = [a for a in facts.actions if a.failed]
     if failed:
         last = failed[-1]

@@ -1,0 +1,55 @@
+"""compactctl eval: probes, matching, baselines."""
+
+from __future__ import annotations
+
+import orjson
+
+from compactctl import api, evaluate
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import Transcript
+from compactctl.tokens import make_counter
+
+from .conftest import SAMPLES, cli
+
+COUNTER = make_counter("gpt-4o")
+
+
+def T(rows):
+    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+
+
+def test_probes_and_normalized_matching():
+    rows = [{"role": "user", "content": "Fix it. Never touch prod.db."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "pytest  -q"}'}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "E   ValueError: bad day\nexit code: 1"},
+            {"role": "user", "content": "now ship v1.2.3"}]
+    t = T(rows)
+    ps = evaluate.probes(t, {0, 1, 2})
+    cats = {p.category for p in ps}
+    assert {"constraints", "commands", "errors", "last_ask"} <= cats
+    cmd = next(p for p in ps if p.category == "commands")
+    assert cmd.exit_code == 1
+    assert evaluate.found(cmd, evaluate.norm("ran `PYTEST -q` -> exit 1"))
+    assert not evaluate.found(cmd, evaluate.norm("ran `pytest -q` -> exit 0"))
+    assert evaluate.found(evaluate.Probe("errors", "E   ValueError: bad day"), evaluate.norm("e valueerror:   bad day"))
+
+
+def test_compactctl_beats_baselines_on_samples():
+    ts = api.read([str(SAMPLES / "dataset.jsonl"), str(SAMPLES / "long_session.jsonl")])
+    rows, agg = evaluate.run(ts, COUNTER, evaluate.strategies(COUNTER, 0.05))
+    assert agg["compactctl"]["retention"] > agg["head-tail"]["retention"]
+    assert agg["compactctl"]["retention"] > agg["masking"]["retention"]
+    assert agg["compactctl"]["reduction"] >= 0.8
+    assert all(r["valid"] for rs in rows.values() for r in rs)
+
+
+def test_eval_cli_json_and_given_compacted(tmp_path):
+    src = SAMPLES / "long_session.jsonl"
+    r = cli("eval", str(src), "--json")
+    assert r.returncode == 0, r.stderr
+    d = orjson.loads(r.stdout)
+    assert set(d["aggregate"]) == {"compactctl", "head-tail", "masking"}
+    out = tmp_path / "c.jsonl"
+    assert cli("compact", str(src), "--context-window", "8000", "-o", str(out)).returncode == 0
+    g = cli("eval", str(src), "--compacted", str(out))
+    assert g.returncode == 0 and "| given |" in g.stdout.decode()

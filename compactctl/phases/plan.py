@@ -154,7 +154,8 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
     target = budget.target
     summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), budget.summary_min), budget.summary_max)
     p = Plan(t.id, n, h_end, t_start, zone_tokens, total, target, tail_budget, summary_budget, counter.label,
-             needs_compaction=False, reason="", anchor_forced=anchor_forced, prior_summary=prior, counts=counts)
+             needs_compaction=False, reason="", anchor_forced=anchor_forced, prior_summary=prior, counts=counts,
+             last_ask_in_summary=last_ask_in_summary)
     if total <= target:
         p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
         return p

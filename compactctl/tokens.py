@@ -87,12 +87,9 @@ def load_ranks(name: str) -> dict[bytes, int]:
     digest = hashlib.sha256(data).hexdigest()
     if digest != OFFICIAL_SHA256[name]:
         raise UsageError(f"{name} rank file has sha256 {digest}, expected the official {OFFICIAL_SHA256[name]}")
-    ranks = {}
-    for line in data.splitlines():
-        if line:
-            tok, rank = line.split()
-            ranks[base64.b64decode(tok)] = int(rank)
-    return ranks
+    fields = data.split()
+    b64 = base64.b64decode
+    return dict(zip(map(b64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
 def get_encoding(name: str):

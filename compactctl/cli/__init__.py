@@ -41,6 +41,7 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
     """
     counter = budget.counter()
     opts = prune_options(prune_raw, budget)
+    opts.count_tokens = stats
 
     def work(t):
         out, st = api.prune(t, counter, opts)
@@ -141,7 +142,9 @@ def compact(
     """
     counter = budget.counter()
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
-    opts = api.CompactOptions(budget.budget, prune_options(prune_raw, budget), summary.focus, summary.min_saving,
+    popts = prune_options(prune_raw, budget)
+    popts.count_tokens = bool(io.report or as_json)  # per-pass token savings only when a report shows them
+    opts = api.CompactOptions(budget.budget, popts, summary.focus, summary.min_saving,
                               force=summary.force, strip_unanswered=strip_unanswered)
     io.jobs = summary.jobs
 

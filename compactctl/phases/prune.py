@@ -42,6 +42,7 @@ class PruneOptions:
     summaries: bool = True
     args: bool = True
     images: bool = True
+    count_tokens: bool = True  # count the tokens each pass saved (exact, costly on large outputs)
 
 
 @dataclass
@@ -66,14 +67,17 @@ class PruneStats:
         return d
 
 
-def protected_start(counts: list[int], budget: int) -> int:
-    """First index of the recent part whose tokens fit `budget` (at least the last message)."""
+def protected_start(counts, budget: int) -> int:
+    """First index of the recent part whose tokens fit `budget` (at least the last message).
+    `counts` may be a list or a function of the index (counted from the end only as far as needed)."""
+    n = len(counts) if isinstance(counts, list) else counts.n
+    at = counts.__getitem__ if isinstance(counts, list) else counts
     total = 0
-    i = len(counts)
-    while i > 0 and total + counts[i - 1] <= budget:
-        total += counts[i - 1]
+    i = n
+    while i > 0 and total + at(i - 1) <= budget:
+        total += at(i - 1)
         i -= 1
-    return min(i, max(len(counts) - 1, 0))
+    return min(i, max(n - 1, 0))
 
 
 def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> tuple[Transcript, PruneStats]:
@@ -83,8 +87,11 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     n = len(msgs)
     if not n:
         return t, st
-    counts = counter.messages(msgs)
-    protect = protected_start(counts, opts.protect_tokens)
+    def count_at(i: int) -> int:
+        return counter.message(msgs[i])
+
+    count_at.n = n  # type: ignore[attr-defined]
+    protect = protected_start(count_at, opts.protect_tokens)
     st.protected_from = protect
     keep_user = last_user_index(msgs)
     call_of = calls_for_results(msgs)
@@ -97,7 +104,8 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         before_chars = _chars(old)
         stats.count += 1
         stats.chars += before_chars - _chars(new)
-        stats.tokens += counter.message(old) - counter.message(new)
+        if opts.count_tokens:
+            stats.tokens += counter.message(old) - counter.message(new)
         msgs[i] = new
         changed = True
 

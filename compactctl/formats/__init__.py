@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
+import orjson
+
 from ..errors import DataError, UsageError
 from ..jsonl import STDIN, JsonlSink, expand_inputs, iter_lines, open_input, parse_record
 from ..model import Transcript
@@ -21,7 +23,7 @@ from ..model import Transcript
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
 # Order matters: the most specific sniffers first.
-FORMAT_NAMES = ("claude_code", "codex", "sharegpt", "anthropic", "openai")
+FORMAT_NAMES = ("claude_code", "codex", "gemini", "openhands", "sharegpt", "anthropic", "openai")
 
 
 def get_format(name: str):
@@ -73,7 +75,7 @@ class Reader:
         source = "<stdin>" if name == STDIN else name
         stream = open_input(name)
         try:
-            records = self._records(stream, source)
+            records = self._json_records(stream, source) if name.endswith((".json", ".traj")) else self._records(stream, source)
             first = next(records, None)
             if first is None:
                 return
@@ -93,6 +95,21 @@ class Reader:
                 self.reject(e, raw)
                 continue
             yield lineno, raw, obj
+
+    def _json_records(self, stream, source: str) -> Iterator[Record]:
+        """A whole-file JSON document (.json, .traj): an array gives one record per element (numbered
+        from 1 in errors), an object one record."""
+        data = stream.read()
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise DataError(source, getattr(e, "lineno", 1), f"invalid JSON: {e.msg}") from None
+        items = doc if isinstance(doc, list) else [doc]
+        for k, obj in enumerate(items, 1):
+            if not isinstance(obj, dict):
+                self.reject(DataError(source, k, f"element {k} is not a JSON object"), orjson.dumps(obj))
+                continue
+            yield k, orjson.dumps(obj), obj
 
     def _detect(self, first: Record, source: str):
         lineno, _, obj = first
@@ -122,7 +139,10 @@ def _json_kind(v: Any) -> str:
 
 
 def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
-    """Output lines for one transcript, in its own format or converted with `to`."""
+    """Output lines for one transcript, in its own format or converted with `to`. Formats that are
+    read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise."""
+    if not to and not hasattr(get_format(t.format), "write"):
+        to = "openai"
     if to and to.replace("-", "_") != t.format:
         target = get_format(to)
         drop = getattr(get_format(t.format), "CARRIER_KEYS", ())

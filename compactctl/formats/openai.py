@@ -12,15 +12,25 @@ from ..model import MISSING, ROLES, Message, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "openai"
-CARRIER_KEYS = ("messages",)  # record keys that hold the transcript itself
+CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
+MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
 NOTE_KEY = "_compactctl"
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", NOTE_KEY}
 
 
+def messages_key(obj: dict) -> str | None:
+    for k in MESSAGE_KEYS:
+        v = obj.get(k)
+        if isinstance(v, list) and (not v or isinstance(v[0], dict) and "role" in v[0]):
+            return k
+    return None
+
+
 def sniff(obj: dict) -> str | None:
     """The layout if this first record is OpenAI chat, else None."""
-    if isinstance(obj.get("messages"), list) and "role" not in obj:
-        msgs = obj["messages"]
+    key = messages_key(obj)
+    if key is not None and "role" not in obj:
+        msgs = obj[key]
         first = next((m for m in msgs if isinstance(m, dict)), None)
         if first is None or (isinstance(first.get("role"), str) and not _anthropic_like(obj, msgs)):
             return "dataset"
@@ -73,11 +83,15 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
             calls.append(ToolCall(c.get("id"), fn["name"], args, extra))
     reasoning = d.get("reasoning_content")
     note = d.get(NOTE_KEY)
+    call_id = d.get("tool_call_id")
+    ids = d.get("tool_call_ids")  # SWE-agent: a list of ids
+    if call_id is None and isinstance(ids, list) and ids and isinstance(ids[0], str):
+        call_id = ids[0]
     return Message(
         role=role,
         content=content,
         tool_calls=calls,
-        tool_call_id=d.get("tool_call_id"),
+        tool_call_id=call_id,
         name=d.get("name"),
         reasoning=reasoning if isinstance(reasoning, str) else None,
         extra={k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))},
@@ -98,7 +112,7 @@ def message_to_dict(m: Message) -> dict:
             d["name"] = m.name
         if m.tool_calls:
             d["tool_calls"] = [_call_to_dict(c) for c in m.tool_calls]
-        if m.tool_call_id is not None:
+        if m.tool_call_id is not None and "tool_call_ids" not in m.extra:
             d["tool_call_id"] = m.tool_call_id
         if m.reasoning is not None:
             d["reasoning_content"] = m.reasoning
@@ -133,13 +147,14 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     if layout == "dataset":
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
-                msgs = obj.get("messages")
+                key = messages_key(obj) or "messages"
+                msgs = obj.get(key)
                 if not isinstance(msgs, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 messages = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
                 noted = any(m.note for m in messages)
                 yield Transcript(messages, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME,
-                                 layout="dataset", metadata=dict(obj), raw=None if noted else raw)
+                                 layout="dataset", metadata=dict(obj), raw=None if noted else raw, native=key)
         return
     messages: list[Message] = []
     raws: list[bytes] = []
@@ -155,14 +170,15 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
 
 def write(t: Transcript) -> Iterator[bytes]:
     if t.layout == "dataset":
-        if t.raw is not None and all(m.untouched and not m.note for m in t.messages) and len(t.messages) == len(t.metadata.get("messages", ())):
+        key = t.native if isinstance(t.native, str) else "messages"
+        if t.raw is not None and all(m.untouched and not m.note for m in t.messages) and len(t.messages) == len(t.metadata.get(key, ())):
             yield t.raw
             return
         rec = {}
         for k, v in t.metadata.items():
-            rec[k] = [message_to_dict(m) for m in t.messages] if k == "messages" else v
-        if "messages" not in rec:
-            rec["messages"] = [message_to_dict(m) for m in t.messages]
+            rec[k] = [message_to_dict(m) for m in t.messages] if k == key else v
+        if key not in rec:
+            rec[key] = [message_to_dict(m) for m in t.messages]
         yield orjson.dumps(rec)
         return
     raws = t.native if isinstance(t.native, list) else None

@@ -82,7 +82,8 @@ class Plan:
         lines = [
             f"plan for {self.transcript} ({self.encoding}): {self.total:,} tokens in {self.messages} messages; target {self.target:,}",
             f"  head   {rng(0, self.head_end):<22} {self.tokens['head']:>9,} tokens (kept verbatim)",
-            f"  middle {rng(self.head_end, self.tail_start):<22} {self.tokens['middle']:>9,} tokens -> summary of at most {self.summary_budget:,}",
+            f"  middle {rng(self.head_end, self.tail_start):<22} {self.tokens['middle']:>9,} tokens "
+            + (f"-> summary of at most {self.summary_budget:,}" if self.needs_compaction else "(kept: nothing to compact)"),
             f"  tail   {rng(self.tail_start, self.messages):<22} {self.tokens['tail']:>9,} tokens (budget {self.tail_budget:,}{', stretched to keep the last user message' if self.anchor_forced else ''})",
             f"  {self.reason}",
         ]

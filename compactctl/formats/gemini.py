@@ -1,0 +1,73 @@
+"""Gemini CLI sessions (one JSON document: {"sessionId", "messages": [{"type", "content", "toolCalls"}]}).
+
+Read-only: `user` and `gemini` turns become user and assistant messages (thoughts as reasoning),
+each tool call's recorded result becomes a tool message; `info` and `error` records are not sent to
+a model and are left out. Output is OpenAI chat unless `--to` says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+
+from ..errors import DataError
+from ..model import Message, ToolCall, Transcript
+from . import Reader, Record
+
+NAME = "gemini"
+CARRIER_KEYS = ("messages",)
+
+
+def sniff(obj: dict) -> str | None:
+    msgs = obj.get("messages")
+    if "sessionId" in obj and isinstance(msgs, list) and all(isinstance(m, dict) and "type" in m and "role" not in m for m in msgs[:5]):
+        return "dataset"
+    return None
+
+
+def _result_text(result) -> str:
+    """A tool call's recorded result: functionResponse parts -> their output text."""
+    if isinstance(result, str):
+        return result
+    texts = []
+    for part in result if isinstance(result, list) else [result]:
+        if not isinstance(part, dict):
+            continue
+        resp = (part.get("functionResponse") or {}).get("response", part)
+        out = resp.get("output", resp.get("error", resp)) if isinstance(resp, dict) else resp
+        texts.append(out if isinstance(out, str) else orjson.dumps(out).decode())
+    return "\n".join(texts)
+
+
+def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
+    out: list[Message] = []
+    for m in rows:
+        if not isinstance(m, dict):
+            raise DataError(source, lineno, "a Gemini message must be an object")
+        typ = m.get("type")
+        content = m.get("content", "")
+        text = content if isinstance(content, str) else orjson.dumps(content).decode()
+        if typ == "user":
+            out.append(Message(role="user", content=text))
+        elif typ == "gemini":
+            thoughts = m.get("thoughts") or []
+            reasoning = "\n".join(f"{t.get('subject', '')}: {t.get('description', '')}" for t in thoughts if isinstance(t, dict)) or None
+            calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
+            tc = [ToolCall(c.get("id"), str(c.get("name", "")), orjson.dumps(c.get("args", {})).decode()) for c in calls]
+            out.append(Message(role="assistant", content=text, tool_calls=tc, reasoning=reasoning))
+            for c in calls:
+                if "result" in c:
+                    out.append(Message(role="tool", content=_result_text(c["result"]), tool_call_id=c.get("id"),
+                                       is_error=c.get("status") == "error" or None))
+    for i, msg in enumerate(out):
+        msg.index = i
+    return out
+
+
+def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:
+    for n, (lineno, raw, obj) in enumerate(records):
+        with reader.guard(lineno, raw):
+            meta = {k: v for k, v in obj.items() if k != "messages"}
+            yield Transcript(messages_from(obj.get("messages") or [], source, lineno), id=f"{source}#{n + 1}" if n else source,
+                             source=source, line=lineno, format=NAME, layout="dataset", metadata=meta)

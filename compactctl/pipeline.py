@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .formats import get_format
 from .model import Transcript
 from .phases.plan import Budget
 from .phases.prune import PruneOptions, prune
@@ -36,6 +37,9 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     t3, rs = repair(t2, opts.strip_unanswered)
     after = sum(counter.messages(t3.messages)) if t3 is not t1 else sum(counter.messages(t1.messages))
     report = summarize_report(t, before, after, ss, ps, rs)
+    counted = getattr(get_format(t.format), "dropped_records", None)
+    if counted is not None:
+        report["records_dropped"] = counted(t3)  # lines never sent to a model, dropped inside the compacted region
     report["_archived"] = ps.archived + ss.archived + rs.archived
     return t3, report
 

@@ -86,7 +86,8 @@ def test_claude_code_merges_split_messages_and_keeps_non_message_lines(tmp_path)
 
 
 def test_claude_code_compaction_records_and_chain(tmp_path):
-    r = cli("compact", str(SAMPLES / "claude_code_session.jsonl"), *TIGHT)
+    r = cli("compact", str(SAMPLES / "claude_code_session.jsonl"), *TIGHT, "--report", str(tmp_path / "r.jsonl"))
+    assert "records_dropped" in read_jsonl((tmp_path / "r.jsonl").read_bytes())[0]
     objs = read_jsonl(r.stdout)
     boundary = [o for o in objs if o.get("subtype") == "compact_boundary"]
     summary = [o for o in objs if o.get("isCompactSummary")]

@@ -275,3 +275,24 @@ def test_anti_thrash_strikes_then_skip():
     assert out2.messages[0].note["strikes"] == 2
     _, rep3 = api.compact(out2, COUNTER, api.OfflineSummarizer(), opts)
     assert rep3["status"] == "skipped" and "ineffective" not in rep3["reason"] and "saved under" in rep3["reason"]
+
+
+def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
+    ask = "Please migrate every handler to the new API. " + "Keep the old names as aliases. " * 60
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "start"}]
+    rows += [{"role": "assistant", "content": "step " + "x " * 300}, {"role": "user", "content": "go on " + "y " * 300}] * 6
+    rows.append({"role": "user", "content": ask})
+    for i in range(12):  # a long autonomous stretch after the last ask
+        rows += [call(f"c{i}", "terminal", {"command": f"make step{i}"}), res(f"c{i}", f"step {i} ok " * 150)]
+    t = T(rows)
+    budget = api.Budget(context_window=16000, tail_tokens=600, summary_min=300)
+    with pytest.raises(CannotFit):
+        api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))
+    budget.last_ask = "summary"
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))
+    summary = next(m for m in out.messages if SUMMARY_MARKER in m.text())
+    assert parse_sections(summary.text())["Active Task"] == ask.strip()
+    assert api.check(out) == [] and rep["tokens_after"] <= budget.target
+    budget.context_window = 3800  # the ask alone no longer fits: refuse rather than lose it
+    with pytest.raises(CannotFit, match="last user message"):
+        api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))

@@ -172,6 +172,12 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
             f"{budget.summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
         )
     p.summary_budget = min(summary_budget, room)
+    if last_ask_in_summary and lu is not None:
+        need = counts[lu] + budget.summary_min  # the ask verbatim, and room for the rest
+        if room < need:
+            raise CannotFit(f"{t.id}: cannot fit the target of {target:,} tokens even with --last-ask summary: the last user message "
+                            f"alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold.")
+        p.summary_budget = min(max(p.summary_budget, need), room)
     p.needs_compaction = True
     p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
     if p.last_ask_in_summary:

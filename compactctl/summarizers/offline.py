@@ -148,12 +148,13 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
         batch.sort(key=lambda it: -it.order if it.section == "Completed Actions" else it.order)
         for it in batch:
             cost = counter.text(it.text) + 1
-            if used + cost <= budget:
+            if used + cost <= budget or tier == 0:  # tier 0 (the ask, the goal) is never dropped
                 used += cost
                 chosen.append(it.order)
+    mandatory = sum(1 for it in items if it.tier == 0)
     while True:
         text = _render(items, set(chosen))
-        if counter.text(text) <= budget or not chosen:
+        if counter.text(text) <= budget or len(chosen) <= mandatory:
             return text
         chosen.pop()
 

@@ -71,11 +71,13 @@ def _ordered(fn: Callable[[Transcript], Result], items: Iterator[Transcript], jo
         for t in items:
             yield t, fn(t)
         return
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    # Twice as many workers as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
+    # calls in flight at `jobs`), the others prepare the next transcripts.
+    with ThreadPoolExecutor(max_workers=jobs * 2) as pool:
         window: deque = deque()
         for t in items:
             window.append((t, pool.submit(fn, t)))
-            if len(window) >= jobs * 2:
+            if len(window) >= jobs * 4:
                 t0, f0 = window.popleft()
                 yield t0, f0.result()
         while window:

@@ -124,9 +124,10 @@ class LLMSummarizer:
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, fallback_model: str | None = None,
                  timeout: float = 120.0, retries: int = 2, cache: SummaryCache | None = None, llm_context: int = 32_000,
-                 cooldown: float = 60.0, warn=None):
+                 cooldown: float = 60.0, warn=None, max_in_flight: int = 1):
         import openai
 
+        self._slots = threading.BoundedSemaphore(max(1, max_in_flight))  # LLM calls in flight (--jobs)
         self.model, self.fallback_model, self.base_url = model, fallback_model, base_url
         self.cache, self.llm_context = cache, llm_context
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=retries)
@@ -138,7 +139,7 @@ class LLMSummarizer:
     def from_options(cls, opts, model: str, warn=None) -> LLMSummarizer:
         cache = None if opts.no_cache else SummaryCache(opts.cache_dir)
         return cls(opts.llm_model or model, opts.base_url, opts.api_key, opts.fallback_model, opts.timeout, opts.retries,
-                   cache, opts.llm_context, warn=warn)
+                   cache, opts.llm_context, warn=warn, max_in_flight=opts.jobs)
 
     # -- one request, with cache, breaker, fallback
     def _complete(self, system: str, user: str, max_tokens: int, stats: dict) -> str:
@@ -155,7 +156,8 @@ class LLMSummarizer:
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
                 stats["calls"] += 1
-                resp = self.client.chat.completions.create(**request)
+                with self._slots:
+                    resp = self.client.chat.completions.create(**request)
             except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as e:
                 raise LLMAuthError(f"the LLM endpoint refused the credentials ({e.status_code}): check OPENAI_API_KEY and --base-url") from e
             except (self._openai.RateLimitError, self._openai.APITimeoutError, self._openai.APIConnectionError,
@@ -207,10 +209,11 @@ class LLMSummarizer:
         total = sum(len(v) for v in wanted.values())
         kept = sum(1 for v in wanted.values() for f in v if _norm(f) in low)
         retention = kept / total if total else None
-        fallback = parse_sections(offline.summarize(facts, counter, req.budget, req.focus))
-        for s in SECTIONS:
-            if not secs.get(s) or secs[s].strip().lower() in ("none", "n/a", "-"):
-                secs[s] = fallback.get(s, "None") if s not in secs else secs[s]
+        empty = [s for s in SECTIONS if s not in secs or not secs[s].strip()]
+        if empty:  # sections the answer left out are filled from the offline summary
+            fallback = parse_sections(offline.summarize(facts, counter, req.budget, req.focus))
+            for s in empty:
+                secs[s] = fallback.get(s, "None")
         if facts.last_request:
             secs["Active Task"] = offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
         for section, items in wanted.items():

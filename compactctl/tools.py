@@ -41,11 +41,11 @@ EXIT_PATTERNS = [
     re.compile(r"\] ran `.*` -> exit (-?\d+)"),  # our own one-liner
 ]
 ERROR_LINE = re.compile(
-    r"^\s*(?:\S+:\d+(?::\d+)?:\s*)?(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
+    r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*)?(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
     r"\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
     r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
     r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
-    re.I,
+    re.I | re.M,
 )
 TOOL_USE_ERROR = re.compile(r"<tool_use_error>(.*?)</tool_use_error>", re.S)
 
@@ -173,14 +173,20 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     m = TOOL_USE_ERROR.search(text)
     if m:
         errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
-    if "rror" in text or "fail" in text.lower() or "not found" in text or "denied" in text or "annot" in text or "ERR" in text:
-        for line in text.split("\n"):
-            if len(errors) >= max_error_lines:
-                break
-            if len(line) < 400 and ERROR_LINE.match(line) and not _benign(line):
-                s = line.strip()
-                if s and s not in errors:
-                    errors.append(s[:300])
+    # Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
+    hinted = ("rror" in text or "ERR" in text or "ail" in text or "AIL" in text or "not found" in text or "denied" in text
+              or "annot" in text or "atal" in text or "anic" in text or "xception" in text or "nable" in text
+              or "ndefined" in text or "Traceback" in text or "✗" in text or "✘" in text or "×" in text)
+    for hit in ERROR_LINE.finditer(text) if hinted else ():
+        if len(errors) >= max_error_lines:
+            break
+        start = hit.start()
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        if len(line) < 400 and not _benign(line):
+            s = line.strip()
+            if s and s not in errors:
+                errors.append(s[:300])
     failed = bool(result.is_error) or (code is not None and code != 0) or m is not None
     if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):
         failed = True

@@ -141,10 +141,10 @@ class Outcome:
 
 def unwrap_output(text: str) -> tuple[str, int | None]:
     """Codex wraps shell output as JSON text {"output": ..., "metadata": {"exit_code": N}}."""
-    s = text.lstrip()
-    if s.startswith("{") and '"output"' in s[:200] or s.startswith("{") and '"metadata"' in s:
+    s = text[:64].lstrip()  # look at the start only: outputs can be megabytes
+    if s.startswith("{") and ('"output"' in text[:200] or '"metadata"' in text):
         try:
-            obj = orjson.loads(s)
+            obj = orjson.loads(text)
         except orjson.JSONDecodeError:
             return text, None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
@@ -161,9 +161,10 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     text, code = unwrap_output(raw)
     if "\x1b" in text:
         text = ANSI.sub("", text)
-    text = text.replace("\r\n", "\n")
-    if code is None:
-        head, tail = text[:400], text[-400:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    head, tail = text[:400], text[-400:]
+    if code is None and any(h in head or h in tail for h in ("xit", "XIT", "eturn", "ETURN")):  # every exit pattern needs one
         for pat in EXIT_PATTERNS:
             m = pat.search(tail) or pat.search(head)
             if m:

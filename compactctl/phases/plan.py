@@ -18,7 +18,7 @@ verbatim in the summary's Active Task.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from ..errors import CannotFit
 from ..model import SYSTEM_ROLES, Transcript, is_summary, last_user_index
@@ -72,8 +72,8 @@ class Plan:
         return "head" if i < self.head_end else "middle" if i < self.tail_start else "tail"
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("counts")
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "counts"}
+        d["tokens"] = dict(self.tokens)
         d["ranges"] = {"head": [0, self.head_end], "middle": [self.head_end, self.tail_start], "tail": [self.tail_start, self.messages]}
         return d
 

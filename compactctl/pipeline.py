@@ -31,11 +31,12 @@ class CompactOptions:
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
     """Compact one transcript; returns it and a report (tokens per zone, summarizer, archived originals)."""
     opts = opts or CompactOptions()
-    before = sum(counter.messages(t.messages))
     t1, ps = prune(t, counter, opts.prune_options())
     t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
     t3, rs = repair(t2, opts.strip_unanswered)
-    after = sum(counter.messages(t3.messages)) if t3 is not t1 else sum(counter.messages(t1.messages))
+    # Counted last, for the report only: with an LLM, the call goes out before this work.
+    before = sum(counter.messages(t.messages))
+    after = sum(counter.messages(t3.messages))
     report = summarize_report(t, before, after, ss, ps, rs)
     counted = getattr(get_format(t.format), "dropped_records", None)
     if counted is not None:

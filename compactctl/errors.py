@@ -40,6 +40,7 @@ class IOFailure(CompactError):
 
 class CannotFit(CompactError):
     exit_code = Exit.CANNOT_FIT
+    fallback = None  # (transcript, archived): the pruned, repaired transcript `compact` had when it gave up
 
 
 class CheckFailed(CompactError):

@@ -225,8 +225,8 @@ def run(transcripts, counter: Counter, strats: dict[str, Callable[[Transcript], 
         for name, fn in strats.items():
             try:
                 r = score(t, fn(t), counter)
-            except CannotFit as e:  # the user would get the transcript uncompacted
-                r = {**score(t, t, counter), "error": str(e)}
+            except CannotFit as e:  # what the user gets with --on-error skip: pruned and repaired (or as read)
+                r = {**score(t, e.fallback[0] if e.fallback is not None else t, counter), "error": str(e)}
             r["strategy"] = name
             rows[name].append(r)
     return rows, {name: aggregate(rs) for name, rs in rows.items() if rs}

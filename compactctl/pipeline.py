@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import CannotFit
 from .formats import get_format
 from .model import Transcript
 from .phases.plan import Budget
@@ -32,7 +33,13 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     """Compact one transcript; returns it and a report (tokens per zone, summarizer, archived originals)."""
     opts = opts or CompactOptions()
     t1, ps = prune(t, counter, opts.prune_options())
-    t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+    try:
+        t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+    except CannotFit as e:
+        # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
+        fallback, rs = repair(t1, opts.strip_unanswered)
+        e.fallback = (fallback, ps.archived + rs.archived)
+        raise
     t3, rs = repair(t2, opts.strip_unanswered)
     # Counted last, for the report only: with an LLM, the call goes out before this work.
     before = sum(counter.messages(t.messages))

@@ -102,8 +102,12 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
         except CannotFit as e:
             if io.on_error != "skip":
                 raise
+            rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
+            if e.fallback is not None:  # compact: pruned and repaired, not summarized
+                warn(f"{e} -- written pruned and repaired, not summarized")
+                return Result(e.fallback[0], rep, e.fallback[1])
             warn(f"{e} -- written as read")
-            return Result(t, {"transcript": t.id, "status": "cannot-fit", "reason": str(e)})
+            return Result(t, rep)
 
     try:
         for seq, (t_in, res) in enumerate(_ordered(guarded, _progress(reader.read(inputs), io.quiet, desc), io.jobs)):

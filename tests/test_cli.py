@@ -98,3 +98,13 @@ def test_report_and_offline_note(tmp_path):
     assert "summarizer: offline" in r.stderr.decode()
     [line] = read_jsonl(rep.read_bytes())
     assert line["status"] == "compacted" and line["summarizer"] == "offline" and line["tokens_after"] < line["tokens_before"]
+
+
+def test_cannot_fit_in_skip_mode_still_writes_valid_output(tmp_path):
+    src = SAMPLES / "broken_pairs.jsonl"
+    r = cli("compact", str(src), "--context-window", "2500", "--on-error", "skip", "--report", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert "pruned and repaired, not summarized" in r.stderr.decode()
+    assert read_jsonl((tmp_path / "r.jsonl").read_bytes())[0]["status"] == "cannot-fit"
+    assert cli("repair", "--check", "-", input=r.stdout).returncode == 0  # the input itself is not valid
+    assert cli("compact", str(src), "--context-window", "2500").returncode == 5

@@ -6,6 +6,7 @@ The CLI is a thin layer over this; library users can call it too.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -93,8 +94,11 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
     reader = formats.Reader(on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=warn)
     stats = RunStats()
     ok = False
-    out = Output(io.output, spool=io.on_error != "skip")
-    many = len(expand_inputs(inputs)) > 1
+    to_dir = bool(io.output) and (io.output.endswith(os.sep) or os.path.isdir(io.output))
+    targets = _targets(inputs, io.output) if to_dir else {}
+    out = None if to_dir else Output(io.output, spool=io.on_error != "skip")
+    current: str | None = None  # with -o DIR: the input file whose output is open
+    many = len(expand_inputs(inputs)) > 1 and not to_dir
 
     def guarded(t: Transcript) -> Result:
         try:
@@ -112,6 +116,12 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
     try:
         for seq, (t_in, res) in enumerate(_ordered(guarded, _progress(reader.read(inputs), io.quiet, desc), io.jobs)):
             stats.transcripts += 1
+            if to_dir and t_in.source != current:  # one output file per input file, each atomic
+                if out is not None:
+                    out.commit()
+                current = t_in.source
+                os.makedirs(os.path.dirname(targets[current]) or ".", exist_ok=True)
+                out = Output(targets[current], spool=False)
             if res.lines is not None:
                 for line in res.lines:
                     out.write(line + b"\n")
@@ -135,13 +145,24 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
         ok = True
     finally:
         stats.skipped_lines = reader.skipped
-        if ok:
-            out.commit()
-        else:
-            out.abort()
+        if out is not None:
+            out.commit() if ok else out.abort()
         for sink in (rejects, archive, report):
             sink.close(ok)
     return stats
+
+
+def _targets(inputs: list[str], out_dir: str) -> dict[str, str]:
+    """Input file -> output path under `out_dir`: a directory's files keep their relative paths."""
+    out: dict[str, str] = {}
+    for arg in inputs:
+        if arg == "-":
+            raise UsageError("-o DIR writes one file per input file: give files or directories, not stdin")
+        files = expand_inputs([arg])
+        for f in files:
+            rel = os.path.relpath(f, arg) if os.path.isdir(arg) else os.path.basename(f)
+            out[f] = os.path.join(out_dir, rel)
+    return out
 
 
 def _kept(t: Transcript) -> list[list]:
@@ -151,7 +172,7 @@ def _kept(t: Transcript) -> list[list]:
 
 def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:
     if (to or t.format) != "openai":
-        raise UsageError("several session files cannot share one output in this format: give -o DIR, or convert with --to openai")
+        raise UsageError("several session files cannot share one output in this format: give -o DIR/, or convert with --to openai")
     return t.evolve(layout="dataset", metadata={"source": t.source, "messages": None}, native=None)
 
 

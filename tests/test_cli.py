@@ -108,3 +108,19 @@ def test_cannot_fit_in_skip_mode_still_writes_valid_output(tmp_path):
     assert read_jsonl((tmp_path / "r.jsonl").read_bytes())[0]["status"] == "cannot-fit"
     assert cli("repair", "--check", "-", input=r.stdout).returncode == 0  # the input itself is not valid
     assert cli("compact", str(src), "--context-window", "2500").returncode == 5
+
+
+def test_output_directory_mirrors_the_inputs(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.jsonl").write_bytes((SAMPLES / "long_session.jsonl").read_bytes())
+    (src / "sub" / "b.jsonl").write_bytes((SAMPLES / "claude_code_session.jsonl").read_bytes())
+    out = tmp_path / "out"
+    r = cli("compact", str(src), "-o", f"{out}/", "--context-window", "8000")
+    assert r.returncode == 0, r.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.jsonl")) == ["a.jsonl", "sub/b.jsonl"]
+    from compactctl import api
+
+    [b] = api.read([str(out / "sub" / "b.jsonl")])
+    assert b.format == "claude_code" and api.check(b) == []
+    assert cli("compact", "-", "-o", f"{out}/").returncode == 2

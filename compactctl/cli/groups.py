@@ -38,7 +38,8 @@ def _io(output, from_, to, layout, on_error, rejects, archive, report, quiet):
 
 
 IO = Group("io", "Input and output", [
-    Opt("output", str, None, ("-o", "--output"), "Write here (atomically) instead of stdout."),
+    Opt("output", str, None, ("-o", "--output"), "Write here (atomically) instead of stdout. A directory (or a path ending in /) "
+        "gets one file per input file, mirroring the input folders."),
     Opt("from_", str, None, ("--from",), "Force the input format: openai, anthropic, sharegpt, claude-code, codex."),
     Opt("to", str, None, ("--to",), "Write in this format instead of the input's."),
     Opt("layout", str, None, ("--layout",), "Force the layout: session (a message per line) or dataset (a transcript per line)."),

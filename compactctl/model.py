@@ -12,8 +12,11 @@ which originals were replaced.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 SYSTEM_ROLES = ("system", "developer")
@@ -124,10 +127,6 @@ class Transcript:
 
 def fingerprint(m: Message) -> str:
     """A short stable digest of what a message says (role, text, calls, result id)."""
-    import hashlib
-
-    import orjson
-
     body = orjson.dumps([m.role, m.text(), m.tool_call_id, [[c.id, c.name, c.arguments] for c in m.tool_calls]])
     return hashlib.blake2b(body, digest_size=8).hexdigest()
 

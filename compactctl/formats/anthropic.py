@@ -80,19 +80,19 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 yield Transcript(msgs, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME, layout="dataset",
                                  metadata=dict(obj), raw=raw, native=rows)
         return
-    rows, system, first, raws = [], None, 0, []
+    rows: list[dict] = []
+    msgs: list[Message] = []
+    system, first = None, 0
     for lineno, raw, obj in records:
         first = first or lineno
         with reader.guard(lineno, raw):
             if "role" not in obj and "system" in obj:
                 system = obj["system"]
                 continue
-            messages_from([obj], source, lineno)  # validate now, to name the line
+            msgs += messages_from([obj], source, lineno, start=len(rows))  # errors name this line
             rows.append(obj)
-            raws.append(raw)
     if rows or system is not None:
-        yield Transcript(_finish(messages_from(rows, source, first), system), id=source, source=source, line=first,
-                         format=NAME, layout="session", native=rows)
+        yield Transcript(_finish(msgs, system), id=source, source=source, line=first, format=NAME, layout="session", native=rows)
 
 
 def to_rows(t: Transcript) -> tuple[object, list[dict]]:

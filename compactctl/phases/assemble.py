@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..model import MISSING, SUMMARY_END, SUMMARY_MARKER, SYSTEM_ROLES, Message, Transcript, last_user_index
+from ..model import SUMMARY_END, SUMMARY_MARKER, SYSTEM_ROLES, Message, Transcript, last_user_index
 
 PREAMBLE = (
     f"{SUMMARY_MARKER} Earlier turns were compacted into the summary below. It is background for reference "
@@ -81,5 +81,3 @@ def strip_zone(m: Message) -> Message:
     note = {k: v for k, v in m.note.items() if k != "zone"}
     return dataclasses.replace(m, note=note)
 
-
-__all__ = ["assemble", "summary_text", "strip_zone", "MISSING"]

@@ -141,3 +141,18 @@ def test_redaction_rules():
     out = redact(text)
     for secret in ("abcdefghijklmnop1234", "ghp_", "abc.def.ghijklmnop", "pa55word", "AKIAABCDEFGHIJKLMNOP", "supersecret", "MIIE"):
         assert secret not in out
+
+
+@pytest.mark.parametrize("text", [
+    "## Active Task\nDo X\n## Goal\nY",
+    "**Active Task:** Do X\n**Goal:** Y",
+    "1. Active Task: Do X\n2. Goal - Y",
+    "Active Task\nDo X\n\nGoal:\nY",
+    "### 1. **Active Task**\nDo X\n### 2. **Goal**\nY",
+])
+def test_headings_small_models_write_are_parsed(text):
+    assert parse_sections(text) == {"Active Task": "Do X", "Goal": "Y"}
+
+
+def test_prose_mentioning_a_section_is_not_a_heading():
+    assert parse_sections("The goal is to do X. Active Task was hard.") == {}

@@ -168,7 +168,8 @@ class LLMSummarizer:
             self.breaker.record(True)
             text = (resp.choices[0].message.content or "") if resp.choices else ""
             if len(parse_sections(text)) < MIN_HEADINGS:
-                stats["warnings"].append(f"{model}: answer has {len(parse_sections(text))} of 13 sections")
+                start = " ".join(text.split())[:160]
+                stats["warnings"].append(f"{model}: answer has {len(parse_sections(text))} of 13 sections: {start!r}")
                 continue
             if model != self.model:
                 stats["warnings"].append(f"fallback model {model} used")
@@ -196,7 +197,7 @@ class LLMSummarizer:
         except Transient as e:
             self.warn(f"{req.transcript}: LLM summary failed ({e}); used the offline summarizer")
             text = offline.summarize(facts, counter, req.budget, req.focus)
-            return SummaryResult(text, "offline (llm failed)", calls=stats["calls"], warnings=stats["warnings"] + [str(e)])
+            return SummaryResult(text, "offline (llm failed)", calls=stats["calls"], warnings=list(dict.fromkeys(stats["warnings"] + [str(e)])))
         text, retention = self._guard(summary or "", facts, counter, req)
         return SummaryResult(text, f"llm:{self.model}", cache_hit=stats["calls"] == 0 and stats["cache_hits"] > 0,
                              calls=stats["calls"], retention=retention, warnings=stats["warnings"])

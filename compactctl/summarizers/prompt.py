@@ -47,11 +47,18 @@ def system_prompt(budget: int, focus: str | None) -> str:
     return SYSTEM_PROMPT.format(sections=secs, budget=budget, focus=FOCUS.format(topic=focus) if focus else "")
 
 
-_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*)?\s*(?:\d+[.)]\s*)?(" + "|".join(re.escape(s) for s in SECTIONS) + r")\s*(?:\*\*)?\s*:?\s*$", re.I | re.M)
+_NAMES = "|".join(re.escape(s) for s in SECTIONS)
+# A heading alone on its line ("## Goal", "**Goal**", "3. Goal:"), or followed by its first line of content
+# when it is marked as a heading ("**Goal:** fix it", "## Goal: fix it", "3. Goal: fix it", "Goal: fix it").
+_HEADING = re.compile(
+    r"^[ \t]{0,3}(?:#{1,6}[ \t]*)?(?:\d+[.)][ \t]*)?(?:\*\*|__)?[ \t]*(" + _NAMES + r")[ \t]*(?:\*\*|__)?[ \t]*"
+    r"(?::?[ \t]*(?:\*\*|__)?[ \t]*$|:[ \t]*(?:\*\*|__)?[ \t]*(?=\S)|(?:[-–—][ \t]+)(?=\S))",
+    re.I | re.M,
+)
 
 
 def parse_sections(text: str) -> dict[str, str]:
-    """Section name -> body, for the headings found (bare or markdown, any case)."""
+    """Section name -> body, for the headings found (markdown, bold, numbered or bare; any case)."""
     found = list(_HEADING.finditer(text))
     out: dict[str, str] = {}
     canon = {s.lower(): s for s in SECTIONS}

@@ -29,6 +29,7 @@ from .redact import redact
 
 TOOL_HEAD, TOOL_TAIL, TEXT_CAP = 1_500, 500, 6_000
 MIN_HEADINGS = 2  # fewer is garbage: the offline summary is used instead
+SKELETON = "Now write the summary of the turns above, with exactly these headings, in this order:\n" + "\n".join(f"## {s}" for s in SECTIONS)
 
 
 class Transient(Exception):
@@ -187,12 +188,13 @@ class LLMSummarizer:
         summary = facts.prior_summary
         try:
             for part in chunk(blocks, counter, room):
+                # The transcript first, the instructions last: models (small ones most) follow what they read last.
                 last = redact(facts.last_request or "")
                 ask = f"LATEST USER REQUEST (copy it verbatim under Active Task):\n{last}\n\n"
                 if summary:
-                    user = f"{UPDATE_INSTRUCTIONS}\n\n{ask}PREVIOUS SUMMARY:\n{redact(summary)}\n\nNEW TURNS:\n{part}"
+                    user = f"PREVIOUS SUMMARY:\n{redact(summary)}\n\nNEW TURNS:\n{part}\n\n{UPDATE_INSTRUCTIONS}\n\n{ask}{SKELETON}"
                 else:
-                    user = f"{ask}TURNS TO SUMMARIZE:\n{part}"
+                    user = f"TURNS TO SUMMARIZE:\n{part}\n\n{ask}{SKELETON}"
                 summary = self._complete(system, user, req.budget, stats)
         except Transient as e:
             self.warn(f"{req.transcript}: LLM summary failed ({e}); used the offline summarizer")

@@ -1,7 +1,7 @@
 """The benchmark: speed and memory of each phase against the floor and baselines, measured in one run.
 
-    python bench/run.py                       # 10 MB and 100 MB datasets, plus the LLM --jobs check
-    python bench/run.py --sizes 10,100,1000   # up to 1 GB (about 15 minutes on 2 cores)
+    python bench/run.py                 # 10 MB, 100 MB and 1 GB datasets + the LLM --jobs check (~15 min on 2 cores)
+    python bench/run.py --sizes 10,100  # a quicker look
 
 Datasets come from bench/gen.py (deterministic) into bench/data/ (not committed). Every command runs
 as its own process under /usr/bin/time: wall and CPU seconds, peak RSS. Results go to
@@ -129,7 +129,7 @@ def markdown(res: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="10,100", help="dataset sizes in MB, comma-separated")
+    ap.add_argument("--sizes", default="10,100,1000", help="dataset sizes in MB, comma-separated")
     ap.add_argument("--no-llm", action="store_true")
     a = ap.parse_args()
     res = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}",

@@ -111,10 +111,6 @@ def _has_surrogate(s: str) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in s)
 
 
-def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
-
-
 class Output:
     """All-or-nothing output: a file is written to a temp file and renamed on success; stdout is
     spooled and copied out only on success when `spool` is set (a failed run prints nothing)."""

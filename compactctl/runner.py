@@ -14,8 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from . import formats
 from .errors import CannotFit, UsageError
 from .jsonl import JsonlSink, Output, expand_inputs
@@ -51,8 +49,6 @@ class RunStats:
     transcripts: int = 0
     changed: int = 0
     skipped_lines: int = 0
-    passed_through: int = 0
-    reports: list[dict] = field(default_factory=list)
 
 
 def warn(msg: str) -> None:
@@ -86,8 +82,7 @@ def _ordered(fn: Callable[[Transcript], Result], items: Iterator[Transcript], jo
             yield t0, f0.result()
 
 
-def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], desc: str = "compactctl",
-        keep_reports: bool = False) -> RunStats:
+def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], desc: str = "compactctl") -> RunStats:
     rejects = JsonlSink(io.rejects)
     archive = JsonlSink(io.archive)
     report = JsonlSink(io.report)
@@ -140,8 +135,6 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
                                  "messages": len(t_in.messages), "kept": _kept(t)})
             if res.report is not None:
                 report.add(res.report)
-                if keep_reports:
-                    stats.reports.append(res.report)
         ok = True
     finally:
         stats.skipped_lines = reader.skipped
@@ -175,6 +168,3 @@ def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:
         raise UsageError("several session files cannot share one output in this format: give -o DIR/, or convert with --to openai")
     return t.evolve(layout="dataset", metadata={"source": t.source, "messages": None}, native=None)
 
-
-def dumps_line(obj: Any) -> bytes:
-    return orjson.dumps(obj)

@@ -54,10 +54,8 @@ def kind_of(name: str) -> str:
     n = name.lower()
     if n in KINDS:
         return KINDS[n]
-    if n.startswith(("browser_", "browser")):
+    if n.startswith("browser"):
         return "fetch"
-    if n.startswith("mcp__"):
-        return "generic"
     return "generic"
 
 

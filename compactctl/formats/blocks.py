@@ -100,6 +100,3 @@ def tool_result_block(m: Message) -> dict:
     b.update({k: v for k, v in m.extra.items() if not k.startswith("_")})
     return b
 
-
-def user_blocks(m: Message) -> list | str | None:
-    return m.content if m.content is not MISSING else ""

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from .. import tools
-from ..model import Message, Transcript, content_text, is_image_part, last_user_index
+from ..model import Message, Transcript, is_image_part, last_user_index
 from ..pairs import calls_for_results
 from ..tokens import Counter
 from . import Archived, archive
@@ -191,6 +191,3 @@ def truncate_arguments(arguments: str, keep: int) -> str:
 
     return orjson.dumps(cut(value)).decode()
 
-
-def content_chars(m: Message) -> int:
-    return len(content_text(m.content))

@@ -26,7 +26,7 @@ class CompactOptions:
     strip_unanswered: bool = False
 
     def prune_options(self) -> PruneOptions:
-        return self.prune or PruneOptions(protect_tokens=self.budget.tail)
+        return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target)
 
 
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:

@@ -128,7 +128,7 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
                     t = _as_dataset_record(t, io.fmt_to)
                 for line in formats.write(t, io.fmt_to):
                     out.write(line + b"\n")
-                if res.archived and io.archive:
+                if io.archive and (res.archived or res.transcript is not t_in):  # repair may add or move messages
                     for a in res.archived:
                         archive.add({"seq": seq, **a.record()})
                     archive.add({"seq": seq, "transcript": t_in.id, "type": "map", "format": t_in.format,

@@ -47,7 +47,7 @@ def test_prune_then_repair_pipe_equals_in_process():
     from compactctl.tokens import make_counter
 
     src = SAMPLES / "broken_pairs.jsonl"
-    piped = pipe(["prune", "--protect-tokens", "500"], ["repair"], src=src.read_bytes())
+    piped = pipe(["prune", "--protect-tokens", "500", "--prune-all"], ["repair"], src=src.read_bytes())
     [t] = api.read([str(src)])
     c = make_counter("gpt-4o")
     out, _ = api.prune(t, c, PruneOptions(protect_tokens=500))

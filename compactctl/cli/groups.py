@@ -91,15 +91,17 @@ BUDGET = Group("budget", "Budget and model (the same on every subcommand)", [
 ], _budget)
 
 
-def _prune(protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_summaries, no_args, no_images):
+def _prune(protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_summaries, no_args, no_images, prune_all, keep_tool, drop_tool):
     return dict(protect_tokens=protect_tokens, min_dedup_chars=min_dedup_chars, arg_limit=arg_limit, arg_keep=arg_keep,
-                dedup=not no_dedup, summaries=not no_summaries, args=not no_args, images=not no_images)
+                dedup=not no_dedup, summaries=not no_summaries, args=not no_args, images=not no_images, prune_all=prune_all,
+                keep_tools=tuple(keep_tool or ()), drop_tools=tuple(drop_tool or ()))
 
 
 def prune_options(raw: dict, budget: BudgetOptions) -> PruneOptions:
     d = dict(raw)
     if d["protect_tokens"] is None:
         d["protect_tokens"] = budget.budget.tail
+    d["target"] = None if d.pop("prune_all") else budget.budget.target
     return PruneOptions(**d)
 
 
@@ -109,9 +111,13 @@ PRUNE = Group("prune_raw", "Prune", [
     Opt("arg_limit", int, 500, ("--arg-limit",), "Tool-call arguments longer than this get their long strings cut."),
     Opt("arg_keep", int, 200, ("--arg-keep",), "Characters kept of each long argument string."),
     Opt("no_dedup", bool, False, ("--no-dedup",), "Turn off dedup of identical outputs."),
-    Opt("no_summaries", bool, False, ("--no-summaries",), "Turn off one-line summaries of old outputs."),
+    Opt("no_summaries", bool, False, ("--no-summaries",), "Turn off digests of old outputs."),
     Opt("no_args", bool, False, ("--no-args",), "Turn off argument truncation."),
     Opt("no_images", bool, False, ("--no-images",), "Turn off image placeholders."),
+    Opt("prune_all", bool, False, ("--prune-all",), "Prune every old output even when the transcript fits the target "
+        "(default: least valuable first, stopping as soon as it fits)."),
+    Opt("keep_tool", list[str], None, ("--keep-tool",), "Keep this tool's outputs verbatim (repeatable)."),
+    Opt("drop_tool", list[str], None, ("--drop-tool",), "Prune this tool's outputs first, wherever they stand (repeatable)."),
 ], _prune)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..model import Message, Transcript, is_summary, last_user_index
-from ..summarizers.facts import Facts, constraint_sentences, extract
+from ..summarizers.facts import Facts, constraint_sentences, extract, request_text
 from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
 from .assemble import assemble, strip_zone, summary_text
@@ -110,11 +110,12 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
         st.reason = p.reason
         return t, st
     lu = last_user_index(t.messages)
-    facts = extract(t.messages, p.head_end, p.tail_start, last_request=t.messages[lu].text() if lu is not None else None)
-    first = next((m for m in t.messages if m.role == "user" and m.text().strip() and not is_summary(m)), None)
+    last = t.messages[lu] if lu is not None else None
+    facts = extract(t.messages, p.head_end, p.tail_start, last_request=(request_text(last) or last.text()) if last is not None else None)
+    first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
     if first is not None:
-        facts.first_request = first.text().strip()
-    head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(m.text())]
+        facts.first_request = first
+    head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))]
     facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
     facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:

@@ -83,9 +83,9 @@ BUDGET = Group("budget", "Budget and model (the same on every subcommand)", [
     Opt("threshold", float, 0.5, ("--threshold",), "Compact when the transcript exceeds this share of the window; also the target size."),
     Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 20% of the target)."),
     Opt("protect_first", int, 3, ("--protect-first",), "Messages after the system message(s) kept verbatim at the head."),
-    Opt("summary_ratio", float, 0.2, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
+    Opt("summary_ratio", float, 0.5, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
     Opt("summary_min", int, 2000, ("--summary-min",), "Smallest summary budget in tokens."),
-    Opt("summary_max", int, 8000, ("--summary-max",), "Largest summary budget in tokens."),
+    Opt("summary_max", int, 16000, ("--summary-max",), "Largest summary budget in tokens."),
     Opt("last_ask", str, "tail", ("--last-ask",), "tail: the last user message always stays in the tail (exit 5 if that cannot fit). "
         "summary: when it cannot, keep it verbatim in the summary instead."),
 ], _budget)

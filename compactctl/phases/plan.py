@@ -8,7 +8,8 @@
   in the tail, even past its budget (the plan says so);
 - a cut never splits an assistant message from the results of its calls;
 - summary budget: `summary_ratio` of the middle's tokens, clamped to [summary_min, summary_max],
-  lowered to what is left under the target when that is less;
+  lowered to what is left under the target when that is less (so the summary uses the room the
+  target leaves, up to half of what it replaces);
 - target: `threshold` x `context_window` tokens. At or under it, nothing needs compaction.
 If even head + tail + the minimum summary exceed the target, `CannotFit` says what is irreducible;
 with `last_ask="summary"` the tail keeps its budget instead and the last user message is kept
@@ -35,9 +36,9 @@ class Budget:
     tail_tokens: int | None = None  # default: 20% of the target
     protect_first: int = 3
     min_tail_messages: int = 3
-    summary_ratio: float = 0.2
+    summary_ratio: float = 0.5
     summary_min: int = 2_000
-    summary_max: int = 8_000
+    summary_max: int = 16_000
     last_ask: str = "tail"  # or "summary": when the anchored tail cannot fit, keep the ask verbatim in the summary
 
     @property
@@ -161,8 +162,10 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
         p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
         return p
     if zone_tokens["middle"] == 0:
-        p.reason = "nothing to summarize: head and tail cover every message"
-        return p
+        raise CannotFit(
+            f"{t.id}: cannot fit the target of {target:,} tokens: nothing between head ({zone_tokens['head']:,} tokens) and tail "
+            f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if anchor_forced else ''}) to summarize, and together "
+            f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens.")
     room = target - zone_tokens["head"] - zone_tokens["tail"]
     if room < budget.summary_min:
         raise CannotFit(

@@ -258,14 +258,14 @@ def _is_path(tok: str) -> bool:
     segs = [s for s in t.split("/") if s]
     if len(segs) < 1:
         return False
-    if tok.startswith(("/", "~", "./", "../")):
-        return len(segs) >= 1 and not (len(segs) == 1 and len(segs[0]) < 3)
     ext = segs[-1].rsplit(".", 1)[-1].lower() if "." in segs[-1] else ""
+    if tok.startswith(("/", "~", "./", "../")):
+        return len(segs) >= 2 or ext in EXTENSIONS  # `./getAll` (an import) names a module, not a file we can tell
     return ext in EXTENSIONS or len(segs) >= 3
 
 
 def _ident_ok(s: str) -> bool:
-    return len(s) >= 4 and s not in STOP_IDENTIFIERS and not s.strip("_").isdigit()
+    return len(s) >= 4 and s not in STOP_IDENTIFIERS and not s.strip("_").isdigit() and not s.startswith("REDACTED")
 
 
 def facts_in(text: str) -> Iterator[tuple[str, str]]:
@@ -326,6 +326,8 @@ def facts_in(text: str) -> Iterator[tuple[str, str]]:
         s = mo.group(1) or mo.group(2)
         if s[0].isspace() or s[-1].isspace() or s[0] in ",;:)]}." or s[-1] in "([{,":
             continue
+        if "/" in s and " " not in s:
+            continue  # a quoted path or URL: the path and URL rules have it
         if len(s) >= 6 and any(c.isalpha() for c in s) and re.search(r"[\s:,;=()\[\]{}/<>!?+*&%$#@-]", s):
             yield "value", s
 

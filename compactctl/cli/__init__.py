@@ -220,7 +220,7 @@ def eval_(
         names = [x for x in (strategies or ",".join(continuation.STRATEGIES)).split(",") if x in continuation.STRATEGIES]
         if "compactctl" not in names:
             names.insert(0, "compactctl")  # the baselines are sized to its output
-        summarizer = api.make_summarizer(summary, budget.model, warn=None)
+        summarizer = api.make_summarizer(summary, budget.model, warn=warn) if summary.summarizer == "llm" else None  # offline unless asked
         opts = api.CompactOptions(budget.budget, min_saving=summary.min_saving)
         out["continuation"] = continuation.evaluate(originals, counter, names, fracs, window_ratio, summarizer, opts)
     if do_probes:

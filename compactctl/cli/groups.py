@@ -68,8 +68,8 @@ def _budget(model, encoding, tokenizer, context_window, threshold, tail_tokens, 
         raise UsageError(f"unknown context window for model {model!r}: give --context-window")
     if not 0 < threshold <= 1:
         raise UsageError("--threshold must be in (0, 1]")
-    if last_ask not in ("tail", "summary"):
-        raise UsageError("--last-ask must be tail or summary")
+    if last_ask not in ("auto", "tail", "summary"):
+        raise UsageError("--last-ask must be auto, tail or summary")
     b = Budget(context_window=window, threshold=threshold, tail_tokens=tail_tokens, protect_first=protect_first,
                summary_ratio=summary_ratio, summary_min=summary_min, summary_max=summary_max, last_ask=last_ask)
     return BudgetOptions(b, model, encoding, tokenizer.value)
@@ -81,13 +81,13 @@ BUDGET = Group("budget", "Budget and model (the same on every subcommand)", [
     Opt("tokenizer", Tokenizer, Tokenizer.exact, ("--tokenizer",), "exact (tiktoken, offline) or approx (chars/4, only if you ask)."),
     Opt("context_window", int, None, ("--context-window",), "Context window in tokens (default: from --model)."),
     Opt("threshold", float, 0.5, ("--threshold",), "Compact when the transcript exceeds this share of the window; also the target size."),
-    Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 20% of the target)."),
+    Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 40% of the target)."),
     Opt("protect_first", int, 3, ("--protect-first",), "Messages after the system message(s) kept verbatim at the head."),
-    Opt("summary_ratio", float, 0.5, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
+    Opt("summary_ratio", float, 1.0, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
     Opt("summary_min", int, 2000, ("--summary-min",), "Smallest summary budget in tokens."),
     Opt("summary_max", int, 16000, ("--summary-max",), "Largest summary budget in tokens."),
-    Opt("last_ask", str, "tail", ("--last-ask",), "tail: the last user message always stays in the tail (exit 5 if that cannot fit). "
-        "summary: when it cannot, keep it verbatim in the summary instead."),
+    Opt("last_ask", str, "auto", ("--last-ask",), "auto: the last user message stays in the tail while that fits, else it is kept "
+        "verbatim in the summary (and the head gives ground before the plan refuses). tail: always in the tail (exit 5 if that cannot fit)."),
 ], _budget)
 
 

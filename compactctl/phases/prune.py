@@ -38,7 +38,7 @@ DUPLICATE = "[Duplicate tool output — same content as a more recent call]"
 SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
-NAMES_KEPT = 12  # names a digest keeps
+NAMES_KEPT = 48  # names a digest keeps
 
 
 @dataclass

@@ -18,6 +18,7 @@ from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
 from .assemble import assemble, strip_zone, summary_text
 from .plan import Budget, Plan, from_annotations, plan
+from .repair import repair
 
 STRIKES_KEY = "strikes"
 
@@ -104,6 +105,11 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
         st.reason = f"skipped: the last {strikes} compactions saved under {min_saving:.0%} each (use --force to try again)"
         return t, st
     p = plan(t, counter, budget, counts=counts, zones=zones)
+    if p.needs_compaction:
+        # Repair runs after this phase: what it will add (stubs for unanswered calls) must fit the target too.
+        reserve = sum(counter.messages(repair(t)[0].messages)) - st.tokens_before
+        if reserve > 0:
+            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
     st.plan = p
     if not p.needs_compaction:
         st.status = "not-needed"

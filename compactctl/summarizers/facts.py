@@ -138,8 +138,6 @@ def rank_names(messages: list[Message]) -> list[str]:
     score: dict[str, float] = {}
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
-        if is_summary(m):
-            continue
         text = m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls)
         for name in names_in(text):
             score[name] = score.get(name, 0.0) + 1.0 + k / n

@@ -85,6 +85,10 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         add("Constraints & Preferences", f"- {c}", 1)
     for line in prior_items.get("Critical Context", []):
         add("Critical Context", line, 2)
+    if facts.prior_summary and not prior_items:  # another tool's summary: its lines, as room allows
+        for line in facts.prior_summary.split("\n"):
+            if line.strip() and not line.lstrip().startswith(("This session is being continued", "<")):
+                add("Critical Context", "> " + line.strip()[:400], 3)
     for e in facts.errors:
         add("Critical Context", f"- error: {e}", 1)
     for line in prior_items.get("Relevant Files", []):

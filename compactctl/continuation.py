@@ -326,18 +326,22 @@ def tables(agg: dict[str, dict]) -> str:
 
 
 def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]:
-    """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them."""
-    out = []
+    """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them
+    (taken in turn from each cut, so a few cuts do not fill the list)."""
+    per_cut = []
     for r in rows:
         st = r["strategies"].get(strategy)
-        if st is None:
-            continue
-        for f, k in zip(r["facts"], st["kept"], strict=True):
-            if k:
-                continue
-            where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
-            out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
-                       f"in {where}; used at #{f['used_at']}{' (re-discovered first)' if f['rediscovered'] else ''}")
-            if len(out) >= n:
-                return out
+        if st is not None:
+            per_cut.append([(r, f) for f, k in zip(r["facts"], st["kept"], strict=True) if not k])
+    out: list[str] = []
+    depth = 0
+    while len(out) < n and any(depth < len(c) for c in per_cut):
+        for c in per_cut:
+            if depth < len(c) and len(out) < n:
+                r, f = c[depth]
+                where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
+                out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
+                           f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
+                           f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}")
+        depth += 1
     return out

@@ -450,10 +450,21 @@ class Fact:
     where: list[tuple[int, str, str]] = field(default_factory=list)  # (message index, role, source) in the prefix
     used_at: int = -1  # index (in the whole transcript) of the first continuation message that writes it
     rediscovered: bool = False  # the continuation shows it in a tool output (or harness text) before that use
+    seen: str = ""  # the text around its first occurrence in the prefix
+    used: str = ""  # the text around its first written use in the continuation
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "key": self.key, "source": self.source, "where": self.where[:5],
-                "used_at": self.used_at, "rediscovered": self.rediscovered}
+                "used_at": self.used_at, "rediscovered": self.rediscovered, "seen": self.seen, "used": self.used}
+
+
+def snippet(kind: str, key: str, text: str, width: int = 50) -> str:
+    """The text around the first occurrence of a fact, with ... where it was cut."""
+    mo = _pattern(kind, key).search(text)
+    if mo is None:
+        return ""
+    a, b = max(mo.start() - width, 0), min(mo.end() + width, len(text))
+    return ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
 
 
 def _message_facts(messages: list[Message], i: int, text_actions: bool) -> Iterator[tuple[str, str, str]]:
@@ -496,13 +507,17 @@ def needed_facts(messages: list[Message], cut: int) -> list[Fact]:
         if not occurs(kind, key, written_all) or (system_text and occurs(kind, key, system_text)):
             continue
         for j, segs in later:
-            if any(s.source == "written" and occurs(kind, key, s.text) for s in segs):
+            hit = next((s for s in segs if s.source == "written" and occurs(kind, key, s.text)), None)
+            if hit is not None:
                 f.used_at = j
+                f.used = snippet(kind, key, hit.text)
                 break
             if any(s.source != "written" and occurs(kind, key, s.text) for s in segs):
                 f.rediscovered = True
         if f.used_at < 0:  # matched only across a segment join: not a use
             continue
+        i0, _, src0 = f.where[0]
+        f.seen = next((x for x in (snippet(kind, key, s.text) for s in segments(messages, i0, text_actions) if s.source == src0) if x), "")
         out.append(f)
     out.sort(key=lambda f: (KINDS.index(f.kind), f.key))
     return out

@@ -90,7 +90,8 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
         pooled += res["rows"]
         sessions = len({r["transcript"] for r in res["rows"]})
         out[key] = {"title": title, "sessions": sessions, "seconds": round(dt, 1), "aggregate": res["aggregate"], "rows": brief_rows(res["rows"])}
-        md += [f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)", "", continuation.tables(res["aggregate"]), ""]
+        md += [f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)", "", continuation.tables(res["aggregate"]), "",
+               "Per session:", "", continuation.per_transcript(res["rows"], continuation.STRATEGIES), ""]
         if explain:
             md += [f"Facts compactctl lost (first {explain}):", ""] + ["- " + x for x in continuation.explain(res["rows"], explain)] + [""]
         print(f"{key}: {len(res['rows'])} cuts in {dt:.1f} s", file=sys.stderr)

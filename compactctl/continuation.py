@@ -325,6 +325,35 @@ def tables(agg: dict[str, dict]) -> str:
     return "\n\n".join([overall, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note])
 
 
+def cut_lines(rows: list[dict]) -> list[str]:
+    """One line per cut: needed facts, and per strategy the share kept and its tokens."""
+    out = []
+    for r in rows:
+        n = len(r["facts"])
+        parts = []
+        for name, st in r["strategies"].items():
+            k = sum(st["kept"])
+            parts.append(f"{name} {_pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
+                         f"{', INVALID' if not st['valid'] else ''})")
+        out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']} of {r['messages']}, {r['tokens_before']:,} tok): "
+                   f"{n} needed; " + "; ".join(parts))
+    return out
+
+
+def per_transcript(rows: list[dict], strategies: Sequence[str]) -> str:
+    """A markdown table: per transcript (all its cuts), the share each strategy kept."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["transcript"], []).append(r)
+    body = []
+    for tid, rs in by.items():
+        n = sum(len(r["facts"]) for r in rs)
+        cells = [_pct(_share(sum(sum(r["strategies"][s]["kept"]) for r in rs), n)) for s in strategies]
+        cf = sum(r["strategies"]["compactctl"]["cannot_fit"] for r in rs) if "compactctl" in strategies else 0
+        body.append([tid.rsplit("/", 1)[-1], str(len(rs)), str(n), *cells, str(cf)])
+    return md_table(["transcript", "cuts", "needed", *strategies, "cannot fit"], body)
+
+
 def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]:
     """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them
     (taken in turn from each cut, so a few cuts do not fill the list)."""

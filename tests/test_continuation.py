@@ -195,7 +195,8 @@ def test_evaluate_and_tables_render():
     for name, s in agg.items():
         assert s["valid"] == 1, name
         assert s["tokens_after"] <= a["tokens_after"], name  # baselines never get more tokens than compactctl
-    for table in (continuation.tables(agg), evaluate.table({"x": evaluate.aggregate([evaluate.score(t, t, COUNTER)])})):
+    assert len(continuation.cut_lines(res["rows"])) == 1
+    for table in (continuation.tables(agg), continuation.per_transcript(res["rows"], continuation.STRATEGIES), evaluate.table({"x": evaluate.aggregate([evaluate.score(t, t, COUNTER)])})):
         lines = [x for x in table.splitlines() if x.startswith("|")]
         assert lines
         blocks: list[list[str]] = []

@@ -1,10 +1,10 @@
 """Needed-later facts: what an agent transcript names, and where, for continuation scoring.
 
 This module is the *extractor* of the continuation eval (`compactctl.continuation` is the harness).
-It is deliberately independent of the compaction it judges: it imports nothing from
-`compactctl.summarizers`, `compactctl.phases` or `compactctl.tools` (only `compactctl.model` for the
-`Message` type; a test parses the imports to guard this), and it was written from what agent
-transcripts contain, not from compactctl's own fact extractor.
+It is deliberately independent of the compaction it judges: it imports nothing from compactctl at
+all (not `summarizers`, `phases`, `tools`, `harness`, `names`, nor `model`: messages are read through
+a small Protocol; a test parses the imports to guard this), and it was written from what agent
+transcripts contain, not from compactctl's own fact extractor or harness-message rules.
 
 Segments. Every message is split into text segments with a source:
 - ``system``: system and developer messages;
@@ -50,10 +50,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import orjson
 
-from .model import Message
+
+class ToolCallLike(Protocol):
+    name: str
+    arguments: str  # JSON text
+
+
+class Message(Protocol):
+    """What the extractor reads of a message (compactctl.model.Message has it; nothing else is imported)."""
+
+    role: str
+    tool_calls: list[ToolCallLike]
+    extra: dict
+
+    def text(self) -> str: ...
+
 
 KINDS = ("path", "identifier", "command", "url", "value")
 SOURCES = ("written", "output", "injected")

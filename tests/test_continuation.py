@@ -143,7 +143,10 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_extractor_is_independent_of_the_compaction():
-    forbidden = ("compactctl.summarizers", "compactctl.phases", "compactctl.tools")
+    # compactctl.needed imports nothing from compactctl; whatever it might import later must not reach
+    # the compaction's own extraction (summarizers, phases, tools, harness rules, name index)
+    forbidden = ("compactctl.summarizers", "compactctl.phases", "compactctl.tools", "compactctl.harness", "compactctl.names")
+    assert _imports(PKG / "needed.py") == set()
     seen: set[str] = set()
     todo = ["compactctl.needed"]
     while todo:
@@ -157,9 +160,9 @@ def test_extractor_is_independent_of_the_compaction():
         for imp in _imports(Path(spec.origin)):
             assert not imp.startswith(forbidden), f"{mod} imports {imp}"
             todo.append(imp)
-    assert "compactctl.model" in seen  # the walk did follow the imports
-    assert _imports(PKG / "continuation.py") & {"compactctl.needed"}  # and the guard would see a forbidden one
-    assert "compactctl.phases.repair" in _imports(PKG / "continuation.py")
+    # the parser does see relative and absolute imports (the harness module imports the compaction, as it must)
+    imps = _imports(PKG / "continuation.py")
+    assert {"compactctl.needed", "compactctl.phases.repair", "compactctl.pipeline"} <= imps
 
 
 def test_cuts_start_turns_and_baselines_meet_the_budget():

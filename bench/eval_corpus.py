@@ -17,20 +17,21 @@ identifiers, commands, URLs and values of the prefix that the continuation write
 The probe eval (`compactctl eval --probes`, facts of what each strategy removed, at a share of each
 transcript's tokens; 50% for SWE-agent and tau-bench) runs on its own groups, as before. A partial
 run (--only or --group) writes bench/results/eval-partial.{md,json}; a full run eval.{md,json}.
-Groups whose files are absent are skipped.
+Groups whose files are absent are skipped; COMPACTCTL_CORPUS points to another corpus folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("COMPACTCTL_CORPUS", ROOT.parent / "shared" / "corpus"))  # as the tests
 SPOTTER = CORPUS / "claude-code" / "spotter"
 LONG = ["258c7280-ae70-4798-800f-63464d01a85d", "4d5611e5-241a-462a-8d15-5122611a9569", "8463c716-a2ea-4c14-9efa-87158ebd9f20",
         "ae4a77f8-aedd-4bc1-888f-c94edc91af04", "fa812bfe-b295-4cca-9c2f-fdf01028cb46"]
@@ -90,7 +91,8 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
         pooled += res["rows"]
         sessions = len({r["transcript"] for r in res["rows"]})
         out[key] = {"title": title, "sessions": sessions, "seconds": round(dt, 1), "aggregate": res["aggregate"], "rows": brief_rows(res["rows"])}
-        md += [f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)", "", continuation.tables(res["aggregate"]), ""]
+        md += [f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)", "", continuation.tables(res["aggregate"]), "",
+               "Per session:", "", continuation.per_transcript(res["rows"], continuation.STRATEGIES), ""]
         if explain:
             md += [f"Facts compactctl lost (first {explain}):", ""] + ["- " + x for x in continuation.explain(res["rows"], explain)] + [""]
         print(f"{key}: {len(res['rows'])} cuts in {dt:.1f} s", file=sys.stderr)

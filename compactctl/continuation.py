@@ -208,7 +208,7 @@ def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies
         "masking": lambda: masking(prefix, counter, budget),
     }
     row = {"transcript": t.id, "cut": frac, "cut_index": cut, "messages": len(t.messages), "tokens_before": before,
-           "window": window, "facts": [f.as_dict() for f in facts], "strategies": {}}
+           "window": window, "target": int(max(window, 1) * (options or CompactOptions()).budget.threshold), "facts": [f.as_dict() for f in facts], "strategies": {}}
     for name in strategies:
         out = makers[name]()
         flags = needed.kept_facts(facts, out.messages)
@@ -260,7 +260,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
         fresh = [0, 0]
         kinds = {k: [0, 0] for k in needed.KINDS}
         sources = {s: [0, 0] for s in needed.SOURCES}
-        before = after = valid = cannot = cuts = 0
+        before = after = valid = cannot = cuts = within = 0
         rediscovered = 0
         for r in rows:
             st = r["strategies"].get(name)
@@ -271,6 +271,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
             after += st["tokens_after"]
             valid += st["valid"]
             cannot += st["cannot_fit"]
+            within += st["tokens_after"] <= r.get("target", st["tokens_after"])
             for f, k in zip(r["facts"], st["kept"], strict=True):
                 tot[0] += k
                 tot[1] += 1
@@ -286,7 +287,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
         out[name] = {"cuts": cuts, "needed": tot[1], "kept_facts": tot[0], "kept": _share(*tot),
                      "not_rediscovered": fresh[1], "kept_not_rediscovered": _share(*fresh), "rediscovered": rediscovered,
                      "tokens_before": before, "tokens_after": after, "reduction": 1 - after / before if before else 0.0,
-                     "valid": valid, "cannot_fit": cannot,
+                     "valid": valid, "cannot_fit": cannot, "within_target": within,
                      "kinds": {k: {"kept": v[0], "needed": v[1], "share": _share(*v)} for k, v in kinds.items()},
                      "sources": {s: {"kept": v[0], "needed": v[1], "share": _share(*v)} for s, v in sources.items()}}
     return out
@@ -312,9 +313,10 @@ def tables(agg: dict[str, dict]) -> str:
         return "(no cut)"
     any_ = next(iter(agg.values()))
     overall = md_table(
-        ["strategy", "cuts", "needed facts", "kept", "kept, not re-discovered", "tokens before", "tokens after", "reduction", "valid", "cannot fit"],
+        ["strategy", "cuts", "needed facts", "kept", "kept, not re-discovered", "tokens before", "tokens after", "reduction", "at or under target", "valid", "cannot fit"],
         [[n, str(a["cuts"]), f"{a['needed']:,}", _pct(a["kept"]), _pct(a["kept_not_rediscovered"]), f"{a['tokens_before']:,}",
-          f"{a['tokens_after']:,}", _pct(a["reduction"]), f"{a['valid']}/{a['cuts']}", str(a["cannot_fit"])] for n, a in agg.items()])
+          f"{a['tokens_after']:,}", _pct(a["reduction"]), f"{a['within_target']}/{a['cuts']}", f"{a['valid']}/{a['cuts']}", str(a["cannot_fit"])]
+         for n, a in agg.items()])
     kinds = md_table(["strategy"] + [f"{k} ({any_['kinds'][k]['needed']})" for k in needed.KINDS],
                      [[n] + [_pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()])
     sources = md_table(["strategy"] + [f"{SOURCE_LABELS[s]} ({any_['sources'][s]['needed']})" for s in needed.SOURCES],
@@ -325,19 +327,52 @@ def tables(agg: dict[str, dict]) -> str:
     return "\n\n".join([overall, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note])
 
 
-def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]:
-    """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them."""
+def cut_lines(rows: list[dict]) -> list[str]:
+    """One line per cut: needed facts, and per strategy the share kept and its tokens."""
     out = []
     for r in rows:
+        n = len(r["facts"])
+        parts = []
+        for name, st in r["strategies"].items():
+            k = sum(st["kept"])
+            parts.append(f"{name} {_pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
+                         f"{', INVALID' if not st['valid'] else ''})")
+        out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']} of {r['messages']}, {r['tokens_before']:,} tok): "
+                   f"{n} needed; " + "; ".join(parts))
+    return out
+
+
+def per_transcript(rows: list[dict], strategies: Sequence[str]) -> str:
+    """A markdown table: per transcript (all its cuts), the share each strategy kept."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["transcript"], []).append(r)
+    body = []
+    for tid, rs in by.items():
+        n = sum(len(r["facts"]) for r in rs)
+        cells = [_pct(_share(sum(sum(r["strategies"][s]["kept"]) for r in rs), n)) for s in strategies]
+        cf = sum(r["strategies"]["compactctl"]["cannot_fit"] for r in rs) if "compactctl" in strategies else 0
+        body.append([tid.rsplit("/", 1)[-1], str(len(rs)), str(n), *cells, str(cf)])
+    return md_table(["transcript", "cuts", "needed", *strategies, "cannot fit"], body)
+
+
+def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]:
+    """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them
+    (taken in turn from each cut, so a few cuts do not fill the list)."""
+    per_cut = []
+    for r in rows:
         st = r["strategies"].get(strategy)
-        if st is None:
-            continue
-        for f, k in zip(r["facts"], st["kept"], strict=True):
-            if k:
-                continue
-            where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
-            out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
-                       f"in {where}; used at #{f['used_at']}{' (re-discovered first)' if f['rediscovered'] else ''}")
-            if len(out) >= n:
-                return out
+        if st is not None:
+            per_cut.append([(r, f) for f, k in zip(r["facts"], st["kept"], strict=True) if not k])
+    out: list[str] = []
+    depth = 0
+    while len(out) < n and any(depth < len(c) for c in per_cut):
+        for c in per_cut:
+            if depth < len(c) and len(out) < n:
+                r, f = c[depth]
+                where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
+                out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
+                           f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
+                           f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}")
+        depth += 1
     return out

@@ -240,7 +240,9 @@ def eval_(
         return
     if "continuation" in out:
         c = out["continuation"]
-        print(f"## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n")
+        for line in continuation.cut_lines(c["rows"]):
+            print(line)
+        print(f"\n## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n")
         print(continuation.tables(c["aggregate"]))
         if explain:
             lost = continuation.explain(c["rows"], explain)

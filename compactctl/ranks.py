@@ -3,7 +3,7 @@ counter for ASCII text that needs no tiktoken start-up.
 
 Parsing the official rank files (base64 lines, 3.6 MB for o200k_base) takes ~0.4 s, and building
 tiktoken's Rust encoder from them another ~0.2 s, at every start. Instead, the first run writes a
-per-user cache file (`$XDG_CACHE_HOME/compactctl/` or `~/.cache/compactctl/`, folder 0700, file
+per-user cache file (`$XDG_CACHE_HOME/compactctl/` or `~/.cache/compactctl/`, or $COMPACTCTL_RANK_CACHE; folder 0700, file
 0600, written to a temporary file and renamed) holding the token bytes, their offsets and an
 open-addressing hash table over them. Later runs map it read-only and look tokens up in place.
 The header records the sha256 of the official rank file it was built from (which must be the
@@ -35,6 +35,8 @@ EMPTY = 0xFFFFFFFF
 
 
 def cache_dir() -> str:
+    if os.environ.get("COMPACTCTL_RANK_CACHE"):
+        return os.environ["COMPACTCTL_RANK_CACHE"]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "compactctl")
 

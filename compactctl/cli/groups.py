@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..phases.plan import Budget
-from ..phases.prune import PruneOptions
-from ..runner import IOOptions
-from ..tokens import Counter, context_window_for, make_counter
 from .options import Group, Opt
+
+if TYPE_CHECKING:  # imported where used: `--help` does not load the library
+    from ..phases.plan import Budget
+    from ..phases.prune import PruneOptions
+    from ..tokens import Counter
 
 
 class OnError(str, Enum):
@@ -31,6 +33,8 @@ class SummarizerName(str, Enum):
 
 
 def _io(output, from_, to, layout, on_error, rejects, archive, report, quiet):
+    from ..runner import IOOptions
+
     if layout not in (None, "session", "dataset"):
         raise UsageError("--layout must be session or dataset")
     return IOOptions(output=output, fmt_from=from_, fmt_to=to, layout=layout, on_error=on_error.value,
@@ -59,10 +63,15 @@ class BudgetOptions:
     tokenizer: str
 
     def counter(self) -> Counter:
+        from ..tokens import make_counter
+
         return make_counter(self.model, self.encoding, self.tokenizer)
 
 
 def _budget(model, encoding, tokenizer, context_window, threshold, tail_tokens, protect_first, summary_ratio, summary_min, summary_max, last_ask):
+    from ..phases.plan import Budget
+    from ..tokens import context_window_for
+
     window = context_window or context_window_for(model)
     if window is None:
         raise UsageError(f"unknown context window for model {model!r}: give --context-window")
@@ -97,6 +106,8 @@ def _prune(protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_su
 
 
 def prune_options(raw: dict, budget: BudgetOptions) -> PruneOptions:
+    from ..phases.prune import PruneOptions
+
     d = dict(raw)
     if d["protect_tokens"] is None:
         d["protect_tokens"] = budget.budget.tail

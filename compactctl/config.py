@@ -66,7 +66,7 @@ def project_table(cwd: str | Path | None = None) -> tuple[dict, str] | None:
         if own.is_file():
             return _toml(own), str(own)
         py = folder / "pyproject.toml"
-        if py.is_file():
+        if py.is_file() and b"compactctl" in py.read_bytes():  # most pyproject.toml files are not parsed at all
             table = _toml(py).get("tool", {}).get("compactctl")
             if isinstance(table, dict):
                 return table, f"{py} [tool.compactctl]"

@@ -1,5 +1,5 @@
 """The BPE ranks in a binary form that opens in about a millisecond, and an exact pure-Python
-counter for ASCII text that needs no tiktoken start-up.
+token counter that needs no tiktoken start-up.
 
 Parsing the official rank files (base64 lines, 3.6 MB for o200k_base) takes ~0.4 s, and building
 tiktoken's Rust encoder from them another ~0.2 s, at every start. Instead, the first run writes a
@@ -10,11 +10,13 @@ The header records the sha256 of the official rank file it was built from (which
 official one) and the sha256 of its own payload, checked at every open: a file that fails either
 check is rebuilt from the official source. The ranks are a dense 0..n-1 range in both encodings.
 
-`FastCounter` counts tokens of ASCII text exactly like tiktoken's `encode_ordinary`: the official
-split pattern restricted to ASCII (where its Unicode classes are plain: letters, digits, the six
+`FastCounter` counts tokens exactly like tiktoken's `encode_ordinary`: ASCII text is split by the
+official pattern restricted to ASCII (where its Unicode classes are plain: letters, digits, the six
 White_Space characters) run by the standard `re` module (possessive quantifiers need Python 3.11),
-then the same byte-pair merge loop as tiktoken's `_byte_pair_merge` (lowest rank first, leftmost on
-ties). Any other text goes to the real tiktoken encoder.
+other text by the official pattern in the `regex` module when each of its characters has a settled
+Unicode class (see below); then each piece goes through the same byte-pair merge loop as
+tiktoken's `_byte_pair_merge` (lowest rank first, leftmost on ties). The counter declines (None)
+what it cannot count that way, and the caller uses the real tiktoken encoder.
 """
 
 from __future__ import annotations
@@ -165,11 +167,24 @@ def open_table(name: str, source_sha256: str, tokens_from_source) -> RankTable:
     return RankTable(data, source_sha256, verify=False)
 
 
-# --- the ASCII split patterns -------------------------------------------------------------------
-# Each encoding's official pattern (tiktoken_ext.openai_public) with its Unicode classes restricted
-# to ASCII. On ASCII text they match the same pieces: \p{L} = [A-Za-z], \p{Lu} = [A-Z], \p{Ll} =
-# [a-z], \p{Lt} \p{Lm} \p{Lo} \p{M} have no ASCII member, \p{N} = [0-9], \s (White_Space) = [\t\n\v\f\r ]
-# as re.ASCII has it, and `$` (end of text in Rust's regex) is `\Z`.
+# --- the split patterns ------------------------------------------------------------------------
+# The official patterns (tiktoken_ext.openai_public; a test checks they are the same).
+PATTERNS = {
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    "o200k_base": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+}
+# The same patterns restricted to ASCII, for the standard `re` module. On ASCII text they match the
+# same pieces: \p{L} = [A-Za-z], \p{Lu} = [A-Z], \p{Ll} = [a-z], \p{Lt} \p{Lm} \p{Lo} \p{M} have no
+# ASCII member, \p{N} = [0-9], \s (White_Space) = [\t\n\v\f\r ] as re.ASCII has it, and `$` (end of
+# text in Rust's regex) is `\Z`.
 _ASCII_PATTERNS = {
     "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+| ?[^\sA-Za-z0-9]++[\r\n]*+|\s++\Z|\s*[\r\n]|\s+(?!\S)|\s""",
     "o200k_base": "|".join([
@@ -183,32 +198,91 @@ _ASCII_PATTERNS = {
     ]),
 }
 FAST_OK = sys.version_info >= (3, 11)  # possessive quantifiers in `re`
-MAX_PIECE = 128  # longer pieces (quadratic here) go to tiktoken
+MAX_PIECE = 1024  # longer pieces (bytes; the merge loop is quadratic: ~15 ms at 1 KB) go to tiktoken
+LONG_PIECE = 128
+LONG_BYTES = 64 << 10  # distinct pieces over LONG_PIECE bytes merged here, in all, before tiktoken is cheaper
 MEMO_PIECES = 1 << 18
+
+# Other text is split by the `regex` module (tiktoken's own dependency) with the official pattern.
+# Its classes (\p{..}, \s) come from its own Unicode tables, tiktoken's from Rust's regex crate,
+# and the two may be of different Unicode versions. So a character is counted here only when its
+# class is settled: assigned in Python's unicodedata (Unicode 14), with the same general category
+# and white-space status there as in the `regex` module's newer tables, so not one of the few
+# characters whose properties moved between versions. Anything else goes to tiktoken.
+_CLASSES = ("Lu", "Lt", "Lm", "Lo", "M", "Ll", "N")
+_FOLDS_INTO_CONTRACTIONS = {"\u017f"}  # long s case-folds to s: kept away from the (?i:'s...) branch
+
+
+class _UnicodeClasses:
+    def __init__(self):
+        import regex
+
+        self._regex = regex
+        self._probe = [regex.compile(rf"\p{{{c}}}").match for c in _CLASSES] + [regex.compile(r"\s").match]
+        self._settled: dict[str, bool] = {}
+
+    def settled(self, ch: str) -> bool:
+        ok = self._settled.get(ch)
+        if ok is None:
+            import unicodedata
+
+            cat = unicodedata.category(ch)
+            if cat in ("Cn", "Cs", "Co") or ch in _FOLDS_INTO_CONTRACTIONS:
+                ok = False
+            else:
+                old = [cat == c or (c in ("M", "N") and cat[0] == c) for c in _CLASSES] + [ch.isspace()]
+                ok = old == [m(ch) is not None for m in self._probe]
+            self._settled[ch] = ok
+        return ok
 
 
 class FastCounter:
-    """Exact token counts of ASCII text from the rank table alone."""
+    """Exact token counts from the rank table alone (see the module's docstring)."""
 
     def __init__(self, name: str, table: RankTable):
+        self.name = name
         self.table = table
         self._split = re.compile(_ASCII_PATTERNS[name], re.ASCII).findall
+        self._usplit = None
+        self._classes: _UnicodeClasses | None = None
         self._pieces: dict[str, int] = {}
+        self._long_bytes = 0
+
+    def _unicode_split(self, s: str):
+        if self._usplit is None:
+            try:
+                self._classes = _UnicodeClasses()
+            except ImportError:
+                return None
+            # `$` is the end of the text in Rust's regex, `\Z` in Python's.
+            self._usplit = self._classes._regex.compile(PATTERNS[self.name].replace("$", r"\Z")).findall
+        settled = self._classes.settled
+        for ch in set(s):
+            if ch > "\x7f" and not settled(ch):
+                return None
+        return self._usplit(s)
 
     def count(self, s: str) -> int | None:
-        """Tokens of `s`, or None when this counter cannot count it (non-ASCII, a huge piece)."""
-        if not s.isascii():
-            return None
+        """Tokens of `s`, or None when this counter cannot count it (an unsettled character, a huge piece)."""
+        if s.isascii():
+            pieces = self._split(s)
+        else:
+            pieces = self._unicode_split(s)
+            if pieces is None:
+                return None
         memo = self._pieces
         n = 0
-        for piece in self._split(s):
+        for piece in pieces:
             k = memo.get(piece)
             if k is None:
-                if len(piece) > MAX_PIECE:
-                    return None
+                b = piece.encode("utf-8")
+                if len(b) > LONG_PIECE:
+                    self._long_bytes += len(b)
+                    if len(b) > MAX_PIECE or self._long_bytes > LONG_BYTES:
+                        return None
                 if len(memo) >= MEMO_PIECES:
                     memo.clear()
-                k = memo[piece] = self._bpe(piece.encode("ascii"))
+                k = memo[piece] = self._bpe(b)
             n += k
         return n
 

@@ -213,8 +213,7 @@ def test_fast_ascii_counts_equal_tiktoken(name):
         n = fast.count(s)
         assert n is None or n == len(enc.encode_ordinary(s)), repr(s)
     assert fast.count("hello world") == 2
-    assert fast.count("café") is None  # not ASCII: tiktoken counts it
-    assert fast.count("x" * 1000) is None  # a piece too long for the quadratic merge
+    assert fast.count("x" * 2000) is None  # a piece too long for the quadratic merge
 
     @settings(max_examples=300, deadline=None, derandomize=True)
     @given(st.text(alphabet=st.sampled_from(list(" \t\n\r\x0b\x0c'sStTdDmMlLvVeErRaAzZ09/.-_{}\"\\") + [chr(i) for i in range(128)]), max_size=80))
@@ -235,4 +234,65 @@ def test_counter_is_exact_without_building_tiktoken_for_ascii(monkeypatch):
     assert short.text("a short ASCII text") == 4
     assert short._encoder is None  # tiktoken's encoder was not needed
     assert short.text("naïve café") == len(get_encoding("o200k_base").encode_ordinary("naïve café"))
+    assert short._encoder is None  # settled non-ASCII characters too
+    odd = "unassigned 󠿿 here"
+    assert short.text(odd) == len(get_encoding("o200k_base").encode_ordinary(odd))
     assert short._encoder is not None
+
+
+def test_split_patterns_are_the_official_ones():
+    from tiktoken_ext import openai_public
+
+    from compactctl import ranks
+
+    for name in ("cl100k_base", "o200k_base"):
+        saved = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda *a, **k: {}
+        try:
+            assert getattr(openai_public, name)()["pat_str"] == ranks.PATTERNS[name]
+        finally:
+            openai_public.load_tiktoken_bpe = saved
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_fast_unicode_counts_equal_tiktoken(name):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from compactctl import ranks, tokens
+
+    if not ranks.FAST_OK:
+        pytest.skip("needs Python 3.11")
+    fast = ranks.FastCounter(name, tokens.rank_table(name))
+    enc = get_encoding(name)
+    counted = 0
+    for s in samples() + ["naïve café — “quoted” ✓ 🎉 日本語のテキスト 한국어 русский текст ελληνικά", "ſ's it'ſ", "a\u0300\u0301 e\u20dd"]:
+        n = fast.count(s)
+        if n is not None:
+            counted += 1
+            assert n == len(enc.encode_ordinary(s)), repr(s[:80])
+    assert counted >= 6
+    assert fast.count("\ud800 lone surrogate") is None  # tiktoken's own fallback path
+    assert fast.count("unassigned \U000e0fff") is None
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.text(st.characters(codec="utf-8"), max_size=60))
+    def check(s):
+        n = fast.count(s)
+        assert n is None or n == len(enc.encode_ordinary(s))
+
+    check()
+
+
+def test_long_pieces_are_bounded():
+    from compactctl import ranks, tokens
+
+    fast = ranks.FastCounter("o200k_base", tokens.rank_table("o200k_base"))
+    enc = get_encoding("o200k_base")
+    assert fast.count(" " * 1000 + "x") == len(enc.encode_ordinary(" " * 1000 + "x"))
+    assert fast.count("─" * 400) is None  # 1,200 bytes in one piece: tiktoken's job
+    for i in range(200):  # distinct long pieces cost quadratic time here: past a budget, tiktoken takes over
+        if fast.count("=" * (600 + i)) is None:
+            break
+    else:
+        raise AssertionError("no budget on long pieces")

@@ -164,6 +164,13 @@ class Counter:
         self._fast = None
         self._fast_chars = 0
 
+    def expect(self, input_bytes: int) -> None:
+        """Inputs this large are counted by tiktoken's encoder from the start (JSON escapes and
+        keys make the text a little smaller than the bytes, so this errs towards the pure-Python
+        counter)."""
+        if input_bytes > 2 * FAST_CHARS:
+            self._fast_chars = FAST_CHARS
+
     @property
     def _enc(self):
         if self._encoder is None:

@@ -60,7 +60,7 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
     from .. import api
     from ..runner import Result, run
 
-    counter = budget.counter()
+    counter = budget.counter(inputs)
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
 
@@ -88,7 +88,7 @@ def plan(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", 
     from .. import api
     from ..runner import Result, run
 
-    counter = budget.counter()
+    counter = budget.counter(inputs)
 
     def work(t):
         p = api.plan(t, counter, budget.budget)
@@ -112,7 +112,7 @@ def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--js
     from .. import api
     from ..runner import Result, run, warn
 
-    counter = budget.counter()
+    counter = budget.counter(inputs)
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
     io.jobs = summary.jobs
 
@@ -175,7 +175,7 @@ def compact(
     from .. import api
     from ..runner import Result, run, warn
 
-    counter = budget.counter()
+    counter = budget.counter(inputs)
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
     popts = prune_options(prune_raw, budget)
     popts.count_tokens = bool(io.report or as_json)  # per-pass token savings only when a report shows them
@@ -239,7 +239,7 @@ def eval_(
     from .. import api, evaluate, formats
     from ..runner import warn
 
-    counter = budget.counter()
+    counter = budget.counter(inputs)
     originals = list(formats.Reader(warn=warn).read(inputs))
     given = None
     if compacted is not None:

@@ -62,10 +62,28 @@ class BudgetOptions:
     encoding: str | None
     tokenizer: str
 
-    def counter(self) -> Counter:
+    def counter(self, inputs: list[str] | None = None) -> Counter:
+        """The token counter; with the inputs, it knows up front whether tiktoken's encoder (~0.2 s
+        to build, then about twice as fast as the pure-Python counter) will pay off."""
         from ..tokens import make_counter
 
-        return make_counter(self.model, self.encoding, self.tokenizer)
+        counter = make_counter(self.model, self.encoding, self.tokenizer)
+        if inputs:
+            counter.expect(_input_bytes(inputs))
+        return counter
+
+
+def _input_bytes(inputs: list[str]) -> int:
+    total = 0
+    for p in inputs:
+        try:
+            if os.path.isdir(p):
+                total += sum(e.stat().st_size for e in os.scandir(p) if e.is_file())  # a lower bound is enough
+            elif p != "-":
+                total += os.path.getsize(p)
+        except OSError:
+            pass  # the reader reports it
+    return total
 
 
 def _budget(model, encoding, tokenizer, context_window, threshold, tail_tokens, protect_first, summary_ratio, summary_min, summary_max, last_ask):

@@ -102,7 +102,7 @@ def main() -> None:
             "compactctl --version": ([*CLI, "--version"], False),
             "compactctl --help": ([*CLI, "--help"], False),
             "compact (1 message)": ([*CLI, "compact", s], False),
-            "prune | plan | summarize | repair (1 message)": (f"{q} prune {s} | {q} plan | {q} summarize | {q} repair", True),
+            "prune \\| plan \\| summarize \\| repair (1 message)": (f"{q} prune {s} | {q} plan | {q} summarize | {q} repair", True),
         }
         for name, (cmd, shell) in checks.items():
             results[name] = best(cmd, args.runs, shell)

@@ -25,6 +25,7 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/latency.py
 
 bench-latency: install
 	$(BIN)/python bench/latency.py

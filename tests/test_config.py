@@ -165,3 +165,10 @@ def test_bash_completion():
     assert r.stdout.decode().split() == ["--context-window"]
     env.update(COMP_WORDS="compactctl con", COMP_CWORD="1")
     assert sorted(subprocess.run([str(exe)], capture_output=True, env=env, timeout=60).stdout.decode().split()) == ["config", "convert"]
+
+
+def test_commands_without_these_options_ignore_a_broken_config(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    (tmp_path / "compactctl.toml").write_text("threshold = [\n")
+    assert run_in(tmp_path, "convert", str(src)).returncode == 0
+    assert run_in(tmp_path, "repair", str(src)).returncode == 2  # repair takes the budget options

@@ -292,12 +292,20 @@ def config_(as_json: Annotated[bool, typer.Option("--json", help="Print the sett
 
 def _default_map(argv: list[str]) -> dict | None:
     """Option defaults from the environment and config files, for the command being run."""
-    if not argv or argv[0].startswith("-") or argv[0] == "config":
+    if not argv or argv[0].startswith("-"):
         return None
+    import inspect
+
+    from typer.main import get_command_name
+
+    ci = next((ci for ci in app.registered_commands if (ci.name or get_command_name(ci.callback.__name__)) == argv[0]), None)
+    takes = set(inspect.signature(ci.callback).parameters) if ci is not None else set()
+    if not takes & {o.name for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts}:
+        return None  # a command without these options (convert, restore, config) does not read the files
     from ..runner import warn
 
     quiet = "-q" in argv or "--quiet" in argv
-    chosen = {k: s.value for k, s in _settings(None if quiet else warn).items() if s.source != "default"}
+    chosen = {k: s.value for k, s in _settings(None if quiet else warn).items() if s.source != "default" and k in takes}
     return {argv[0]: chosen} if chosen else None
 
 

@@ -57,7 +57,7 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
     """
     import orjson
 
-    from .. import api
+    from ..phases import prune as phase  # the phase alone: the library's api imports every phase
     from ..runner import Result, run
 
     counter = budget.counter(inputs)
@@ -65,7 +65,7 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
     opts.count_tokens = stats
 
     def work(t):
-        out, st = api.prune(t, counter, opts)
+        out, st = phase.prune(t, counter, opts)
         if stats:
             print(orjson.dumps({"transcript": t.id, **st.as_dict()}).decode(), file=sys.stderr)
         return Result(out, archived=st.archived)
@@ -85,17 +85,17 @@ def plan(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", 
     """
     import orjson
 
-    from .. import api
+    from ..phases import plan as phase
     from ..runner import Result, run
 
     counter = budget.counter(inputs)
 
     def work(t):
-        p = api.plan(t, counter, budget.budget)
+        p = phase.plan(t, counter, budget.budget)
         if as_json:
             return Result(None, lines=[orjson.dumps(p.as_dict())])
         _say(io, p.describe())
-        return Result(api.annotate(t, p))
+        return Result(phase.annotate(t, p))
 
     run(inputs or ["-"], io, work, "plan")
 
@@ -137,7 +137,7 @@ def repair(
 
     Example: compactctl repair broken.jsonl -o fixed.jsonl ; compactctl repair --check fixed.jsonl
     """
-    from .. import api
+    from ..phases import repair as phase
     from ..runner import Result, run
 
     violations = 0
@@ -145,12 +145,12 @@ def repair(
     def work(t):
         nonlocal violations
         if check:
-            found = api.check(t)
+            found = phase.check(t)
             for v in found:
                 print(str(v), file=sys.stderr)
             violations += len(found)
             return Result(None, lines=[])
-        out, st = api.repair(t, strip_unanswered)
+        out, st = phase.repair(t, strip_unanswered)
         return Result(out, archived=st.archived)
 
     stats = run(inputs or ["-"], io, work, "repair")

@@ -106,7 +106,7 @@ def load_ranks(name: str) -> dict[bytes, int]:
 def _tokens_in_rank_order(name: str) -> list[bytes]:
     ranks = load_ranks(name)
     tokens = sorted(ranks, key=ranks.__getitem__)
-    if [ranks[t] for t in (tokens[0], tokens[-1])] != [0, len(tokens) - 1]:
+    if any(ranks[t] != i for i, t in enumerate(tokens)):
         raise UsageError(f"{name} ranks are not the dense range 0..{len(tokens) - 1}")
     return tokens
 

@@ -172,3 +172,14 @@ def test_commands_without_these_options_ignore_a_broken_config(tmp_path):
     (tmp_path / "compactctl.toml").write_text("threshold = [\n")
     assert run_in(tmp_path, "convert", str(src)).returncode == 0
     assert run_in(tmp_path, "repair", str(src)).returncode == 2  # repair takes the budget options
+
+
+def test_zsh_completion_without_rich():
+    code = ("import os, sys; sys.argv = ['compactctl']\n"
+            "from compactctl.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('rich' in sys.modules, file=sys.stderr)")
+    env = {**os.environ, "_COMPACTCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "compactctl compact --context-w"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
+    assert '"--context-window":"Context window in tokens' in r.stdout.decode()
+    assert r.stderr.decode().strip().splitlines()[-1] == "False"

@@ -331,6 +331,11 @@ def app_for(argv: list[str]) -> typer.Typer:
     from typer.main import get_command_name
 
     if os.environ.get("_COMPACTCTL_COMPLETE"):
+        # zsh, fish and PowerShell completion show option help, which typer runs through rich to strip
+        # markup; ours has none, and importing rich would double the time of every TAB press.
+        from typer import _completion_classes
+
+        _completion_classes._sanitize_help_text = lambda text: text
         return app
     names = {(ci.name or get_command_name(ci.callback.__name__)): ci for ci in app.registered_commands}
     wanted = [a for a in argv if a in names]

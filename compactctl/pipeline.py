@@ -24,9 +24,11 @@ class CompactOptions:
     max_strikes: int = 2
     force: bool = False
     strip_unanswered: bool = False
+    refs: bool = True  # references to archived originals in pruned messages and summaries (see refs)
+    recall_hint: bool = False  # the summary names the recall tools
 
     def prune_options(self) -> PruneOptions:
-        return self.prune or PruneOptions(protect_tokens=self.budget.tail)
+        return self.prune or PruneOptions(protect_tokens=self.budget.tail, refs=self.refs)
 
 
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
@@ -34,7 +36,8 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     opts = opts or CompactOptions()
     t1, ps = prune(t, counter, opts.prune_options())
     try:
-        t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+        t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
+                           refs=opts.refs, recall_hint=opts.recall_hint)
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.strip_unanswered)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .. import tools
+from .. import refs, tools
 from ..model import Message, Transcript, is_image_part, last_user_index
 from ..pairs import calls_for_results
 from ..tokens import Counter
@@ -43,6 +43,7 @@ class PruneOptions:
     args: bool = True
     images: bool = True
     count_tokens: bool = True  # count the tokens each pass saved (exact, costly on large outputs)
+    refs: bool = True  # tag each pruned message with the reference of its archived original
 
 
 @dataclass
@@ -101,6 +102,8 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         nonlocal changed
         old = msgs[i]
         archive(t, old, "prune", st.archived)
+        if opts.refs and old.untouched:  # the first change of a message carries its original's reference
+            new = refs.tag(old, new, refs.ref_of(old))
         before_chars = _chars(old)
         stats.count += 1
         stats.chars += before_chars - _chars(new)

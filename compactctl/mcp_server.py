@@ -12,15 +12,18 @@ from .errors import CompactError
 MAX_CHARS = 40_000  # what one recall returns at most (a summarized span can be megabytes)
 
 
-def _server_class():
+def _sdk():
+    """(server class, the error a tool raises to report a failure to the model)."""
     try:
         from mcp.server.mcpserver import MCPServer  # mcp >= 2
+        from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         try:
             from mcp.server.fastmcp import FastMCP as MCPServer  # mcp 1.x
+            from mcp.server.fastmcp.exceptions import ToolError
         except ImportError as e:
             raise CompactError("the MCP server needs the optional extra: pip install 'compactctl[mcp]'") from e
-    return MCPServer
+    return MCPServer, ToolError
 
 
 def search_text(ix: Index, query: str, limit: int = 5) -> str:
@@ -43,7 +46,8 @@ def recall_text(ix: Index, ref: str) -> str:
 
 def build_server(archive: str):
     ix = Index.open(archive)  # fails early (bad path, not an archive) before the session starts
-    server = _server_class()("compactctl", instructions="Originals that compaction removed from this conversation. "
+    server_class, tool_error = _sdk()
+    server = server_class("compactctl", instructions="Originals that compaction removed from this conversation. "
                              "`search` finds them by words; `recall` returns the one behind a [ref ...].")
 
     @server.tool()
@@ -57,7 +61,7 @@ def build_server(archive: str):
         try:
             return recall_text(ix, ref)
         except UnknownRef as e:
-            raise ValueError(str(e)) from e
+            raise tool_error(str(e)) from e
 
     return server
 

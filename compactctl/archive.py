@@ -25,6 +25,7 @@ import orjson
 from .errors import CompactError, DataError, Exit, IOFailure
 from .jsonl import JsonlSink, iter_lines, open_input, parse_line
 
+MAX_TERMS = 12  # words of a query that count (a record with all of the query's words has these too)
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 SCHEMA = """
 CREATE TABLE records(id INTEGER PRIMARY KEY, seq INTEGER, transcript TEXT, idx INTEGER, phase TEXT, ref TEXT,
@@ -57,15 +58,27 @@ def sink(path: str | None):
 
 
 def searchable(body: dict) -> tuple[str, str]:
-    """(role, text) of an archived message: its text, then each tool call's name and arguments."""
+    """(role, text) of an archived message: its text, then each tool call's name and arguments (readable)."""
     from .formats.openai import message_from_dict
 
     m = message_from_dict(body, "<archive>", 0, 0)
     parts = [m.text()] if m.text() else []
     if m.reasoning:
         parts.append(m.reasoning)
-    parts.extend(f"[call {c.name}] {c.arguments}" for c in m.tool_calls)
+    parts.extend(f"[call {c.name}] {_readable(c.arguments)}" for c in m.tool_calls)
     return m.role, "\n".join(parts)
+
+
+def _readable(arguments: str) -> str:
+    """Call arguments as a person (or a search for a command line) reads them: the string values of a
+    JSON object unescaped, one `key: value` per line; anything else as written."""
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+    if not isinstance(value, dict):
+        return arguments
+    return "\n".join(f"{k}: {v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in value.items())
 
 
 class SqliteSink:
@@ -249,10 +262,13 @@ class Index:
 
     def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
         """The best matches (bm25) for the words of `query`: all of them if any record has all,
-        else any of them. Each word is matched as a phrase of its tokens ("config.py", "a_b")."""
-        terms = [t for t in query.split() if re.search(r"\w", t)]
+        else any of them. Each word is matched as a phrase of its tokens ("config.py", "a_b");
+        of a long query, the MAX_TERMS longest words."""
+        terms = list(dict.fromkeys(t for t in query.split() if re.search(r"\w", t)))
         if not terms:
             return []
+        if len(terms) > MAX_TERMS:  # a pasted paragraph: its longest words (the rarest, mostly) keep a search fast
+            terms = sorted(terms, key=len, reverse=True)[:MAX_TERMS]
         phrases = ['"' + t.replace('"', '""') + '"' for t in terms]
         where, args = ("AND r.transcript = ?", (transcript,)) if transcript else ("", ())
         sql = (f"SELECT {self._COLS}, snippet(search, 0, '', '', ' … ', 24), bm25(search) FROM search "

@@ -71,14 +71,22 @@ def searchable(body: dict) -> tuple[str, str]:
 
 def _readable(arguments: str) -> str:
     """Call arguments as a person (or a search for a command line) reads them: the string values of a
-    JSON object unescaped, one `key: value` per line; anything else as written."""
+    JSON object unescaped (an argv list joined by spaces), one `key: value` per line; anything else as written."""
     try:
         value = orjson.loads(arguments)
     except orjson.JSONDecodeError:
         return arguments
     if not isinstance(value, dict):
         return arguments
-    return "\n".join(f"{k}: {v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in value.items())
+    return "\n".join(f"{k}: {_plain(v)}" for k, v in value.items())
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):  # argv, as Codex writes commands
+        return " ".join(v)
+    return orjson.dumps(v).decode()
 
 
 class SqliteSink:
@@ -260,6 +268,12 @@ class Index:
                              + f" ({self.path})")
         return hits
 
+    def _ranked(self, rowid: int, rank: float, match: str) -> Hit:
+        row = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.id = ?", (rowid,)).fetchone()
+        (snip,) = self.db.execute("SELECT snippet(search, 0, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?",
+                                  (match, rowid)).fetchone()
+        return self._hit(row, snippet=" ".join(snip.split()), score=-rank)
+
     def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
         """The best matches (bm25) for the words of `query`: all of them if any record has all,
         else any of them. Each word is matched as a phrase of its tokens ("config.py", "a_b");
@@ -270,16 +284,11 @@ class Index:
         if len(terms) > MAX_TERMS:  # a pasted paragraph: its longest words (the rarest, mostly) keep a search fast
             terms = sorted(terms, key=len, reverse=True)[:MAX_TERMS]
         phrases = ['"' + t.replace('"', '""') + '"' for t in terms]
-        where, args = ("AND r.transcript = ?", (transcript,)) if transcript else ("", ())
-        sql = (f"SELECT {self._COLS}, snippet(search, 0, '', '', ' … ', 24), bm25(search) FROM search "
-               f"JOIN records r ON r.id = search.rowid WHERE search MATCH ? {where} ORDER BY bm25(search) LIMIT ?")
+        # Rank first (rowids only: no record is read), then read the few best and their snippets.
+        join, args = ("JOIN records r ON r.id = search.rowid AND r.transcript = ? ", (transcript,)) if transcript else ("", ())
+        best = f"SELECT search.rowid, rank FROM search {join}WHERE search MATCH ? ORDER BY rank LIMIT ?"
         for match in ([" ".join(phrases)] + ([" OR ".join(phrases)] if len(phrases) > 1 else [])):
-            rows = self.db.execute(sql, (match, *args, limit)).fetchall()
-            if rows:
-                return [self._hit(r[:8], snippet=" ".join(r[8].split()), score=-r[9]) for r in rows]
+            ranked = self.db.execute(best, (*args, match, limit)).fetchall()
+            if ranked:
+                return [self._ranked(rowid, rank, match) for rowid, rank in ranked]
         return []
-
-
-def render(h: Hit) -> str:
-    """An original as text: its content, then each tool call."""
-    return h.text

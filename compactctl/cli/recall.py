@@ -12,8 +12,8 @@ from ..errors import UsageError
 from .options import Group, Opt
 
 REFS = Group("refs", "References", [
-    Opt("refs", bool, True, ("--refs/--no-refs",), "Tag each pruned output, cut argument and summarized span with the [ref ...] "
-        "of its archived original (recall REF / the MCP server return it)."),
+    Opt("refs", bool, True, ("--refs/--no-refs",), "Tag each pruned output, cut argument and summarized span with a reference "
+        "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original)."),
 ], lambda refs: refs)
 
 HINT = Group("recall_hint", "References", [
@@ -25,7 +25,7 @@ Archive = Annotated[str, typer.Option("--archive", help="The archive: JSONL (ind
 
 
 def recall(
-    ref: Annotated[str | None, typer.Argument(help="A reference, as in [ref 3f9a2c1b].", show_default=False)] = None,
+    ref: Annotated[str | None, typer.Argument(help="A reference: the 8 hex digits of a 'ref 3f9a2c1b' mark.", show_default=False)] = None,
     archive: Archive = ...,  # type: ignore[assignment]
     search: Annotated[str | None, typer.Option("--search", help="List the best matches for these words instead.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Matches listed by --search.")] = 5,

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(BIN)/compactctl: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,mcp]'
 	@touch $@
 
 install: $(BIN)/compactctl

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from . import formats
 from .errors import DataError
 from .formats.openai import message_from_dict
-from .jsonl import Output, iter_lines, open_input, parse_line
+from .jsonl import Output
 from .model import Message, Transcript, fingerprint
 from .phases.plan import Budget, Plan, annotate, plan
 from .phases.prune import PruneOptions, prune
@@ -81,13 +81,13 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
 
 
 def restore_file(compacted_path: str, archive_path: str, output: str | None) -> None:
+    from .archive import records
+
     by_seq: dict[int, list[dict]] = {}
-    with open_input(archive_path) as f:
-        for lineno, raw in iter_lines(f):
-            e = parse_line(raw, archive_path, lineno)
-            if not isinstance(e, dict) or "seq" not in e:
-                raise DataError(archive_path, lineno, "not a compactctl archive record")
-            by_seq.setdefault(e["seq"], []).append(e)
+    for lineno, e in enumerate(records(archive_path), 1):  # JSON lines or an SQLite archive
+        if not isinstance(e, dict) or "seq" not in e:
+            raise DataError(archive_path, lineno, "not a compactctl archive record")
+        by_seq.setdefault(e["seq"], []).append(e)
     with Output(output) as out:
         for seq, t in enumerate(formats.Reader().read([compacted_path])):
             for line in formats.write(restore(t, by_seq.get(seq, []))):

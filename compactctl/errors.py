@@ -14,6 +14,7 @@ class Exit(IntEnum):
     CANNOT_FIT = 5  # head + tail + summary exceed the target
     CHECK_FAILED = 6  # repair --check found violations
     LLM_AUTH = 7  # the LLM endpoint refused our credentials
+    NOT_FOUND = 8  # recall: no archived original has this reference
 
 
 class CompactError(Exception):

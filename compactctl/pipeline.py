@@ -25,9 +25,11 @@ class CompactOptions:
     max_strikes: int = 2
     force: bool = False
     strip_unanswered: bool = False
+    refs: bool = True  # references to archived originals in pruned messages and summaries (see refs)
+    recall_hint: bool = False  # the summary names the recall tools
 
     def prune_options(self) -> PruneOptions:
-        return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target)
+        return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target, refs=self.refs)
 
 
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
@@ -38,14 +40,16 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     harder = None
     try:
         try:
-            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
+                               refs=opts.refs, recall_hint=opts.recall_hint)
         except CannotFit:
             if popts.protect_tokens == 0:
                 raise
             # Before giving up: prune the protected recent part too (never the last ask), then plan again.
             t1, harder = prune(t1, counter, dataclasses.replace(popts, protect_tokens=0))
             ps.archived += harder.archived
-            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
+                               refs=opts.refs, recall_hint=opts.recall_hint)
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.strip_unanswered)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import formats
+from .archive import sink as archive_sink
 from .errors import CannotFit, UsageError
 from .jsonl import JsonlSink, Output, expand_inputs
 from .model import Transcript, fingerprint
@@ -84,7 +85,7 @@ def _ordered(fn: Callable[[Transcript], Result], items: Iterator[Transcript], jo
 
 def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], desc: str = "compactctl") -> RunStats:
     rejects = JsonlSink(io.rejects)
-    archive = JsonlSink(io.archive)
+    archive = archive_sink(io.archive)  # JSON lines, or an SQLite index for a .sqlite path
     report = JsonlSink(io.report)
     reader = formats.Reader(on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=warn)
     stats = RunStats()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from compactctl import api, tools
+from compactctl import api, refs, tools
 from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, last_user_index
@@ -75,7 +75,9 @@ def test_prune_dedups_summarizes_and_truncates():
     assert out.messages[5].text().startswith("[terminal] ran `pytest` -> exit 1")
     assert "E   AssertionError: boom" in out.messages[5].text()  # the error line survives verbatim
     args = orjson.loads(out.messages[6].tool_calls[0].arguments)
-    assert args["content"].endswith("...[truncated]") and len(args["content"]) == 200 + len("...[truncated]")
+    ref = f" [ref {refs.ref_of(t.messages[6])}]"  # the original's reference stands where the cut is
+    assert args["content"].endswith("...[truncated]" + ref) and len(args["content"]) == 200 + len("...[truncated]" + ref)
+    assert out.messages[3].text().endswith(f"[ref {refs.ref_of(t.messages[3])}]")
     assert out.messages[-1] is t.messages[-1]
     assert st.dedup.count == 1 and st.summaries.count == 1 and st.args.count == 1 and st.summaries.tokens > 0
     assert api.check(out) == []

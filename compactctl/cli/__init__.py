@@ -11,6 +11,9 @@ import typer
 from ..errors import CheckFailed, CompactError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, prune_options
 from .options import with_groups
+from .recall import HINT, REFS
+from .recall import mcp as _mcp
+from .recall import recall as _recall
 
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
 # orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
@@ -49,8 +52,8 @@ def _say(io, msg: str) -> None:
 
 
 @app.command()
-@with_groups(IO, BUDGET, PRUNE)
-def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", help="Print what each pass saved, as JSON on stderr.")] = False, *, io, budget, prune_raw):
+@with_groups(IO, BUDGET, PRUNE, REFS)
+def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", help="Print what each pass saved, as JSON on stderr.")] = False, *, io, budget, prune_raw, refs):
     """Phase 1: shrink old tool output with no LLM (dedup, one-line summaries, argument cuts, image placeholders).
 
     Example: compactctl prune session.jsonl --protect-tokens 4000 --stats > pruned.jsonl
@@ -63,6 +66,7 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
     counter = budget.counter(inputs)
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
+    opts.refs = refs
 
     def work(t):
         out, st = phase.prune(t, counter, opts)
@@ -101,8 +105,9 @@ def plan(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", 
 
 
 @app.command()
-@with_groups(IO, BUDGET, SUMMARY)
-def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False, *, io, budget, summary):
+@with_groups(IO, BUDGET, SUMMARY, REFS, HINT)
+def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False, *, io, budget, summary,
+              refs, recall_hint):
     """Phases 3-4: replace the middle with a 13-section summary (LLM or offline) and assemble.
 
     Takes the zones from `plan` when the input carries them, else plans with the same options.
@@ -117,7 +122,8 @@ def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--js
     io.jobs = summary.jobs
 
     def work(t):
-        out, st = api.summarize(t, counter, budget.budget, summarizer, summary.focus, summary.min_saving, force=summary.force)
+        out, st = api.summarize(t, counter, budget.budget, summarizer, summary.focus, summary.min_saving, force=summary.force,
+                                refs=refs, recall_hint=recall_hint)
         rep = api.summarize_report(t, st.tokens_before, st.tokens_after, st)
         _report_line(io, rep, as_json)
         return Result(out, rep, st.archived)
@@ -161,12 +167,12 @@ def repair(
 
 
 @app.command()
-@with_groups(IO, BUDGET, PRUNE, SUMMARY)
+@with_groups(IO, BUDGET, PRUNE, SUMMARY, REFS, HINT)
 def compact(
     inputs: Inputs = None,
     strip_unanswered: Annotated[bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
-    *, io, budget, prune_raw, summary,
+    *, io, budget, prune_raw, summary, refs, recall_hint,
 ):
     """All five phases: prune, plan, summarize, assemble, repair. Offline unless an LLM is configured.
 
@@ -179,8 +185,9 @@ def compact(
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
     popts = prune_options(prune_raw, budget)
     popts.count_tokens = bool(io.report or as_json)  # per-pass token savings only when a report shows them
+    popts.refs = refs
     opts = api.CompactOptions(budget.budget, popts, summary.focus, summary.min_saving,
-                              force=summary.force, strip_unanswered=strip_unanswered)
+                              force=summary.force, strip_unanswered=strip_unanswered, refs=refs, recall_hint=recall_hint)
     io.jobs = summary.jobs
 
     def work(t):
@@ -351,6 +358,10 @@ def _default_map(argv: list[str]) -> dict | None:
     quiet = "-q" in argv or "--quiet" in argv
     chosen = {k: s.value for k, s in _settings(None if quiet else warn).items() if s.source != "default" and k in takes}
     return {argv[0]: chosen} if chosen else None
+
+
+app.command("recall")(_recall)
+app.command("mcp")(_mcp)
 
 
 def _report_line(io, rep: dict, as_json: bool) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-import orjson
-
 from ..model import Message, Transcript
 
 
@@ -20,16 +18,22 @@ class Archived:
     index: int  # position of the original in the transcript as read
     phase: str
     message: Message  # the original, untouched
+    span: tuple[str, int, int] | None = None  # (reference, start, end) of the summarized span it belonged to
 
     def record(self) -> dict:
         """The original as a JSON record: its source object for OpenAI chat, else the canonical
-        message in OpenAI chat shape (which restore reads back through the canonical model)."""
-        from ..formats.openai import message_to_dict
+        message in OpenAI chat shape (which restore reads back through the canonical model),
+        with its reference (see refs)."""
+        from .. import refs
 
-        m = self.message
-        body = m.origin if isinstance(m.origin, dict) else message_to_dict(m.evolve())
-        digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        return {"transcript": self.transcript, "index": self.index, "phase": self.phase, "sha256": digest, "message": body}
+        body = refs.body_of(self.message)
+        canon = refs.canonical(body)
+        digest = hashlib.sha256(canon).hexdigest()
+        rec = {"transcript": self.transcript, "index": self.index, "phase": self.phase, "sha256": digest,
+               "ref": refs.ref_of_canonical(canon), "message": body}
+        if self.span is not None:
+            rec["span"], rec["span_start"], rec["span_end"] = self.span
+        return rec
 
 
 def archive(t: Transcript, m: Message, phase: str, into: list[Archived]) -> None:

@@ -26,6 +26,16 @@ def summary_text(body: str) -> str:
     return f"{PREAMBLE}\n\n{body.strip()}\n\n{SUMMARY_END}"
 
 
+def framing_cost(t: Transcript, head_end: int, tail_start: int, counter) -> int:
+    """Tokens assembly adds besides the summary itself: the note on the first system message and, when the
+    summary has to be merged into the first tail message, the delimiter (counted as if it always were)."""
+    msgs = t.messages
+    cost = counter.text(MERGED) + 2
+    if head_end and msgs[0].role in SYSTEM_ROLES and SYSTEM_NOTE not in msgs[0].text():
+        cost += counter.text("\n\n" + SYSTEM_NOTE) + 1
+    return cost
+
+
 def assemble(t: Transcript, head_end: int, tail_start: int, body: str, prior: int | None = None) -> tuple[Transcript, list[Message]]:
     """(new transcript, originals it replaced or changed)."""
     msgs = t.messages

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .. import tools
+from .. import refs, tools
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
 from ..names import count_names, top_names
 from ..pairs import calls_for_results
@@ -57,6 +57,7 @@ class PruneOptions:
     count_tokens: bool = True  # count the tokens each pass saved (exact, costly on large outputs)
     keep_tools: tuple[str, ...] = ()  # tools whose outputs are kept verbatim
     drop_tools: tuple[str, ...] = ()  # tools whose outputs are pruned first, wherever they stand
+    refs: bool = True  # tag each pruned message with the reference of its archived original
 
 
 @dataclass
@@ -134,6 +135,8 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         if new is None:
             continue
         old = msgs[i]
+        if opts.refs and old.untouched:  # the first change of a message carries its original's reference
+            new = refs.tag(old, new, refs.ref_of(old))
         delta = counter.message(old) - counter.message(new) if (opts.count_tokens or opts.target is not None) else 0
         if opts.target is not None and delta <= 0:
             continue

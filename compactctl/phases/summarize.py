@@ -12,11 +12,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .. import refs as _refs
 from ..model import Message, Transcript, is_summary, last_user_index
 from ..summarizers.facts import Facts, constraint_sentences, extract, request_text
 from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
-from .assemble import assemble, strip_zone, summary_text
+from .assemble import assemble, framing_cost, strip_zone, summary_text
 from .plan import Budget, Plan, from_annotations, plan
 from .repair import repair
 
@@ -93,7 +94,8 @@ def _clean(t: Transcript) -> Transcript:
 
 
 def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summarizer, focus: str | None = None,
-              min_saving: float = 0.10, max_strikes: int = 2, force: bool = False) -> tuple[Transcript, SummarizeStats]:
+              min_saving: float = 0.10, max_strikes: int = 2, force: bool = False, refs: bool = True,
+              recall_hint: bool = False) -> tuple[Transcript, SummarizeStats]:
     st = SummarizeStats()
     zones = from_annotations(t)
     t = _clean(t)
@@ -126,18 +128,25 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
     facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
-    room = p.summary_budget - counter.text(summary_text("")) - MESSAGE_OVERHEAD
+    members = t.messages[p.head_end:p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
+    span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs else None
+    trailer = _refs.span_line(span[0] if span else None, recall_hint)
+    room = (p.summary_budget - counter.text(summary_text("")) - MESSAGE_OVERHEAD - (counter.text(trailer) + 1 if trailer else 0)
+            - framing_cost(t, p.head_end, p.tail_start, counter))
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 100), facts, focus)
     result = summarizer.summarize(req, counter)
     st.result = result
-    out, replaced = assemble(t, p.head_end, p.tail_start, result.text, p.prior_summary)
+    out, replaced = assemble(t, p.head_end, p.tail_start, result.text.rstrip() + "\n\n" + trailer if trailer else result.text, p.prior_summary)
     after = sum(counter.messages(out.messages))
     if st.tokens_before and (st.tokens_before - after) / st.tokens_before < min_saving and after > p.target and not force:
         st.status = "ineffective"
         st.reason = f"ineffective: would save {(st.tokens_before - after) / st.tokens_before:.1%} (< {min_saving:.0%}); input kept (strike {strikes + 1})"
         return set_strikes(t, strikes + 1), st
+    in_span = {id(x) for x in members}
     for m in replaced:
         archive(t, m, "summarize", st.archived)
+        if span is not None and m.untouched and id(m) in in_span:
+            st.archived[-1].span = span
     if strikes:
         out = set_strikes(out, 0)
     st.status = "compacted"

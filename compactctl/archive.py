@@ -1,0 +1,294 @@
+"""The archive of removed originals as a searchable SQLite database (FTS5, bm25).
+
+`--archive x.jsonl` writes JSON lines (as always); `--archive x.sqlite` (or .db) writes the same
+records straight into an index. A JSONL archive is indexed on first use into a sibling `.sqlite`
+(rebuilt when the JSONL is newer). Records are keyed by transcript, reference and position; every
+record's JSON is kept verbatim, so `restore` reads either kind.
+
+Schema: `records` (one row per archive record, the "map" records included), `search` (FTS5 over
+the text of each archived message: content, tool-call names and arguments), `spans` (summarized
+spans: reference -> the positions they covered).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .errors import CompactError, DataError, Exit, IOFailure
+from .jsonl import JsonlSink, iter_lines, open_input, parse_line
+
+MAX_TERMS = 12  # words of a query that count (a record with all of the query's words has these too)
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+SCHEMA = """
+CREATE TABLE records(id INTEGER PRIMARY KEY, seq INTEGER, transcript TEXT, idx INTEGER, phase TEXT, ref TEXT,
+                     span TEXT, role TEXT, text TEXT, raw BLOB NOT NULL);
+CREATE TABLE spans(seq INTEGER, transcript TEXT, span TEXT, start INTEGER, end INTEGER, PRIMARY KEY(seq, transcript, span));
+CREATE VIRTUAL TABLE search USING fts5(text, content='records', content_rowid='id');
+"""
+INDEXES = """
+CREATE INDEX IF NOT EXISTS records_ref ON records(ref);
+CREATE INDEX IF NOT EXISTS records_pos ON records(seq, transcript, idx);
+CREATE INDEX IF NOT EXISTS spans_ref ON spans(span);
+"""
+
+
+class UnknownRef(CompactError):
+    """No archived original has this reference."""
+
+    exit_code = Exit.NOT_FOUND
+
+
+def is_sqlite(path: str) -> bool:
+    return path.lower().endswith(SQLITE_SUFFIXES)
+
+
+def sink(path: str | None):
+    """Where the runner writes archive records: JSON lines, or an index for a .sqlite/.db path."""
+    if path and is_sqlite(path):
+        return SqliteSink(path)
+    return JsonlSink(path)
+
+
+def searchable(body: dict) -> tuple[str, str]:
+    """(role, text) of an archived message: its text, then each tool call's name and arguments (readable)."""
+    from .formats.openai import message_from_dict
+
+    m = message_from_dict(body, "<archive>", 0, 0)
+    parts = [m.text()] if m.text() else []
+    if m.reasoning:
+        parts.append(m.reasoning)
+    parts.extend(f"[call {c.name}] {_readable(c.arguments)}" for c in m.tool_calls)
+    return m.role, "\n".join(parts)
+
+
+def _readable(arguments: str) -> str:
+    """Call arguments as a person (or a search for a command line) reads them: the string values of a
+    JSON object unescaped (an argv list joined by spaces), one `key: value` per line; anything else as written."""
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+    if not isinstance(value, dict):
+        return arguments
+    return "\n".join(f"{k}: {_plain(v)}" for k, v in value.items())
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):  # argv, as Codex writes commands
+        return " ".join(v)
+    return orjson.dumps(v).decode()
+
+
+class SqliteSink:
+    """Archive records written into a new index, atomically: a temporary file renamed on success."""
+
+    def __init__(self, path: str):
+        self.path = path
+        d = os.path.dirname(os.path.abspath(path))
+        try:
+            fd, self.tmp = tempfile.mkstemp(prefix=".compactctl-", suffix=".sqlite", dir=d)
+        except OSError as e:
+            raise IOFailure(f"{path}: {e.strerror or e}") from e
+        os.close(fd)
+        self.db = sqlite3.connect(self.tmp)
+        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
+        self.count = 0
+
+    def add(self, rec: dict) -> None:
+        _insert(self.db, rec, orjson.dumps(rec))
+        self.count += 1
+
+    def add_raw(self, line: bytes) -> None:
+        self.add(orjson.loads(line))
+
+    def close(self, ok: bool) -> None:
+        try:
+            if ok:
+                self.db.executescript(INDEXES)
+                self.db.commit()
+            self.db.close()
+            if ok:
+                os.replace(self.tmp, self.path)
+        finally:
+            if os.path.exists(self.tmp):
+                os.unlink(self.tmp)
+
+
+def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
+    seq, transcript = rec.get("seq"), rec.get("transcript")
+    if rec.get("type") == "map" or not isinstance(rec.get("message"), dict):
+        db.execute("INSERT INTO records(seq, transcript, raw) VALUES (?, ?, ?)", (seq, transcript, raw))
+        return
+    role, text = searchable(rec["message"])
+    cur = db.execute("INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, raw) VALUES (?,?,?,?,?,?,?,?,?)",
+                     (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, raw))
+    db.execute("INSERT INTO search(rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
+    if rec.get("span"):
+        db.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?, ?)", (seq, transcript, rec["span"], rec.get("span_start"), rec.get("span_end")))
+
+
+def build(jsonl_path: str, sqlite_path: str) -> int:
+    """Index a JSONL archive into `sqlite_path` (atomically); returns the number of records."""
+    s = SqliteSink(sqlite_path)
+    ok = False
+    try:
+        with open_input(jsonl_path) as f:
+            for lineno, raw in iter_lines(f):
+                rec = parse_line(raw, jsonl_path, lineno)
+                if not isinstance(rec, dict) or "seq" not in rec:
+                    raise DataError(jsonl_path, lineno, "not a compactctl archive record")
+                _insert(s.db, rec, raw)
+                s.count += 1
+        ok = True
+    finally:
+        s.close(ok)
+    return s.count
+
+
+def index_path(archive: str) -> str:
+    """The index of an archive: itself when it is SQLite, else the sibling .sqlite of the JSONL."""
+    if is_sqlite(archive):
+        return archive
+    root, ext = os.path.splitext(archive)
+    return (root if ext.lower() == ".jsonl" else archive) + ".sqlite"
+
+
+def records(path: str) -> Iterator[dict]:
+    """Every record of an archive, JSONL or SQLite, in the order it was written."""
+    if is_sqlite(path):
+        db = _connect(path)
+        try:
+            for (raw,) in db.execute("SELECT raw FROM records ORDER BY id"):
+                yield orjson.loads(raw)
+        finally:
+            db.close()
+        return
+    with open_input(path) as f:
+        for lineno, raw in iter_lines(f):
+            yield parse_line(raw, path, lineno)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    if not os.path.isfile(path):
+        raise IOFailure(f"{path}: no such archive")
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        db.execute("SELECT 1 FROM records LIMIT 1")
+    except sqlite3.DatabaseError as e:
+        raise DataError(path, 0, f"not a compactctl archive index ({e})") from e
+    return db
+
+
+@dataclass
+class Hit:
+    ref: str
+    transcript: str
+    seq: int
+    index: int
+    phase: str
+    role: str
+    text: str
+    message: dict = field(repr=False)
+    snippet: str = ""
+    score: float = 0.0
+    span: str | None = None  # set on the members of a span a recall resolved
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {"ref": self.ref, "transcript": self.transcript, "index": self.index, "phase": self.phase, "role": self.role}
+        if self.span:
+            d["span"] = self.span
+        if self.snippet:
+            d["snippet"], d["score"] = self.snippet, round(self.score, 4)
+        else:
+            d["message"] = self.message
+        return d
+
+
+class Index:
+    """A read-only archive index. `open(path)` takes a .sqlite archive or a JSONL one (indexed on first use)."""
+
+    def __init__(self, db: sqlite3.Connection, path: str):
+        self.db, self.path = db, path
+
+    @classmethod
+    def open(cls, archive: str) -> Index:
+        path = index_path(archive)
+        if path != archive:
+            if not os.path.isfile(archive):
+                raise IOFailure(f"{archive}: no such archive")
+            if not os.path.isfile(path) or os.path.getmtime(path) < os.path.getmtime(archive):
+                build(archive, path)
+        return cls(_connect(path), path)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    _COLS = "r.ref, r.transcript, r.seq, r.idx, r.phase, r.role, r.text, r.raw"
+
+    def _hit(self, row, **kw) -> Hit:
+        ref, transcript, seq, idx, phase, role, text, raw = row
+        return Hit(ref, transcript, seq, idx, phase, role, text, orjson.loads(raw)["message"], **kw)
+
+    def recall(self, ref: str, transcript: str | None = None) -> list[Hit]:
+        """The original(s) behind a reference: one message (or byte-identical copies, given once), or
+        every archived member of a summarized span in order. UnknownRef when there is none."""
+        ref = ref.strip().lower().removeprefix("[ref ").removesuffix("]").strip()
+        if not re.fullmatch(r"[0-9a-f]{4,16}", ref):
+            raise UnknownRef(f"{ref!r} is not a reference (8 hex digits, as in [ref 3f9a2c1b])")
+        where, args = ("AND r.transcript = ?", (transcript,)) if transcript else ("", ())
+        hits, seen = [], set()
+        for row in self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.ref = ? {where} ORDER BY r.id", (ref, *args)):
+            h = self._hit(row)
+            if row[-1] not in seen:  # byte-identical originals: given once
+                seen.add(row[-1])
+                hits.append(h)
+        spans = self.db.execute(f"SELECT seq, transcript, start, end FROM spans WHERE span = ? {where.replace('r.', '')}", (ref, *args)).fetchall()
+        for seq, tr, start, end in spans:
+            rows = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.seq = ? AND r.transcript = ? AND r.ref IS NOT NULL "
+                                   "AND ((r.idx >= ? AND r.idx < ?) OR r.span = ?) ORDER BY r.idx, r.id", (seq, tr, start, end, ref))
+            hits.extend(self._hit(row, span=ref) for row in rows)
+        if not hits:
+            raise UnknownRef(f"no archived original has reference {ref}" + (f" in transcript {transcript}" if transcript else "")
+                             + f" ({self.path})")
+        return hits
+
+    def _ranked(self, rowid: int, rank: float, match: str) -> Hit:
+        row = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.id = ?", (rowid,)).fetchone()
+        (snip,) = self.db.execute("SELECT snippet(search, 0, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?",
+                                  (match, rowid)).fetchone()
+        return self._hit(row, snippet=" ".join(snip.split()), score=-rank)
+
+    def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
+        """The best matches (bm25) for the words of `query`: all of them if any record has all,
+        else any of them. Each word is matched as a phrase of its tokens ("config.py", "a_b");
+        of a long query, the MAX_TERMS longest words."""
+        terms = list(dict.fromkeys(t for t in query.split() if re.search(r"\w", t)))
+        if not terms:
+            return []
+        if len(terms) > MAX_TERMS:  # a pasted paragraph: its longest words (the rarest, mostly) keep a search fast
+            terms = sorted(terms, key=len, reverse=True)[:MAX_TERMS]
+        phrases = ['"' + t.replace('"', '""') + '"' for t in terms]
+        # Rank first (rowids only: no record is read), then read the few best and their snippets.
+        join, args = ("JOIN records r ON r.id = search.rowid AND r.transcript = ? ", (transcript,)) if transcript else ("", ())
+        best = f"SELECT search.rowid, rank FROM search {join}WHERE search MATCH ? ORDER BY rank LIMIT ?"
+        for match in ([" ".join(phrases)] + ([" OR ".join(phrases)] if len(phrases) > 1 else [])):
+            ranked = self.db.execute(best, (*args, match, limit)).fetchall()
+            if ranked:
+                return [self._ranked(rowid, rank, match) for rowid, rank in ranked]
+        return []

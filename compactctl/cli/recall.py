@@ -1,0 +1,83 @@
+"""`recall` and `mcp`: getting removed originals back from an archive; the --refs/--recall-hint options."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..errors import UsageError
+from .options import Group, Opt
+
+REFS = Group("refs", "References", [
+    Opt("refs", bool, True, ("--refs/--no-refs",), "Tag each pruned output, cut argument and summarized span with a reference "
+        "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original)."),
+], lambda refs: refs)
+
+HINT = Group("recall_hint", "References", [
+    Opt("recall_hint", bool, False, ("--recall-hint",), "Tell the model in the summary that the `search` and `recall` tools "
+        "(compactctl mcp --archive ...) fetch archived originals."),
+], lambda recall_hint: recall_hint)
+
+Archive = Annotated[str, typer.Option("--archive", help="The archive: JSONL (indexed on first use into a sibling .sqlite) or .sqlite.")]
+
+
+def recall(
+    ref: Annotated[str | None, typer.Argument(help="A reference: the 8 hex digits of a 'ref 3f9a2c1b' mark.", show_default=False)] = None,
+    archive: Archive = ...,  # type: ignore[assignment]
+    search: Annotated[str | None, typer.Option("--search", help="List the best matches for these words instead.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Matches listed by --search.")] = 5,
+    transcript: Annotated[str | None, typer.Option("--transcript", help="Only this transcript of the archive.")] = None,
+    index: Annotated[bool, typer.Option("--index", help="Only (re)build the index of a JSONL archive.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines for tools: full records for REF, ref + snippet for --search.")] = False,
+):
+    """Print the original behind a reference, or search the archive of removed originals (bm25).
+
+    Exit 8 when no archived original has the reference.
+
+    Example: compactctl recall 3f9a2c1b --archive removed.jsonl ; compactctl recall --search "config.py" --archive removed.jsonl
+    """
+    import orjson
+
+    from .. import archive as arc
+
+    if index:
+        if arc.is_sqlite(archive):
+            raise UsageError("--index builds the index of a JSONL archive; this one is already SQLite")
+        n = arc.build(archive, arc.index_path(archive))
+        print(f"indexed {n:,} records into {arc.index_path(archive)}", file=sys.stderr)
+        if ref is None and search is None:
+            return
+    if (ref is None) == (search is None):
+        raise UsageError("give a reference or --search TERMS (not both)")
+    with arc.Index.open(archive) as ix:
+        if search is not None:
+            hits = ix.search(search, limit, transcript)
+            for h in hits:
+                print(orjson.dumps(h.as_dict()).decode() if as_json else f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}")
+            return
+        hits = ix.recall(ref, transcript)
+    if as_json:
+        for h in hits:
+            print(orjson.dumps(h.as_dict()).decode())
+    elif len(hits) == 1 and not hits[0].span:
+        sys.stdout.write(hits[0].text + ("\n" if not hits[0].text.endswith("\n") else ""))
+    else:
+        if not hits[0].span:
+            print(f"compactctl: {len(hits)} different originals have this reference; --transcript picks one", file=sys.stderr)
+        for h in hits:
+            print(f"--- [ref {h.ref}] {h.transcript} #{h.index} {h.role} ---")
+            print(h.text)
+
+
+def mcp(archive: Archive = ...):  # type: ignore[assignment]
+    """Serve `search` (argument `query`) and `recall` (argument `ref`) over an archive to an agent: an MCP server on stdio.
+
+    Needs the optional extra: pip install 'compactctl[mcp]'.
+
+    Example (client config): {"command": "compactctl", "args": ["mcp", "--archive", "/path/removed.jsonl"]}
+    """
+    from ..mcp_server import serve
+
+    serve(archive)

@@ -1,0 +1,70 @@
+"""An MCP server (stdio) over an archive: the tools `search` and `recall`, on the official `mcp` SDK.
+
+An agent resumed from a compacted transcript sees `[ref 3f9a2c1b]` where content was removed;
+`recall` returns the original, `search` finds originals by words. Local only: stdio, no network.
+"""
+
+from __future__ import annotations
+
+from .archive import Index, UnknownRef
+from .errors import CompactError
+
+MAX_CHARS = 40_000  # what one recall returns at most (a summarized span can be megabytes)
+
+
+def _sdk():
+    """(server class, the error a tool raises to report a failure to the model)."""
+    try:
+        from mcp.server.mcpserver import MCPServer  # mcp >= 2
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:
+        try:
+            from mcp.server.fastmcp import FastMCP as MCPServer  # mcp 1.x
+            from mcp.server.fastmcp.exceptions import ToolError
+        except ImportError as e:
+            raise CompactError("the MCP server needs the optional extra: pip install 'compactctl[mcp]'") from e
+    return MCPServer, ToolError
+
+
+def search_text(ix: Index, query: str, limit: int = 5) -> str:
+    hits = ix.search(query, max(1, min(limit, 50)))
+    if not hits:
+        return f"no archived original matches {query!r}"
+    return "\n".join(f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}" for h in hits)
+
+
+def recall_text(ix: Index, ref: str) -> str:
+    hits = ix.recall(ref)
+    if len(hits) == 1 and not hits[0].span:
+        text = hits[0].text
+    else:
+        text = "\n".join(f"--- [ref {h.ref}] {h.transcript} #{h.index} {h.role} ---\n{h.text}" for h in hits)
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS] + f"\n...[cut at {MAX_CHARS:,} of {len(text):,} chars: search for what you need]"
+    return text
+
+
+def build_server(archive: str):
+    ix = Index.open(archive)  # fails early (bad path, not an archive) before the session starts
+    server_class, tool_error = _sdk()
+    server = server_class("compactctl", instructions="Originals that compaction removed from this conversation. "
+                             "`search` finds them by words; `recall` returns the one behind a [ref ...].")
+
+    @server.tool()
+    def search(query: str, limit: int = 5) -> str:
+        """Search the archived originals (removed tool outputs, cut arguments, summarized turns) by words; best matches first, each with its [ref ...]."""
+        return search_text(ix, query, limit)
+
+    @server.tool()
+    def recall(ref: str) -> str:
+        """The original content behind a reference such as 3f9a2c1b (from [ref 3f9a2c1b] in the conversation or a search result)."""
+        try:
+            return recall_text(ix, ref)
+        except UnknownRef as e:
+            raise tool_error(str(e)) from e
+
+    return server
+
+
+def serve(archive: str) -> None:
+    build_server(archive).run("stdio")

@@ -1,0 +1,151 @@
+"""References, the archive index, `recall`, and the recovery arm."""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+import pytest
+
+from compactctl import api, archive, refs
+from compactctl.errors import Exit
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import Transcript
+from compactctl.phases.prune import PruneOptions
+from compactctl.recovery import recoverable, recovery
+from compactctl.tokens import make_counter
+
+from .conftest import SAMPLES, cli, read_jsonl, tool_session, write_jsonl
+
+COUNTER = make_counter("gpt-4o")
+LONG = SAMPLES / "long_session.jsonl"
+
+
+def T(rows, id="t.jsonl"):
+    return Transcript([message_from_dict(r, "t", i + 1, i) for i, r in enumerate(rows)], id=id)
+
+
+def compacted(tmp_path, *extra, src=LONG, arch="a.jsonl", window="8000"):
+    out, a = tmp_path / "c.jsonl", tmp_path / arch
+    r = cli("compact", str(src), "--context-window", window, "-q", "-o", str(out), "--archive", str(a), *extra)
+    assert r.returncode == 0, r.stderr
+    return out, a
+
+
+def test_ref_is_content_derived_and_stable():
+    rows = tool_session(4, 2000)
+    a, b = T(rows, "x.jsonl"), T(rows, "<stdin>")
+    assert refs.ref_of(a.messages[3]) == refs.ref_of(b.messages[3])  # whatever the input is called
+    assert re.fullmatch(r"[0-9a-f]{8}", refs.ref_of(a.messages[3]))
+    assert refs.ref_of(a.messages[3]) != refs.ref_of(a.messages[5])
+    changed = dict(rows[3], content=rows[3]["content"] + "!")
+    assert refs.ref_of(T(rows[:3] + [changed]).messages[3]) != refs.ref_of(a.messages[3])
+
+
+def test_prune_tags_every_replacement_and_the_archive_agrees():
+    rows = tool_session(6, 3000)
+    rows.insert(4, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "w", "type": "function", "function": {"name": "write_file", "arguments": orjson.dumps({"path": "a.py", "content": "q" * 3000}).decode()}}]})
+    rows.insert(5, {"role": "tool", "tool_call_id": "w", "content": "ok"})
+    t = T(rows)
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=500))
+    recs = {a.index: a.record() for a in st.archived}
+    assert len(recs) >= 4
+    for i, rec in recs.items():
+        assert rec["ref"] == refs.ref_of(t.messages[i]) == refs.ref_of_body(rec["message"])
+        m = out.messages[i]
+        carried = refs.found(m.text() + "".join(c.arguments for c in m.tool_calls))
+        assert carried == [rec["ref"]], (i, m)
+    args = orjson.loads(out.messages[4].tool_calls[0].arguments)  # the cut argument stays valid JSON, the ref at the cut
+    assert args["content"] == "q" * 200 + f"...[truncated] [ref {recs[4]['ref']}]"
+    plain, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=500, refs=False))
+    assert not any("[ref " in m.text() or "[ref " in "".join(c.arguments for c in m.tool_calls) for m in plain.messages)
+    assert api.check(out) == []
+
+
+def test_every_reference_in_a_compacted_output_resolves(tmp_path):
+    out, a = compacted(tmp_path)
+    text = out.read_text()
+    found = set(refs.REF_RE.findall(text))
+    assert len(found) > 10
+    with archive.Index.open(str(a)) as ix:
+        assert ix.path == str(tmp_path / "a.sqlite")  # built on first use next to the JSONL
+        originals = {r["ref"]: r for r in archive.records(str(a)) if "ref" in r}
+        for ref in found:
+            hits = ix.recall(ref)
+            assert hits and all(refs.ref_of_body(h.message) == h.ref for h in hits)
+            if hits[0].span:  # the summary's span: every archived original of the summarized turns
+                assert len(hits) > 10 and {h.ref for h in hits} <= set(originals)
+            else:
+                assert hits[0].message == originals[ref]["message"]
+    spans = [r for r in archive.records(str(a)) if r.get("span")]
+    assert spans and f"Originals of the summarized turns: [ref {spans[0]['span']}]" in text
+
+
+def test_refs_off_and_the_recall_hint(tmp_path):
+    out, _ = compacted(tmp_path, "--no-refs")
+    assert "[ref " not in out.read_text() and refs.RECALL_HINT not in out.read_text()
+    on, _ = compacted(tmp_path, arch="b.jsonl")
+    assert refs.RECALL_HINT not in on.read_text()
+    hint, _ = compacted(tmp_path, "--recall-hint", arch="h.jsonl")
+    [summary] = [m for m in read_jsonl(hint.read_bytes()) if refs.RECALL_HINT in str(m.get("content"))]
+    assert "CONTEXT COMPACTION" in summary["content"]
+
+
+def test_sqlite_archive_restores_exactly_and_recalls(tmp_path):
+    out, a = compacted(tmp_path, arch="a.sqlite")
+    r = cli("restore", str(out), "--archive", str(a))
+    assert r.returncode == 0 and r.stdout == LONG.read_bytes()
+    ref = refs.REF_RE.findall(out.read_text())[0]
+    r = cli("recall", ref, "--archive", str(a))
+    assert r.returncode == 0 and len(r.stdout) > 200
+    [rec] = [x for x in archive.records(str(a)) if x.get("ref") == ref]
+    assert r.stdout.decode().rstrip("\n") == rec["message"]["content"].rstrip("\n")
+    j = read_jsonl(cli("recall", ref, "--archive", str(a), "--json").stdout)
+    assert j[0]["ref"] == ref and j[0]["message"] == rec["message"]
+
+
+def test_recall_errors(tmp_path):
+    _, a = compacted(tmp_path)
+    r = cli("recall", "deadbeef", "--archive", str(a))
+    assert r.returncode == Exit.NOT_FOUND and b"no archived original has reference deadbeef" in r.stderr
+    assert cli("recall", "not-a-ref", "--archive", str(a)).returncode == Exit.NOT_FOUND
+    assert cli("recall", "--archive", str(a)).returncode == Exit.USAGE
+    assert cli("recall", "deadbeef", "--archive", str(tmp_path / "none.jsonl")).returncode == Exit.IO
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"x": 1}])
+    assert cli("recall", "--search", "x", "--archive", str(bad)).returncode == Exit.DATA
+
+
+def test_search_ranks_and_snippets(tmp_path):
+    rows = tool_session(6, 3000)
+    rows[3]["content"] = "Traceback: KeyError 'flux_capacitor' in engine/core.py line 88\n" + "noise\n" * 600
+    _, a = compacted(tmp_path, src=write_jsonl(tmp_path / "s.jsonl", rows), window="3000")
+    r = cli("recall", "--search", "flux_capacitor core.py", "--archive", str(a), "--json")
+    assert r.returncode == 0, r.stderr
+    hits = read_jsonl(r.stdout)
+    assert hits[0]["ref"] == refs.ref_of(T(rows).messages[3]) and "flux_capacitor" in hits[0]["snippet"]
+    assert cli("recall", "--search", "zzqqxx", "--archive", str(a)).stdout == b""
+    with archive.Index.open(str(a)) as ix:  # no hit with every word: any word
+        assert ix.search("flux_capacitor absentword")[0].ref == hits[0]["ref"]
+        assert ix.search('"; DROP TABLE records; -- NEAR(') == []  # query text is never FTS syntax
+
+
+def test_index_is_rebuilt_when_the_jsonl_is_newer(tmp_path):
+    _, a = compacted(tmp_path)
+    assert cli("recall", "--index", "--archive", str(a)).returncode == 0
+    n = sum(1 for _ in archive.records(str(tmp_path / "a.sqlite")))
+    assert n == sum(1 for _ in archive.records(str(a)))
+
+
+def test_recoverable_finds_removed_facts(tmp_path):
+    rows = tool_session(6, 3000)
+    rows[3]["content"] = "config loaded from /etc/app/settings.toml; port=8443\n" + "noise\n" * 600
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    out, a = compacted(tmp_path, src=src, window="3000")
+    [orig], [comp] = api.read([str(src)]), api.read([str(out)])
+    facts = ["/etc/app/settings.toml", "port=8443", "Fix the bug in app.py", "never-said-anything-like-this"]
+    with archive.Index.open(str(a)) as ix:
+        assert recoverable(facts, ix) == {"/etc/app/settings.toml", "port=8443"}  # the first ask stays in context, not archived
+        rep = recovery(orig, comp, ix, facts)
+    assert rep["in_context"] >= 1 and rep["lost"] == ["never-said-anything-like-this"]
+    assert rep["with_recovery_share"] == pytest.approx(0.75)

@@ -40,6 +40,7 @@ its budget's context window replaced per cut) and ``summarizer`` let you score o
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Sequence
 
 from . import needed
@@ -179,17 +180,44 @@ def _prefix(t: Transcript, cut: int) -> Transcript:
 
 
 def run_compactctl(prefix: Transcript, counter: Counter, window: int, summarizer=None,
-                   options: CompactOptions | None = None) -> tuple[Transcript, str | None]:
-    """compactctl's output for a prefix and the error when it could not fit (scored as its fallback)."""
+                   options: CompactOptions | None = None, archived: list | None = None) -> tuple[Transcript, str | None]:
+    """compactctl's output for a prefix and the error when it could not fit (scored as its fallback);
+    the originals it removed are appended to `archived` when given."""
     from .summarizers.base import OfflineSummarizer
 
     opts = dataclasses.replace(options) if options is not None else CompactOptions()
     opts.budget = dataclasses.replace(opts.budget, context_window=max(window, 1))
     try:
-        out, _ = compact(prefix, counter, summarizer or OfflineSummarizer(), opts)
+        out, rep = compact(prefix, counter, summarizer or OfflineSummarizer(), opts)
+        if archived is not None:
+            archived += rep["_archived"]
         return out, None
     except CannotFit as e:
+        if archived is not None and e.fallback is not None:
+            archived += e.fallback[1]
         return (e.fallback[0] if e.fallback is not None else prefix), str(e)
+
+
+def recovered(prefix: Transcript, facts: list, kept: list[bool], archived: list) -> list[bool]:
+    """The recovery arm: for each fact compactctl did not keep, whether one `recall --search` for it (top 5)
+    in the archive of what it removed brings back an original that holds it."""
+    import tempfile
+
+    from .archive import Index, SqliteSink
+    from .recovery import recoverable
+
+    lost = [f.key for f, k in zip(facts, kept, strict=True) if not k]
+    if not lost or not archived:
+        return [False] * len(facts)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "archive.sqlite")
+        sink = SqliteSink(path)
+        for a in archived:
+            sink.add({"seq": 0, **a.record()})
+        sink.close(True)
+        with Index.open(path) as ix:
+            back = recoverable(lost, ix)
+    return [(not k) and f.key in back for f, k in zip(facts, kept, strict=True)]
 
 
 def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies: Sequence[str], window_ratio: float,
@@ -199,7 +227,8 @@ def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies
     before = _tokens(counter, prefix.messages)
     facts = needed.needed_facts(t.messages, cut)
     window = int(before * window_ratio)
-    ours, err = run_compactctl(prefix, counter, window, summarizer, options)
+    archived: list = []
+    ours, err = run_compactctl(prefix, counter, window, summarizer, options, archived)
     budget = _tokens(counter, ours.messages)
     makers: dict[str, Callable[[], Transcript]] = {
         "compactctl": lambda: ours,
@@ -215,6 +244,8 @@ def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies
         row["strategies"][name] = {"tokens_after": _tokens(counter, out.messages), "valid": not check(out),
                                    "cannot_fit": bool(err) if name == "compactctl" else False,
                                    "error": err if name == "compactctl" else None, "kept": flags}
+        if name == "compactctl":
+            row["strategies"][name]["recovered"] = recovered(prefix, facts, flags, archived)
     return row
 
 
@@ -262,6 +293,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
         sources = {s: [0, 0] for s in needed.SOURCES}
         before = after = valid = cannot = cuts = within = 0
         rediscovered = 0
+        back = 0
         for r in rows:
             st = r["strategies"].get(name)
             if st is None:
@@ -272,6 +304,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
             valid += st["valid"]
             cannot += st["cannot_fit"]
             within += st["tokens_after"] <= r.get("target", st["tokens_after"])
+            back += sum(st.get("recovered", ()))
             for f, k in zip(r["facts"], st["kept"], strict=True):
                 tot[0] += k
                 tot[1] += 1
@@ -287,7 +320,8 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
         out[name] = {"cuts": cuts, "needed": tot[1], "kept_facts": tot[0], "kept": _share(*tot),
                      "not_rediscovered": fresh[1], "kept_not_rediscovered": _share(*fresh), "rediscovered": rediscovered,
                      "tokens_before": before, "tokens_after": after, "reduction": 1 - after / before if before else 0.0,
-                     "valid": valid, "cannot_fit": cannot, "within_target": within,
+                     "valid": valid, "cannot_fit": cannot, "within_target": within, "recovered": back,
+                     "with_recovery": _share(tot[0] + back, tot[1]),
                      "kinds": {k: {"kept": v[0], "needed": v[1], "share": _share(*v)} for k, v in kinds.items()},
                      "sources": {s: {"kept": v[0], "needed": v[1], "share": _share(*v)} for s, v in sources.items()}}
     return out
@@ -321,10 +355,14 @@ def tables(agg: dict[str, dict]) -> str:
                      [[n] + [_pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()])
     sources = md_table(["strategy"] + [f"{SOURCE_LABELS[s]} ({any_['sources'][s]['needed']})" for s in needed.SOURCES],
                        [[n] + [_pct(a["sources"][s]["share"]) for s in needed.SOURCES] for n, a in agg.items()])
+    ours = agg.get("compactctl")
+    recovery = (f"Recovery arm: of the needed facts compactctl did not keep, {ours['recovered']:,} come back with one "
+                f"`compactctl recall --search` for the fact (top 5) in the archive of what it removed: in context or recoverable "
+                f"{_pct(ours['with_recovery'])}.") if ours else ""
     red = any_["rediscovered"]
     note = (f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({_pct(_share(red, any_['needed']))}) are re-discovered "
             f"by the continuation (shown by a tool output before the agent writes them).")
-    return "\n\n".join([overall, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note])
+    return "\n\n".join([x for x in (overall, recovery, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note) if x])
 
 
 def cut_lines(rows: list[dict]) -> list[str]:

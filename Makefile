@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(BIN)/compactctl: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,ray,hf]'  # ray, hf: tests/test_ray.py runs in CI
 	@touch $@
 
 install: $(BIN)/compactctl

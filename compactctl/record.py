@@ -26,6 +26,7 @@ import orjson
 from . import formats
 from .errors import CannotFit, CompactError, DataError
 from .formats.openai import message_from_dict, message_to_dict
+from .jsonl import BOM
 from .model import Transcript
 from .phases import Archived
 from .phases.plan import Budget, annotate
@@ -273,7 +274,7 @@ class Compactor:
     def compact_line(self, line: bytes) -> tuple[bytes | None, CompactResult]:
         """A JSONL line in, the compacted line out (None on error) and the result (without its record)."""
         try:
-            t = line_to_transcript(line, self.options.fmt)
+            t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt)
             oc = self.compact_transcript(t)
             lines = to_lines(oc.transcript, self.options.to)
             if len(lines) != 1:

@@ -171,7 +171,10 @@ def compact(
 
         if not offline:
             raise UsageError("--engine ray runs the offline summarizer only (use --summarizer offline)")
-        stats = cray.run_files(inputs or [], io.output, options, address=ray_address, workers=workers, report=io.report, quiet=io.quiet)
+        if io.archive or io.resume:
+            raise UsageError("--engine ray does not write --archive nor --resume: use the local engine for those")
+        stats = cray.run_files(inputs or [], io.output, options, address=ray_address, workers=workers, report=io.report, rejects=io.rejects,
+                               quiet=io.quiet)
         _say(io, f"ray: {stats['records']} records, {stats['errors']} errors, {stats['shards']} shard(s) in {io.output}")
         return
     compactor = Compactor(options, summarizer=summarizer, counter=budget.counter())

@@ -3,7 +3,7 @@
     import ray, compactctl.ray
     ds = ray.data.read_text("s3://bucket/trajectories/")            # one transcript per line: column "text"
     out = ds.map_batches(compactctl.ray.CompactBatch, fn_constructor_kwargs={"options": {"context_window": 32_000}},
-                         concurrency=16, batch_size=16)
+                         compute=ray.data.ActorPoolStrategy(size=16), batch_size=16)
 
 `CompactBatch` builds its `Compactor` (encoding, summarizer) once per actor. Its output has the input's
 columns, the transcript compacted in place, plus `compactctl_status` (compacted, not-needed, cannot-fit,
@@ -87,6 +87,19 @@ class CompactBatch:
         out[STATUS] = status
         out[REPORT] = report
         return _like(kind, out)
+
+
+_PER_PROCESS: dict[tuple, CompactBatch] = {}
+
+
+def compact_batch(batch: Any, options: Options | dict | None = None, column: str | None = "text") -> Any:
+    """The same as a function, for Ray tasks (`map_batches(compact_batch, fn_kwargs=...)`): the Compactor is
+    built once per worker process and kept while the process lives (Ray reuses its task workers)."""
+    key = (repr(_options(options)), column)
+    fn = _PER_PROCESS.get(key)
+    if fn is None:
+        fn = _PER_PROCESS[key] = CompactBatch(options, column)
+    return fn(batch)
 
 
 def _columns(batch: Any) -> tuple[str, dict[str, Any]]:
@@ -183,9 +196,9 @@ def run_files(inputs: list[str], output: str | None, options: Options, address: 
     paths = [os.path.abspath(f) for f in files]
     # Reading is light: reads take no CPU slot, so that `workers` actors can hold every core without starving them.
     ds = ray.data.read_text(paths, include_paths=True, num_cpus=0)
-    size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    out = ds.map_batches(CompactBatch, fn_constructor_kwargs={"options": options, "column": "text"},
-                         compute=ray.data.ActorPoolStrategy(size=size), batch_size=batch_size, num_cpus=1)
+    # Tasks, not an actor pool: Ray keeps its task workers (and so each one's Compactor) from run to run.
+    out = ds.map_batches(compact_batch, fn_kwargs={"options": options, "column": "text"}, batch_size=batch_size, num_cpus=1,
+                         **({"compute": ray.data.TaskPoolStrategy(size=workers)} if workers else {}))
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
     return _write(out.iter_rows(), by_abs, report, rejects, stats)

@@ -22,7 +22,7 @@ import orjson
 from . import formats
 from .errors import CannotFit, CompactError, UsageError
 from .journal import Journal, PartFile, finish_part, input_ids, journal_path
-from .jsonl import JsonlSink, Output, expand_inputs
+from .jsonl import JsonlSink, Output, expand_inputs, open_input
 from .model import Transcript, fingerprint
 from .phases import Archived
 
@@ -68,6 +68,7 @@ class Done:
     archive: list[dict]
     report: dict | None
     changed: bool
+    rejects: list[bytes] = field(default_factory=list)  # a record found bad where it was parsed (a Lazy one)
 
 
 @dataclass
@@ -123,20 +124,58 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
 
 # -- where the work runs -----------------------------------------------------------------------
 
-Item = tuple[int, Transcript, list[bytes]]  # (seq, transcript, rejected lines read before it)
+LAZY_FORMATS = ("openai", "anthropic", "sharegpt")  # dataset records that read independently of each other
+
+
+@dataclass
+class Lazy:
+    """A dataset record whose transcript is built where the work runs (a worker parses it, not the
+    reader): only its bytes travel to the worker."""
+
+    raw: bytes
+    source: str
+    lineno: int
+    n: int  # its number in the file, as the format reader counts it
+    fmt: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}#{self.n + 1}"
+
+
+def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | None, list[bytes]]:
+    if not isinstance(item, Lazy):
+        return item, []
+    rejects = _Rejects()
+    reader = formats.Reader(on_error=on_error, rejects=rejects, warn=warn)
+    found = list(formats.get_format(item.fmt).read(iter([(item.lineno, item.raw, orjson.loads(item.raw))]), item.source, "dataset", reader))
+    if not found:  # rejected (--on-error skip): the reader kept its raw line
+        return None, rejects.take()
+    t = found[0]
+    t.id = item.id
+    return t, []
+
+
+def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
+    t, rejected = _materialize(item, ctx.on_error)
+    if t is None:
+        return Done([], [], None, False, rejected)
+    return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+
+Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)
 Meta = tuple[int, str, str, list[bytes]]  # (seq, source, id, rejects)
 
 
 def _serial(work, items: Iterator[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
     for seq, t, rej in items:
-        yield (seq, t.source, t.id, rej), _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+        yield (seq, t.source, t.id, rej), _process(seq, t, work, ctx)
 
 
 def _threads(work, items: Iterator[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
     # Twice as many threads as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
     # calls in flight at `jobs`), the others prepare the next transcripts.
     def one(seq, t):
-        return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+        return _process(seq, t, work, ctx)
 
     with ThreadPoolExecutor(max_workers=jobs * 2) as pool:
         window: deque = deque()
@@ -168,15 +207,15 @@ def _init_worker(job, ctx: _Ctx) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _work_batch(batch: list[tuple[int, Transcript]]) -> list[Done] | tuple[str, int, str]:
+def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str]:
     work, ctx = _W["work"], _W["ctx"]
     try:
-        return [_finish(seq, t, _guarded(work, t, ctx.on_error), ctx) for seq, t in batch]
+        return [_process(seq, t, work, ctx) for seq, t in batch]
     except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code and text
         return ("error", int(e.exit_code), str(e))
 
 
-def _size(t: Transcript) -> int:
+def _size(t: Transcript | Lazy) -> int:
     raw = getattr(t, "raw", None)
     if isinstance(raw, bytes):
         return len(raw)
@@ -206,7 +245,7 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             yield from zip(metas, got, strict=True)
 
     try:
-        batch: list[tuple[int, Transcript]] = []
+        batch: list[tuple[int, Transcript | Lazy]] = []
         metas: list[Meta] = []
         size = 0
         late: CompactError | None = None
@@ -252,10 +291,39 @@ class _Rejects:
         return out
 
 
+def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Lazy]:
+    """The reader's transcripts; a dataset file of independent records (OpenAI chat, Anthropic, ShareGPT)
+    as Lazy records: each line checked here (JSON, an object: what the reader rejects, it rejects here
+    too, in order), turned into a transcript where the work runs."""
+    for name in files:
+        if name == "-" or name.endswith((".json", ".traj")):
+            yield from reader.read_file(name)
+            continue
+        stream = open_input(name)
+        try:
+            records = reader._records(stream, name)
+            first = next(records, None)
+            if first is None:
+                continue
+            mod, layout = reader._detect(first, name)
+            if layout != "dataset" or mod.NAME not in LAZY_FORMATS:
+                yield from mod.read(_chain(first, records), name, layout, reader)
+                continue
+            for n, (lineno, raw, _obj) in enumerate(_chain(first, records)):
+                yield Lazy(raw, name, lineno, n, mod.NAME)
+        finally:
+            stream.close()
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
 def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: int, skip: int, skip_key: str | None) -> Iterator[Item]:
     seq = seq0
     skipped = 0
-    for t in reader.read(files):
+    for t in _read(reader, files):
         rej = rejects.take()
         if skipped < skip:  # already written by the interrupted run
             skipped += 1
@@ -360,8 +428,8 @@ class _Sinks:
             self.file_n = 0
             os.makedirs(os.path.dirname(self.targets[source]) or ".", exist_ok=True)
             self.out = PartFile(self.targets[source]) if self.journal else Output(self.targets[source], spool=False)
-        if rejects and "rejects" in self.sides:
-            for line in rejects:
+        if "rejects" in self.sides:
+            for line in (*rejects, *done.rejects):
                 self._side("rejects", line + b"\n")
         for line in done.lines:
             self.out.write(line + b"\n")

@@ -134,7 +134,10 @@ def main() -> None:
         target = out / "ray"
         r = timed([PY, "-c", RAY_DRIVER, str(data), f"{target}/", "2"])
         split = json.loads(r["stdout"].strip().splitlines()[-1])
-        r.update(engine="ray", workers=2, records_per_s=round(n / r["wall_s"], 1), mb_per_s=round(size / r["wall_s"], 2),
+        # the process ran twice (cold, then warm): the one-shot command is start-up + the first run
+        one_shot = split["init_s"] + split["run_s"]
+        r.update(engine="ray", workers=2, driver_wall_both_runs_s=r["wall_s"], wall_s=round(one_shot, 2), cpu_s=None,
+                 records_per_s=round(n / one_shot, 1), mb_per_s=round(size / one_shot, 2),
                  ray_init_s=split["init_s"], ray_run_s=split["run_s"], ray_warm_run_s=split["warm_run_s"],
                  records_per_s_warm=round(n / split["warm_run_s"], 1),
                  worker_peak_rss_mb=[])  # Ray's workers are not children of the driver: not polled
@@ -154,8 +157,12 @@ def main() -> None:
     (HERE / "results" / "scale.json").write_text(json.dumps(result, indent=2))
     lines = ["| engine | workers | wall s | CPU s | records/s | MB/s | main peak RSS MB | worker peak RSS MB |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['engine']} | {r['workers']} | {r['wall_s']} | {r['cpu_s']} | {r['records_per_s']} | {r['mb_per_s']} | "
-                     f"{r['main_peak_rss_mb']} | {', '.join(map(str, r['worker_peak_rss_mb'])) or '-'} |")
+        label = r["engine"] if r["engine"] != "ray" else "ray (start-up + first run)"
+        lines.append(f"| {label} | {r['workers']} | {r['wall_s']} | {r['cpu_s'] if r['cpu_s'] is not None else '-'} | {r['records_per_s']} | "
+                     f"{r['mb_per_s']} | {r['main_peak_rss_mb']} | {', '.join(map(str, r['worker_peak_rss_mb'])) or '-'} |")
+        if r["engine"] == "ray":
+            lines.append(f"| ray (warm: a second run, same session) | 2 | {r['ray_warm_run_s']} | - | {r['records_per_s_warm']} | "
+                         f"{round(size / r['ray_warm_run_s'], 2)} | - | - |")
     (HERE / "results" / "scale.md").write_text("\n".join(lines) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2))
     print("\n".join(lines))

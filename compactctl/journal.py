@@ -180,8 +180,11 @@ class Journal:
         if head.get("output") != mine["output"]:
             raise UsageError(f"{self.path}: written for another output ({head.get('output')}); refusing to resume")
         for e in entries:
-            if e.get("t") not in ("ck", "done", "end"):
-                raise UsageError(f"{self.path}: unknown journal entry {e!r:.80}; refusing to resume")
+            ok = e.get("t") in ("done", "end") or (
+                e.get("t") == "ck" and isinstance(e.get("n"), int) and isinstance(e.get("fn"), int) and isinstance(e.get("key"), str)
+                and isinstance(e.get("file"), (str, type(None))) and isinstance(e.get("off"), dict) and all(isinstance(v, int) for v in e["off"].values()))
+            if not ok:
+                raise UsageError(f"{self.path}: corrupt journal entry {e!r:.80}; refusing to resume")
         return entries, valid
 
 

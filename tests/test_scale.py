@@ -237,6 +237,9 @@ def test_foreign_or_corrupt_journal_is_refused(dataset, tmp_path):
     journal.write_bytes(good.replace(b'"t":"ck"', b'"t":garbage', 1))
     bad = cli("compact", *args, "--resume")
     assert bad.returncode == 2 and b"corrupt" in bad.stderr
+    journal.write_bytes(good.replace(b'"n":', b'"x":', 1))  # valid JSON, not a checkpoint
+    bad = cli("compact", *args, "--resume")
+    assert bad.returncode == 2 and b"corrupt" in bad.stderr
     journal.write_bytes(b"\x00\x01 not a journal\n")
     assert cli("compact", *args, "--resume").returncode == 2
     journal.write_bytes(good + b'{"t":"ck","n":')  # a torn last line (killed while writing it) is fine

@@ -201,7 +201,15 @@ def run_files(inputs: list[str], output: str | None, options: Options, address: 
                          **({"compute": ray.data.TaskPoolStrategy(size=workers)} if workers else {}))
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
-    return _write(out.iter_rows(), by_abs, report, rejects, stats)
+    return _write(_rows(out), by_abs, report, rejects, stats)
+
+
+def _rows(ds) -> Iterator[dict]:
+    """The rows in order, a batch at a time (cheaper than iter_rows: one conversion per column)."""
+    for b in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+        cols = {k: b.column(k).to_pylist() for k in ("path", "text", STATUS, REPORT)}
+        for i in range(b.num_rows):
+            yield {k: v[i] for k, v in cols.items()}
 
 
 def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int]) -> dict[str, int]:

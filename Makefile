@@ -2,12 +2,12 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint demo bench bench-latency eval e2e clean
+.PHONY: install test lint demo bench bench-latency bench-scale eval e2e clean
 
 $(BIN)/compactctl: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,mcp]'
+	$(BIN)/pip install -q -e '.[test,mcp,ray,hf]'  # mcp, ray, hf: tests/test_mcp.py and tests/test_ray.py run in CI
 	@touch $@
 
 install: $(BIN)/compactctl
@@ -29,6 +29,9 @@ bench: install
 
 bench-latency: install
 	$(BIN)/python bench/latency.py
+
+bench-scale: install
+	$(BIN)/python bench/scale.py
 
 eval: install
 	$(BIN)/python bench/eval_corpus.py

@@ -20,7 +20,10 @@ _API = [
     "Budget", "CompactOptions", "Counter", "Plan", "PruneOptions", "Transcript", "Message", "annotate", "check",
     "compact", "make_counter", "make_summarizer", "plan", "prune", "read", "repair", "restore", "restore_file",
     "summarize", "summarize_report", "write",
-]
+    # the record API (compactctl/record.py)
+    "CompactResult", "Compactor", "Options", "compact_record", "from_messages", "plan_record", "prune_record", "repair_record",
+    "summarize_record", "to_messages", "to_record", "to_transcript",
+]  # kept equal to api.__all__ (tests/test_config.py checks it)
 __all__ = [*_API, "OfflineSummarizer", "__version__"]
 
 if TYPE_CHECKING:

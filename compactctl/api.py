@@ -14,6 +14,20 @@ from .phases.prune import PruneOptions, prune
 from .phases.repair import check, repair
 from .phases.summarize import summarize
 from .pipeline import CompactOptions, compact, summarize_report
+from .record import (
+    Compactor,
+    CompactResult,
+    Options,
+    compact_record,
+    from_messages,
+    plan_record,
+    prune_record,
+    repair_record,
+    summarize_record,
+    to_messages,
+    to_record,
+    to_transcript,
+)
 from .summarizers.base import OfflineSummarizer
 from .tokens import Counter, make_counter
 
@@ -21,6 +35,9 @@ __all__ = [
     "Budget", "CompactOptions", "Counter", "Plan", "PruneOptions", "Transcript", "Message", "annotate", "check",
     "compact", "make_counter", "make_summarizer", "plan", "prune", "read", "repair", "restore", "restore_file",
     "summarize", "summarize_report", "write",
+    # the record API (compactctl/record.py)
+    "CompactResult", "Compactor", "Options", "compact_record", "from_messages", "plan_record", "prune_record", "repair_record",
+    "summarize_record", "to_messages", "to_record", "to_transcript",
 ]
 
 

@@ -183,3 +183,11 @@ def test_zsh_completion_without_rich():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
     assert '"--context-window":"Context window in tokens' in r.stdout.decode()
     assert r.stderr.decode().strip().splitlines()[-1] == "False"
+
+
+def test_lazy_package_exports_equal_the_api():
+    import compactctl
+    from compactctl import api
+
+    assert compactctl._API == api.__all__
+    assert all(getattr(compactctl, n) is getattr(api, n) for n in api.__all__)

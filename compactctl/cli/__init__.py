@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import CheckFailed, CompactError
+from ..errors import CheckFailed, CompactError, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, prune_options
 from .options import with_groups
 from .recall import HINT, REFS
@@ -172,6 +172,12 @@ def compact(
     inputs: Inputs = None,
     strip_unanswered: Annotated[bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
+    workers: Annotated[int | None, typer.Option("-w", "--workers", help="Worker processes for offline compaction (default: the machine's cores). "
+                                                "Output stays in input order. With an LLM summarizer, --jobs applies instead.",
+                                                show_default=False)] = None,
+    engine: Annotated[str, typer.Option("--engine", help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets JSONL "
+                                        "shards; datasets of one transcript per line).")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --engine ray: the cluster to join (default: start a local Ray).")] = None,
     *, io, budget, prune_raw, summary, refs, recall_hint,
 ):
     """All five phases: prune, plan, summarize, assemble, repair. Offline unless an LLM is configured.
@@ -179,25 +185,48 @@ def compact(
     Example: compactctl compact session.jsonl -o compacted.jsonl --archive removed.jsonl
     """
     from .. import api
+    from ..record import Compactor, Options, PhaseJob
     from ..runner import Result, run, warn
+    from ..summarizers.base import OfflineSummarizer
 
-    counter = budget.counter(inputs)
-    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if engine not in ("local", "ray"):
+        raise UsageError("--engine must be local or ray")
+    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn)
     popts = prune_options(prune_raw, budget)
-    popts.count_tokens = bool(io.report or as_json)  # per-pass token savings only when a report shows them
-    popts.refs = refs
-    opts = api.CompactOptions(budget.budget, popts, summary.focus, summary.min_saving,
-                              force=summary.force, strip_unanswered=strip_unanswered, refs=refs, recall_hint=recall_hint,
-                              instructions=summary.instructions)
+    b = budget.budget
+    options = Options(model=budget.model, encoding=budget.encoding, tokenizer=budget.tokenizer, context_window=b.context_window,
+                      threshold=b.threshold, tail_tokens=b.tail_tokens, protect_first=b.protect_first, summary_ratio=b.summary_ratio,
+                      summary_min=b.summary_min, summary_max=b.summary_max, last_ask=b.last_ask, protect_tokens=popts.protect_tokens,
+                      min_dedup_chars=popts.min_dedup_chars, arg_limit=popts.arg_limit, arg_keep=popts.arg_keep, dedup=popts.dedup,
+                      summaries=popts.summaries, args=popts.args, images=popts.images,
+                      count_tokens=bool(io.report or as_json),  # per-pass token savings only when a report shows them
+                      focus=summary.focus, min_saving=summary.min_saving, force=summary.force, strip_unanswered=strip_unanswered,
+                      to=io.fmt_to, fmt=io.fmt_from, prune_all=popts.target is None, keep_tools=popts.keep_tools,
+                      drop_tools=popts.drop_tools, refs=refs, recall_hint=recall_hint, instructions=summary.instructions)
+    offline = isinstance(summarizer, OfflineSummarizer)
+    if engine == "ray":
+        from .. import ray as cray
+
+        if not offline:
+            raise UsageError("--engine ray runs the offline summarizer only (use --summarizer offline)")
+        if io.archive or io.resume:
+            raise UsageError("--engine ray does not write --archive nor --resume: use the local engine for those")
+        stats = cray.run_files(inputs or [], io.output, options, address=ray_address, workers=workers, report=io.report, rejects=io.rejects,
+                               quiet=io.quiet)
+        _say(io, f"ray: {stats['records']} records, {stats['errors']} errors, {stats['shards']} shard(s) in {io.output}")
+        return
+    compactor = Compactor(options, summarizer=summarizer, counter=budget.counter(inputs))
     io.jobs = summary.jobs
+    io.workers = (workers or os.cpu_count() or 1) if offline else 1
 
     def work(t):
-        out, rep = api.compact(t, counter, summarizer, opts)
-        archived = rep.pop("_archived")
-        _report_line(io, rep, as_json)
-        return Result(out, rep, archived)
+        oc = compactor.compact_transcript(t, on_cannot_fit="raise")  # the runner applies --on-error
+        return Result(oc.transcript, oc.report, oc.archived)
 
-    run(inputs or ["-"], io, work, "compact")
+    run(inputs or ["-"], io, work, "compact", job=PhaseJob(options) if offline else None,
+        on_report=lambda rep: rep["status"] == "cannot-fit" or _report_line(io, rep, as_json))  # cannot-fit: warned already
 
 
 @app.command()

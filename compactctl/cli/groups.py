@@ -8,7 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from .options import Group, Opt
+from .options import PARAMS, Group, Opt
 
 if TYPE_CHECKING:  # imported where used: `--help` does not load the library
     from ..phases.plan import Budget
@@ -32,13 +32,19 @@ class SummarizerName(str, Enum):
     llm = "llm"
 
 
-def _io(output, from_, to, layout, on_error, rejects, archive, report, quiet):
+# Options that never change what is written: a run may be resumed with other values of these.
+_NOT_IN_OUTPUT = {"inputs", "output", "resume", "quiet", "jobs", "workers", "engine", "ray_address", "rejects", "archive", "report",
+                  "as_json", "timeout", "retries"}
+
+
+def _io(output, from_, to, layout, on_error, rejects, archive, report, quiet, resume):
     from ..runner import IOOptions
 
     if layout not in (None, "session", "dataset"):
         raise UsageError("--layout must be session or dataset")
+    options = {k: v for k, v in (PARAMS.get() or {}).items() if k not in _NOT_IN_OUTPUT}
     return IOOptions(output=output, fmt_from=from_, fmt_to=to, layout=layout, on_error=on_error.value,
-                     rejects=rejects, archive=archive, report=report, quiet=quiet)
+                     rejects=rejects, archive=archive, report=report, quiet=quiet, resume=resume, options=options)
 
 
 IO = Group("io", "Input and output", [
@@ -52,6 +58,8 @@ IO = Group("io", "Input and output", [
     Opt("archive", str, None, ("--archive",), "Write every original that was replaced or removed here (JSONL), for `restore`."),
     Opt("report", str, None, ("--report",), "Write a JSON report line per transcript here."),
     Opt("quiet", bool, False, ("-q", "--quiet"), "No progress bar, no notes on stderr."),
+    Opt("resume", bool, False, ("--resume",), "Finish a run that was interrupted (even by kill -9): -o FILE or -o DIR/ keeps a journal "
+        "(OUT.compactctl-journal) while it runs; the finished output is the same as an uninterrupted run's."),
 ], _io)
 
 

@@ -7,10 +7,14 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
+
+# Every option value of the running command, flat (before the groups are built): what the output depends on.
+PARAMS: ContextVar[dict[str, Any] | None] = ContextVar("compactctl_params", default=None)
 
 
 @dataclass
@@ -56,6 +60,7 @@ def with_groups(*groups: Group):
 
         @functools.wraps(fn)
         def wrapper(**kw):
+            PARAMS.set(dict(kw))
             for g in groups:
                 kw[g.name] = g.build(**{o.name: kw.pop(o.name) for o in g.opts})
             return fn(**kw)

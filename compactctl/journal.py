@@ -1,0 +1,201 @@
+"""Resumable outputs: part files and the journal that says how much of them is done.
+
+A run that writes to files (`-o FILE` or `-o DIR/`) writes each output (and each side file: archive,
+report, rejects) to `NAME.compactctl-part` next to it, and keeps a journal (`FILE.compactctl-journal`,
+or `DIR/.compactctl-journal`): a header naming the inputs (path, size, mtime) and a fingerprint of the
+options, then checkpoints. A checkpoint is written after the part files are flushed and fsync'd:
+
+    {"t": "ck", "n": transcripts written, "key": the last one's id, "file": the input file (DIR) or "*",
+     "fn": transcripts written of that file, "off": {"out": bytes, "archive": bytes, ...}, ...}
+    {"t": "done", "file": input}  one output file of -o DIR/ is complete (renamed next)
+    {"t": "end"}                   every output is complete (renamed next)
+
+On success the parts are renamed over their targets and the journal is removed, so a finished run looks
+exactly as before (all or nothing). After a kill (kill -9 included) the parts and the journal stay;
+`--resume` truncates each part to its last checkpoint, skips the transcripts already written and
+carries on. A torn last journal line (killed while writing it) is ignored; anything else that does not
+parse, or a journal written for other inputs or options, is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import IO, Any
+
+import orjson
+
+from .errors import IOFailure, UsageError
+
+PART = ".compactctl-part"
+VERSION = 1
+
+
+def journal_path(output: str, to_dir: bool) -> str:
+    return os.path.join(output, ".compactctl-journal") if to_dir else output + ".compactctl-journal"
+
+
+def part_path(target: str) -> str:
+    return target + PART
+
+
+def fingerprint(options: Any) -> str:
+    return hashlib.sha256(orjson.dumps(options, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+
+
+def input_ids(files: list[str]) -> list[list]:
+    out = []
+    for f in files:
+        if f == "-":
+            out.append(["-", None, None])
+            continue
+        st = os.stat(f)
+        out.append([os.path.abspath(f), st.st_size, st.st_mtime_ns])
+    return out
+
+
+class PartFile:
+    """An output written to TARGET.compactctl-part, renamed over TARGET on commit."""
+
+    def __init__(self, target: str, resume_at: int | None = None):
+        self.target = target
+        self.path = part_path(target)
+        try:
+            if resume_at is None:
+                self.f: IO[bytes] = open(self.path, "wb")  # noqa: SIM115
+                self.offset = 0
+            else:
+                self.f = open(self.path, "r+b")  # noqa: SIM115
+                size = os.fstat(self.f.fileno()).st_size
+                if size < resume_at:
+                    self.f.close()
+                    raise UsageError(f"{self.path} holds {size} bytes, the journal says {resume_at}: cannot resume "
+                                     f"(remove the journal and the .compactctl-part files to start over)")
+                self.f.truncate(resume_at)
+                self.f.seek(resume_at)
+                self.offset = resume_at
+        except FileNotFoundError as e:
+            raise UsageError(f"{self.path}: missing, cannot resume (remove the journal to start over)") from e
+        except OSError as e:
+            raise IOFailure(f"{target}: cannot write here ({e.strerror or e})") from e
+
+    def write(self, data: bytes) -> None:
+        self.f.write(data)
+        self.offset += len(data)
+
+    def sync(self) -> None:
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def commit(self) -> None:
+        self.f.close()
+        try:
+            os.replace(self.path, self.target)
+        except OSError as e:
+            raise IOFailure(f"{self.target}: {e.strerror or e}") from e
+
+    def abort(self) -> None:
+        self.f.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+    def leave(self) -> None:
+        """Keep the part for a later --resume (an interrupt)."""
+        self.f.close()
+
+
+def finish_part(target: str) -> None:
+    """Complete a commit a kill interrupted: the part is renamed if it is still there."""
+    p = part_path(target)
+    if os.path.exists(p):
+        os.replace(p, target)
+
+
+class Journal:
+    def __init__(self, path: str, header: dict):
+        self.path = path
+        self.header = header
+        self.f: IO[bytes] | None = None
+
+    def start(self) -> None:
+        try:
+            self.f = open(self.path, "wb")  # noqa: SIM115
+        except OSError as e:
+            raise IOFailure(f"{self.path}: cannot write the journal ({e.strerror or e})") from e
+        self.append(self.header)
+        _fsync_dir(self.path)
+
+    def reopen(self, valid_bytes: int) -> None:
+        self.f = open(self.path, "r+b")  # noqa: SIM115
+        self.f.truncate(valid_bytes)  # drop a torn last line
+        self.f.seek(valid_bytes)
+
+    def append(self, entry: dict) -> None:
+        assert self.f is not None
+        self.f.write(orjson.dumps(entry) + b"\n")
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self) -> None:
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+
+    def remove(self) -> None:
+        self.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+    def load(self) -> tuple[list[dict], int]:
+        """The entries after the header, checked against this run's header; and the bytes that hold them."""
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise IOFailure(f"{self.path}: {e.strerror or e}") from e
+        lines = data.split(b"\n")
+        torn = lines.pop()  # b"" when the file ends with a newline; else a line cut by a kill
+        valid = len(data) - len(torn)
+        entries = []
+        for k, line in enumerate(lines):
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                obj = None
+            if not isinstance(obj, dict):
+                raise UsageError(f"{self.path}: line {k + 1} is corrupt: not a compactctl journal, or damaged; "
+                                 f"refusing to resume (remove it and the .compactctl-part files to start over)")
+            entries.append(obj)
+        if not entries or entries[0].get("journal") != "compactctl":
+            raise UsageError(f"{self.path}: not a compactctl journal; refusing to resume")
+        head = entries.pop(0)
+        if head.get("version") != VERSION:
+            raise UsageError(f"{self.path}: journal version {head.get('version')} (this compactctl writes {VERSION}); refusing to resume")
+        mine = self.header
+        if head.get("command") != mine["command"] or head.get("options") != mine["options"]:
+            raise UsageError(f"{self.path}: written by another command or other options ({head.get('command')}); refusing to resume "
+                             f"(run with the same options, or remove the journal to start over)")
+        if head.get("inputs") != mine["inputs"]:
+            raise UsageError(f"{self.path}: written for other inputs (or they changed since: size or mtime); refusing to resume")
+        if head.get("output") != mine["output"]:
+            raise UsageError(f"{self.path}: written for another output ({head.get('output')}); refusing to resume")
+        for e in entries:
+            ok = e.get("t") in ("done", "end") or (
+                e.get("t") == "ck" and isinstance(e.get("n"), int) and isinstance(e.get("fn"), int) and isinstance(e.get("key"), str)
+                and isinstance(e.get("file"), (str, type(None))) and isinstance(e.get("off"), dict) and all(isinstance(v, int) for v in e["off"].values()))
+            if not ok:
+                raise UsageError(f"{self.path}: corrupt journal entry {e!r:.80}; refusing to resume")
+        return entries, valid
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,253 @@
+"""Ray Data: compact datasets past one machine (`pip install 'compactctl[ray]'`).
+
+    import ray, compactctl.ray
+    ds = ray.data.read_text("s3://bucket/trajectories/")            # one transcript per line: column "text"
+    out = ds.map_batches(compactctl.ray.CompactBatch, fn_constructor_kwargs={"options": {"context_window": 32_000}},
+                         compute=ray.data.ActorPoolStrategy(size=16), batch_size=16)
+
+`CompactBatch` builds its `Compactor` (encoding, summarizer) once per actor. Its output has the input's
+columns, the transcript compacted in place, plus `compactctl_status` (compacted, not-needed, cannot-fit,
+error, ...) and `compactctl_report` (the report as a JSON string). A bad record never fails the job: it
+keeps its input value and gets status "error".
+
+Two ways to give it transcripts: a column of JSON lines (`column="text"`, what `read_text` gives:
+lossless, the compacted line is the same bytes the CLI writes), or rows whose columns are the record's
+keys (`column=None`, e.g. `from_items([{"messages": [...]}, ...])`; values come back through Arrow, which
+may add null keys to messages).
+
+`compactctl compact --engine ray IN... -o OUT/` runs this over JSONL files and writes one output file
+per input file under OUT/ (the same files, byte for byte, as `compactctl compact IN... -o OUT/`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from .errors import CompactError, UsageError
+from .record import Compactor, Options
+
+STATUS = "compactctl_status"
+REPORT = "compactctl_report"
+
+
+def _options(options: Options | dict | None) -> Options:
+    if isinstance(options, Options):
+        return options
+    return Options.from_kwargs(None, **(options or {}))
+
+
+class CompactBatch:
+    """A callable class for `Dataset.map_batches` (also for `datasets.Dataset.map(batched=True)`)."""
+
+    def __init__(self, options: Options | dict | None = None, column: str | None = "text"):
+        self.options = _options(options)
+        self.column = column
+        self._compactor: Compactor | None = None
+
+    @property
+    def compactor(self) -> Compactor:
+        if self._compactor is None:  # once per worker (a Ray actor, a datasets process)
+            self._compactor = Compactor(self.options)
+        return self._compactor
+
+    def __getstate__(self) -> dict:  # shipped to workers without the loaded encoding
+        return {"options": self.options, "column": self.column, "_compactor": None}
+
+    def __call__(self, batch: Any) -> Any:
+        kind, cols = _columns(batch)
+        n = len(next(iter(cols.values()))) if cols else 0
+        out = {k: list(v) for k, v in cols.items()}
+        status: list[str] = []
+        report: list[str] = []
+        for i in range(n):
+            try:
+                if self.column is not None:
+                    value = out[self.column][i]
+                    line = value.encode() if isinstance(value, str) else bytes(value)
+                    new, res = self.compactor.compact_line(line)
+                    if new is not None:
+                        out[self.column][i] = new.decode() if isinstance(value, str) else new
+                else:
+                    rec = {k: _py(v[i]) for k, v in cols.items() if k not in (STATUS, REPORT)}
+                    res = self.compactor.compact(rec)
+                    if res.record is not None:
+                        for k in out:
+                            if k in res.record:
+                                out[k][i] = res.record[k]
+            except Exception as e:  # noqa: BLE001 -- a bad record never fails the job
+                from .record import CompactResult
+
+                res = CompactResult("error", "", None, {"status": "error", "reason": f"{type(e).__name__}: {e}"}, str(e))
+            status.append(res.status)
+            report.append(orjson.dumps(res.report).decode())
+        out[STATUS] = status
+        out[REPORT] = report
+        return _like(kind, out)
+
+
+_PER_PROCESS: dict[tuple, CompactBatch] = {}
+
+
+def compact_batch(batch: Any, options: Options | dict | None = None, column: str | None = "text") -> Any:
+    """The same as a function, for Ray tasks (`map_batches(compact_batch, fn_kwargs=...)`): the Compactor is
+    built once per worker process and kept while the process lives (Ray reuses its task workers)."""
+    key = (repr(_options(options)), column)
+    fn = _PER_PROCESS.get(key)
+    if fn is None:
+        fn = _PER_PROCESS[key] = CompactBatch(options, column)
+    return fn(batch)
+
+
+def _columns(batch: Any) -> tuple[str, dict[str, Any]]:
+    if not isinstance(batch, dict) and isinstance(batch, Mapping):  # datasets' LazyBatch: lists in, lists out
+        return "lists", {k: list(batch[k]) for k in batch}
+    if isinstance(batch, dict):
+        return "dict", {k: (v.tolist() if hasattr(v, "tolist") and getattr(v, "dtype", None) is not None and v.dtype != object else v)
+                        for k, v in batch.items()}
+    mod = type(batch).__module__
+    if mod.startswith("pandas"):
+        return "pandas", {k: batch[k].tolist() for k in batch.columns}
+    if mod.startswith("pyarrow"):
+        return "pyarrow", batch.to_pydict()
+    raise TypeError(f"unsupported batch type {type(batch).__name__}: use batch_format='numpy', 'pandas' or 'pyarrow'")
+
+
+def _like(kind: str, cols: dict[str, list]) -> Any:
+    if kind == "pandas":
+        import pandas as pd
+
+        return pd.DataFrame(cols)
+    if kind == "pyarrow":
+        import pyarrow as pa
+
+        return pa.Table.from_pydict(cols)
+    if kind == "lists":
+        return cols
+    import numpy as np
+
+    out = {}
+    for k, v in cols.items():
+        a = np.empty(len(v), dtype=object)
+        a[:] = v
+        out[k] = a
+    return out
+
+
+def _py(v: Any) -> Any:
+    """Numpy values from Arrow back to plain Python (arrays to lists, recursively)."""
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
+        v = v.tolist()
+    if isinstance(v, dict):
+        return {k: _py(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_py(x) for x in v]
+    return v
+
+
+# -- the CLI engine ----------------------------------------------------------------------------
+
+
+def init(address: str | None = None, num_cpus: int | None = None) -> None:
+    """Join the cluster at `address`, or start a local Ray on 127.0.0.1 (no dashboard)."""
+    import logging
+
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    else:
+        ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+                 logging_level=logging.WARNING)
+
+
+def run_files(inputs: list[str], output: str | None, options: Options, address: str | None = None, workers: int | None = None,
+              report: str | None = None, rejects: str | None = None, quiet: bool = False, batch_size: int = 8) -> dict[str, int]:
+    """Compact JSONL datasets (one transcript per line) with Ray Data; one output file per input under `output`.
+
+    As `compact --on-error skip`: a record that cannot fit is written pruned and repaired; a bad line
+    is left out of the output (its raw text goes to `rejects`) and counted."""
+    from .jsonl import expand_inputs
+    from .runner import IOOptions, _targets, check_collisions
+
+    if not output or not (output.endswith(os.sep) or os.path.isdir(output)):
+        raise UsageError("--engine ray writes one file per input: give -o DIR/")
+    if not inputs or "-" in inputs:
+        raise UsageError("--engine ray reads files or directories, not stdin")
+    files = expand_inputs(inputs)
+    targets = _targets(inputs, output)
+    check_collisions(files, IOOptions(output=output, report=report, rejects=rejects), targets, True)
+    try:
+        import ray
+        import ray.data
+    except ImportError as e:
+        raise UsageError(f"--engine ray needs Ray Data: pip install 'compactctl[ray]' ({e})") from e
+    if not quiet:
+        os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+    init(address, workers)
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True  # the output in input order, as the local engine writes it
+    ctx.enable_progress_bars = not quiet
+    paths = [os.path.abspath(f) for f in files]
+    # Reading is light: reads take no CPU slot, so that `workers` actors can hold every core without starving them.
+    ds = ray.data.read_text(paths, include_paths=True, num_cpus=0)
+    # Tasks, not an actor pool: Ray keeps its task workers (and so each one's Compactor) from run to run.
+    out = ds.map_batches(compact_batch, fn_kwargs={"options": options, "column": "text"}, batch_size=batch_size, num_cpus=1,
+                         **({"compute": ray.data.TaskPoolStrategy(size=workers)} if workers else {}))
+    by_abs = {os.path.abspath(f): targets[f] for f in files}
+    stats = {"records": 0, "errors": 0, "shards": 0}
+    return _write(_rows(out), by_abs, report, rejects, stats)
+
+
+def _rows(ds) -> Iterator[dict]:
+    """The rows in order, a batch at a time (cheaper than iter_rows: one conversion per column)."""
+    for b in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+        cols = {k: b.column(k).to_pylist() for k in ("path", "text", STATUS, REPORT)}
+        for i in range(b.num_rows):
+            yield {k: v[i] for k, v in cols.items()}
+
+
+def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int]) -> dict[str, int]:
+    from .journal import PartFile
+
+    current: str | None = None
+    out: PartFile | None = None
+    rep = PartFile(report) if report else None
+    rej = PartFile(rejects) if rejects else None
+    try:
+        for row in rows:
+            path = row["path"]
+            if path != current:
+                if out is not None:
+                    out.commit()
+                current = path
+                target = targets.get(path) or targets.get(os.path.abspath(path))
+                if target is None:
+                    raise CompactError(f"ray returned a row of {path}, not an input")
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                out = PartFile(target)
+                stats["shards"] += 1
+            assert out is not None
+            stats["records"] += 1
+            if row[STATUS] == "error":
+                stats["errors"] += 1
+                if rej is not None:
+                    rej.write(row["text"].encode() + b"\n")
+            else:
+                out.write(row["text"].encode() + b"\n")
+                if rep is not None:
+                    rep.write(row[REPORT].encode() + b"\n")
+        for p in (out, rep, rej):
+            if p is not None:
+                p.commit()
+    except BaseException:
+        for p in (out, rep, rej):
+            if p is not None:
+                p.abort()
+        raise
+    return stats

@@ -1,0 +1,340 @@
+"""The record-level API: compact one record (a `dict`) from inside someone else's pipeline.
+
+    import compactctl
+    out, report = compactctl.compact_record({"messages": [...]}, context_window=32_000)
+
+    c = compactctl.Compactor(compactctl.Options(context_window=32_000))  # encoding and summarizer loaded once
+    for rec in records:
+        res = c.compact(rec)               # a CompactResult: never raises for "cannot fit" or a bad record
+        json.dumps(asdict(res))            # plain JSON types only
+        if res.status != "error":
+            keep(res.record)
+
+A record is one transcript as a JSON object in any known format (OpenAI chat `{"messages": [...]}`,
+Anthropic Messages, ShareGPT, ...). The CLI, `--workers` and `compactctl.ray` run the same `Compactor`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import formats
+from .errors import CannotFit, CompactError, DataError
+from .formats.openai import message_from_dict, message_to_dict
+from .jsonl import BOM
+from .model import Transcript
+from .phases import Archived
+from .phases.plan import Budget, annotate
+from .phases.plan import plan as plan_phase
+from .phases.prune import PruneOptions
+from .phases.prune import prune as prune_phase
+from .phases.repair import repair as repair_phase
+from .phases.summarize import summarize as summarize_phase
+from .pipeline import CompactOptions, summarize_report
+from .pipeline import compact as compact_pipeline
+from .tokens import Counter, context_window_for, make_counter
+
+STATUSES = ("compacted", "not-needed", "ineffective", "skipped", "cannot-fit", "error", "pruned", "repaired", "planned")
+
+
+@dataclass
+class Options:
+    """Every option of `compactctl compact`, flat, picklable (worker processes rebuild a Compactor from it)."""
+
+    model: str = "gpt-4o"
+    encoding: str | None = None
+    tokenizer: str = "exact"
+    context_window: int | None = None  # default: from the model
+    threshold: float = 0.5
+    tail_tokens: int | None = None
+    protect_first: int = 3
+    summary_ratio: float = 1.0
+    summary_min: int = 2000
+    summary_max: int = 16000
+    last_ask: str = "auto"
+    # prune
+    protect_tokens: int | None = None  # default: the tail budget
+    min_dedup_chars: int = 200
+    arg_limit: int = 500
+    arg_keep: int = 200
+    dedup: bool = True
+    summaries: bool = True
+    args: bool = True
+    images: bool = True
+    count_tokens: bool = True  # per-pass token savings in the report
+    prune_all: bool = False  # prune every old output even under the target
+    keep_tools: tuple[str, ...] = ()
+    drop_tools: tuple[str, ...] = ()
+    refs: bool = True  # references to archived originals
+    recall_hint: bool = False
+    instructions: str | None = None  # extra instructions for an LLM summarizer
+    # summarize / repair
+    focus: str | None = None
+    min_saving: float = 0.10
+    force: bool = False
+    strip_unanswered: bool = False
+    summarizer: str = "offline"  # the record API and worker processes are offline; pass summarizer= for an LLM
+    # output
+    to: str | None = None  # write records in this format instead of the input's
+    fmt: str | None = None  # force the input format
+    archive: bool = False  # put the originals that were replaced or removed in the result (for `restore`)
+
+    def budget(self) -> Budget:
+        window = self.context_window or context_window_for(self.model)
+        if window is None:
+            raise CompactError(f"unknown context window for model {self.model!r}: give context_window")
+        return Budget(context_window=window, threshold=self.threshold, tail_tokens=self.tail_tokens, protect_first=self.protect_first,
+                      summary_ratio=self.summary_ratio, summary_min=self.summary_min, summary_max=self.summary_max, last_ask=self.last_ask)
+
+    def prune_options(self, budget: Budget | None = None) -> PruneOptions:
+        b = budget or self.budget()
+        return PruneOptions(protect_tokens=b.tail if self.protect_tokens is None else self.protect_tokens, min_dedup_chars=self.min_dedup_chars,
+                            arg_limit=self.arg_limit, arg_keep=self.arg_keep, dedup=self.dedup, summaries=self.summaries, args=self.args,
+                            images=self.images, count_tokens=self.count_tokens, target=None if self.prune_all else b.target,
+                            keep_tools=tuple(self.keep_tools), drop_tools=tuple(self.drop_tools), refs=self.refs)
+
+    def compact_options(self) -> CompactOptions:
+        b = self.budget()
+        return CompactOptions(b, self.prune_options(b), self.focus, self.min_saving, force=self.force, strip_unanswered=self.strip_unanswered,
+                              refs=self.refs, recall_hint=self.recall_hint, instructions=self.instructions)
+
+    @classmethod
+    def from_kwargs(cls, options: Options | None = None, **kw: Any) -> Options:
+        base = options or cls()
+        unknown = set(kw) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"unknown option(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(base, **kw) if kw else base
+
+
+@dataclass
+class CompactResult:
+    """What compacting one record gave; plain JSON types only (`json.dumps(dataclasses.asdict(r))` works).
+
+    status: compacted | not-needed | ineffective | skipped (anti-thrash) | cannot-fit (the record is the
+    pruned, repaired transcript, valid but not summarized) | error (bad record: `record` is None) |
+    pruned | repaired | planned (single phases)."""
+
+    status: str
+    transcript: str = ""
+    record: dict[str, Any] | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    archived: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self))
+
+
+@dataclass
+class Outcome:
+    """One transcript through a phase, before it is written (internal to the runner and the record API)."""
+
+    transcript: Transcript | None
+    report: dict[str, Any] | None
+    archived: list[Archived]
+    status: str
+
+
+def from_messages(messages: list[dict], **metadata: Any) -> Transcript:
+    """A transcript from OpenAI chat messages (a list of dicts); `metadata` are the record's other keys."""
+    if not isinstance(messages, list):
+        raise DataError("<messages>", 1, "messages must be a list")
+    msgs = [message_from_dict(d, "<messages>", 1, i) for i, d in enumerate(messages)]
+    return Transcript(msgs, id=str(metadata.get("id", "<messages>")), source="<messages>", line=1, format="openai", layout="dataset",
+                      metadata={**metadata, "messages": None}, native="messages")
+
+
+def to_messages(t: Transcript) -> list[dict]:
+    """A transcript's messages as OpenAI chat dicts (converted from its format when needed)."""
+    if t.format != "openai":
+        return to_record(t, "openai")["messages"]
+    return [message_to_dict(m) for m in t.messages]
+
+
+def to_transcript(record: dict, fmt: str | None = None, source: str = "<record>") -> Transcript:
+    """One record (a transcript as a JSON object, any known format) as a Transcript."""
+    if not isinstance(record, dict):
+        raise DataError(source, 1, f"a record must be a JSON object, got {type(record).__name__}")
+    raw = orjson.dumps(record)
+    return line_to_transcript(raw, fmt, source, obj=record)
+
+
+def line_to_transcript(raw: bytes, fmt: str | None = None, source: str = "<record>", lineno: int = 1, obj: Any = None) -> Transcript:
+    """One JSONL line holding a whole transcript (a dataset record) as a Transcript."""
+    from .jsonl import parse_record
+
+    if obj is None:
+        obj, raw = parse_record(raw, source, lineno)
+        if not isinstance(obj, dict):
+            raise DataError(source, lineno, "expected a JSON object")
+    reader = formats.Reader(fmt=fmt, layout="dataset" if fmt else None, warn=lambda msg: None)
+    mod, layout = reader._detect((lineno, raw, obj), source)
+    if layout != "dataset":
+        raise DataError(source, lineno, "this is one message, not a transcript: a record holds a whole transcript (e.g. {\"messages\": [...]})")
+    found = list(mod.read(iter([(lineno, raw, obj)]), source, layout, reader))
+    if len(found) != 1:
+        raise DataError(source, lineno, "no transcript in this record")
+    t = found[0]
+    t.id = source if source != "<record>" else t.id
+    return t
+
+
+def to_lines(t: Transcript, to: str | None = None) -> list[bytes]:
+    return list(formats.write(t, to))
+
+
+def to_record(t: Transcript, to: str | None = None) -> dict:
+    """A transcript as one record (dict): dataset layout in its own format or `to`."""
+    if t.layout != "dataset":
+        t = t.evolve(layout="dataset", native=None, metadata={**t.metadata, "messages": None})
+    lines = to_lines(t, to)
+    if len(lines) != 1:
+        raise CompactError(f"{t.id}: format {to or t.format} does not write one record per transcript")
+    return orjson.loads(lines[0])
+
+
+class Compactor:
+    """Loads the encoding and the summarizer once; compacts records, lines or transcripts.
+
+    `summarizer`: a Summarizer object (e.g. an LLMSummarizer); default offline."""
+
+    def __init__(self, options: Options | None = None, summarizer: Any = None, counter: Counter | None = None, **kw: Any):
+        self.options = Options.from_kwargs(options, **kw)
+        o = self.options
+        self.counter = counter or make_counter(o.model, o.encoding, o.tokenizer)
+        if summarizer is None:
+            if o.summarizer not in ("offline", "auto"):
+                raise CompactError("the record API builds the offline summarizer only: pass summarizer= for an LLM")
+            from .summarizers.base import OfflineSummarizer
+
+            summarizer = OfflineSummarizer()
+        self.summarizer = summarizer
+        self.compact_opts = o.compact_options()
+        self.budget = self.compact_opts.budget
+
+    # -- transcripts (what the runner calls) --------------------------------------------------
+    def compact_transcript(self, t: Transcript, on_cannot_fit: str = "fallback", warn: Callable[[str], None] | None = None) -> Outcome:
+        """`on_cannot_fit`: "fallback" (the pruned, repaired transcript, status cannot-fit) or "raise"."""
+        try:
+            out, rep = compact_pipeline(t, self.counter, self.summarizer, self.compact_opts)
+        except CannotFit as e:
+            if on_cannot_fit == "raise":
+                raise
+            rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
+            if e.fallback is not None:
+                if warn:
+                    warn(f"{e} -- written pruned and repaired, not summarized")
+                return Outcome(e.fallback[0], rep, e.fallback[1], "cannot-fit")
+            if warn:
+                warn(f"{e} -- written as read")
+            return Outcome(t, rep, [], "cannot-fit")
+        archived = rep.pop("_archived")
+        return Outcome(out, rep, archived, rep["status"])
+
+    def prune_transcript(self, t: Transcript) -> Outcome:
+        out, st = prune_phase(t, self.counter, self.compact_opts.prune_options())
+        return Outcome(out, {"transcript": t.id, "status": "pruned", "prune": st.as_dict()}, st.archived, "pruned")
+
+    def plan_transcript(self, t: Transcript) -> Outcome:
+        p = plan_phase(t, self.counter, self.budget)
+        return Outcome(annotate(t, p), {"transcript": t.id, "status": "planned", "plan": p.as_dict()}, [], "planned")
+
+    def summarize_transcript(self, t: Transcript) -> Outcome:
+        o = self.options
+        out, st = summarize_phase(t, self.counter, self.budget, self.summarizer, o.focus, o.min_saving, force=o.force)
+        return Outcome(out, summarize_report(t, st.tokens_before, st.tokens_after, st), st.archived, st.status)
+
+    def repair_transcript(self, t: Transcript) -> Outcome:
+        out, st = repair_phase(t, self.options.strip_unanswered)
+        rep = {k: v for k, v in vars(st).items() if k != "archived"}
+        return Outcome(out, {"transcript": t.id, "status": "repaired", "repair": rep}, st.archived, "repaired")
+
+    # -- records -------------------------------------------------------------------------------
+    def run(self, record: dict | bytes | str | Transcript, phase: str = "compact") -> CompactResult:
+        """One record through a phase (compact, prune, plan, summarize, repair). Never raises for a bad
+        record or "cannot fit": the status says what happened."""
+        try:
+            if isinstance(record, Transcript):
+                t = record
+            elif isinstance(record, (bytes, str)):
+                t = line_to_transcript(record.encode() if isinstance(record, str) else record, self.options.fmt)
+            else:
+                t = to_transcript(record, self.options.fmt)
+            fn = getattr(self, f"{phase}_transcript")
+            oc = fn(t)
+            out = to_record(oc.transcript, self.options.to) if oc.transcript is not None else None
+            archived = [a.record() for a in oc.archived] if self.options.archive else []
+            return CompactResult(oc.status, t.id, out, _jsonable(oc.report or {}), None, archived)
+        except CannotFit as e:  # a single phase (plan, summarize): the record as it came
+            return CompactResult("cannot-fit", t.id, to_record(t, self.options.to), {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}, str(e))
+        except CompactError as e:
+            return CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
+
+    def compact(self, record: dict | bytes | str | Transcript) -> CompactResult:
+        return self.run(record, "compact")
+
+    def compact_line(self, line: bytes) -> tuple[bytes | None, CompactResult]:
+        """A JSONL line in, the compacted line out (None on error) and the result (without its record)."""
+        try:
+            t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt)
+            oc = self.compact_transcript(t)
+            lines = to_lines(oc.transcript, self.options.to)
+            if len(lines) != 1:
+                raise CompactError(f"{t.id}: format {self.options.to or t.format} does not write one line per transcript")
+            archived = [a.record() for a in oc.archived] if self.options.archive else []
+            return lines[0], CompactResult(oc.status, t.id, None, _jsonable(oc.report or {}), None, archived)
+        except CompactError as e:
+            return None, CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
+
+
+def _jsonable(d: dict) -> dict:
+    """The report with JSON types only (tuples become lists, as they would through JSON)."""
+    return orjson.loads(orjson.dumps(d))
+
+
+def _record_api(phase: str):
+    def fn(record: dict, summarizer: Any = None, **options: Any) -> tuple[dict | None, dict]:
+        res = Compactor(Options.from_kwargs(None, **options), summarizer=summarizer).run(record, phase)
+        return res.record, {**res.report, "status": res.status, **({"error": res.error} if res.error else {})}
+
+    fn.__name__ = f"{phase}_record"
+    fn.__doc__ = (f"{phase.capitalize()} one record (a dict, any known format) -> (record, report). Options are the fields of "
+                  f"`Options` (context_window=, model=, ...). The report's status says what happened; a bad record gives "
+                  f"(None, report with status 'error'); nothing is raised for it.")
+    return fn
+
+
+compact_record = _record_api("compact")
+prune_record = _record_api("prune")
+plan_record = _record_api("plan")
+summarize_record = _record_api("summarize")
+repair_record = _record_api("repair")
+
+__all__ = ["CompactResult", "Compactor", "Options", "compact_record", "from_messages", "plan_record", "prune_record", "repair_record",
+           "summarize_record", "to_messages", "to_record", "to_transcript"]
+
+
+@dataclass
+class PhaseJob:
+    """A picklable recipe for the runner's worker processes: each builds its Compactor once."""
+
+    options: Options
+    phase: str = "compact"
+
+    def build(self) -> Callable[[Transcript], Any]:
+        from .runner import Result
+
+        c = Compactor(self.options)
+        fn = getattr(c, f"{self.phase}_transcript")
+
+        def work(t: Transcript) -> Result:
+            oc = fn(t, on_cannot_fit="raise") if self.phase == "compact" else fn(t)
+            return Result(oc.transcript, oc.report, oc.archived)
+
+        return work

@@ -1,0 +1,100 @@
+"""Ray Data on a local Ray (2 CPUs, 127.0.0.1), datasets.map, and the same records on every path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import ray
+import ray.data
+
+import compactctl
+from compactctl import ray as cray
+from compactctl.cli import app
+
+from .conftest import ROOT, cli, tool_session
+
+LIB = {"context_window": 6000, "summaries": False, "summary_min": 500}
+OPTS = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--on-error", "skip"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    cray.init(num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("ray") / "in"
+    d.mkdir()
+    gen = subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", "5", "--mb", "0.4", "--turns", "8", "--scale", "0.3"],
+                         capture_output=True, check=True).stdout
+    lines = gen.split(b"\n")[:-1]
+    lines.insert(4, b'{"messages": [{"role": "user", "content": "truncated')
+    (d / "a.jsonl").write_bytes(b"\n".join(lines[:15]) + b"\n")
+    (d / "b.jsonl").write_bytes(b"\n".join(lines[15:]) + b"\n")
+    return d
+
+
+def test_same_records_on_every_path(local_ray, data, tmp_path):
+    """CLI (one process), --workers 2, Ray (the CLI engine and map_batches), the library: the same bytes."""
+    outs = {}
+    for w in ("1", "2"):
+        r = cli("compact", str(data), *OPTS, "-o", f"{tmp_path}/w{w}/", "--workers", w, "-q")
+        assert r.returncode == 0, r.stderr
+        outs[f"workers {w}"] = {p.name: p.read_bytes() for p in (tmp_path / f"w{w}").iterdir()}
+    # the CLI's --engine ray, in this process so that it joins the Ray started above
+    app(["compact", str(data), *OPTS, "-o", f"{tmp_path}/ray/", "--engine", "ray", "--workers", "2", "-q",
+         "--rejects", str(tmp_path / "rejects")], standalone_mode=False)
+    outs["ray engine"] = {p.name: p.read_bytes() for p in (tmp_path / "ray").iterdir()}
+    assert (tmp_path / "rejects").read_bytes().startswith(b'{"messages": [{"role": "user", "content": "truncated')
+    c = compactctl.Compactor(**LIB)
+    lib = {}
+    for name in ("a.jsonl", "b.jsonl"):
+        got = [c.compact(ln) for ln in (data / name).read_bytes().split(b"\n") if ln]
+        lib[name] = b"".join(orjson.dumps(r.record) + b"\n" for r in got if r.status != "error")
+    assert [orjson.loads(x) for x in lib["a.jsonl"].splitlines()] == [orjson.loads(x) for x in outs["workers 1"]["a.jsonl"].splitlines()]
+    ds = ray.data.from_items([{"text": ln.decode()} for name in ("a.jsonl", "b.jsonl") for ln in (data / name).read_bytes().split(b"\n") if ln])
+    rows = ds.map_batches(cray.CompactBatch, fn_constructor_kwargs={"options": LIB}, compute=ray.data.ActorPoolStrategy(size=2),
+                          batch_size=4, num_cpus=1).take_all()
+    outs["map_batches"] = b"".join(r["text"].encode() + b"\n" for r in rows if r["compactctl_status"] != "error")
+    ref = outs["workers 1"]
+    assert outs["workers 2"] == ref and outs["ray engine"] == ref and set(ref) == {"a.jsonl", "b.jsonl"}
+    assert outs["map_batches"] == ref["a.jsonl"] + ref["b.jsonl"]
+    statuses = [r["compactctl_status"] for r in rows]
+    assert statuses.count("error") == 1 and "compacted" in statuses and "not-needed" in statuses
+    for r in rows:
+        rep = orjson.loads(r["compactctl_report"])
+        assert rep["status"] == r["compactctl_status"]
+
+
+def test_map_batches_on_record_columns_never_fails(local_ray):
+    rows = [{"messages": tool_session(30, 3000), "id": "long"}, {"messages": tool_session(1, 50), "id": "short"},
+            {"messages": [{"content": "no role"}], "id": "bad"}]
+    ds = ray.data.from_items(rows)
+    for fmt in ("numpy", "pandas", "pyarrow"):
+        out = ds.map_batches(cray.CompactBatch, fn_constructor_kwargs={"options": LIB, "column": None}, batch_format=fmt,
+                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=2).take_all()
+        by_id = {r["id"]: r for r in out}
+        assert set(by_id) == {"long", "short", "bad"}
+        assert [by_id[k]["compactctl_status"] for k in ("long", "short", "bad")] == ["compacted", "not-needed", "error"], fmt
+        assert set(out[0]) == {"messages", "id", "compactctl_status", "compactctl_report"}
+        long = [m for m in by_id["long"]["messages"]]
+        assert len(long) < len(rows[0]["messages"]) and any("summary" in str(m.get("content", "")).lower() for m in long)
+
+
+def test_datasets_map_example(data):
+    datasets = pytest.importorskip("datasets")  # installed by `make install` (the hf extra)
+    lines = [ln.decode() for ln in (data / "a.jsonl").read_bytes().split(b"\n") if ln]
+    ds = datasets.Dataset.from_dict({"text": lines})
+    out = ds.map(cray.CompactBatch(LIB), batched=True, batch_size=4, num_proc=2, load_from_cache_file=False)
+    assert out.column_names == ["text", "compactctl_status", "compactctl_report"]
+    ok = [t for t, s in zip(out["text"], out["compactctl_status"], strict=True) if s != "error"]
+    c = compactctl.Compactor(**LIB)
+    assert ok == [c.compact_line(ln.encode())[0].decode() for ln in lines if c.compact(ln).status != "error"]
+    assert out["compactctl_status"].count("error") == 1

@@ -1,0 +1,282 @@
+"""Datasets at scale: the record API, --workers, resumable runs (SIGKILL), output collisions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import orjson
+import pytest
+
+import compactctl
+from compactctl.errors import CannotFit
+
+from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session
+
+OPTS = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--on-error", "skip"]
+LIB = {"context_window": 6000, "summaries": False, "summary_min": 500}
+
+
+def _cannot_fit() -> dict:
+    msgs = tool_session(4, 2000)
+    msgs[-1] = {"role": "user", "content": "Please keep all of this in mind: " + "word " * 9000}
+    return {"messages": msgs, "id": "too-big"}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """39 generated sessions (compacted and not-needed), a record that cannot fit, a bad line."""
+    d = tmp_path_factory.mktemp("data")
+    gen = subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", "3", "--mb", "0.6", "--turns", "8", "--scale", "0.3"],
+                         capture_output=True, check=True).stdout
+    lines = gen.split(b"\n")[:-1]
+    lines.insert(10, orjson.dumps(_cannot_fit()))
+    lines.insert(20, b'{"messages": [{"role": "user", "content": "truncated')
+    path = d / "d.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    r = cli("compact", *args, env=env)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    return r
+
+
+def _outputs(base: Path) -> dict[str, bytes]:
+    return {k: (base.parent / f"{base.name}.{k}").read_bytes() for k in ("out", "archive", "report", "rejects")}
+
+
+def _args(src: Path, base: Path) -> list[str]:
+    return [str(src), *OPTS, "-o", f"{base}.out", "--archive", f"{base}.archive", "--report", f"{base}.report", "--rejects", f"{base}.rejects"]
+
+
+@pytest.fixture(scope="module")
+def reference(dataset, tmp_path_factory) -> dict[str, bytes]:
+    base = tmp_path_factory.mktemp("ref") / "r"
+    _run(*_args(dataset, base), "--workers", "1")
+    out = _outputs(base)
+    statuses = {r["status"] for r in read_jsonl(out["report"])}
+    assert {"compacted", "not-needed", "cannot-fit"} <= statuses and out["rejects"].count(b"\n") == 1
+    return out
+
+
+# -- the record API ----------------------------------------------------------------------------
+
+
+def test_record_api_matches_the_cli_and_serializes(dataset, reference):
+    lines = [ln for ln in dataset.read_bytes().split(b"\n") if ln.strip()]
+    c = compactctl.Compactor(compactctl.Options(**LIB))
+    got = []
+    for ln in lines:
+        res = c.compact(ln)
+        json.dumps(asdict(res))  # plain JSON types only
+        if res.status == "error":
+            assert res.record is None and "truncated" in res.error
+            continue
+        got.append(res.record)
+        rec, rep = compactctl.compact_record(orjson.loads(ln), **LIB)  # the one-shot function
+        assert rec == res.record and rep["status"] == res.status
+        json.dumps(rep)
+    assert got == read_jsonl(reference["out"])
+    statuses = [r["status"] for r in read_jsonl(reference["report"])]
+    assert statuses.count("cannot-fit") == 1
+
+
+def test_compact_result_statuses_never_raise():
+    c = compactctl.Compactor(context_window=6000, summary_min=500, summaries=False, archive=True)
+    res = c.compact(_cannot_fit())
+    assert res.status == "cannot-fit" and res.record is not None and compactctl.check(compactctl.to_transcript(res.record)) == []
+    ok = c.compact({"messages": tool_session(40, 3000)})
+    assert ok.status == "compacted" and ok.archived and all("sha256" in a for a in ok.archived)
+    json.loads(json.dumps(asdict(ok)))
+    for bad in ({"foo": 1}, {"messages": [{"content": "no role"}]}, b"not json", [1, 2]):
+        r = c.compact(bad)
+        assert r.status == "error" and r.record is None and r.error
+    with pytest.raises(CannotFit):  # the transcript-level call still raises when asked to
+        c.compact_transcript(compactctl.to_transcript(_cannot_fit()), on_cannot_fit="raise")
+
+
+def test_each_phase_has_a_record_function():
+    rec = {"messages": tool_session(30, 3000), "id": "x"}
+    pruned, rep = compactctl.prune_record(rec, context_window=6000)
+    assert rep["status"] == "pruned" and pruned["id"] == "x" and len(orjson.dumps(pruned)) < len(orjson.dumps(rec))
+    planned, rep = compactctl.plan_record(rec, context_window=6000, summary_min=500)
+    assert rep["status"] == "planned" and rep["plan"]["needs_compaction"]
+    summarized, rep = compactctl.summarize_record(rec, context_window=6000, summary_min=500)
+    assert rep["status"] == "compacted"
+    repaired, rep = compactctl.repair_record({"messages": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "?"}]})
+    assert rep["status"] == "repaired" and rep["repair"]["orphan_results_removed"] == 1 and len(repaired["messages"]) == 1
+    with pytest.raises(TypeError):
+        compactctl.compact_record(rec, no_such_option=1)
+
+
+def test_from_and_to_messages_round_trip():
+    msgs = tool_session(3)
+    t = compactctl.from_messages(msgs, id="s1")
+    assert compactctl.to_messages(t) == msgs
+    assert compactctl.to_record(t) == {"id": "s1", "messages": msgs}
+    out, _ = compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer())  # the old API still works
+    assert compactctl.check(out) == [] and len(compactctl.to_messages(out)) == len(msgs)  # small: pruned, not summarized
+
+
+def test_other_formats_are_records_too():
+    rec = orjson.loads((SAMPLES / "dataset.jsonl").read_bytes().split(b"\n")[0])
+    out, rep = compactctl.compact_record(rec, context_window=8000, to="anthropic")
+    assert rep["status"] in ("compacted", "not-needed") and "messages" in out
+    assert all(m["role"] in ("user", "assistant") for m in out["messages"])
+
+
+# -- --workers ---------------------------------------------------------------------------------
+
+
+def test_workers_output_is_byte_identical(dataset, reference, tmp_path):
+    base = tmp_path / "w2"
+    r = _run(*_args(dataset, base), "--workers", "2", "--json")
+    assert _outputs(base) == reference
+    reports = [orjson.loads(ln) for ln in r.stderr.split(b"\n") if ln.startswith(b"{")]
+    assert [x["transcript"] for x in reports] == [x["transcript"] for x in read_jsonl(reference["report"]) if x["status"] != "cannot-fit"]
+
+
+def test_workers_on_session_files_and_directories(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("long_session.jsonl", "claude_code_session.jsonl", "codex_rollout.jsonl", "parallel_calls.jsonl"):
+        (src / name).write_bytes((SAMPLES / name).read_bytes())
+    outs = {}
+    for w in ("1", "2"):
+        _run(str(src), "--context-window", "8000", "-o", f"{tmp_path}/o{w}/", "--workers", w, "--archive", str(tmp_path / f"a{w}"))
+        outs[w] = {p.name: p.read_bytes() for p in sorted((tmp_path / f"o{w}").iterdir())}
+        outs[w]["archive"] = (tmp_path / f"a{w}").read_bytes()
+    assert outs["1"] == outs["2"] and len(outs["1"]) == 5
+
+
+def test_workers_stop_on_the_first_error_and_write_nothing(dataset, tmp_path):
+    out = tmp_path / "o.jsonl"
+    r = cli("compact", str(dataset), "--context-window", "6000", "--no-summaries", "--summary-min", "500", "-o", str(out), "--workers", "2")
+    assert r.returncode == 5 and b"cannot fit" in r.stderr  # the record that cannot fit, with --on-error fail
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+# -- resume ------------------------------------------------------------------------------------
+
+
+def _killed_run(args: list[str], journal: Path, after: int, env: dict) -> None:
+    """Start a run, SIGKILL it once its journal holds `after` checkpoints."""
+    e = {**os.environ, **env}
+    e.pop("OPENAI_API_KEY", None)
+    p = subprocess.Popen([sys.executable, "-m", "compactctl", "compact", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=e, start_new_session=True)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if journal.exists() and journal.read_bytes().count(b'"t":"ck"') >= after:
+                break
+            assert p.poll() is None, "the run finished before it could be killed"
+            time.sleep(0.005)
+        else:
+            raise AssertionError("no checkpoint")
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+SLOW = {"COMPACTCTL_JOURNAL_EVERY": "0", "COMPACTCTL_SLOW_DOWN": "0.05"}
+
+
+@pytest.mark.parametrize("points", [[1], [5, 17], [35]])
+def test_resume_after_sigkill_is_byte_identical(dataset, reference, tmp_path, points):
+    base = tmp_path / "k"
+    args = _args(dataset, base)
+    journal = Path(f"{base}.out.compactctl-journal")
+    for k, after in enumerate(points):
+        _killed_run([*args, *(["--resume"] if k else []), "--workers", str(1 + k % 2)], journal, after, SLOW)
+        assert journal.exists() and not Path(f"{base}.out").exists()  # nothing final yet: only parts and the journal
+    _run(*args, "--resume", "--workers", "2")
+    assert _outputs(base) == reference
+    assert not journal.exists() and not list(tmp_path.glob("*.compactctl-part"))
+
+
+def test_resume_a_directory_output_per_file(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    for k in range(3):
+        (src / f"s{k}.jsonl").write_bytes(subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", str(k), "--mb", "0.15",
+                                                          "--turns", "8", "--scale", "0.3"], capture_output=True, check=True).stdout)
+    opts = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--report", str(tmp_path / "rep")]
+    _run(str(src), *opts, "-o", f"{tmp_path}/ref/", "--workers", "1")
+    ref = {p.name: p.read_bytes() for p in (tmp_path / "ref").iterdir()}
+    ref_report = (tmp_path / "rep").read_bytes()
+    n0 = len(read_jsonl(ref["s0.jsonl"]))
+    out = tmp_path / "out"
+    _killed_run([str(src), *opts, "-o", f"{out}/"], out / ".compactctl-journal", n0 + 3, SLOW)  # in the second file
+    assert (out / "s0.jsonl").exists() and not (out / "s1.jsonl").exists() and (out / "s1.jsonl.compactctl-part").exists()
+    _run(str(src), *opts, "-o", f"{out}/", "--resume")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == ref
+    assert (tmp_path / "rep").read_bytes() == ref_report
+
+
+def test_foreign_or_corrupt_journal_is_refused(dataset, tmp_path):
+    base = tmp_path / "j"
+    args = _args(dataset, base)
+    journal = Path(f"{base}.out.compactctl-journal")
+    _killed_run(args, journal, 3, SLOW)
+    other = cli("compact", *[a if a != "6000" else "7000" for a in args], "--resume")
+    assert other.returncode == 2 and b"other options" in other.stderr
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(dataset.read_bytes())
+    foreign = cli("compact", *[str(copy) if a == str(dataset) else a for a in args], "--resume")
+    assert foreign.returncode == 2 and b"other inputs" in foreign.stderr
+    good = journal.read_bytes()
+    journal.write_bytes(good.replace(b'"t":"ck"', b'"t":garbage', 1))
+    bad = cli("compact", *args, "--resume")
+    assert bad.returncode == 2 and b"corrupt" in bad.stderr
+    journal.write_bytes(good.replace(b'"n":', b'"x":', 1))  # valid JSON, not a checkpoint
+    bad = cli("compact", *args, "--resume")
+    assert bad.returncode == 2 and b"corrupt" in bad.stderr
+    journal.write_bytes(b"\x00\x01 not a journal\n")
+    assert cli("compact", *args, "--resume").returncode == 2
+    journal.write_bytes(good + b'{"t":"ck","n":')  # a torn last line (killed while writing it) is fine
+    _run(*args, "--resume")
+    assert not journal.exists()
+    assert cli("compact", str(dataset), *OPTS, "--resume").returncode == 2  # stdout cannot be resumed
+
+
+def test_without_resume_an_old_journal_is_replaced(dataset, reference, tmp_path):
+    base = tmp_path / "s"
+    args = _args(dataset, base)
+    _killed_run(args, Path(f"{base}.out.compactctl-journal"), 2, SLOW)
+    r = _run(*args)
+    assert b"starting over" in r.stderr and _outputs(base) == reference
+
+
+# -- outputs that would overwrite an input or each other ---------------------------------------
+
+
+def test_colliding_outputs_are_refused_before_writing(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):
+        (tmp_path / d / "s.jsonl").write_bytes((SAMPLES / "long_session.jsonl").read_bytes())
+    a, b = str(tmp_path / "a" / "s.jsonl"), str(tmp_path / "b" / "s.jsonl")
+    before = sorted(p for p in tmp_path.rglob("*"))
+    cases = [
+        ([a, b, "-o", f"{tmp_path}/out/"], b"would both be written"),
+        ([a, "-o", str(tmp_path / "o.jsonl"), "--rejects", a], b"is also an input"),
+        ([a, "-o", str(tmp_path / "o.jsonl"), "--report", b, b], b"is also an input"),
+        ([a, "-o", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "o.jsonl")], b"same file"),
+        ([a, "-o", a], b"is also an input"),
+        ([a, "-o", f"{tmp_path}/a/"], b"is also an input"),
+        ([a, "--report", str(tmp_path / "r"), "--archive", str(tmp_path / "a" / ".." / "r")], b"same file"),
+    ]
+    for args, msg in cases:
+        r = cli("compact", *args, "--context-window", "8000")
+        assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+    assert cli("compact", a, "--context-window", "8000", "--archive", "/dev/null", "--report", "/dev/null").returncode == 0

@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint demo bench eval e2e clean
+.PHONY: install test lint demo bench eval e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,9 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+fuzz: install
+	$(BIN)/python -m tests.fuzz 10000
 
 eval: install
 	$(BIN)/python bench/eval_corpus.py

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"
 SYSTEM_ROLES = ("system", "developer")
 
 

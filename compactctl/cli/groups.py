@@ -136,6 +136,12 @@ class SummaryOptions:
 def _summary(summarizer, llm_model, base_url, fallback_model, focus, cache_dir, no_cache, jobs, min_saving, force, timeout, retries, llm_context):
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if not (timeout > 0 and timeout < float("inf")):  # also rejects NaN
+        raise UsageError("--timeout must be a positive number of seconds")
+    if retries < 0:
+        raise UsageError("--retries must be 0 or more")
+    if llm_context < 1:
+        raise UsageError("--llm-context must be at least 1")
     return SummaryOptions(summarizer.value, llm_model, base_url or os.environ.get("OPENAI_BASE_URL"),
                           os.environ.get("OPENAI_API_KEY"), fallback_model, focus, cache_dir, no_cache, jobs,
                           min_saving, force, timeout, retries, llm_context)
@@ -152,7 +158,7 @@ SUMMARY = Group("summary", "Summary", [
     Opt("jobs", int, 1, ("-j", "--jobs"), "Transcripts summarized at once (LLM calls in flight)."),
     Opt("min_saving", float, 0.10, ("--min-saving",), "A compaction saving less than this share is not applied (anti-thrash)."),
     Opt("force", bool, False, ("--force",), "Compact even after repeated ineffective compactions."),
-    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request."),
+    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request (one call, retries included, ends within timeout x (retries + 2), 10 s of slack at most)."),
     Opt("retries", int, 2, ("--retries",), "Retries per LLM request on 429, 5xx and timeouts (with backoff)."),
     Opt("llm_context", int, 32000, ("--llm-context",), "Tokens of transcript the summarizing LLM takes per call (larger middles go in chunks)."),
 ], _summary)

@@ -28,7 +28,7 @@ from ..tokens import Counter
 from . import offline
 from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
-from .redact import redact
+from .redact import redact, redact_json_text
 
 TOOL_HEAD, TOOL_TAIL, TEXT_CAP = 1_500, 500, 6_000
 MIN_HEADINGS = 2  # fewer is garbage: the offline summary is used instead
@@ -122,7 +122,7 @@ def serialize(messages: list[Message]) -> list[str]:
             parts.append(_cap(text, TEXT_CAP // 2, TEXT_CAP // 2))
         for c in m.tool_calls:
             cid = f" id={c.id}" if isinstance(c.id, str) and c.id else ""
-            parts.append(f"-> call {c.name}({_cap(redact(c.arguments), 400, 100)}){cid}")
+            parts.append(f"-> call {c.name}({_cap(redact_json_text(c.arguments), 400, 100)}){cid}")
         out.append(f"[{m.role}]\n" + "\n".join(parts))
     return out
 

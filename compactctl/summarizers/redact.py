@@ -18,7 +18,7 @@ import re
 from collections import Counter
 
 # The keys whose values are secrets in `key: value`, `key=value`, `"key": "value"` (JSON, YAML, env, ini).
-_KEY = (r"[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
+_KEY = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
         r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*")
 _NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
 
@@ -78,18 +78,23 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("PASSWORD FLAG", ("--pass",), r"((?:^|\s)--(?:password|passwd|pass)[ =][\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}", r"\1[REDACTED]"),
     # -- key = value and "key": "value" (JSON, YAML, env files, ini, code)
     ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
-     r"(?i)([\"']?\b" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")", r"\1[REDACTED]"),
+     r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")", r"\1[REDACTED]"),
     ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
-     r"(?i)([\"']?\b" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')", r"\1[REDACTED]"),
+     r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')", r"\1[REDACTED]"),
     ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
-     r"(?i)(\b" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>]{4,}", r"\1[REDACTED]"),
+     r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)", r"\1[REDACTED]"),
 ]
 
-_COMPILED = [(kind, hints, re.compile(rx), repl if repl is not None else f"[REDACTED {kind}]") for kind, hints, rx, repl in RULES]
+_COMPILED = [(kind, hints, re.compile(rx), repl if repl is not None else f"[REDACTED {kind}]") for kind, hints, rx, repl in RULES
+             if kind != "SECRET FIELD"]
+# key = value rules are single-line and their keys are common words: they run only on the lines that
+# hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
+_FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
+_FIELDS = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD"]
 
 # detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed
 # classes and a Shannon entropy of at least 4.5 bits per character (its default limit).
-_QUOTED = re.compile(r"([\"'`])([A-Za-z0-9+/_\-=.~]{24,})\1")
+_QUOTED = re.compile(r"([\"'`])([A-Za-z0-9+/_\-=.~]{24,})(\\?)\1")  # also inside JSON text (\"...\")
 ENTROPY_LIMIT = 4.5
 
 
@@ -102,7 +107,7 @@ def _high_entropy(m: re.Match) -> str:
     s = m.group(2)
     if (any(c.isdigit() for c in s) and any(c.isupper() for c in s) and any(c.islower() for c in s)
             and s.count("/") < 2 and entropy(s) >= ENTROPY_LIMIT):
-        return f"{m.group(1)}[REDACTED HIGH-ENTROPY STRING]{m.group(1)}"
+        return f"{m.group(1)}[REDACTED HIGH-ENTROPY STRING]{m.group(3)}{m.group(1)}"
     return m.group(0)
 
 
@@ -116,6 +121,43 @@ def redact(text: str) -> str:
             if new is not text and new != text:
                 text = new
                 low = text.lower()
+    if any(h in low for h in _FIELD_HINTS):
+        lines = text.split("\n")
+        for i, ll in enumerate(low.split("\n")):
+            if any(h in ll for h in _FIELD_HINTS):
+                for rx, repl in _FIELDS:
+                    lines[i] = rx.sub(repl, lines[i])
+        text = "\n".join(lines)
     if len(text) >= 26:
         text = _QUOTED.sub(_high_entropy, text)
     return text
+
+
+_KEY_RX = re.compile(r"(?i)" + _KEY + r"$")
+_IS_VALUE = re.compile(r"(?i)\s*" + _NOT_A_VALUE + r"\S")
+
+
+def _redact_value(v, key: str | None = None):
+    if isinstance(v, str):
+        if key is not None and _KEY_RX.search(key) and _IS_VALUE.match(v):
+            return "[REDACTED]"
+        return redact(v)
+    if isinstance(v, list):
+        return [_redact_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _redact_value(x, k if isinstance(k, str) else None) for k, x in v.items()}
+    return v
+
+
+def redact_json_text(text: str) -> str:
+    """Tool-call arguments (JSON text): every string redacted as text, and a string under a secret-named
+    key ("password", "api_key", ...) replaced whole; text that is not JSON is redacted as text."""
+    import orjson
+
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return redact(text)
+    if not isinstance(obj, (dict, list)):
+        return redact(text)
+    return orjson.dumps(_redact_value(obj)).decode()

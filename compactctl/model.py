@@ -105,6 +105,11 @@ def content_text(content: Any) -> str:
     return ""
 
 
+def _has_non_text(content: Any) -> bool:
+    """A part that is not text (an image, a file): a user turn of only that is still an ask."""
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") not in (None, "text", "input_text", "tool_result") for p in content)
+
+
 def is_image_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
 
@@ -136,7 +141,7 @@ def last_user_index(messages: list[Message]) -> int | None:
     """Index of the last real user message (not a tool result carried in a user turn, not a summary)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.role == "user" and not is_summary(m) and (m.text().strip() or m.content):
+        if m.role == "user" and not is_summary(m) and (m.text().strip() or _has_non_text(m.content)):
             return i
     return None
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError, UsageError
-from ..jsonl import STDIN, JsonlSink, expand_inputs, iter_lines, open_input, parse_record
+from ..jsonl import MAX_LINE_ENV, STDIN, JsonlSink, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
 from ..model import Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
@@ -86,8 +86,12 @@ class Reader:
                 stream.close()
 
     def _records(self, stream, source: str) -> Iterator[Record]:
+        limit = max_line_bytes()
         for lineno, raw in iter_lines(stream):
             try:
+                if limit and len(raw) > limit:
+                    raise DataError(source, lineno, f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
+                                                    f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)")
                 obj, raw = parse_record(raw, source, lineno, self.warn)
                 if not isinstance(obj, dict):
                     raise DataError(source, lineno, f"expected a JSON object, got {_json_kind(obj)}")
@@ -107,7 +111,7 @@ class Reader:
         items = doc if isinstance(doc, list) else [doc]
         for k, obj in enumerate(items, 1):
             if not isinstance(obj, dict):
-                self.reject(DataError(source, k, f"element {k} is not a JSON object"), orjson.dumps(obj))
+                self.reject(DataError(source, k, f"element {k} is not a JSON object"), orjson.dumps(obj, default=str))
                 continue
             yield k, orjson.dumps(obj), obj
 

@@ -94,6 +94,8 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
     out = None if to_dir else Output(io.output, spool=io.on_error != "skip")
     current: str | None = None  # with -o DIR: the input file whose output is open
     many = len(expand_inputs(inputs)) > 1 and not to_dir
+    first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (for the archive)
+    from .api import lines_record
 
     def guarded(t: Transcript) -> Result:
         try:
@@ -126,15 +128,22 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
                     stats.changed += 1
                 if t.layout == "session" and many:
                     t = _as_dataset_record(t, io.fmt_to)
-                for line in formats.write(t, io.fmt_to):
+                written = list(formats.write(t, io.fmt_to))
+                for line in written:
                     out.write(line + b"\n")
+                first_seq.setdefault(t_in.source, seq)
                 if res.archived and io.archive:
                     for a in res.archived:
-                        archive.add({"seq": seq, **a.record()})
-                    archive.add({"seq": seq, "transcript": t_in.id, "type": "map", "format": t_in.format,
+                        archive.add({"seq": seq, "source": t_in.source, **a.record()})
+                    archive.add({"seq": seq, "source": t_in.source, "transcript": t_in.id, "type": "map", "format": t_in.format,
                                  "messages": len(t_in.messages), "kept": _kept(t)})
+                    lines = lines_record(t_in, written)  # line logs: every source line, record for record
+                    if lines is not None:
+                        archive.add({"seq": seq, "source": t_in.source, **lines})
             if res.report is not None:
                 report.add(res.report)
+        if io.archive:  # the closing record: restore refuses an archive without it (truncated)
+            archive.add({"type": "end", "transcripts": stats.transcripts, "sources": list(first_seq), "first_seq": first_seq})
         ok = True
     finally:
         stats.skipped_lines = reader.skipped

@@ -74,10 +74,10 @@ def test_401_stops_the_run(server):
 
 
 def test_drip_is_cut_by_the_overall_deadline(server):
-    # one byte a second resets the read timeout forever: the deadline (timeout x (retries + 1) + slack) ends it
+    # one byte a second resets the read timeout forever: the deadline (timeout x (retries + 1) + backoff + slack) ends it
     rep, warnings, _, took = compact(server, "drip", timeout=1.0, retries=0)
     assert rep["summarizer"] == "offline (llm failed)" and "deadline" in warnings[0]
-    assert took < 4, took
+    assert took < 6, took
 
 
 def test_huge_answer_is_trimmed_in_linear_time(server):

@@ -158,7 +158,7 @@ SUMMARY = Group("summary", "Summary", [
     Opt("jobs", int, 1, ("-j", "--jobs"), "Transcripts summarized at once (LLM calls in flight)."),
     Opt("min_saving", float, 0.10, ("--min-saving",), "A compaction saving less than this share is not applied (anti-thrash)."),
     Opt("force", bool, False, ("--force",), "Compact even after repeated ineffective compactions."),
-    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request (one call, retries included, ends within timeout x (retries + 2), 10 s of slack at most)."),
+    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request (one call, retries included, ends within timeout x (retries + 1) + backoff + at most 10 s)."),
     Opt("retries", int, 2, ("--retries",), "Retries per LLM request on 429, 5xx and timeouts (with backoff)."),
     Opt("llm_context", int, 32000, ("--llm-context",), "Tokens of transcript the summarizing LLM takes per call (larger middles go in chunks)."),
 ], _summary)

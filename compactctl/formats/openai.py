@@ -140,7 +140,11 @@ def message_to_dict(m: Message) -> dict:
             d["function_call"] = fc
             for c in legacy_calls[1:]:  # only one legacy call fits in a message: the rest as tool calls
                 d.setdefault("tool_calls", []).append(_call_to_dict(c))
-        if m.tool_call_id is not None and "tool_call_ids" not in extra:
+        ids = extra.get("tool_call_ids")
+        if m.tool_call_id is not None and isinstance(ids, list) and ids and isinstance(ids[0], str):
+            if ids[0] != m.tool_call_id:  # SWE-agent's list of ids: a repaired id replaces the first
+                extra["tool_call_ids"] = [m.tool_call_id, *ids[1:]]
+        elif m.tool_call_id is not None:
             d["tool_call_id"] = m.tool_call_id
         if m.reasoning is not None:
             d["reasoning_content"] = m.reasoning

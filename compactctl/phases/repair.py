@@ -3,11 +3,13 @@
 - a tool result that answers no earlier call is removed;
 - a call with no result gets a stub result right after its group (or, with strip, loses the call);
 - results are placed directly after the assistant message that made the calls, in call order;
-- every call gets an id unique over the transcript (a missing or repeated id is replaced) and its result
-  carries it (pairing by id, then by position: see pairs.py); legacy `function_call`s keep their form;
+- every call gets an id unique over the transcript (a missing or repeated id is replaced, also one reused
+  from an earlier turn, which OpenAI accepts but Anthropic does not) and its result carries it (pairing by
+  position and id: see pairs.py); legacy `function_call`s keep their form;
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user).
-`check` reports the same rules as violations without changing anything.
+`check` reports the same rules as violations without changing anything (an id reused across turns is
+not one: real OpenAI transcripts do it).
 """
 
 from __future__ import annotations
@@ -83,16 +85,16 @@ def check(t: Transcript) -> list[Violation]:
         if not is_legacy(c) and msgs[p.result].tool_call_id != c.id:
             out.append(Violation(t.id, p.result, "result-id", f"tool result has tool_call_id {msgs[p.result].tool_call_id!r}, "
                                                                f"not its call's id {c.id!r}"))
-    seen: set = set()
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:
+            seen: set = set()  # within one message (both APIs reject it); reuse across turns is OpenAI-valid
             for pos, c in enumerate(m.tool_calls):
                 if (i, pos) not in answered:
                     out.append(Violation(t.id, i, "missing-result", f"call {c.id!r} ({c.name}) has no result"))
                 if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
                     out.append(Violation(t.id, i, "missing-id", f"call {c.name!r} has no id"))
                 elif c.id is not None and c.id in seen:
-                    out.append(Violation(t.id, i, "duplicate-id", f"call id {c.id!r} is used by more than one call"))
+                    out.append(Violation(t.id, i, "duplicate-id", f"call id {c.id!r} appears twice in one message"))
                 seen.add(c.id)
             res = sorted(results_of.get(i, []))
             if res and res != list(range(i + 1, i + 1 + len(res))):

@@ -44,7 +44,7 @@ class Cancelled(Exception):
 
 
 CANCEL = threading.Event()  # set by SIGINT (see _install_sigint): all waits on the endpoint end
-DEADLINE_SLACK = 10.0  # at most this many seconds (and at most one timeout) added to timeout x (retries + 1)
+DEADLINE_SLACK = 10.0  # at most this many seconds (and at most timeout + 1) added to timeout x (retries + 1) + backoff
 
 
 def _install_sigint() -> None:
@@ -169,7 +169,8 @@ class LLMSummarizer:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=retries)
         # one call may wait at most this long in all, retries included (a server that drips bytes
         # resets the client's read timeout forever): then it counts as a timeout
-        self.call_deadline = timeout * (retries + 1) + min(DEADLINE_SLACK, timeout)
+        backoff = sum(min(8.0, 0.5 * 2 ** k) for k in range(retries))  # the openai client's sleeps between retries
+        self.call_deadline = timeout * (retries + 1) + backoff + min(DEADLINE_SLACK, timeout + 1)
         _install_sigint()
         self.breaker = breaker_for(base_url or "openai", cooldown)
         self.warn = warn or (lambda msg: None)

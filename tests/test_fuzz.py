@@ -105,3 +105,13 @@ def test_legacy_function_call_survives_repair_and_compact(tmp_path):
     assert out[5]["role"] == "function" and out[5]["name"] == "get_time"
     assert validate(out) == [] and api.check(T(out)) == []
     assert not api.repair(T(out))[1].changed
+
+
+def test_legacy_function_call_converts_to_anthropic_with_ids():
+    rows = [{"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+            {"role": "function", "name": "get_weather", "content": "sunny"}]
+    out = [orjson.loads(x) for x in api.write(T(rows), to="anthropic").splitlines()]
+    use = out[1]["content"][0]
+    res = out[2]["content"][0]
+    assert use["type"] == "tool_use" and isinstance(use["id"], str) and res["tool_use_id"] == use["id"]

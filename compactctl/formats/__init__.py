@@ -153,5 +153,34 @@ def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
         meta = {k: v for k, v in (t.metadata or {}).items() if k not in drop}
         t = t.evolve(format=target.NAME, native=None, raw=None, metadata=meta)
         t.messages = [m.evolve() if m.origin is not None else m for m in t.messages]  # origins are the old format's
+        if target.NAME != "openai":
+            t.messages = _with_ids(t.messages)
         return target.write(t)
     return get_format(t.format).write(t)
+
+
+def _with_ids(messages: list) -> list:
+    """Calls without an id (legacy OpenAI `function_call`s) given one, and their results too, for
+    formats that link results to calls by id only (Anthropic tool_use, Codex call_id)."""
+    from ..model import LEGACY, ToolCall
+    from ..pairs import match
+
+    if not any(c.id is None for m in messages for c in m.tool_calls):
+        return messages
+    pairs, _ = match(messages)
+    result_of = {(p.call_msg, p.call_pos): p.result for p in pairs}
+    out = list(messages)
+    for i, m in enumerate(messages):
+        if not any(c.id is None for c in m.tool_calls):
+            continue
+        calls = []
+        for pos, c in enumerate(m.tool_calls):
+            if c.id is None:
+                cid = f"call_legacy_{i}_{pos}"
+                c = ToolCall(cid, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != LEGACY})
+                r = result_of.get((i, pos))
+                if r is not None:
+                    out[r] = out[r].evolve(tool_call_id=cid, extra={k: v for k, v in out[r].extra.items() if k != LEGACY})
+            calls.append(c)
+        out[i] = out[i].evolve(tool_calls=calls)
+    return out

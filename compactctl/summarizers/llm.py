@@ -171,6 +171,7 @@ class LLMSummarizer:
         # resets the client's read timeout forever): then it counts as a timeout
         backoff = sum(min(8.0, 0.5 * 2 ** k) for k in range(retries))  # the openai client's sleeps between retries
         self.call_deadline = timeout * (retries + 1) + backoff + min(DEADLINE_SLACK, timeout + 1)
+        CANCEL.clear()  # a new run: an earlier Ctrl-C that the caller handled no longer applies
         _install_sigint()
         self.breaker = breaker_for(base_url or "openai", cooldown)
         self.warn = warn or (lambda msg: None)

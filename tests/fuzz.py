@@ -14,7 +14,10 @@ Checks per case: the output is valid (validator), every result sits under the ca
 attachments), every result that answered a call in the input is still there, orphans are gone,
 `check` finds nothing, and a second repair changes nothing (idempotent, byte for byte).
 
-Run: `python -m tests.fuzz 10000` (make fuzz); tests/test_fuzz.py runs 1,000 cases.
+`run_compact` puts the same cases, with long outputs, through the whole `compact` on a small budget.
+
+Run: `python -m tests.fuzz 10000` (make fuzz: 10,000 repair cases, 1,000 compact cases); tests/test_fuzz.py
+runs 1,000 repair cases and 100 compact cases.
 """
 
 from __future__ import annotations
@@ -218,6 +221,37 @@ def run_one(seed: int, tally: Tally) -> None:
         tally.failures.append(f"seed {seed} ({', '.join(sorted(case.kinds))}): {'; '.join(bad)}")
 
 
+def run_compact(n: int, start: int = 0) -> Tally:
+    """The same cases, their outputs made long, through the whole `compact` (prune, plan, summarize,
+    repair) on a small budget: the output must be valid and every result left must sit under its call."""
+    from compactctl import api
+    from compactctl.errors import CannotFit
+    from compactctl.tokens import make_counter
+
+    counter = make_counter("gpt-4o")
+    opts = api.CompactOptions(api.Budget(context_window=2000, tail_tokens=200, summary_min=200, summary_max=400))
+    tally = Tally()
+    for seed in range(start, start + n):
+        case = generate(seed)
+        for r in case.rows:
+            if r.get("role") in ("tool", "function"):
+                r["content"] += "\n" + "log line " * 150
+        try:
+            out, _ = api.compact(_read(case.rows), counter, api.OfflineSummarizer(), opts)
+        except CannotFit:
+            continue
+        rows = _write(out)
+        tally.cases += 1
+        errs = validate(rows)
+        checked, wrong, details = attachments(rows, _sig_of_call, _sig_of_result)
+        tally.results_checked += checked
+        tally.wrong += wrong
+        tally.invalid += bool(errs)
+        if errs or wrong:
+            tally.failures.append(f"compact seed {seed}: {errs[:2]} {details[:2]}")
+    return tally
+
+
 def run(n: int, start: int = 0) -> Tally:
     tally = Tally()
     for seed in range(start, start + n):
@@ -235,7 +269,13 @@ def main(argv: list[str]) -> int:
     print("  breakages (cases): " + ", ".join(f"{k} {v:,}" for k, v in sorted(tally.kinds.items())))
     for f in tally.failures[:20]:
         print("  " + f)
-    return 0 if tally.ok else 1
+    t0 = time.perf_counter()
+    ct = run_compact(n // 10)
+    print(f"fuzz compact: {ct.cases:,} cases compacted, {ct.results_checked:,} results checked, {ct.wrong} wrong attachments, "
+          f"{ct.invalid} invalid outputs ({time.perf_counter() - t0:.1f} s)")
+    for f in ct.failures[:20]:
+        print("  " + f)
+    return 0 if tally.ok and ct.ok else 1
 
 
 if __name__ == "__main__":

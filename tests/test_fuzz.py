@@ -35,6 +35,12 @@ def test_fuzz_1000_cases():
                                 "legacy", "interjection", "opening-assistant"}
 
 
+def test_fuzz_compact_100_cases():
+    tally = fuzz.run_compact(100)
+    assert tally.ok, tally.failures[:5]
+    assert tally.cases >= 90 and tally.results_checked > 10  # most results are summarized away
+
+
 def test_validator_rejects_what_the_apis_reject():
     ok = [{"role": "user", "content": "u"}, {"role": "assistant", "content": None, "tool_calls": [call("a", "f", "S1")]},
           {"role": "tool", "tool_call_id": "a", "content": "r"}]

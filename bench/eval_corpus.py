@@ -1,30 +1,53 @@
-"""`make eval`: compactctl eval over the real corpus, by group, against the baselines.
+"""`make eval`: continuation scoring (first) and the probe eval (second) over the real corpus, by group.
 
-    python bench/eval_corpus.py [--ratio 0.2] [--llm]     # writes bench/results/eval.md and eval.json
+    python bench/eval_corpus.py                                   # everything: bench/results/eval.md and eval.json
+    python bench/eval_corpus.py --only continuation --group long  # one group, continuation only (a few seconds to a minute)
+    python bench/eval_corpus.py --only continuation --group long,codex --explain 20
 
-Groups: the five long Claude Code sessions; the short Claude Code and Codex sessions; SWE-agent
-trajectories; tau-bench (200 conversations); the bundled samples. Each row is one strategy at the
-same budget (`--ratio` of each transcript's tokens; 50% for SWE-agent and tau-bench, whose system
-prompt and task alone exceed 20% of these short transcripts: no strategy that keeps the system
-prompt can reach 20% there). Two compactctl rows: the defaults, and with
-`--last-ask summary --summary-ratio 0.5`. Groups whose files are absent are skipped.
+Continuation scoring (`compactctl.continuation`): each session is cut at 40%, 60% and 80% of its
+messages; compactctl compacts the prefix with a context window of 0.4 x its tokens (target 20% with the
+default threshold); head-tail, recent and masking get the same output tokens; scored on the paths,
+identifiers, commands, URLs and values of the prefix that the continuation writes again. Groups:
+  long      the five long Claude Code sessions (claude-code/spotter/<uuid>.jsonl)
+  short-cc  short Claude Code sessions (claude-code/agentcmd/*, spotter short/tool_heavy/subagent, spotter */subagents/*)
+  codex     Codex rollouts (codex/agentcmd/*)
+  swe-agent SWE-agent trajectories (swe-agent/**/*.traj)
+"all" pools every cut of the groups that ran.
+
+The probe eval (`compactctl eval --probes`, facts of what each strategy removed, at a share of each
+transcript's tokens; 50% for SWE-agent and tau-bench) runs on its own groups, as before. A partial
+run (--only or --group) writes bench/results/eval-partial.{md,json}; a full run eval.{md,json}.
+Groups whose files are absent are skipped; COMPACTCTL_CORPUS points to another corpus folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("COMPACTCTL_CORPUS", ROOT.parent / "shared" / "corpus"))  # as the tests
+SPOTTER = CORPUS / "claude-code" / "spotter"
 LONG = ["258c7280-ae70-4798-800f-63464d01a85d", "4d5611e5-241a-462a-8d15-5122611a9569", "8463c716-a2ea-4c14-9efa-87158ebd9f20",
         "ae4a77f8-aedd-4bc1-888f-c94edc91af04", "fa812bfe-b295-4cca-9c2f-fdf01028cb46"]
-SHORT = {"SWE-agent trajectories (22)", "tau-bench airline (200)"}  # evaluated at 50%
-GROUPS = {
-    "long Claude Code sessions (5)": [CORPUS / f"claude-code/spotter/{s}.jsonl" for s in LONG],
+
+CONTINUATION_GROUPS = {
+    "long": ("long Claude Code sessions", [SPOTTER / f"{s}.jsonl" for s in LONG]),
+    "short-cc": ("short Claude Code sessions and subagents",
+                 sorted((CORPUS / "claude-code/agentcmd").glob("*.jsonl")) + [SPOTTER / n for n in ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl")]
+                 + sorted(SPOTTER.glob("*/subagents/*.jsonl"))),
+    "codex": ("Codex rollouts", sorted((CORPUS / "codex/agentcmd").glob("*.jsonl"))),
+    "swe-agent": ("SWE-agent trajectories", sorted((CORPUS / "swe-agent").rglob("*.traj"))),
+}
+
+SHORT = {"SWE-agent trajectories (22)", "tau-bench airline (200)"}  # probe eval at 50%
+PROBE_GROUPS = {
+    "long Claude Code sessions (5)": [SPOTTER / f"{s}.jsonl" for s in LONG],
     "Codex rollouts + short Claude Code (10)": sorted((CORPUS / "codex/agentcmd").glob("*.jsonl")) + sorted((CORPUS / "claude-code/agentcmd").glob("*.jsonl")),
     "SWE-agent trajectories (22)": sorted((CORPUS / "swe-agent").rglob("*.traj")),
     "tau-bench airline (200)": [CORPUS / "openai-chat/tau-bench/gpt-4o-airline.json"],
@@ -32,37 +55,104 @@ GROUPS = {
 }
 
 
-def run(files: list[Path], ratio: float, extra: list[str], strategies: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "compactctl", "eval", *map(str, files), "--ratio", str(ratio), "--json",
+def run_probes(files: list[Path], ratio: float, extra: list[str], strategies: str) -> dict:
+    r = subprocess.run([sys.executable, "-m", "compactctl", "eval", "--probes", *map(str, files), "--ratio", str(ratio), "--json",
                         "--strategies", strategies, *extra], capture_output=True, cwd=ROOT)
     if r.returncode != 0:
         raise SystemExit(r.stderr.decode())
     return json.loads(r.stdout)["aggregate"]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ratio", type=float, default=0.2)
-    ap.add_argument("--llm", action="store_true", help="also compactctl-llm (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
-    a = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
+def brief_rows(rows: list[dict]) -> list[dict]:
+    """Per-cut figures without the fact lists (eval.json stays small)."""
+    return [{"transcript": r["transcript"], "cut": r["cut"], "cut_index": r["cut_index"], "tokens_before": r["tokens_before"],
+             "needed": len(r["facts"]), **{f"{n}_kept": sum(s["kept"]) for n, s in r["strategies"].items()},
+             **{f"{n}_tokens": s["tokens_after"] for n, s in r["strategies"].items()},
+             "compactctl_cannot_fit": r["strategies"]["compactctl"]["cannot_fit"]} for r in rows]
+
+
+def continuation_part(names: list[str], cuts: list[float], window_ratio: float, explain: int) -> tuple[dict, list[str]]:
+    from compactctl import continuation
+    from compactctl.tokens import make_counter
+
+    counter = make_counter("gpt-4o")
+    out, md, pooled = {}, [], []
+    settings = f"cuts {', '.join(f'{c:.0%}' for c in cuts)}; compactctl (defaults, offline) with a context window of {window_ratio:g} x the prefix's tokens; baselines at its output tokens"
+    md += ["## Continuation scoring", "", settings, ""]
+    for key in names:
+        title, files = CONTINUATION_GROUPS[key]
+        files = [f for f in files if f.exists()]
+        if not files:
+            print(f"skipped {key}: no files", file=sys.stderr)
+            continue
+        t0 = time.time()
+        res = continuation.evaluate_files([str(f) for f in files], cuts=cuts, window_ratio=window_ratio, counter=counter)
+        dt = time.time() - t0
+        pooled += res["rows"]
+        sessions = len({r["transcript"] for r in res["rows"]})
+        out[key] = {"title": title, "sessions": sessions, "seconds": round(dt, 1), "aggregate": res["aggregate"], "rows": brief_rows(res["rows"])}
+        md += [f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)", "", continuation.tables(res["aggregate"]), "",
+               "Per session:", "", continuation.per_transcript(res["rows"], continuation.STRATEGIES), ""]
+        if explain:
+            md += [f"Facts compactctl lost (first {explain}):", ""] + ["- " + x for x in continuation.explain(res["rows"], explain)] + [""]
+        print(f"{key}: {len(res['rows'])} cuts in {dt:.1f} s", file=sys.stderr)
+    if len(out) > 1:
+        agg = continuation.aggregate(pooled, continuation.STRATEGIES)
+        out["all"] = {"title": "all", "sessions": len({r["transcript"] for r in pooled}), "aggregate": agg}
+        md += [f"### all groups ({out['all']['sessions']} sessions, {len(pooled)} cuts)", "", continuation.tables(agg), ""]
+    return out, md
+
+
+def probes_part(ratio: float, llm: bool) -> tuple[dict, list[str]]:
     from compactctl.evaluate import table
 
-    out, md = {}, []
-    for group, files in GROUPS.items():
+    out, md = {}, ["## Probe eval", ""]
+    for group, files in PROBE_GROUPS.items():
         files = [f for f in files if f.exists()]
         if not files:
             continue
-        ratio = max(a.ratio, 0.5) if group in SHORT else a.ratio
-        base = run(files, ratio, [], "compactctl,head-tail,masking" + (",compactctl-llm" if a.llm else ""))
-        tuned = run(files, ratio, ["--last-ask", "summary", "--summary-ratio", "0.5"], "compactctl")
+        t0 = time.time()
+        r = max(ratio, 0.5) if group in SHORT else ratio
+        base = run_probes(files, r, [], "compactctl,head-tail,masking" + (",compactctl-llm" if llm else ""))
+        tuned = run_probes(files, r, ["--last-ask", "summary", "--summary-ratio", "0.5"], "compactctl")
         rows = {"compactctl (defaults)": base.pop("compactctl"), "compactctl --last-ask summary --summary-ratio 0.5": tuned["compactctl"], **base}
         out[group] = rows
-        md += [f"**{group}**, budget {ratio:.0%} of each transcript's tokens", "", table(rows), ""]
-    (ROOT / "bench" / "results").mkdir(exist_ok=True)
-    (ROOT / "bench" / "results" / "eval.json").write_text(json.dumps(out, indent=2))
-    (ROOT / "bench" / "results" / "eval.md").write_text("\n".join(md))
+        md += [f"**{group}**, budget {r:.0%} of each transcript's tokens", "", table(rows), ""]
+        print(f"probes {group}: {time.time() - t0:.1f} s", file=sys.stderr)
+    return out, md
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=("continuation", "probes"), help="run only one of the two evals")
+    ap.add_argument("--group", default=",".join(CONTINUATION_GROUPS), help=f"continuation groups, comma-separated ({', '.join(CONTINUATION_GROUPS)})")
+    ap.add_argument("--cuts", default="0.4,0.6,0.8")
+    ap.add_argument("--window-ratio", type=float, default=0.4)
+    ap.add_argument("--explain", type=int, default=0, help="list N facts compactctl lost per group")
+    ap.add_argument("--ratio", type=float, default=0.2, help="probe eval budget")
+    ap.add_argument("--llm", action="store_true", help="probe eval: also compactctl-llm (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
+    a = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    names = [g.strip() for g in a.group.split(",") if g.strip()]
+    unknown = [g for g in names if g not in CONTINUATION_GROUPS]
+    if unknown:
+        raise SystemExit(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(CONTINUATION_GROUPS)}")
+    partial = bool(a.only) or set(names) != set(CONTINUATION_GROUPS)
+    out: dict = {}
+    md: list[str] = []
+    if a.only != "probes":
+        out["continuation"], part = continuation_part(names, [float(x) for x in a.cuts.split(",")], a.window_ratio, a.explain)
+        md += part
+    if a.only != "continuation":
+        out["probes"], part = probes_part(a.ratio, a.llm)
+        md += part
+    res = ROOT / "bench" / "results"
+    res.mkdir(parents=True, exist_ok=True)
+    stem = "eval-partial" if partial else "eval"
+    (res / f"{stem}.json").write_text(json.dumps(out, indent=2))
+    (res / f"{stem}.md").write_text("\n".join(md))
     print("\n".join(md))
+    print(f"written: {res / stem}.md, {res / stem}.json", file=sys.stderr)
 
 
 if __name__ == "__main__":

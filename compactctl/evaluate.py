@@ -251,7 +251,7 @@ def aggregate(rows: list[dict]) -> dict:
 def table(results: dict[str, dict]) -> str:
     """Markdown table: one row per strategy (aggregate)."""
     head = "| strategy | transcripts | retention | " + " | ".join(CATEGORIES) + " | tokens before | tokens after | reduction | valid | cannot fit |"
-    sep = "|" + "---|" * (len(CATEGORIES) + 9)
+    sep = "|" + "---|" * (head.count("|") - 1)
     lines = [head, sep]
     for name, a in results.items():
         cats = " | ".join("-" if a["categories"][c] is None else f"{a['categories'][c]:.1%}" for c in CATEGORIES)

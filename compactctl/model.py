@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from .harness import is_injected
+
 ROLES = ("system", "developer", "user", "assistant", "tool")
 LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"
 SYSTEM_ROLES = ("system", "developer")
@@ -65,6 +67,7 @@ class Message:
     note: dict[str, Any] = field(default_factory=dict)  # compactctl's own annotation ("_compactctl" key)
     index: int | None = None  # position in the transcript as read, while untouched
     anchor: Any = None  # where in its source it stands (line-based formats); kept when changed
+    injected: bool = False  # a user-role message the harness wrote (the source flags it, e.g. Claude Code's isMeta)
 
     def evolve(self, **changes: Any) -> Message:
         """A changed copy: no longer an untouched original."""
@@ -105,11 +108,6 @@ def content_text(content: Any) -> str:
     return ""
 
 
-def _has_non_text(content: Any) -> bool:
-    """A part that is not text (an image, a file): a user turn of only that is still an ask."""
-    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") not in (None, "text", "input_text", "tool_result") for p in content)
-
-
 def is_image_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
 
@@ -138,12 +136,25 @@ def fingerprint(m: Message) -> str:
 
 
 def last_user_index(messages: list[Message]) -> int | None:
-    """Index of the last real user message (not a tool result carried in a user turn, not a summary)."""
+    """Index of the last ask of the person: a user message that is not a summary, not blank and not
+    written by the harness (see harness.py); the last non-blank user message when every one is injected."""
+    fallback = None
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.role == "user" and not is_summary(m) and (m.text().strip() or _has_non_text(m.content)):
+        if m.role != "user" or is_summary(m) or not _has_substance(m):
+            continue
+        if not is_injected(m):
             return i
-    return None
+        if fallback is None:
+            fallback = i
+    return fallback
+
+
+def _has_substance(m: Message) -> bool:
+    """Text that is not only whitespace, or a non-text part (an image)."""
+    if m.text().strip():
+        return True
+    return isinstance(m.content, list) and any(isinstance(p, dict) and "text" not in p for p in m.content)
 
 
 SUMMARY_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"

@@ -26,7 +26,7 @@ class CompactOptions:
     strip_unanswered: bool = False
 
     def prune_options(self) -> PruneOptions:
-        return self.prune or PruneOptions(protect_tokens=self.budget.tail)
+        return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target)
 
 
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
@@ -41,9 +41,16 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
         e.fallback = (fallback, ps.archived + rs.archived)
         raise
     t3, rs = repair(t2, opts.strip_unanswered)
-    # Counted last, for the report only: with an LLM, the call goes out before this work.
+    # Counted last: with an LLM, the call goes out before this work.
     before = sum(counter.messages(t.messages))
     after = sum(counter.messages(t3.messages))
+    target = opts.budget.target
+    if after > target and before > target and ss.status in ("compacted", "not-needed"):
+        # Checked after repair: stubs it adds count too. What a caller that goes on writes: this output, valid.
+        e = CannotFit(f"{t.id}: {after:,} tokens after compaction ({ss.status}), over the target of {target:,}. "
+                      "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min.")
+        e.fallback = (t3, ps.archived + ss.archived + rs.archived)
+        raise e
     report = summarize_report(t, before, after, ss, ps, rs)
     counted = getattr(get_format(t.format), "dropped_records", None)
     if counted is not None:

@@ -132,7 +132,7 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
                 for line in written:
                     out.write(line + b"\n")
                 first_seq.setdefault(t_in.source, seq)
-                if res.archived and io.archive:
+                if io.archive and (res.archived or res.transcript is not t_in):  # repair may add or move messages
                     for a in res.archived:
                         archive.add({"seq": seq, "source": t_in.source, **a.record()})
                     archive.add({"seq": seq, "source": t_in.source, "transcript": t_in.id, "type": "map", "format": t_in.format,

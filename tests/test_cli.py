@@ -47,7 +47,7 @@ def test_prune_then_repair_pipe_equals_in_process():
     from compactctl.tokens import make_counter
 
     src = SAMPLES / "broken_pairs.jsonl"
-    piped = pipe(["prune", "--protect-tokens", "500"], ["repair"], src=src.read_bytes())
+    piped = pipe(["prune", "--protect-tokens", "500", "--prune-all"], ["repair"], src=src.read_bytes())
     [t] = api.read([str(src)])
     c = make_counter("gpt-4o")
     out, _ = api.prune(t, c, PruneOptions(protect_tokens=500))
@@ -78,7 +78,7 @@ def test_plan_shows_zones_and_annotates():
 
 
 def test_plan_cannot_fit_exit_code():
-    r = cli("plan", str(SAMPLES / "long_session.jsonl"), "--context-window", "3000")
+    r = cli("plan", str(SAMPLES / "long_session.jsonl"), "--context-window", "3000", "--last-ask", "tail")
     assert r.returncode == 5
     assert "cannot fit" in r.stderr.decode()
 
@@ -102,12 +102,12 @@ def test_report_and_offline_note(tmp_path):
 
 def test_cannot_fit_in_skip_mode_still_writes_valid_output(tmp_path):
     src = SAMPLES / "broken_pairs.jsonl"
-    r = cli("compact", str(src), "--context-window", "2500", "--on-error", "skip", "--report", str(tmp_path / "r.jsonl"))
+    r = cli("compact", str(src), "--context-window", "2500", "--last-ask", "tail", "--on-error", "skip", "--report", str(tmp_path / "r.jsonl"))
     assert r.returncode == 0, r.stderr
     assert "pruned and repaired, not summarized" in r.stderr.decode()
     assert read_jsonl((tmp_path / "r.jsonl").read_bytes())[0]["status"] == "cannot-fit"
     assert cli("repair", "--check", "-", input=r.stdout).returncode == 0  # the input itself is not valid
-    assert cli("compact", str(src), "--context-window", "2500").returncode == 5
+    assert cli("compact", str(src), "--context-window", "2500", "--last-ask", "tail").returncode == 5
 
 
 def test_output_directory_mirrors_the_inputs(tmp_path):

@@ -65,7 +65,7 @@ def test_compact_is_valid_rereads_and_keeps_the_last_ask(path, tmp_path):
 
 def test_tau_bench_prune_and_check(tmp_path):
     src = tau_dataset(tmp_path)
-    r = cli("prune", str(src), "--protect-tokens", "1000", "--stats", "-o", str(tmp_path / "p.jsonl"))
+    r = cli("prune", str(src), "--protect-tokens", "1000", "--prune-all", "--stats", "-o", str(tmp_path / "p.jsonl"))
     assert r.returncode == 0, r.stderr
     stats = [orjson.loads(line) for line in r.stderr.decode().splitlines() if line.startswith("{")]
     assert len(stats) == 200 and sum(s["summaries"]["chars"] + s["dedup"]["chars"] for s in stats) > 100_000

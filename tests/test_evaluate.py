@@ -45,7 +45,7 @@ def test_compactctl_beats_baselines_on_samples():
 
 def test_eval_cli_json_and_given_compacted(tmp_path):
     src = SAMPLES / "long_session.jsonl"
-    r = cli("eval", str(src), "--json")
+    r = cli("eval", str(src), "--probes", "--json")
     assert r.returncode == 0, r.stderr
     d = orjson.loads(r.stdout)
     assert set(d["aggregate"]) == {"compactctl", "head-tail", "masking"}

@@ -171,10 +171,13 @@ def test_plan_anchor_forces_tail_and_cannot_fit():
     rows.append(call("late", "terminal", {"command": "x"}))
     rows.append(res("late", "y " * 6000))
     t = T(rows)
-    p = api.plan(t, COUNTER, api.Budget(context_window=100000, threshold=0.1, tail_tokens=500, summary_min=100))
+    p = api.plan(t, COUNTER, api.Budget(context_window=100000, threshold=0.1, tail_tokens=500, summary_min=100, last_ask="tail"))
     assert p.anchor_forced and p.tail_start <= last_user_index(t.messages)
     with pytest.raises(CannotFit, match="cannot fit"):
-        api.plan(t, COUNTER, api.Budget(context_window=10000, tail_tokens=500))
+        api.plan(t, COUNTER, api.Budget(context_window=10000, tail_tokens=500, last_ask="tail"))
+    # By default the plan gives ground instead: the ask goes verbatim into the summary.
+    p = api.plan(t, COUNTER, api.Budget(context_window=10000, tail_tokens=500))
+    assert p.needs_compaction and p.last_ask_in_summary and not p.anchor_forced
 
 
 def test_plan_after_earlier_compaction_heads_with_the_summary():
@@ -285,7 +288,7 @@ def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
     for i in range(12):  # a long autonomous stretch after the last ask
         rows += [call(f"c{i}", "terminal", {"command": f"make step{i}"}), res(f"c{i}", f"step {i} ok " * 150)]
     t = T(rows)
-    budget = api.Budget(context_window=16000, tail_tokens=600, summary_min=300)
+    budget = api.Budget(context_window=16000, tail_tokens=600, summary_min=300, last_ask="tail")
     with pytest.raises(CannotFit):
         api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))
     budget.last_ask = "summary"
@@ -293,6 +296,6 @@ def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
     summary = next(m for m in out.messages if SUMMARY_MARKER in m.text())
     assert parse_sections(summary.text())["Active Task"] == ask.strip()
     assert api.check(out) == [] and rep["tokens_after"] <= budget.target
-    budget.context_window = 3800  # the ask alone no longer fits: refuse rather than lose it
+    budget.context_window, budget.tail_tokens = 900, 100  # the ask alone no longer fits: refuse rather than lose it
     with pytest.raises(CannotFit, match="last user message"):
         api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))

@@ -184,40 +184,84 @@ def restore(
 @with_groups(BUDGET, SUMMARY)
 def eval_(
     inputs: Annotated[list[str], typer.Argument(help="Original transcripts (files or directories).", show_default=False)],
-    compacted: Annotated[str | None, typer.Option("--compacted", help="Score this compacted file (same transcripts, same order) instead of running strategies.")] = None,
-    strategies: Annotated[str, typer.Option("--strategies", help="Comma-separated: compactctl, compactctl-llm, head-tail, masking.")] = "compactctl,head-tail,masking",
-    ratio: Annotated[float, typer.Option("--ratio", help="Token budget of every strategy, as a share of each transcript's tokens.")] = 0.2,
+    continuation_only: Annotated[bool, typer.Option("--continuation", help="Only continuation scoring (needed-later facts).")] = False,
+    probes_only: Annotated[bool, typer.Option("--probes", help="Only the probe eval (facts of what each strategy removed).")] = False,
+    compacted: Annotated[str | None, typer.Option("--compacted", help="Probe eval: score this compacted file (same transcripts, same order) instead of running strategies.")] = None,
+    strategies: Annotated[str | None, typer.Option("--strategies", help="Comma-separated. Continuation: compactctl, head-tail, recent, masking (default all). "
+                                                   "Probes: compactctl, compactctl-llm, head-tail, masking (default compactctl,head-tail,masking).", show_default=False)] = None,
+    cuts: Annotated[str, typer.Option("--cuts", help="Continuation: cut points, as fractions of each transcript's messages.")] = "0.4,0.6,0.8",
+    window_ratio: Annotated[float, typer.Option("--window-ratio", help="Continuation: compactctl's context window, as a share of each prefix's tokens.")] = 0.4,
+    explain: Annotated[int, typer.Option("--explain", help="Continuation: print N facts compactctl lost, where they were and where they were used.")] = 0,
+    ratio: Annotated[float, typer.Option("--ratio", help="Probes: token budget of every strategy, as a share of each transcript's tokens.")] = 0.2,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows and aggregates as JSON instead of tables.")] = False,
     *, budget, summary,
 ):
-    """Measure what compaction keeps: probes (files, commands + exit codes, errors, constraints, last ask,
-    identifiers) from what each strategy removed, scored against baselines at the same budget.
+    """Measure what compaction keeps. Continuation scoring first: cut each transcript at --cuts, compact
+    the prefix, and count the paths, identifiers, commands, URLs and values of the prefix that the
+    continuation writes again and the compacted prefix still holds, against baselines at the same tokens.
+    Then the probe eval (facts of what each strategy removed) as a second table.
 
-    Example: compactctl eval ~/.claude/projects/x/ --ratio 0.2
+    Example: compactctl eval ~/.claude/projects/x/ --cuts 0.4,0.6,0.8 --explain 10
     """
-    from .. import evaluate, formats
+    from .. import continuation, evaluate, formats
 
+    if continuation_only and (probes_only or compacted is not None):
+        raise CompactError("--continuation cannot go with --probes or --compacted")
+    do_cont = not probes_only and compacted is None
+    do_probes = not continuation_only
     counter = budget.counter()
     originals = list(formats.Reader(warn=warn).read(inputs))
-    given = None
-    if compacted is not None:
-        given = dict(enumerate(formats.Reader(warn=warn).read([compacted])))
-        if len(given) != len(originals):
-            raise CompactError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
-    factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in strategies else None
-    strats = {k: v for k, v in evaluate.strategies(counter, ratio, factory, budget.budget.last_ask, budget.budget.summary_min, budget.budget.summary_max,
-                                                            budget.budget.summary_ratio).items() if k in strategies.split(",")}
-    rows, agg = evaluate.run(originals, counter, strats, given)
+    out: dict = {}
+    if do_cont:
+        try:
+            fracs = [float(x) for x in cuts.split(",") if x.strip()]
+        except ValueError:
+            raise CompactError(f"--cuts must be comma-separated fractions, not {cuts!r}") from None
+        names = [x for x in (strategies or ",".join(continuation.STRATEGIES)).split(",") if x in continuation.STRATEGIES]
+        if "compactctl" not in names:
+            names.insert(0, "compactctl")  # the baselines are sized to its output
+        summarizer = api.make_summarizer(summary, budget.model, warn=warn) if summary.summarizer == "llm" else None  # offline unless asked
+        opts = api.CompactOptions(budget.budget, min_saving=summary.min_saving)
+        out["continuation"] = continuation.evaluate(originals, counter, names, fracs, window_ratio, summarizer, opts)
+    if do_probes:
+        given = None
+        if compacted is not None:
+            given = dict(enumerate(formats.Reader(warn=warn).read([compacted])))
+            if len(given) != len(originals):
+                raise CompactError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
+        wanted = strategies or "compactctl,head-tail,masking"
+        factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in wanted else None
+        strats = {k: v for k, v in evaluate.strategies(counter, ratio, factory, budget.budget.last_ask, budget.budget.summary_min, budget.budget.summary_max,
+                                                                budget.budget.summary_ratio).items() if k in wanted.split(",")}
+        rows, agg = evaluate.run(originals, counter, strats, given)
+        out["probes"] = {"rows": rows, "aggregate": agg}
     if as_json:
-        print(orjson.dumps({"rows": rows, "aggregate": agg}).decode())
+        print(orjson.dumps(out if len(out) > 1 else next(iter(out.values()))).decode())
         return
-    for name, rs in rows.items():
-        for r in rs:
-            print(f"{name:<15} {r['transcript']}: retention {r['retention']:.1%} of {r['probes']} probes, "
-                  f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens ({r['reduction']:.1%} fewer){'' if r['valid'] else ', INVALID'}"
-                  f"{', cannot fit' if r.get('error') else ''}")
-    print()
-    print(evaluate.table(agg))
+    if "continuation" in out:
+        c = out["continuation"]
+        for line in continuation.cut_lines(c["rows"]):
+            print(line)
+        print(f"\n## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n")
+        print(continuation.tables(c["aggregate"]))
+        if explain:
+            lost = continuation.explain(c["rows"], explain)
+            print(f"\nFacts compactctl lost ({len(lost)} shown):")
+            for line in lost:
+                print("- " + line)
+        print()
+    if "probes" in out:
+        rows = out["probes"]["rows"]
+        if "continuation" in out:
+            print(f"## Probe eval (budget {ratio:.0%} of each transcript's tokens)\n")
+        else:
+            for name, rs in rows.items():
+                for r in rs:
+                    print(f"{name:<15} {r['transcript']}: retention {r['retention']:.1%} of {r['probes']} probes, "
+                          f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens ({r['reduction']:.1%} fewer){'' if r['valid'] else ', INVALID'}"
+                          f"{', cannot fit' if r.get('error') else ''}")
+            print()
+        print(evaluate.table(out["probes"]["aggregate"]))
 
 
 def _report_line(io, rep: dict, as_json: bool) -> None:

@@ -68,8 +68,8 @@ def _budget(model, encoding, tokenizer, context_window, threshold, tail_tokens, 
         raise UsageError(f"unknown context window for model {model!r}: give --context-window")
     if not 0 < threshold <= 1:
         raise UsageError("--threshold must be in (0, 1]")
-    if last_ask not in ("tail", "summary"):
-        raise UsageError("--last-ask must be tail or summary")
+    if last_ask not in ("auto", "tail", "summary"):
+        raise UsageError("--last-ask must be auto, tail or summary")
     b = Budget(context_window=window, threshold=threshold, tail_tokens=tail_tokens, protect_first=protect_first,
                summary_ratio=summary_ratio, summary_min=summary_min, summary_max=summary_max, last_ask=last_ask)
     return BudgetOptions(b, model, encoding, tokenizer.value)
@@ -81,25 +81,27 @@ BUDGET = Group("budget", "Budget and model (the same on every subcommand)", [
     Opt("tokenizer", Tokenizer, Tokenizer.exact, ("--tokenizer",), "exact (tiktoken, offline) or approx (chars/4, only if you ask)."),
     Opt("context_window", int, None, ("--context-window",), "Context window in tokens (default: from --model)."),
     Opt("threshold", float, 0.5, ("--threshold",), "Compact when the transcript exceeds this share of the window; also the target size."),
-    Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 20% of the target)."),
+    Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 40% of the target)."),
     Opt("protect_first", int, 3, ("--protect-first",), "Messages after the system message(s) kept verbatim at the head."),
-    Opt("summary_ratio", float, 0.2, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
+    Opt("summary_ratio", float, 1.0, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
     Opt("summary_min", int, 2000, ("--summary-min",), "Smallest summary budget in tokens."),
-    Opt("summary_max", int, 8000, ("--summary-max",), "Largest summary budget in tokens."),
-    Opt("last_ask", str, "tail", ("--last-ask",), "tail: the last user message always stays in the tail (exit 5 if that cannot fit). "
-        "summary: when it cannot, keep it verbatim in the summary instead."),
+    Opt("summary_max", int, 16000, ("--summary-max",), "Largest summary budget in tokens."),
+    Opt("last_ask", str, "auto", ("--last-ask",), "auto: the last user message stays in the tail while that fits, else it is kept "
+        "verbatim in the summary (and the head gives ground before the plan refuses). tail: always in the tail (exit 5 if that cannot fit)."),
 ], _budget)
 
 
-def _prune(protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_summaries, no_args, no_images):
+def _prune(protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_summaries, no_args, no_images, prune_all, keep_tool, drop_tool):
     return dict(protect_tokens=protect_tokens, min_dedup_chars=min_dedup_chars, arg_limit=arg_limit, arg_keep=arg_keep,
-                dedup=not no_dedup, summaries=not no_summaries, args=not no_args, images=not no_images)
+                dedup=not no_dedup, summaries=not no_summaries, args=not no_args, images=not no_images, prune_all=prune_all,
+                keep_tools=tuple(keep_tool or ()), drop_tools=tuple(drop_tool or ()))
 
 
 def prune_options(raw: dict, budget: BudgetOptions) -> PruneOptions:
     d = dict(raw)
     if d["protect_tokens"] is None:
         d["protect_tokens"] = budget.budget.tail
+    d["target"] = None if d.pop("prune_all") else budget.budget.target
     return PruneOptions(**d)
 
 
@@ -109,9 +111,13 @@ PRUNE = Group("prune_raw", "Prune", [
     Opt("arg_limit", int, 500, ("--arg-limit",), "Tool-call arguments longer than this get their long strings cut."),
     Opt("arg_keep", int, 200, ("--arg-keep",), "Characters kept of each long argument string."),
     Opt("no_dedup", bool, False, ("--no-dedup",), "Turn off dedup of identical outputs."),
-    Opt("no_summaries", bool, False, ("--no-summaries",), "Turn off one-line summaries of old outputs."),
+    Opt("no_summaries", bool, False, ("--no-summaries",), "Turn off digests of old outputs."),
     Opt("no_args", bool, False, ("--no-args",), "Turn off argument truncation."),
     Opt("no_images", bool, False, ("--no-images",), "Turn off image placeholders."),
+    Opt("prune_all", bool, False, ("--prune-all",), "Prune every old output even when the transcript fits the target "
+        "(default: least valuable first, stopping as soon as it fits)."),
+    Opt("keep_tool", list[str], None, ("--keep-tool",), "Keep this tool's outputs verbatim (repeatable)."),
+    Opt("drop_tool", list[str], None, ("--drop-tool",), "Prune this tool's outputs first, wherever they stand (repeatable)."),
 ], _prune)
 
 

@@ -84,6 +84,7 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
                 msg_lines.append([i])
             else:
                 for m in user_from_blocks(msg.get("content"), source, linenos[i]):
+                    m.injected = m.role == "user" and bool(obj.get("isMeta"))
                     msgs.append(m)
                     msg_lines.append([i])
     for k, m in enumerate(msgs):

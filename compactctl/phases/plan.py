@@ -8,7 +8,8 @@
   in the tail, even past its budget (the plan says so);
 - a cut never splits an assistant message from the results of its calls;
 - summary budget: `summary_ratio` of the middle's tokens, clamped to [summary_min, summary_max],
-  lowered to what is left under the target when that is less;
+  lowered to what is left under the target when that is less (so the summary uses the room the
+  target leaves, up to half of what it replaces);
 - target: `threshold` x `context_window` tokens. At or under it, nothing needs compaction.
 If even head + tail + the minimum summary exceed the target, `CannotFit` says what is irreducible;
 with `last_ask="summary"` the tail keeps its budget instead and the last user message is kept
@@ -32,13 +33,14 @@ ZONES = ("head", "middle", "tail")
 class Budget:
     context_window: int = 128_000
     threshold: float = 0.5
-    tail_tokens: int | None = None  # default: 20% of the target
+    tail_tokens: int | None = None  # default: `tail_share` of the target
+    tail_share: float = 0.4
     protect_first: int = 3
     min_tail_messages: int = 3
-    summary_ratio: float = 0.2
+    summary_ratio: float = 1.0
     summary_min: int = 2_000
-    summary_max: int = 8_000
-    last_ask: str = "tail"  # or "summary": when the anchored tail cannot fit, keep the ask verbatim in the summary
+    summary_max: int = 16_000
+    last_ask: str = "auto"  # auto: in the tail while it fits, else verbatim in the summary; tail: always in the tail; summary: as auto
 
     @property
     def target(self) -> int:
@@ -46,7 +48,7 @@ class Budget:
 
     @property
     def tail(self) -> int:
-        return self.tail_tokens if self.tail_tokens is not None else int(self.target * 0.2)
+        return self.tail_tokens if self.tail_tokens is not None else int(self.target * self.tail_share)
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Plan:
         return "\n".join(lines)
 
 
-def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int) -> tuple[int, int | None]:
+def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int, keep_prior: bool = True) -> tuple[int, int | None]:
     msgs = t.messages
     s = 0
     while s < len(msgs) and msgs[s].role in SYSTEM_ROLES:
@@ -98,7 +100,8 @@ def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int) ->
     end = min(s + protect_first, len(msgs))
     # After an earlier compaction the head ends at its summary: right after the system message(s),
     # or right after the protected messages that compaction kept (so the head stays byte-stable).
-    for k in range(s, min(end + 3, len(msgs))):
+    # Without `keep_prior` (it does not fit) the earlier summary is summarized again with the middle.
+    for k in range(s, min(end + 3, len(msgs)) if keep_prior else 0):
         if is_summary(msgs[k]):
             return k + 1, k
     for a, b in spans:  # never split a group
@@ -108,80 +111,109 @@ def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int) ->
     return end, None
 
 
+@dataclass(frozen=True)
+class _Zones:
+    head_end: int
+    tail_start: int
+    prior: int | None
+    anchor_forced: bool
+    last_ask_in_summary: bool
+
+
+def _zones(t: Transcript, counts: list[int], spans: list[tuple[int, int]], protect_first: int, tail_budget: int,
+           min_tail_messages: int, ask_in_summary: bool, keep_prior: bool = True) -> _Zones:
+    msgs = t.messages
+    n = len(msgs)
+    h_end, prior = head_end(t, spans, protect_first, keep_prior)
+    t_start = n
+    tail_tokens = 0
+    for a, b in reversed(spans):  # whole groups from the end
+        if a < h_end:
+            break
+        g = sum(counts[a:b])
+        fits = tail_tokens + g <= tail_budget
+        soft = (n - t_start) < min_tail_messages and tail_tokens + g <= tail_budget * 1.5
+        if not (fits or soft):
+            break
+        t_start, tail_tokens = a, tail_tokens + g
+    t_start = max(t_start, h_end)
+    lu = last_user_index(msgs)
+    if lu is None or lu < h_end or lu >= t_start:
+        return _Zones(h_end, t_start, prior, False, False)
+    if ask_in_summary:
+        return _Zones(h_end, t_start, prior, False, True)
+    start = next(a for a, b in spans if a <= lu < b)
+    return _Zones(h_end, max(start, h_end), prior, True, False)
+
+
 def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: list[int] | None = None,
-         zones: tuple[int, int] | None = None) -> Plan:
-    """The plan for `t`; `zones` (head_end, tail_start) takes the boundaries from an earlier plan."""
+         zones: tuple[int, int] | None = None, reserve: int = 0) -> Plan:
+    """The plan for `t`; `zones` (head_end, tail_start) takes the boundaries from an earlier plan.
+
+    When head + tail + the minimum summary do not fit the target, the plan gives ground in this order
+    before it refuses: the last ask moves into the summary (verbatim) instead of stretching the tail
+    (unless `last_ask="tail"`), then the head keeps fewer first messages (the summary carries the goal),
+    then the minimum summary shrinks to a quarter of the target. `reserve` tokens of the target are left
+    free (what repair will add)."""
     budget = budget or Budget()
     msgs = t.messages
     n = len(msgs)
     counts = counts if counts is not None else counter.messages(msgs)
     total = sum(counts)
+    target = budget.target - reserve
     spans = groups(msgs)
-    h_end, prior = head_end(t, spans, budget.protect_first)
-
-    # Tail: whole groups from the end.
-    tail_budget = budget.tail
-    t_start = n
-    tail_tokens = 0
-    for a, b in reversed(spans):
-        if a < h_end:
-            break
-        g = sum(counts[a:b])
-        fits = tail_tokens + g <= tail_budget
-        soft = (n - t_start) < budget.min_tail_messages and tail_tokens + g <= tail_budget * 1.5
-        if not (fits or soft):
-            break
-        t_start, tail_tokens = a, tail_tokens + g
-    anchor_forced = False
-    budget_start = max(t_start, h_end)
     lu = last_user_index(msgs)
-    if lu is not None and lu >= h_end and lu < t_start:
-        start = next(a for a, b in spans if a <= lu < b)
-        t_start, anchor_forced = start, True
-    t_start = max(t_start, h_end)
-    if anchor_forced and budget.last_ask == "summary" and zones is None:
-        room = budget.target - sum(counts[:h_end]) - sum(counts[t_start:])
-        if room < budget.summary_min and sum(counts) > budget.target:
-            t_start, anchor_forced = budget_start, False
-            last_ask_in_summary = True
-        else:
-            last_ask_in_summary = False
-    else:
-        last_ask_in_summary = zones is not None and lu is not None and lu < zones[1] and lu >= zones[0]
+    summary_min = budget.summary_min
     if zones is not None:
-        h_end, t_start = zones
+        z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
+        in_summary = lu is not None and zones[0] <= lu < zones[1]
+        z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
+    else:
+        attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True)]
+        if budget.last_ask != "tail":
+            attempts.append((budget.protect_first, True, summary_min, True))
+            attempts += [(k, True, summary_min, True) for k in range(min(budget.protect_first, 2), -1, -1)]
+            small = min(summary_min, max(target // 4, 100))
+            attempts += [(0, True, small, True), (0, True, small, False)]
+        for protect_first, ask_in_summary, summary_min, keep_prior in attempts:
+            z = _zones(t, counts, spans, protect_first, budget.tail, budget.min_tail_messages, ask_in_summary, keep_prior)
+            room = target - sum(counts[:z.head_end]) - sum(counts[z.tail_start:])
+            need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
+            if total <= target or room >= need:
+                break
 
+    h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
-    target = budget.target
-    summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), budget.summary_min), budget.summary_max)
-    p = Plan(t.id, n, h_end, t_start, zone_tokens, total, target, tail_budget, summary_budget, counter.label,
-             needs_compaction=False, reason="", anchor_forced=anchor_forced, prior_summary=prior, counts=counts,
-             last_ask_in_summary=last_ask_in_summary)
+    summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), summary_min), budget.summary_max)
+    p = Plan(t.id, n, h_end, t_start, zone_tokens, total, target, budget.tail, summary_budget, counter.label,
+             needs_compaction=False, reason="", anchor_forced=z.anchor_forced, prior_summary=z.prior, counts=counts,
+             last_ask_in_summary=z.last_ask_in_summary)
     if total <= target:
         p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
         return p
     if zone_tokens["middle"] == 0:
-        p.reason = "nothing to summarize: head and tail cover every message"
-        return p
+        raise CannotFit(
+            f"{t.id}: cannot fit the target of {target:,} tokens: nothing between head ({zone_tokens['head']:,} tokens) and tail "
+            f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if z.anchor_forced else ''}) to summarize, and together "
+            f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens.")
     room = target - zone_tokens["head"] - zone_tokens["tail"]
-    if room < budget.summary_min:
+    if room < summary_min:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "
-            f"{zone_tokens['tail']:,}{' (stretched to keep the last user message)' if anchor_forced else ''} + minimum summary "
-            f"{budget.summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + budget.summary_min:,} tokens, "
-            f"{budget.summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
-        )
+            f"{zone_tokens['tail']:,}{' (stretched to keep the last user message)' if z.anchor_forced else ''} + minimum summary "
+            f"{summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + summary_min:,} tokens, "
+            f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min.")
     p.summary_budget = min(summary_budget, room)
-    if last_ask_in_summary and lu is not None:
-        need = counts[lu] + budget.summary_min  # the ask verbatim, and room for the rest
+    if z.last_ask_in_summary and lu is not None:
+        need = counts[lu] + summary_min  # the ask verbatim, and room for the rest
         if room < need:
-            raise CannotFit(f"{t.id}: cannot fit the target of {target:,} tokens even with --last-ask summary: the last user message "
-                            f"alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold.")
+            raise CannotFit(f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
+                            f"message alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold.")
         p.summary_budget = min(max(p.summary_budget, need), room)
     p.needs_compaction = True
     p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
     if p.last_ask_in_summary:
-        p.reason += "; the last user message is kept verbatim in the summary's Active Task (--last-ask summary)"
+        p.reason += "; the last user message is kept verbatim in the summary's Active Task"
     return p
 
 

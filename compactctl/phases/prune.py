@@ -1,15 +1,22 @@
-"""Phase 1: shrink old tool output with no LLM.
+"""Phase 1: shrink tool output and long arguments with no LLM, least valuable first, only as far as needed.
 
-- dedup: identical tool outputs (at least `min_dedup_chars`): the most recent copy stays, older
-  copies become a placeholder followed by that call's own one-liner (the same output can come from
-  different commands, and the bare placeholder would lose their exit codes);
-- summaries: old tool results (outside the protected recent part, counted in tokens) become one
-  line that says what the call did and how it ended (see tools.describe);
-- arguments: tool-call arguments over `arg_limit` characters get their long string values cut to
-  `arg_keep` characters + "...[truncated]", staying valid JSON;
-- images: old image parts become a short text placeholder.
-Old outputs are pruned wherever they stand, the first messages included. No message is removed,
-the last user message is never touched, tool pairs stay intact.
+Budget-aware: with a `target` (tokens), a transcript at or under it is left exactly as it is, and
+reductions stop as soon as it fits. What goes first is decided from what the transcript shows, not
+from tool names alone:
+
+1. outputs of `--drop-tool` tools; identical outputs (the most recent copy stays; older ones become a
+   placeholder and that call's one-liner);
+2. superseded outputs: a read of a file that is read or written again later, a call repeated later
+   with the same arguments;
+3. old images (a short placeholder);
+4. old outputs (outside the protected recent part), oldest first, successful before failed: each
+   becomes a digest: what the call did and how it ended, its error lines, and the names it holds
+   (paths, identifiers, values) ranked by how often the rest of the transcript uses them;
+5. old tool-call arguments over `arg_limit` characters (code the agent wrote): long strings are cut to
+   `arg_keep` characters, the JSON stays valid, and the names of the cut part (paths, symbols) are kept;
+   the latest todo / plan call is never cut.
+With no `target` every step runs over everything outside the protected part. No message is removed,
+the last user ask and `--keep-tool` outputs are never touched, tool pairs stay intact.
 """
 
 from __future__ import annotations
@@ -21,19 +28,23 @@ from typing import Any
 import orjson
 
 from .. import tools
-from ..model import Message, Transcript, is_image_part, last_user_index
+from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
+from ..names import count_names, top_names
 from ..pairs import calls_for_results
 from ..tokens import Counter
 from . import Archived, archive
 
 DUPLICATE = "[Duplicate tool output — same content as a more recent call]"
+SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
+NAMES_KEPT = 48  # names a digest keeps
 
 
 @dataclass
 class PruneOptions:
     protect_tokens: int = 12_800  # the most recent tokens are left verbatim
+    target: int | None = None  # stop once the transcript fits this many tokens (None: prune all old output)
     min_dedup_chars: int = 200
     min_summary_chars: int = 200  # shorter outputs are already about one line
     arg_limit: int = 500
@@ -43,6 +54,8 @@ class PruneOptions:
     args: bool = True
     images: bool = True
     count_tokens: bool = True  # count the tokens each pass saved (exact, costly on large outputs)
+    keep_tools: tuple[str, ...] = ()  # tools whose outputs are kept verbatim
+    drop_tools: tuple[str, ...] = ()  # tools whose outputs are pruned first, wherever they stand
 
 
 @dataclass
@@ -59,11 +72,15 @@ class PruneStats:
     args: PassStats = field(default_factory=PassStats)
     images: PassStats = field(default_factory=PassStats)
     protected_from: int = 0  # first index of the protected recent part
+    tokens_before: int | None = None  # with a target: the transcript's tokens before and after
+    tokens_after: int | None = None
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict:
-        d = {k: vars(getattr(self, k)).copy() for k in ("dedup", "summaries", "args", "images")}
+        d: dict[str, Any] = {k: vars(getattr(self, k)).copy() for k in ("dedup", "summaries", "args", "images")}
         d["protected_from"] = self.protected_from
+        if self.tokens_before is not None:
+            d["tokens_before"], d["tokens_after"] = self.tokens_before, self.tokens_after
         return d
 
 
@@ -80,6 +97,10 @@ def protected_start(counts, budget: int) -> int:
     return min(i, max(n - 1, 0))
 
 
+# Steps, in the order their candidates are applied (lowest value first).
+DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS = range(7)
+
+
 def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> tuple[Transcript, PruneStats]:
     opts = opts or PruneOptions()
     st = PruneStats()
@@ -87,69 +108,142 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     n = len(msgs)
     if not n:
         return t, st
-    def count_at(i: int) -> int:
-        return counter.message(msgs[i])
+    if opts.target is not None:
+        counts = counter.messages(msgs)
+        total = sum(counts)
+        st.tokens_before = st.tokens_after = total
+        if total <= opts.target:
+            st.protected_from = n
+            return t, st
+        protect = protected_start(counts, opts.protect_tokens)
+    else:
+        def count_at(i: int) -> int:
+            return counter.message(msgs[i])
 
-    count_at.n = n  # type: ignore[attr-defined]
-    protect = protected_start(count_at, opts.protect_tokens)
+        count_at.n = n  # type: ignore[attr-defined]
+        protect = protected_start(count_at, opts.protect_tokens)
+        total = 0
     st.protected_from = protect
-    keep_user = last_user_index(msgs)
-    call_of = calls_for_results(msgs)
+    ctx = _Context(t, msgs, counter, opts, protect)
     changed = False
-
-    def replace(i: int, new: Message, stats: PassStats) -> None:
-        nonlocal changed
+    for _, i, step in sorted(ctx.candidates()):
+        if opts.target is not None and total <= opts.target:
+            break
+        new = ctx.reduce(i, step)
+        if new is None:
+            continue
         old = msgs[i]
+        delta = counter.message(old) - counter.message(new) if (opts.count_tokens or opts.target is not None) else 0
+        if opts.target is not None and delta <= 0:
+            continue
         archive(t, old, "prune", st.archived)
-        before_chars = _chars(old)
+        stats = {DROP: st.summaries, DEDUP: st.dedup, SUPERSEDE: st.summaries, IMAGE: st.images, ARGS: st.args}.get(step, st.summaries)
         stats.count += 1
-        stats.chars += before_chars - _chars(new)
-        if opts.count_tokens:
-            stats.tokens += counter.message(old) - counter.message(new)
+        stats.chars += _chars(old) - _chars(new)
+        stats.tokens += delta
+        total -= delta
         msgs[i] = new
         changed = True
-
-    # Dedup, newest first: the most recent copy of each output stays.
-    if opts.dedup:
-        seen: set[bytes] = set()
-        for i in range(n - 1, -1, -1):
-            m = msgs[i]
-            if m.role != "tool" or i == keep_user:
-                continue
-            text = m.text()
-            if len(text) < opts.min_dedup_chars:
-                continue
-            h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            if h in seen:
-                call = call_of.get(i)
-                line = tools.describe(call, m, error_lines=3) if call is not None else ""
-                replace(i, m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip())), st.dedup)
-            else:
-                seen.add(h)
-
-    for i in range(protect):
-        m = msgs[i]
-        if i == keep_user:
-            continue
-        if opts.summaries and m.role == "tool" and m.untouched:
-            text = m.text()
-            if len(text) >= opts.min_summary_chars:
-                call = call_of.get(i)
-                line = tools.describe(call, m, error_lines=3) if call is not None else _generic_line(m)
-                if len(line) < len(text):
-                    replace(i, m.evolve(content=_same_shape(m.content, line)), st.summaries)
-                    m = msgs[i]
-        if opts.args and m.role == "assistant" and any(len(c.arguments) > opts.arg_limit for c in m.tool_calls):
-            calls = [type(c)(c.id, c.name, truncate_arguments(c.arguments, opts.arg_keep), dict(c.extra))
-                     if len(c.arguments) > opts.arg_limit else c for c in m.tool_calls]
-            replace(i, m.evolve(tool_calls=calls), st.args)
-            m = msgs[i]
-        if opts.images and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
-            parts = [{"type": "text", "text": IMAGE_PLACEHOLDER} if is_image_part(p) else p for p in m.content]
-            replace(i, m.evolve(content=parts), st.images)
+    if opts.target is not None:
+        st.tokens_after = total
     if not changed:
         return t, st
     return t.evolve(messages=msgs), st
+
+
+class _Context:
+    """What the steps need to know about a transcript: calls and results, what recurs, what is newer."""
+
+    def __init__(self, t: Transcript, msgs: list[Message], counter: Counter, opts: PruneOptions, protect: int) -> None:
+        self.t, self.msgs, self.counter, self.opts, self.protect = t, msgs, counter, opts, protect
+        self.keep_user = last_user_index(msgs)
+        self.call_of = calls_for_results(msgs)
+        self._weight = None
+        self._outcomes: dict[int, tools.Outcome] = {}
+        keep = {k.lower() for k in opts.keep_tools}
+        self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
+        self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
+
+    def outcome(self, i: int) -> tools.Outcome:
+        out = self._outcomes.get(i)
+        if out is None:
+            out = self._outcomes[i] = tools.outcome(self.msgs[i])
+        return out
+
+    @property
+    def weight(self):
+        """How many messages name each name (computed once, when a digest first needs it)."""
+        if self._weight is None:
+            self._weight = count_names(m.text() + "".join(c.arguments for c in m.tool_calls) for m in self.msgs)
+        return self._weight
+
+    def candidates(self) -> list[tuple[int, int, int]]:
+        """(step, index, step) for every reduction that may apply; sorted, the cheapest value goes first."""
+        out: list[tuple[int, int, int]] = []
+        o, msgs = self.opts, self.msgs
+        drop = {d.lower() for d in o.drop_tools}
+        seen_text: set[bytes] = set()
+        later_files: set[str] = set()
+        later_calls: set[tuple[str, str]] = set()
+        for i in range(len(msgs) - 1, -1, -1):
+            m = msgs[i]
+            old = i < self.protect
+            if m.role == "tool" and i != self.keep_user and i not in self.kept:
+                call = self.call_of.get(i)
+                text = m.text()
+                if call is not None and call.name.lower() in drop and len(text) >= o.min_summary_chars:
+                    out.append((DROP, i, DROP))
+                elif o.dedup and len(text) >= o.min_dedup_chars and _digest(text) in seen_text:
+                    out.append((DEDUP, i, DEDUP))
+                elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
+                    superseded = call is not None and (
+                        (call.name, call.arguments) in later_calls
+                        or any(a == "read" and p in later_files for a, p in tools.files_of(call)))
+                    failed = self.outcome(i).failed
+                    out.append((SUPERSEDE if superseded and not failed else OLD_FAILED if failed else OLD_OK, i,
+                                SUPERSEDE if superseded and not failed else OLD_OK))
+                if o.dedup and len(text) >= o.min_dedup_chars:
+                    seen_text.add(_digest(text))
+            if m.role == "assistant":
+                for c in m.tool_calls:
+                    later_calls.add((c.name, c.arguments))
+                    later_files.update(p for _, p in tools.files_of(c))
+                if old and o.args and i != self.latest_todo and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
+                    out.append((ARGS, i, ARGS))
+            if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
+                out.append((IMAGE, i, IMAGE))
+        # Oldest first within a step (the list was built newest first).
+        return [(s, i, k) for s, i, k in sorted(out, key=lambda x: (x[0], x[1]))]
+
+    def reduce(self, i: int, step: int) -> Message | None:
+        m = self.msgs[i]
+        if step == IMAGE:
+            if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
+                return None
+            return m.evolve(content=[{"type": "text", "text": IMAGE_PLACEHOLDER} if is_image_part(p) else p for p in m.content])
+        if step == ARGS:
+            calls = [ToolCall(c.id, c.name, truncate_arguments(c.arguments, self.opts.arg_keep, self.weight), dict(c.extra))
+                     if len(c.arguments) > self.opts.arg_limit else c for c in m.tool_calls]
+            return m.evolve(tool_calls=calls)
+        call = self.call_of.get(i)
+        text = m.text()
+        if step == DEDUP:
+            line = tools.describe(call, m, error_lines=3) if call is not None else ""
+            return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
+        line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
+        if step == SUPERSEDE:
+            line = f"{line} {SUPERSEDED}"
+        else:
+            names = top_names(text, self.weight, NAMES_KEPT, exclude=line)
+            if names:
+                line += "\n  names: " + ", ".join(names)
+        if len(line) >= len(text):
+            return None
+        return m.evolve(content=_same_shape(m.content, line))
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _chars(m: Message) -> int:
@@ -173,16 +267,22 @@ def _generic_line(m: Message) -> str:
     return f"[tool result{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {first[:80]}{err}"
 
 
-def truncate_arguments(arguments: str, keep: int) -> str:
-    """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text."""
+def truncate_arguments(arguments: str, keep: int, weight=None) -> str:
+    """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
+    The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
+
+    def cut_text(v: str) -> str:
+        names = top_names(v[keep:], weight, NAMES_KEPT, exclude=v[:keep])
+        return v[:keep] + TRUNCATED + (f" names: {', '.join(names)}" if names else "")
+
     try:
         value = orjson.loads(arguments)
     except orjson.JSONDecodeError:
-        return arguments[:keep] + TRUNCATED
+        return cut_text(arguments)
 
     def cut(v: Any) -> Any:
         if isinstance(v, str) and len(v) > keep:
-            return v[:keep] + TRUNCATED
+            return cut_text(v)
         if isinstance(v, list):
             return [cut(x) for x in v]
         if isinstance(v, dict):
@@ -190,4 +290,3 @@ def truncate_arguments(arguments: str, keep: int) -> str:
         return v
 
     return orjson.dumps(cut(value)).decode()
-

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..model import Message, Transcript, is_summary, last_user_index
-from ..summarizers.facts import Facts, constraint_sentences, extract
+from ..summarizers.facts import Facts, constraint_sentences, extract, request_text
 from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
 from .assemble import assemble, strip_zone, summary_text
 from .plan import Budget, Plan, from_annotations, plan
+from .repair import repair
 
 STRIKES_KEY = "strikes"
 
@@ -104,17 +105,23 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
         st.reason = f"skipped: the last {strikes} compactions saved under {min_saving:.0%} each (use --force to try again)"
         return t, st
     p = plan(t, counter, budget, counts=counts, zones=zones)
+    if p.needs_compaction:
+        # Repair runs after this phase: what it will add (stubs for unanswered calls) must fit the target too.
+        reserve = sum(counter.messages(repair(t)[0].messages)) - st.tokens_before
+        if reserve > 0:
+            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
     st.plan = p
     if not p.needs_compaction:
         st.status = "not-needed"
         st.reason = p.reason
         return t, st
     lu = last_user_index(t.messages)
-    facts = extract(t.messages, p.head_end, p.tail_start, last_request=t.messages[lu].text() if lu is not None else None)
-    first = next((m for m in t.messages if m.role == "user" and m.text().strip() and not is_summary(m)), None)
+    last = t.messages[lu] if lu is not None else None
+    facts = extract(t.messages, p.head_end, p.tail_start, last_request=(request_text(last) or last.text()) if last is not None else None)
+    first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
     if first is not None:
-        facts.first_request = first.text().strip()
-    head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(m.text())]
+        facts.first_request = first
+    head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))]
     facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
     facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:

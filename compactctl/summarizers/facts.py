@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 from .. import tools
+from ..harness import human_text, is_injected
 from ..model import Message, ToolCall, is_summary
+from ..names import names_in
 from ..pairs import match
 from ..phases.prune import DUPLICATE
 
@@ -67,6 +69,9 @@ class Facts:
     identifiers: list[str] = field(default_factory=list)
     last_assistant: str | None = None  # the agent's latest statement in the span
     prior_summary: str | None = None
+    plan: list[str] = field(default_factory=list)  # the latest todo / plan of the span, one line per item, verbatim
+    notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
+    names: list[str] = field(default_factory=list)  # the span's vocabulary, most used and most recent first
 
 
 def sentences(text: str) -> list[str]:
@@ -106,7 +111,37 @@ def _add(seq: list, item, seen: set) -> None:
 
 
 def request_text(m: Message) -> str:
-    return m.text().strip()
+    """The person's words in a user message ('' for what the harness wrote)."""
+    return human_text(m)
+
+
+def plan_lines(call: ToolCall) -> list[str]:
+    """A todo / plan call's items, verbatim, one line each ("- [status] text")."""
+    args = tools.parse_args(call)
+    items = args.get("todos") or args.get("plan") or args.get("items") or []
+    out = []
+    if isinstance(args.get("explanation"), str) and args["explanation"].strip():
+        out.append(args["explanation"].strip())
+    for it in items if isinstance(items, list) else []:
+        if isinstance(it, dict):
+            text = it.get("content") or it.get("step") or it.get("title") or it.get("text") or ""
+            status = it.get("status") or ""
+            out.append(f"- [{status}] {text}" if status else f"- {text}")
+        elif isinstance(it, str):
+            out.append(f"- {it}")
+    return out
+
+
+def rank_names(messages: list[Message]) -> list[str]:
+    """Names in the messages (text, arguments, outputs), by how many messages use them, the most recent
+    use breaking ties, so a few hundred tokens keep the vocabulary of the work."""
+    score: dict[str, float] = {}
+    n = max(len(messages), 1)
+    for k, m in enumerate(messages):
+        text = m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls)
+        for name in names_in(text):
+            score[name] = score.get(name, 0.0) + 1.0 + k / n
+    return sorted(score, key=lambda x: -score[x])
 
 
 def action_for(call: ToolCall, result: Message | None) -> Action:
@@ -143,6 +178,8 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
         if m.role == "user":
             text = request_text(m)
             if not text:
+                if is_injected(m) and m.text().strip():
+                    f.notices.append(m.text().strip())
                 continue
             f.requests.append(text)
             if f.first_request is None:
@@ -169,6 +206,8 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
                 if not m.tool_calls:
                     last_final = i
             for pos, c in enumerate(m.tool_calls):
+                if tools.kind_of(c.name) == "todo":
+                    f.plan = plan_lines(c) or f.plan
                 a = action_for(c, result_of.get((i, pos)))
                 f.actions.append(a)
                 for action, path in a.files:
@@ -183,6 +222,7 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
                         _add(f.errors, e, seen_e)
                         for ident in identifiers_in(e):
                             _add(f.identifiers, ident, seen_i)
+    f.names = rank_names(span)
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):
         m = messages[k]

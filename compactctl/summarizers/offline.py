@@ -56,6 +56,9 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
     return items, last_no
 
 
+NAMES_PER_LINE = 12
+
+
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
     items: list[Item] = []
 
@@ -82,6 +85,10 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         add("Constraints & Preferences", f"- {c}", 1)
     for line in prior_items.get("Critical Context", []):
         add("Critical Context", line, 2)
+    if facts.prior_summary and not prior_items:  # another tool's summary: its lines, as room allows
+        for line in facts.prior_summary.split("\n"):
+            if line.strip() and not line.lstrip().startswith(("This session is being continued", "<")):
+                add("Critical Context", "> " + line.strip()[:400], 3)
     for e in facts.errors:
         add("Critical Context", f"- error: {e}", 1)
     for line in prior_items.get("Relevant Files", []):
@@ -89,6 +96,8 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     for path, acts in facts.files.items():
         verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts)
         add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1)
+    if facts.plan:
+        add("In Progress", "Latest plan (verbatim):\n" + "\n".join(facts.plan), 1)
     for line in prior_items.get("Completed Actions", []):
         add("Completed Actions", line, 3)
     # Repeated identical actions (the same command, the same outcome) collapse into their latest one.
@@ -118,13 +127,24 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         if a:
             add("Resolved Questions", f"- Q: {q} A: {a}", 2)
     if facts.last_assistant:
-        add("Active State", _cap(facts.last_assistant, counter, 300), 2)
+        add("Active State", _cap(facts.last_assistant, counter, 600), 2)
     if facts.actions:
         add("In Progress", f"- last action: {facts.actions[-1].line.split(chr(10))[0]}", 2)
+    if facts.plan:
+        open_items = [ln for ln in facts.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
+        if open_items:
+            add("Remaining Work", "\n".join(open_items), 2)
     if facts.pending:
         add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
     if facts.identifiers:
         add("Critical Context", "- identifiers: " + ", ".join(facts.identifiers), 2)
+    for note in facts.notices[-5:]:
+        add("Critical Context", "- harness note: " + " ".join(note.split())[:300], 3)
+    # The identifier index: the vocabulary of the replaced turns, most used first, as filler for the room left.
+    written = "\n".join(it.text for it in items if it.tier <= 1)
+    names = [n for n in facts.names if n not in written]
+    for k in range(0, len(names), NAMES_PER_LINE):
+        add("Critical Context", "- names: " + ", ".join(names[k:k + NAMES_PER_LINE]), 5)
 
     if focus:
         words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
@@ -137,21 +157,48 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     return _fit(items, counter, budget)
 
 
+def _section_order(it: Item) -> int:
+    """Within a section: newest actions first, everything else in order."""
+    return -it.order if it.section == "Completed Actions" else it.order
+
+
 def _fit(items: list[Item], counter: Counter, budget: int) -> str:
-    """Take items tier by tier (newest actions first within a tier) while they fit; render in order.
-    The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding
-    the last-chosen items until it fits."""
+    """Choose what fits the budget, then render in order.
+
+    1. Tier 0 (the ask, the goal) is always kept.
+    2. Every other section that has content gets an equal share of what is left, filled in its own
+       order (so decisions and state are never starved by a long list of actions).
+    3. What is still left goes by tier, newest actions first.
+    The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding the
+    last-chosen items until it fits."""
     used = sum(counter.text(f"## {s}\nNone\n\n") for s in SECTIONS)
     chosen: list[int] = []
-    for tier in sorted({it.tier for it in items}):
-        batch = [it for it in items if it.tier == tier]
-        batch.sort(key=lambda it: -it.order if it.section == "Completed Actions" else it.order)
-        for it in batch:
-            cost = counter.text(it.text) + 1
-            if used + cost <= budget or tier == 0:  # tier 0 (the ask, the goal) is never dropped
-                used += cost
-                chosen.append(it.order)
-    mandatory = sum(1 for it in items if it.tier == 0)
+    taken: set[int] = set()
+
+    def take(it: Item) -> None:
+        nonlocal used
+        used += counter.text(it.text) + 1
+        chosen.append(it.order)
+        taken.add(it.order)
+
+    for it in items:
+        if it.tier == 0:
+            take(it)
+    mandatory = len(chosen)
+    sections = [s for s in SECTIONS if any(it.section == s and it.tier > 0 for it in items)]
+    if sections:
+        share = max(budget - used, 0) // len(sections)
+        for s in sections:
+            spent = 0
+            for it in sorted((it for it in items if it.section == s and it.tier > 0 and it.tier < 5), key=_section_order):
+                cost = counter.text(it.text) + 1
+                if spent + cost <= share and used + cost <= budget:
+                    take(it)
+                    spent += cost
+    for tier in sorted({it.tier for it in items if it.tier > 0}):
+        for it in sorted((it for it in items if it.tier == tier and it.order not in taken), key=_section_order):
+            if used + counter.text(it.text) + 1 <= budget:
+                take(it)
     while True:
         text = _render(items, set(chosen))
         if counter.text(text) <= budget or len(chosen) <= mandatory:

@@ -1,0 +1,378 @@
+"""Continuation scoring: does a compaction keep what the agent needs next?
+
+The harness of `compactctl eval` (continuation mode); the facts come from `compactctl.needed`, an
+extractor that shares no code with the compaction it judges.
+
+Protocol, per transcript and per cut fraction f (default 0.4, 0.6, 0.8):
+1. cut at the message nearest to f x messages that starts a turn (a user or assistant message that
+   is not inside a tool-call group: a call is never separated from its results);
+   prefix = messages before the cut, continuation = the rest;
+2. needed facts = paths, identifiers, commands, URLs and values of the prefix's removable region
+   (everything but its leading system messages) that the continuation *writes* again (user text,
+   assistant text, tool-call arguments; not tool outputs), minus those a system message holds;
+3. each strategy compacts the prefix; a fact is kept when it occurs in the compacted prefix.
+   - ``compactctl``: `pipeline.compact` with the offline summarizer (or the one given) and a context
+     window of ``window_ratio`` x the prefix's tokens (default 0.4: with the default threshold 0.5 the
+     target is 20% of the prefix); a prefix that cannot fit is scored as what ``--on-error skip``
+     writes (the pruned, repaired fallback) and counted in ``cannot_fit``;
+   - baselines get the same output tokens as compactctl's output for that cut (never more):
+     ``head-tail`` (system + the first 3 messages + the last whole groups that fit, every tool output
+     cut to 500 characters), ``recent`` (system + the first user ask + the most recent whole groups
+     that fit), ``masking`` (tool outputs replaced by a placeholder from the oldest on until the budget
+     is met; then the oldest groups are dropped). All are repaired (`phases.repair`) and checked.
+4. scores: kept / needed, over all cuts of a group (facts pooled), by kind, by source (written by the
+   person or the agent in the prefix / only in tool outputs / only in harness-injected text), and on
+   the facts the continuation does not re-discover (a fact shown by a continuation tool output before
+   its first written use is "re-discovered": the agent could have done without it).
+
+Library use::
+
+    from compactctl import continuation
+    res = continuation.evaluate_files(["a.jsonl", "b.jsonl"], strategies=("compactctl", "head-tail", "recent", "masking"),
+                                      cuts=(0.4, 0.6, 0.8), window_ratio=0.4)
+    res["aggregate"]["compactctl"]["kept"]           # share of needed facts kept, all cuts pooled
+    print(continuation.tables(res["aggregate"]))     # the markdown tables `compactctl eval` prints
+
+``evaluate(transcripts, ...)`` does the same on `Transcript` objects; ``options`` (a `CompactOptions`,
+its budget's context window replaced per cut) and ``summarizer`` let you score other settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+
+from . import needed
+from .errors import CannotFit
+from .model import SYSTEM_ROLES, Message, Transcript
+from .pairs import groups
+from .phases.repair import check, repair
+from .pipeline import CompactOptions, compact
+from .tokens import Counter, make_counter
+
+STRATEGIES = ("compactctl", "head-tail", "recent", "masking")
+CUTS = (0.4, 0.6, 0.8)
+MASK = "[tool output omitted]"
+SOURCE_LABELS = {"written": "written by person/agent", "output": "only in tool outputs", "injected": "only in harness text"}
+
+
+# ---- cuts
+
+
+def cut_points(msgs: list[Message], fractions: Sequence[float]) -> list[tuple[float, int]]:
+    """(fraction, index) for each fraction: the nearest turn start to fraction x len(msgs)."""
+    n = len(msgs)
+    first = next((i for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), n)
+    starts = [s for s, _ in groups(msgs) if first < s < n and msgs[s].role in ("user", "assistant")]
+    out = []
+    for f in fractions:
+        if not starts:
+            continue
+        want = f * n
+        best = min(starts, key=lambda s: (abs(s - want), s))
+        out.append((f, best))
+    return out
+
+
+# ---- baselines
+
+
+def _tokens(counter: Counter, msgs: list[Message]) -> int:
+    return sum(counter.messages(msgs))
+
+
+def _leading_system(msgs: list[Message]) -> int:
+    s = 0
+    while s < len(msgs) and msgs[s].role in SYSTEM_ROLES:
+        s += 1
+    return s
+
+
+def _is_output(msgs: list[Message], i: int, text_actions: bool) -> bool:
+    return msgs[i].role == "tool" or needed.is_observation(msgs, i, text_actions)
+
+
+def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[Message], budget: int) -> Transcript:
+    """head + the most recent whole groups of `body` whose repaired total fits `budget`."""
+    spans = groups(body)
+    used = _tokens(counter, head)
+    k = len(spans)
+    while k > 0:
+        s, e = spans[k - 1]
+        c = _tokens(counter, body[s:e])
+        if used + c > budget:
+            break
+        used += c
+        k -= 1
+    while True:
+        tail = body[spans[k][0]:] if k < len(spans) else []
+        out, _ = repair(t.evolve(messages=head + tail))
+        if _tokens(counter, out.messages) <= budget or not tail:
+            return out
+        k += 1  # repair added a stub or an opening: give up one more group
+
+
+def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut: int = 500) -> Transcript:
+    """System + the first `first` messages (whole groups) + the last groups that fit; tool outputs cut to `cut` chars."""
+    ta = needed.text_action_agent(t.messages)
+    msgs = [m.evolve(content=m.text()[:cut]) if _is_output(t.messages, i, ta) and len(m.text()) > cut else m
+            for i, m in enumerate(t.messages)]
+    s = _leading_system(msgs)
+    head_end = s
+    for gs, ge in groups(msgs):
+        if gs < s:
+            continue
+        if head_end - s >= first:
+            break
+        head_end = ge
+    head = msgs[:head_end]
+    while len(head) > s + 1 and _tokens(counter, head) > budget:
+        head = head[:-1]
+    return _fit_tail(t, counter, head, msgs[len(head):], budget)
+
+
+def first_ask(msgs: list[Message]) -> int | None:
+    """Index of the first user message with words the person wrote (not only harness text)."""
+    ta = needed.text_action_agent(msgs)
+    for i, m in enumerate(msgs):
+        if m.role == "user" and not needed.is_observation(msgs, i, ta) and needed.split_injected(m.text())[1].strip():
+            return i
+    return None
+
+
+def recent(t: Transcript, counter: Counter, budget: int) -> Transcript:
+    """System + the first user ask + the most recent whole groups that fit."""
+    msgs = t.messages
+    s = _leading_system(msgs)
+    a = first_ask(msgs)
+    head = msgs[:s] + ([msgs[a]] if a is not None else [])
+    body = msgs[a + 1:] if a is not None else msgs[s:]
+    return _fit_tail(t, counter, head, body, budget)
+
+
+def masking(t: Transcript, counter: Counter, budget: int) -> Transcript:
+    """Tool outputs -> a placeholder from the oldest on until `budget`; then the oldest groups are dropped."""
+    ta = needed.text_action_agent(t.messages)
+    msgs = list(t.messages)
+    counts = counter.messages(msgs)
+    total = sum(counts)
+    for i, m in enumerate(msgs):
+        if total <= budget:
+            break
+        if _is_output(t.messages, i, ta) and m.text() != MASK:
+            new = m.evolve(content=MASK)
+            c = counter.message(new)
+            total += c - counts[i]
+            msgs[i], counts[i] = new, c
+    s = _leading_system(msgs)
+    if total > budget:
+        return _fit_tail(t, counter, msgs[:s], msgs[s:], budget)
+    out, _ = repair(t.evolve(messages=msgs))
+    return out
+
+
+# ---- one transcript
+
+
+def _prefix(t: Transcript, cut: int) -> Transcript:
+    return t.evolve(messages=t.messages[:cut], native=None)
+
+
+def run_compactctl(prefix: Transcript, counter: Counter, window: int, summarizer=None,
+                   options: CompactOptions | None = None) -> tuple[Transcript, str | None]:
+    """compactctl's output for a prefix and the error when it could not fit (scored as its fallback)."""
+    from .summarizers.base import OfflineSummarizer
+
+    opts = dataclasses.replace(options) if options is not None else CompactOptions()
+    opts.budget = dataclasses.replace(opts.budget, context_window=max(window, 1))
+    try:
+        out, _ = compact(prefix, counter, summarizer or OfflineSummarizer(), opts)
+        return out, None
+    except CannotFit as e:
+        return (e.fallback[0] if e.fallback is not None else prefix), str(e)
+
+
+def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies: Sequence[str], window_ratio: float,
+              summarizer=None, options: CompactOptions | None = None) -> dict:
+    """One cut of one transcript: needed facts and, per strategy, which it kept."""
+    prefix = _prefix(t, cut)
+    before = _tokens(counter, prefix.messages)
+    facts = needed.needed_facts(t.messages, cut)
+    window = int(before * window_ratio)
+    ours, err = run_compactctl(prefix, counter, window, summarizer, options)
+    budget = _tokens(counter, ours.messages)
+    makers: dict[str, Callable[[], Transcript]] = {
+        "compactctl": lambda: ours,
+        "head-tail": lambda: head_tail(prefix, counter, budget),
+        "recent": lambda: recent(prefix, counter, budget),
+        "masking": lambda: masking(prefix, counter, budget),
+    }
+    row = {"transcript": t.id, "cut": frac, "cut_index": cut, "messages": len(t.messages), "tokens_before": before,
+           "window": window, "target": int(max(window, 1) * (options or CompactOptions()).budget.threshold), "facts": [f.as_dict() for f in facts], "strategies": {}}
+    for name in strategies:
+        out = makers[name]()
+        flags = needed.kept_facts(facts, out.messages)
+        row["strategies"][name] = {"tokens_after": _tokens(counter, out.messages), "valid": not check(out),
+                                   "cannot_fit": bool(err) if name == "compactctl" else False,
+                                   "error": err if name == "compactctl" else None, "kept": flags}
+    return row
+
+
+def evaluate(transcripts: Iterable[Transcript], counter: Counter | None = None, strategies: Sequence[str] = STRATEGIES,
+             cuts: Sequence[float] = CUTS, window_ratio: float = 0.4, summarizer=None,
+             options: CompactOptions | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """{"rows": one per (transcript, cut), "aggregate": per strategy} (see `aggregate`)."""
+    counter = counter or make_counter("gpt-4o")
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise ValueError(f"unknown strategy {s!r} (known: {', '.join(STRATEGIES)})")
+    rows = []
+    for t in transcripts:
+        for frac, cut in cut_points(t.messages, cuts):
+            rows.append(score_cut(t, frac, cut, counter, strategies, window_ratio, summarizer, options))
+            if progress:
+                progress(f"{t.id} cut {frac:.0%} (message {cut} of {len(t.messages)}): {len(rows[-1]['facts'])} needed facts")
+    return {"rows": rows, "aggregate": aggregate(rows, strategies),
+            "settings": {"cuts": list(cuts), "window_ratio": window_ratio, "strategies": list(strategies)}}
+
+
+def evaluate_files(paths: Sequence[str], strategies: Sequence[str] = STRATEGIES, cuts: Sequence[float] = CUTS,
+                   window_ratio: float = 0.4, counter: Counter | None = None, summarizer=None,
+                   options: CompactOptions | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """`evaluate` on the transcripts read from files (any known format)."""
+    from . import formats
+
+    ts = list(formats.Reader().read([str(p) for p in paths]))
+    return evaluate(ts, counter, strategies, cuts, window_ratio, summarizer, options, progress)
+
+
+# ---- aggregates and tables
+
+
+def _share(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
+    out = {}
+    for name in strategies:
+        tot = [0, 0]
+        fresh = [0, 0]
+        kinds = {k: [0, 0] for k in needed.KINDS}
+        sources = {s: [0, 0] for s in needed.SOURCES}
+        before = after = valid = cannot = cuts = within = 0
+        rediscovered = 0
+        for r in rows:
+            st = r["strategies"].get(name)
+            if st is None:
+                continue
+            cuts += 1
+            before += r["tokens_before"]
+            after += st["tokens_after"]
+            valid += st["valid"]
+            cannot += st["cannot_fit"]
+            within += st["tokens_after"] <= r.get("target", st["tokens_after"])
+            for f, k in zip(r["facts"], st["kept"], strict=True):
+                tot[0] += k
+                tot[1] += 1
+                kinds[f["kind"]][0] += k
+                kinds[f["kind"]][1] += 1
+                sources[f["source"]][0] += k
+                sources[f["source"]][1] += 1
+                if f["rediscovered"]:
+                    rediscovered += 1
+                else:
+                    fresh[0] += k
+                    fresh[1] += 1
+        out[name] = {"cuts": cuts, "needed": tot[1], "kept_facts": tot[0], "kept": _share(*tot),
+                     "not_rediscovered": fresh[1], "kept_not_rediscovered": _share(*fresh), "rediscovered": rediscovered,
+                     "tokens_before": before, "tokens_after": after, "reduction": 1 - after / before if before else 0.0,
+                     "valid": valid, "cannot_fit": cannot, "within_target": within,
+                     "kinds": {k: {"kept": v[0], "needed": v[1], "share": _share(*v)} for k, v in kinds.items()},
+                     "sources": {s: {"kept": v[0], "needed": v[1], "share": _share(*v)} for s, v in sources.items()}}
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table whose every row has as many cells as the header."""
+    for r in rows:
+        if len(r) != len(header):
+            raise ValueError(f"row has {len(r)} cells, header {len(header)}")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def tables(agg: dict[str, dict]) -> str:
+    """Overall, per kind, per source: three markdown tables."""
+    if not agg:
+        return "(no cut)"
+    any_ = next(iter(agg.values()))
+    overall = md_table(
+        ["strategy", "cuts", "needed facts", "kept", "kept, not re-discovered", "tokens before", "tokens after", "reduction", "at or under target", "valid", "cannot fit"],
+        [[n, str(a["cuts"]), f"{a['needed']:,}", _pct(a["kept"]), _pct(a["kept_not_rediscovered"]), f"{a['tokens_before']:,}",
+          f"{a['tokens_after']:,}", _pct(a["reduction"]), f"{a['within_target']}/{a['cuts']}", f"{a['valid']}/{a['cuts']}", str(a["cannot_fit"])]
+         for n, a in agg.items()])
+    kinds = md_table(["strategy"] + [f"{k} ({any_['kinds'][k]['needed']})" for k in needed.KINDS],
+                     [[n] + [_pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()])
+    sources = md_table(["strategy"] + [f"{SOURCE_LABELS[s]} ({any_['sources'][s]['needed']})" for s in needed.SOURCES],
+                       [[n] + [_pct(a["sources"][s]["share"]) for s in needed.SOURCES] for n, a in agg.items()])
+    red = any_["rediscovered"]
+    note = (f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({_pct(_share(red, any_['needed']))}) are re-discovered "
+            f"by the continuation (shown by a tool output before the agent writes them).")
+    return "\n\n".join([overall, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note])
+
+
+def cut_lines(rows: list[dict]) -> list[str]:
+    """One line per cut: needed facts, and per strategy the share kept and its tokens."""
+    out = []
+    for r in rows:
+        n = len(r["facts"])
+        parts = []
+        for name, st in r["strategies"].items():
+            k = sum(st["kept"])
+            parts.append(f"{name} {_pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
+                         f"{', INVALID' if not st['valid'] else ''})")
+        out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']} of {r['messages']}, {r['tokens_before']:,} tok): "
+                   f"{n} needed; " + "; ".join(parts))
+    return out
+
+
+def per_transcript(rows: list[dict], strategies: Sequence[str]) -> str:
+    """A markdown table: per transcript (all its cuts), the share each strategy kept."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["transcript"], []).append(r)
+    body = []
+    for tid, rs in by.items():
+        n = sum(len(r["facts"]) for r in rs)
+        cells = [_pct(_share(sum(sum(r["strategies"][s]["kept"]) for r in rs), n)) for s in strategies]
+        cf = sum(r["strategies"]["compactctl"]["cannot_fit"] for r in rs) if "compactctl" in strategies else 0
+        body.append([tid.rsplit("/", 1)[-1], str(len(rs)), str(n), *cells, str(cf)])
+    return md_table(["transcript", "cuts", "needed", *strategies, "cannot fit"], body)
+
+
+def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]:
+    """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them
+    (taken in turn from each cut, so a few cuts do not fill the list)."""
+    per_cut = []
+    for r in rows:
+        st = r["strategies"].get(strategy)
+        if st is not None:
+            per_cut.append([(r, f) for f, k in zip(r["facts"], st["kept"], strict=True) if not k])
+    out: list[str] = []
+    depth = 0
+    while len(out) < n and any(depth < len(c) for c in per_cut):
+        for c in per_cut:
+            if depth < len(c) and len(out) < n:
+                r, f = c[depth]
+                where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
+                out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
+                           f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
+                           f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}")
+        depth += 1
+    return out

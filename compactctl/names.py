@@ -1,0 +1,57 @@
+"""The vocabulary of a session: the names in a text that an agent reuses.
+
+Paths, code identifiers (snake_case, camelCase, PascalCase, dotted.names, CONSTANTS), URLs and
+distinctive values (versions, hashes, long numbers). Used by prune (the names a cut output or
+argument keeps) and by the offline summarizer (the identifier index of what the summary replaced).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_NAME = re.compile(
+    r"https?://[^\s<>\"'`)\]}]+"  # URLs
+    r"|(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]+"  # paths with a slash
+    r"|\b[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|ex|exs|heex|eex|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|md|json|jsonl|ya?ml|toml|"
+    r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b"  # file names
+    r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"  # dotted.names
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_[a-z0-9_]+\b"  # snake_case
+    r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # camelCase
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # PascalCase with two humps or more
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # CONSTANTS
+    r"|\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b"  # versions
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # hashes
+    r"|\b\d{4,}\b"  # long numbers (ports, ids, counts)
+)
+# Dotted matches that are only prose ("e.g", "i.e") or a sentence's last word and the next one.
+_SKIP = {"e.g", "i.e", "etc", "vs"}
+
+
+def names_in(text: str) -> list[str]:
+    """The names in `text`, in order of first appearance, each once."""
+    out: dict[str, None] = {}
+    for m in _NAME.finditer(text):
+        s = m.group(0).rstrip(".,;:")
+        if len(s) < 3 or s.lower() in _SKIP:
+            continue
+        out.setdefault(s)
+    return list(out)
+
+
+def count_names(texts) -> Counter:
+    """How many of the texts name each name (a text counts a name once)."""
+    c: Counter = Counter()
+    for t in texts:
+        c.update(names_in(t))
+    return c
+
+
+def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude: str = "") -> list[str]:
+    """The names of `text` most worth keeping: those named most often elsewhere first (`weight`),
+    then in order of appearance; names already in `exclude` are left out."""
+    found = [n for n in names_in(text) if n not in exclude]
+    if weight is not None:
+        order = {n: k for k, n in enumerate(found)}
+        found.sort(key=lambda n: (-weight.get(n, 0), order[n]))
+    return found[:limit]

@@ -1,0 +1,184 @@
+"""Issue 9's rules: budget-aware prune, human asks vs harness messages, section shares, the plan kept."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from compactctl import api
+from compactctl.formats.openai import message_from_dict
+from compactctl.harness import human_text, is_injected
+from compactctl.model import Message, Transcript, last_user_index
+from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
+from compactctl.summarizers import offline
+from compactctl.summarizers.facts import Facts, extract
+from compactctl.summarizers.prompt import parse_sections
+from compactctl.tokens import make_counter
+
+from .conftest import SAMPLES
+
+COUNTER = make_counter("gpt-4o")
+
+
+def T(rows: list[dict]) -> Transcript:
+    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+
+
+def call(cid, name, args):
+    return {"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}]}
+
+
+def res(cid, text):
+    return {"role": "tool", "tool_call_id": cid, "content": text}
+
+
+def session(n_reads: int = 8, size: int = 3000) -> list[dict]:
+    rows = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser in src/parse.py"}]
+    for i in range(n_reads):
+        rows += [call(f"r{i}", "read_file", {"path": f"src/mod{i}.py"}), res(f"r{i}", f"def handler_{i}(): pass\n" + "line of code\n" * (size // 13))]
+    rows.append({"role": "assistant", "content": "Done reading."})
+    return rows
+
+
+# ---- under the target nothing changes
+
+def test_prune_under_target_is_a_no_op():
+    t = T(session())
+    total = sum(COUNTER.messages(t.messages))
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=100, target=total))
+    assert out is t and st.tokens_after == total and st.summaries.count == 0
+
+
+def test_compact_under_target_writes_the_input_unchanged():
+    src = SAMPLES / "long_session.jsonl"
+    [t] = api.read([str(src)])
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=1_000_000)))
+    assert rep["status"] == "not-needed" and api.write(out) == src.read_bytes()
+
+
+def test_prune_stops_as_soon_as_it_fits_oldest_first():
+    t = T(session())
+    total = sum(COUNTER.messages(t.messages))
+    target = total - 1000  # one or two digests are enough
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=100, target=target))
+    changed = [i for i, (a, b) in enumerate(zip(t.messages, out.messages, strict=True)) if a is not b]
+    assert st.tokens_after <= target and 1 <= len(changed) <= 2
+    assert changed[0] == 3  # the oldest output goes first
+    untouched_outputs = [i for i, m in enumerate(out.messages) if m.role == "tool" and i not in changed]
+    assert len(untouched_outputs) >= 6
+
+
+def test_superseded_read_goes_before_older_unique_output():
+    rows = session(2)
+    rows += [call("again", "read_file", {"path": "src/mod1.py"}), res("again", "def handler_1(): pass\n" + "new\n" * 300)]
+    rows += [{"role": "assistant", "content": "ok"}]
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=total - 300))
+    assert SUPERSEDED in out.messages[5].text()  # the first read of src/mod1.py, superseded by the later one
+    assert out.messages[3] is t.messages[3]  # the older, unique read of mod0 stays
+
+
+def test_digest_keeps_the_names_of_the_output():
+    rows = session(1)
+    rows[3] = res("r0", "class SessionRegistry:\n    def start_link(self): ...\n" + "x = 1\n" * 400)
+    t = T(rows)
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "SessionRegistry" in digest and "start_link" in digest and len(digest) < 600
+
+
+def test_keep_tool_and_drop_tool():
+    rows = session(2)
+    rows += [call("w", "web_search", {"query": "x"}), res("w", "result " * 400), {"role": "assistant", "content": "ok"}]
+    t = T(rows)
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, keep_tools=("read_file",)))
+    assert all(out.messages[i] is t.messages[i] for i in (3, 5))
+    total = sum(COUNTER.messages(t.messages))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=0, target=total - 200, drop_tools=("web_search",)))
+    assert out.messages[8] is not t.messages[8] and out.messages[3] is t.messages[3]  # the dropped tool goes first, even recent
+
+
+def test_cut_arguments_keep_names_and_stay_json():
+    body = "import os\n\ndef render_page(ctx):\n    return ctx\n" + "# filler\n" * 200 + "class PageRenderer:\n    pass\n"
+    cut = truncate_arguments(orjson.dumps({"file_path": "web/page.py", "content": body}).decode(), 40)
+    v = orjson.loads(cut)
+    assert v["file_path"] == "web/page.py" and "PageRenderer" in v["content"] and len(v["content"]) < 400
+
+
+def test_latest_todo_is_never_cut_and_reaches_the_summary_verbatim():
+    todos = [{"content": f"step {k}: migrate handler_{k} " + "detail " * 30, "status": "pending" if k else "completed"} for k in range(4)]
+    rows = session(3)
+    rows += [call("td", "TodoWrite", {"todos": todos}), res("td", "Todos updated")]
+    rows += session(3)[2:]
+    t = T(rows)
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, arg_limit=100))
+    td = next(m for m in out.messages if m.tool_calls and m.tool_calls[0].name == "TodoWrite")
+    assert orjson.loads(td.tool_calls[0].arguments)["todos"] == todos
+    facts = extract(t.messages, 1, len(t.messages))
+    text = offline.summarize(facts, COUNTER, 4000)
+    assert "- [pending] step 3: migrate handler_3" in parse_sections(text)["In Progress"]
+
+
+# ---- the person's asks vs what the harness wrote
+
+@pytest.mark.parametrize("text,injected,human", [
+    ("<system-reminder>PostToolUse hook: compile error</system-reminder>", True, ""),
+    ("<task-notification>\n<task-id>b7</task-id>\n<status>completed</status>\n</task-notification>", True, ""),
+    ("<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>", True, ""),
+    ("<local-command-stdout>done</local-command-stdout>", True, ""),
+    ("Caveat: The messages below were generated by the user while running local commands. DO NOT respond.", True, ""),
+    ("[Request interrupted by user for tool use]", True, ""),
+    ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", True, ""),
+    ("<user_instructions>Use pnpm</user_instructions>", True, ""),
+    ("# Context from my IDE setup:\n\n## Open tabs:\n- a.ts: a.ts\n\n## My request for Codex:\nWhy do we need stats?\n", False, "Why do we need stats?"),
+    ("Fix the login bug <system-reminder>the todo list is empty</system-reminder>", False, "Fix the login bug"),
+    ("please move the button", False, "please move the button"),
+])
+def test_harness_vs_human(text, injected, human):
+    m = Message(role="user", content=text)
+    assert is_injected(m) is injected and human_text(m) == human
+
+
+def test_claude_code_is_meta_lines_are_injected(tmp_path):
+    line = lambda typ, content, **kw: orjson.dumps({"type": typ, "uuid": f"u{len(content)}", "sessionId": "s", "message": {"role": typ, "content": content}, **kw})  # noqa: E731
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b"\n".join([line("user", "Build the export feature"), line("assistant", [{"type": "text", "text": "ok"}]),
+                                line("user", "Skill body: create beads with a preview", isMeta=True)]) + b"\n")
+    [t] = api.read([str(src)])
+    assert [m.injected for m in t.messages] == [False, False, True]
+    assert last_user_index(t.messages) == 0  # the person's ask, not the skill body
+
+
+def test_summary_goal_and_task_come_from_the_person():
+    rows = [{"role": "user", "content": "<environment_context><cwd>/r</cwd></environment_context>"},
+            {"role": "user", "content": "Port the CLI to typer"}, {"role": "assistant", "content": "On it."},
+            {"role": "user", "content": "<task-notification><task-id>x</task-id></task-notification>"}]
+    t = T(rows)
+    assert last_user_index(t.messages) == 1
+    facts = extract(t.messages, 0, len(rows))
+    assert facts.requests == ["Port the CLI to typer"] and facts.notices
+
+
+# ---- sections do not starve
+
+def test_every_section_with_content_gets_a_share():
+    f = Facts(last_request="ship it", first_request="build the exporter")
+    f.decisions = ["I'll use orjson instead of json for speed."]
+    f.last_assistant = "The exporter writes JSONL now."
+    from compactctl.summarizers.facts import Action
+    f.actions = [Action(f"[Bash] ran `make step{k}` -> ok, 3 lines output", False, "shell", f"make step{k}", 0) for k in range(400)]
+    text = offline.summarize(f, COUNTER, 1500)
+    secs = parse_sections(text)
+    assert "orjson instead of json" in secs["Key Decisions"]
+    assert "exporter writes JSONL" in secs["Active State"]
+    assert "make step399" in secs["Completed Actions"]  # newest actions first
+    assert COUNTER.text(text) <= 1500
+
+
+def test_identifier_index_fills_the_room():
+    f = Facts(last_request="go", first_request="go")
+    f.names = [f"handler_{k}" for k in range(300)]
+    small = offline.summarize(f, COUNTER, 300)
+    large = offline.summarize(f, COUNTER, 3000)
+    assert "handler_0" in small and large.count("handler_") > small.count("handler_") * 3

@@ -1,0 +1,229 @@
+"""Continuation scoring: the independent extractor (compactctl.needed) and the harness (compactctl.continuation)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import orjson
+
+from compactctl import api, continuation, evaluate, needed
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import Transcript
+from compactctl.pairs import groups
+from compactctl.phases.repair import check
+from compactctl.tokens import make_counter
+
+from .conftest import SAMPLES, cli
+
+COUNTER = make_counter("gpt-4o")
+PKG = Path(needed.__file__).resolve().parent
+
+
+def T(rows):
+    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+
+
+def call(cid, command, name="terminal"):
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps({"command": command}).decode()}}]}
+
+
+ROWS = [
+    {"role": "system", "content": "You are a coding agent. Settings live in conf/sys_settings.yaml."},
+    {"role": "user", "content": "Fix parse_config in src/app/config.py, then run the tests."},
+    call("a", "pytest -q tests/test_config.py"),
+    {"role": "tool", "tool_call_id": "a", "content": "FAILED tests/test_config.py::test_timeout - DEFAULT_TIMEOUT_MS is 3000\nsee helper_in_output"},
+    {"role": "assistant", "content": "The bug is in load_settings; conf/sys_settings.yaml is fine. Commit 9f3e2ab1 broke it."},
+    # ---- cut here (index 5)
+    {"role": "user", "content": "ok, rename load_settings and check conf/sys_settings.yaml"},
+    call("b", "grep -n helper_in_output src/app/config.py"),
+    {"role": "tool", "tool_call_id": "b", "content": "12: helper_in_output()  # also 9f3e2ab1"},
+    {"role": "assistant", "content": "DEFAULT_TIMEOUT_MS now 3000 everywhere; 9f3e2ab1 reverted."},
+]
+
+
+def keys(facts):
+    return {(f.kind, f.key) for f in facts}
+
+
+def test_needed_facts_are_prefix_facts_the_continuation_writes():
+    t = T(ROWS)
+    fs = needed.needed_facts(t.messages, 5)
+    k = keys(fs)
+    assert ("identifier", "load_settings") in k  # written in the prefix, written again later
+    assert ("identifier", "DEFAULT_TIMEOUT_MS") in k  # only a tool output in the prefix, written later
+    assert ("path", "app/config.py") in k  # used later by the same relative path
+    assert ("identifier", "parse_config") not in k  # never used again
+    assert ("path", "conf/sys_settings.yaml") not in k  # the system prompt holds it: every strategy keeps it
+    by = {(f.kind, f.key): f for f in fs}
+    assert by[("identifier", "DEFAULT_TIMEOUT_MS")].source == "output"
+    assert by[("identifier", "load_settings")].source == "written"
+    assert by[("identifier", "load_settings")].used_at == 5
+    # helper_in_output: written later only inside a command argument -> it is used (tool-call arguments are written)
+    assert ("identifier", "helper_in_output") in k
+    # 9f3e2ab1: the continuation's tool output shows it (message 7) before the agent writes it (message 8)
+    assert by[("value", "9f3e2ab1")].rediscovered and by[("value", "9f3e2ab1")].used_at == 8
+    assert not by[("identifier", "load_settings")].rediscovered
+
+
+def test_a_fact_seen_later_only_in_tool_output_is_not_needed():
+    rows = ROWS[:5] + [{"role": "user", "content": "go on"}, call("b", "make build"),
+                       {"role": "tool", "tool_call_id": "b", "content": "load_settings DEFAULT_TIMEOUT_MS 9f3e2ab1"}]
+    assert needed.needed_facts(T(rows).messages, 5) == []
+
+
+def test_harness_text_in_user_turns_is_not_written():
+    rows = ROWS[:5] + [{"role": "user", "content": "<system-reminder>\nremember load_settings\n</system-reminder>\ngo on"}]
+    assert needed.needed_facts(T(rows).messages, 5) == []
+    inj, rest = needed.split_injected("<environment_context>\n<cwd>/a/b/c</cwd>\n</environment_context>")
+    assert inj and not rest.strip()
+    inj, rest = needed.split_injected("# Context from my IDE setup:\n## Active file: x/y/z.ts\n## My request for Codex:\nfix getAll")
+    assert "z.ts" in inj[0] and rest.strip() == "fix getAll"
+
+
+def test_text_action_agents_and_json_outputs():
+    # SWE-agent style: actions are fenced blocks in the assistant's text, observations come back as user turns
+    rows = [{"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "Fix the colon in missing_colon.py"},
+            {"role": "assistant", "content": "Let me look.\n```\nopen tests/missing_colon.py\n```"},
+            {"role": "user", "content": "def division_helper(a, b)\n(Open file: tests/missing_colon.py)"},
+            {"role": "assistant", "content": "Fix tests/missing_colon.py:\n```\nedit 4:4\ndef division_helper(a, b):\nend_of_edit\n```"}]
+    msgs = T(rows).messages
+    assert needed.text_action_agent(msgs)
+    assert [s.source for s in needed.segments(msgs, 3)] == ["output"]
+    by = {(f.kind, f.key): f for f in needed.needed_facts(msgs, 4)}
+    assert by[("identifier", "division_helper")].source == "output"
+    assert by[("path", "tests/missing_colon.py")].source == "written"
+    # Codex: a tool output that is JSON text is read as its strings (no `\n` glued to the next word)
+    out = needed.decode_json_text('{"output":"README.md\\nsrc/main_app.py\\n","metadata":{"exit_code":0}}')
+    assert set(needed.facts_in(needed.fold(out))) == {("path", "README.md"), ("path", "src/main_app.py")}
+    assert list(needed.scripts_of(message_from_dict(
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {
+            "name": "shell", "arguments": '{"command":["bash","-lc","pnpm --filter web lint"]}'}}]}, "t", 1, 0), False)) == ["pnpm --filter web lint"]
+
+
+def test_commands_and_matching_boundaries():
+    cmds = list(needed.commands_in("cd repo && FOO=1 npx prisma migrate dev 2>&1 | tail -5; git status; ls -la"))
+    assert cmds == ["npx prisma migrate", "npx prisma migrate dev"]
+    heredoc = "git commit -m \"$(cat <<'EOF'\nfeat: x\n\nCo-Authored-By: me\nEOF\n)\" && git push"
+    assert list(needed.commands_in(heredoc)) == ["git commit", "git push"]
+    assert list(needed.commands_in("(cd app/(protected) && pnpm lint); sed -n '1,200p' a.ts")) == ["pnpm lint"]
+    assert not [v for v in needed.facts_in("sed -n '1,200p' and 0.8rem") if v[0] == "value"]
+    assert needed.occurs("identifier", "getAll", "call getAll(x)")
+    assert not needed.occurs("identifier", "getAll", "call getAllUsers(x)")
+    assert needed.occurs("path", "app/config.py", "edited /x/src/app/config.py.")
+    assert not needed.occurs("path", "app/config.py", "edited src/app/config.pyc")
+    assert not needed.occurs("path", "app/config.py", "see myapp/config.py")
+    facts = set(needed.facts_in(needed.fold("See https://example.com/a/b/ and Spotter.Repo.get, v1.2.3, ENOENT, 0x and e.g. this")))
+    assert ("url", "https://example.com/a/b") in facts
+    assert ("identifier", "Spotter.Repo.get") in facts and ("value", "v1.2.3") in facts and ("identifier", "ENOENT") in facts
+    assert not any(k == "path" for k, _ in facts)  # a URL is not also a path
+    assert ("identifier", "e.g") not in facts
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the compactctl modules a file imports."""
+    tree = ast.parse(path.read_text())
+    pkg = ".".join(path.relative_to(PKG.parent).with_suffix("").parts[:-1])
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("compactctl")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.rsplit(".", node.level - 1)[0] if node.level > 1 else pkg
+                mod = f"{base}.{node.module}" if node.module else base
+                names = [mod] + ([f"{mod}.{a.name}" for a in node.names] if not node.module else [])
+            else:
+                names = [node.module or ""]
+            out |= {n for n in names if n.startswith("compactctl")}
+    return out
+
+
+def test_extractor_is_independent_of_the_compaction():
+    # compactctl.needed imports nothing from compactctl; whatever it might import later must not reach
+    # the compaction's own extraction (summarizers, phases, tools, harness rules, name index)
+    forbidden = ("compactctl.summarizers", "compactctl.phases", "compactctl.tools", "compactctl.harness", "compactctl.names")
+    assert _imports(PKG / "needed.py") == set()
+    seen: set[str] = set()
+    todo = ["compactctl.needed"]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        spec = importlib.util.find_spec(mod)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue
+        for imp in _imports(Path(spec.origin)):
+            assert not imp.startswith(forbidden), f"{mod} imports {imp}"
+            todo.append(imp)
+    # the parser does see relative and absolute imports (the harness module imports the compaction, as it must)
+    imps = _imports(PKG / "continuation.py")
+    assert {"compactctl.needed", "compactctl.phases.repair", "compactctl.pipeline"} <= imps
+
+
+def test_cuts_start_turns_and_baselines_meet_the_budget():
+    [t] = api.read([str(SAMPLES / "parallel_calls.jsonl")])
+    starts = {s for s, _ in groups(t.messages)}
+    cuts = continuation.cut_points(t.messages, (0.4, 0.6, 0.8))
+    assert len(cuts) == 3
+    for _, c in cuts:
+        assert c in starts and t.messages[c].role in ("user", "assistant")
+    prefix = t.evolve(messages=t.messages[:cuts[0][1]])
+    total = sum(COUNTER.messages(prefix.messages))
+    for budget in (total // 5, total // 10):
+        for fn in (continuation.head_tail, continuation.recent, continuation.masking):
+            out = fn(prefix, COUNTER, budget)
+            assert sum(COUNTER.messages(out.messages)) <= budget, fn.__name__
+            assert check(out) == [], fn.__name__
+    masked = continuation.masking(prefix, COUNTER, total - 10)
+    assert any(m.text() == continuation.MASK for m in masked.messages)
+    assert len(masked.messages) == len(prefix.messages)  # masking a little drops nothing
+
+
+def _cells(line: str) -> int:
+    return line.strip().count("|") - 1
+
+
+def test_evaluate_and_tables_render():
+    [t] = api.read([str(SAMPLES / "parallel_calls.jsonl")])
+    res = continuation.evaluate([t], COUNTER, cuts=(0.5,))
+    agg = res["aggregate"]
+    assert set(agg) == set(continuation.STRATEGIES)
+    a = agg["compactctl"]
+    assert a["cuts"] == 1 and a["needed"] > 0 and 0 <= a["kept"] <= 1
+    for name, s in agg.items():
+        assert s["valid"] == 1, name
+        assert s["tokens_after"] <= a["tokens_after"], name  # baselines never get more tokens than compactctl
+    assert len(continuation.cut_lines(res["rows"])) == 1
+    for table in (continuation.tables(agg), continuation.per_transcript(res["rows"], continuation.STRATEGIES), evaluate.table({"x": evaluate.aggregate([evaluate.score(t, t, COUNTER)])})):
+        lines = [x for x in table.splitlines() if x.startswith("|")]
+        assert lines
+        blocks: list[list[str]] = []
+        for x in table.splitlines():
+            if x.startswith("|"):
+                if not blocks or not blocks[-1]:
+                    blocks.append([])
+                blocks[-1].append(x)
+            elif blocks and blocks[-1]:
+                blocks.append([])
+        for b in filter(None, blocks):
+            assert set(b[1].strip("|").split("|")) == {"---"}
+            assert {_cells(x) for x in b} == {_cells(b[0])}, b[0]
+    lost = continuation.explain(res["rows"], 3)
+    assert len(lost) == min(3, a["needed"] - a["kept_facts"])
+
+
+def test_eval_cli_continuation(tmp_path):
+    src = SAMPLES / "parallel_calls.jsonl"
+    r = cli("eval", str(src), "--continuation", "--cuts", "0.5", "--json")
+    assert r.returncode == 0, r.stderr
+    d = orjson.loads(r.stdout)
+    assert set(d["aggregate"]) == set(continuation.STRATEGIES) and len(d["rows"]) == 1
+    r = cli("eval", str(src), "--cuts", "0.5", "--explain", "2", "--strategies", "compactctl,masking")
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr
+    assert out.index("Continuation scoring") < out.index("Probe eval") and "Facts compactctl lost" in out

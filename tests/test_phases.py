@@ -273,10 +273,20 @@ def test_anti_thrash_strikes_then_skip():
     budget = api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=300, protect_first=1)
     opts = api.CompactOptions(budget, min_saving=0.9)
     out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), opts)
+    assert rep["status"] == "compacted"  # within the target: applied, however small the saving
+
+    class Verbose:  # a summarizer whose answer leaves the transcript over its target
+        name = "verbose"
+
+        def summarize(self, req, counter):
+            from compactctl.phases.summarize import SummaryResult
+            return SummaryResult("## Goal\n" + "word " * 3000, "verbose")
+
+    out, rep = api.compact(t, COUNTER, Verbose(), opts)
     assert rep["status"] == "ineffective" and out.messages[0].note["strikes"] == 1
-    out2, rep2 = api.compact(out, COUNTER, api.OfflineSummarizer(), opts)
+    out2, rep2 = api.compact(out, COUNTER, Verbose(), opts)
     assert out2.messages[0].note["strikes"] == 2
-    _, rep3 = api.compact(out2, COUNTER, api.OfflineSummarizer(), opts)
+    _, rep3 = api.compact(out2, COUNTER, Verbose(), opts)
     assert rep3["status"] == "skipped" and "ineffective" not in rep3["reason"] and "saved under" in rep3["reason"]
 
 

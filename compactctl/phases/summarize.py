@@ -2,7 +2,7 @@
 
 Takes the plan from the `_compactctl` zone annotations when the input carries them (the output of
 `compactctl plan`), otherwise plans with the same options. Anti-thrash: a compaction that saves less
-than `min_saving` of the tokens is not applied; the input goes out unchanged with a strike recorded
+than `min_saving` of the tokens and still leaves the transcript over its target is not applied; the input goes out unchanged with a strike recorded
 in the transcript, and after `max_strikes` strikes in a row the transcript is skipped, saying why.
 """
 
@@ -132,7 +132,7 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
     st.result = result
     out, replaced = assemble(t, p.head_end, p.tail_start, result.text, p.prior_summary)
     after = sum(counter.messages(out.messages))
-    if st.tokens_before and (st.tokens_before - after) / st.tokens_before < min_saving and not force:
+    if st.tokens_before and (st.tokens_before - after) / st.tokens_before < min_saving and after > p.target and not force:
         st.status = "ineffective"
         st.reason = f"ineffective: would save {(st.tokens_before - after) / st.tokens_before:.1%} (< {min_saving:.0%}); input kept (strike {strikes + 1})"
         return set_strikes(t, strikes + 1), st

@@ -57,6 +57,7 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
 
 
 NAMES_PER_LINE = 12
+INDEX_SHARE = 0.3  # of the room left after the ask and goal
 
 
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
@@ -185,6 +186,17 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
         if it.tier == 0:
             take(it)
     mandatory = len(chosen)
+    # The identifier index first gets its own share: names are what a continuation reuses most, and a
+    # name costs a few tokens where an action line costs tens.
+    index_room = int(max(budget - used, 0) * INDEX_SHARE)
+    spent = 0
+    for it in items:
+        if it.tier == 5:
+            cost = counter.text(it.text) + 1
+            if spent + cost > index_room:
+                break
+            take(it)
+            spent += cost
     sections = [s for s in SECTIONS if any(it.section == s and it.tier > 0 for it in items)]
     if sections:
         share = max(budget - used, 0) // len(sections)

@@ -111,6 +111,20 @@ def _high_entropy(m: re.Match) -> str:
     return m.group(0)
 
 
+# A bare run of base64 (a key body line, a fragment an earlier cut or digest left without its BEGIN line):
+# 32+ characters, upper case and digits at least 30% of them (paths and words are mostly lower case),
+# and the same entropy limit.
+_BARE = re.compile(r"(?<![A-Za-z0-9+/=_\-.])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=_\-])")
+
+
+def _bare_high_entropy(m: re.Match) -> str:
+    s = m.group(0)
+    loud = sum(1 for c in s if c.isupper() or c.isdigit())
+    if loud >= 0.3 * len(s) and any(c.islower() for c in s) and any(c.isdigit() for c in s) and entropy(s) >= ENTROPY_LIMIT:
+        return "[REDACTED HIGH-ENTROPY STRING]"
+    return s
+
+
 def redact(text: str) -> str:
     if not text:
         return text
@@ -130,6 +144,8 @@ def redact(text: str) -> str:
         text = "\n".join(lines)
     if len(text) >= 26:
         text = _QUOTED.sub(_high_entropy, text)
+    if len(text) >= 32:
+        text = _BARE.sub(_bare_high_entropy, text)
     return text
 
 

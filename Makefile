@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint demo bench eval e2e fuzz clean
+.PHONY: install test lint demo bench bench-latency eval e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,10 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/latency.py
+
+bench-latency: install
+	$(BIN)/python bench/latency.py
 
 fuzz: install
 	$(BIN)/python -m tests.fuzz 10000

@@ -114,8 +114,8 @@ def probes_part(ratio: float, llm: bool) -> tuple[dict, list[str]]:
         t0 = time.time()
         r = max(ratio, 0.5) if group in SHORT else ratio
         base = run_probes(files, r, [], "compactctl,head-tail,masking" + (",compactctl-llm" if llm else ""))
-        tuned = run_probes(files, r, ["--last-ask", "summary", "--summary-ratio", "0.5"], "compactctl")
-        rows = {"compactctl (defaults)": base.pop("compactctl"), "compactctl --last-ask summary --summary-ratio 0.5": tuned["compactctl"], **base}
+        strict = run_probes(files, r, ["--last-ask", "tail"], "compactctl")
+        rows = {"compactctl (defaults)": base.pop("compactctl"), "compactctl --last-ask tail": strict["compactctl"], **base}
         out[group] = rows
         md += [f"**{group}**, budget {r:.0%} of each transcript's tokens", "", table(rows), ""]
         print(f"probes {group}: {time.time() - t0:.1f} s", file=sys.stderr)

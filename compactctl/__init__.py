@@ -7,9 +7,37 @@
     print(compactctl.write(out).decode())
 """
 
-from .api import *  # noqa: F403
-from .api import __all__ as _api_all
-from .summarizers.base import OfflineSummarizer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
-__all__ = [*_api_all, "OfflineSummarizer", "__version__"]
+
+# The library's names come from `compactctl.api`, imported at first use (PEP 562), so that the CLI
+# (`compactctl --help`, completion) starts without loading the whole library.
+_API = [
+    "Budget", "CompactOptions", "Counter", "Plan", "PruneOptions", "Transcript", "Message", "annotate", "check",
+    "compact", "make_counter", "make_summarizer", "plan", "prune", "read", "repair", "restore", "restore_file",
+    "summarize", "summarize_report", "write",
+]
+__all__ = [*_API, "OfflineSummarizer", "__version__"]
+
+if TYPE_CHECKING:
+    from .api import *  # noqa: F403
+    from .summarizers.base import OfflineSummarizer
+
+
+def __getattr__(name: str):
+    if name in _API:
+        value = getattr(importlib.import_module(".api", __name__), name)
+    elif name == "OfflineSummarizer":
+        value = importlib.import_module(".summarizers.base", __name__).OfflineSummarizer
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

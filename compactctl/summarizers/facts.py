@@ -15,7 +15,7 @@ from ..harness import human_text, is_injected
 from ..model import Message, ToolCall, is_summary
 from ..names import names_in
 from ..pairs import match
-from ..phases.prune import DUPLICATE
+from ..phases.prune import DUPLICATE, NAMES_LINE
 
 # Sentences that constrain, in the languages agents' users write in.
 CONSTRAINT = re.compile(
@@ -149,7 +149,8 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
     if text.startswith(DUPLICATE):
         text = text[len(DUPLICATE):].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
-        line = text  # already a one-liner (from prune): keep it as it is
+        # Already a digest (from prune): its line and error lines; its names go to the identifier index.
+        line = "\n".join(ln for ln in text.split("\n") if not ln.startswith(NAMES_LINE))
         out = tools.outcome(result)
     else:
         out = tools.outcome(result)
@@ -180,6 +181,8 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
             if not text:
                 if is_injected(m) and m.text().strip():
                     f.notices.append(m.text().strip())
+                    for s in constraint_sentences(m.text()):  # rules the harness set (skills, reminders) still bind
+                        _add(f.constraints, s, seen_c)
                 continue
             f.requests.append(text)
             if f.first_request is None:

@@ -1,0 +1,140 @@
+"""Option defaults from config files and the environment.
+
+Where a setting comes from, highest first:
+1. the command line;
+2. the environment: `COMPACTCTL_<NAME>` (e.g. COMPACTCTL_CONTEXT_WINDOW), and OPENAI_BASE_URL for base_url;
+3. the project: the nearest `compactctl.toml` in the current folder or its parents, or else, in the
+   same walk, a `pyproject.toml` with a `[tool.compactctl]` table (a compactctl.toml in a folder
+   wins over that folder's pyproject.toml);
+4. the user: `$XDG_CONFIG_HOME/compactctl/config.toml` (default `~/.config/compactctl/config.toml`);
+5. the built-in defaults.
+
+Keys are the long option names of the budget, prune and summary options (`context-window` or
+`context_window`). A key that would hold a secret (api_key, token, password...) is refused with a
+warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+PROJECT_FILE = "compactctl.toml"
+SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential")
+ENV_ALIASES = {"base_url": ("OPENAI_BASE_URL",)}
+
+
+@dataclass
+class Setting:
+    name: str
+    value: Any
+    source: str  # "default", "env:NAME", "project:PATH", "user:PATH"
+
+
+def _toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: invalid TOML: {e}") from e
+
+
+def user_file(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "compactctl" / "config.toml"
+
+
+def project_table(cwd: str | Path | None = None) -> tuple[dict, str] | None:
+    """The nearest project settings and where they came from ('path' or 'path [tool.compactctl]')."""
+    here = Path(cwd or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        own = folder / PROJECT_FILE
+        if own.is_file():
+            return _toml(own), str(own)
+        py = folder / "pyproject.toml"
+        if py.is_file() and b"compactctl" in py.read_bytes():  # most pyproject.toml files are not parsed at all
+            table = _toml(py).get("tool", {}).get("compactctl")
+            if isinstance(table, dict):
+                return table, f"{py} [tool.compactctl]"
+    return None
+
+
+def _coerce(name: str, kind: Any, value: Any, where: str) -> Any:
+    """A file or environment value as the option's type (env values are strings)."""
+    try:
+        if isinstance(kind, type) and issubclass(kind, Enum):
+            choices = [m.value for m in kind]
+            if value not in choices:
+                raise ValueError(f"one of {', '.join(choices)}")
+            return value
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                return value.lower() in ("1", "true", "yes", "on")
+            raise ValueError("true or false")
+        if kind is int:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError("an integer")
+            return int(value)
+        if kind is float:
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError("a number")
+            return float(value)
+        if not isinstance(value, str):
+            raise ValueError("a string")
+        return value
+    except ValueError as e:
+        raise UsageError(f"{where}: {name} = {value!r} is not valid (expected {e})") from None
+
+
+def resolve(options: Iterable[tuple[str, Any, Any]], cwd: str | Path | None = None, environ: Mapping[str, str] | None = None,
+            warn: Callable[[str], None] | None = None) -> dict[str, Setting]:
+    """Effective defaults of `options` ((name, type, built-in default) triples), with their sources."""
+    env = os.environ if environ is None else environ
+    kinds = {name: (kind, default) for name, kind, default in options}
+    out = {name: Setting(name, default.value if isinstance(default, Enum) else default, "default") for name, (kind, default) in kinds.items()}
+
+    def apply(table: dict, where: str, source: str) -> None:
+        for raw_key, value in table.items():
+            key = raw_key.replace("-", "_")
+            if any(w in key.lower() for w in SECRET_WORDS):
+                if warn:
+                    warn(f"{where}: ignoring {raw_key!r}: never keep an API key or other secret in a config file; use $OPENAI_API_KEY")
+                continue
+            if key not in kinds:
+                if warn:
+                    warn(f"{where}: unknown setting {raw_key!r} (ignored)")
+                continue
+            value = _coerce(raw_key, kinds[key][0], value, where)
+            if key == "base_url" and isinstance(value, str) and "@" in value.split("//", 1)[-1].split("/", 1)[0] and warn:
+                warn(f"{where}: base_url carries credentials; prefer $OPENAI_API_KEY")
+            out[key] = Setting(key, value, source)
+
+    user = user_file(env)
+    if user.is_file():
+        apply(_toml(user), str(user), f"user:{user}")
+    project = project_table(cwd)
+    if project is not None:
+        table, where = project
+        apply(table, where, f"project:{where}")
+    for name, (kind, _) in kinds.items():
+        for var in (f"COMPACTCTL_{name.upper()}", *ENV_ALIASES.get(name, ())):
+            if env.get(var):
+                out[name] = Setting(name, _coerce(var, kind, env[var], f"${var}"), f"env:{var}")
+                break
+    return out

@@ -1,0 +1,185 @@
+"""Config files and environment defaults, `compactctl config`, --version, completion, the start-up app."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactctl import __version__, config
+from compactctl.errors import UsageError
+
+from .conftest import write_jsonl
+
+OPTS = [("model", str, "gpt-4o"), ("context_window", int, None), ("threshold", float, 0.5), ("base_url", str, None),
+        ("no_cache", bool, False), ("jobs", int, 1)]
+
+
+def _resolve(cwd, env, warnings=None):
+    return config.resolve(OPTS, cwd=cwd, environ=env, warn=(warnings.append if warnings is not None else None))
+
+
+def test_precedence_env_over_project_over_user_over_default(tmp_path):
+    user_dir = tmp_path / "xdg"
+    (user_dir / "compactctl").mkdir(parents=True)
+    (user_dir / "compactctl" / "config.toml").write_text('model = "gpt-4.1"\ncontext-window = 1000\nthreshold = 0.9\njobs = 3\n')
+    proj = tmp_path / "proj"
+    (proj / "a" / "b").mkdir(parents=True)
+    (proj / "compactctl.toml").write_text("context_window = 2000\nthreshold = 0.8\n")
+    env = {"XDG_CONFIG_HOME": str(user_dir), "COMPACTCTL_THRESHOLD": "0.7"}
+    s = _resolve(proj / "a" / "b", env)
+    assert (s["model"].value, s["model"].source) == ("gpt-4.1", f"user:{user_dir / 'compactctl' / 'config.toml'}")
+    assert (s["context_window"].value, s["context_window"].source) == (2000, f"project:{proj / 'compactctl.toml'}")
+    assert (s["threshold"].value, s["threshold"].source) == (0.7, "env:COMPACTCTL_THRESHOLD")
+    assert (s["jobs"].value, s["no_cache"].value, s["no_cache"].source) == (3, False, "default")
+    assert s["base_url"].value is None
+
+
+def test_pyproject_table_and_nearest_folder(tmp_path):
+    root = tmp_path / "root"
+    sub = root / "sub"
+    sub.mkdir(parents=True)
+    (root / "compactctl.toml").write_text("context_window = 1\n")
+    (sub / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.compactctl]\ncontext-window = 32000\nno-cache = true\n')
+    s = _resolve(sub, {"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    assert s["context_window"].value == 32000 and s["no_cache"].value is True
+    assert s["context_window"].source == f"project:{sub / 'pyproject.toml'} [tool.compactctl]"
+    # A pyproject.toml without the table does not stop the walk; a compactctl.toml beside it wins.
+    (sub / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert _resolve(sub, {})["context_window"].value == 1
+    (sub / "pyproject.toml").write_text("[tool.compactctl]\ncontext_window = 5\n")
+    (sub / "compactctl.toml").write_text("context_window = 6\n")
+    assert _resolve(sub, {})["context_window"].value == 6
+
+
+def test_secrets_are_refused_and_unknown_keys_warned(tmp_path):
+    (tmp_path / "compactctl.toml").write_text('api_key = "sk-live-123"\nopenai-api-key = "x"\nbogus = 1\nbase_url = "http://u:p@127.0.0.1:1/v1"\n')
+    warnings: list[str] = []
+    s = _resolve(tmp_path, {}, warnings)
+    assert "api_key" not in s and "openai_api_key" not in s
+    text = "\n".join(warnings)
+    assert "ignoring 'api_key'" in text and "ignoring 'openai-api-key'" in text and "OPENAI_API_KEY" in text
+    assert "unknown setting 'bogus'" in text
+    assert "base_url carries credentials" in text
+    assert "sk-live-123" not in text
+
+
+@pytest.mark.parametrize("content, what", [("threshold = \"high\"\n", "threshold"), ("jobs = 1.5\n", "jobs"),
+                                           ("no_cache = 3\n", "no_cache"), ("context_window = [\n", "invalid TOML")])
+def test_bad_values_are_usage_errors(tmp_path, content, what):
+    (tmp_path / "compactctl.toml").write_text(content)
+    with pytest.raises(UsageError, match=what):
+        _resolve(tmp_path, {})
+
+
+def test_env_values_are_checked(tmp_path):
+    with pytest.raises(UsageError, match="COMPACTCTL_JOBS"):
+        _resolve(tmp_path, {"COMPACTCTL_JOBS": "many"})
+    assert _resolve(tmp_path, {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})["base_url"].source == "env:OPENAI_BASE_URL"
+
+
+def run_in(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "compactctl", *args], cwd=cwd, capture_output=True, env=e, timeout=120)
+
+
+def test_cli_uses_config_defaults_and_flags_win(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    (tmp_path / "compactctl.toml").write_text("context-window = 10000\nthreshold = 0.4\n")
+    target = lambda r: orjson.loads(r.stdout)["target"]
+    assert target(run_in(tmp_path, "plan", "--json", str(src))) == 4000
+    assert target(run_in(tmp_path, "plan", "--json", str(src), env={"COMPACTCTL_THRESHOLD": "0.2"})) == 2000
+    assert target(run_in(tmp_path, "plan", "--json", str(src), "--threshold", "0.3", env={"COMPACTCTL_THRESHOLD": "0.2"})) == 3000
+    r = run_in(tmp_path, "config", "--json", env={"COMPACTCTL_THRESHOLD": "0.2"})
+    shown = orjson.loads(r.stdout)
+    assert shown["context_window"] == {"value": 10000, "source": f"project:{tmp_path / 'compactctl.toml'}"}
+    assert shown["threshold"] == {"value": 0.2, "source": "env:COMPACTCTL_THRESHOLD"}
+    assert shown["model"]["source"] == "default"
+    text = run_in(tmp_path, "config").stdout.decode()
+    assert "context-window" in text and "10000" in text and f"# project:{tmp_path / 'compactctl.toml'}" in text
+    (tmp_path / "compactctl.toml").write_text("threshold = 7\n")
+    bad = run_in(tmp_path, "plan", str(src))
+    assert bad.returncode == 2 and b"threshold" in bad.stderr  # the value is checked like the flag
+
+
+def test_version_fast_path_and_typer_path():
+    r = subprocess.run([sys.executable, "-m", "compactctl", "--version"], capture_output=True, timeout=60)
+    assert r.stdout.decode() == f"compactctl {__version__}\n"
+    from typer.testing import CliRunner
+
+    from compactctl.cli import app
+
+    res = CliRunner().invoke(app, ["-V"])
+    assert res.exit_code == 0 and res.output == f"compactctl {__version__}\n"
+
+
+def _help(argv: list[str]) -> str:
+    from typer.testing import CliRunner
+
+    from compactctl.cli import app, app_for
+
+    full = CliRunner().invoke(app, argv, prog_name="compactctl")
+    slim = CliRunner().invoke(app_for(argv), argv, prog_name="compactctl")
+    assert full.exit_code == slim.exit_code == 0
+    assert slim.output == full.output
+    return slim.output
+
+
+def test_start_up_app_gives_the_same_help():
+    top = _help(["--help"])
+    for name in ("prune", "plan", "summarize", "repair", "compact", "convert", "restore", "eval", "config"):
+        assert re.search(rf"\b{name}\b", top)
+    assert "--version" in top and "--install-completion" in top
+    assert "--context-window" in _help(["compact", "--help"])
+    from compactctl.cli import app, app_for
+
+    assert app_for(["compact", "x.jsonl"]).registered_commands[0].callback.__name__ == "compact"
+    assert app_for(["nonsense"]) is app
+
+
+def test_help_does_not_import_the_library_or_rich(tmp_path):
+    code = ("import sys; sys.argv = ['compactctl', '--help']\n"
+            "from compactctl.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "bad = [m for m in ('rich', 'openai', 'tqdm', 'tiktoken', 'compactctl.api', 'compactctl.phases.prune', 'orjson', 'pydantic') if m in sys.modules]\n"
+            "print(bad, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert r.stderr.decode().strip().splitlines()[-1] == "[]"
+    code = code.replace("'--help'", "'compact', sys.argv[1]").replace(", 'compactctl.api', 'compactctl.phases.prune', 'orjson'", "")
+    small = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "Fix the failing test in tests/test_api.py, please."}])
+    r = subprocess.run([sys.executable, "-c", code, str(small)], capture_output=True, timeout=120)
+    assert r.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_bash_completion():
+    exe = Path(sys.executable).parent / "compactctl"
+    if not exe.exists():
+        pytest.skip("the compactctl script is not installed beside this Python")
+    env = {**os.environ, "_COMPACTCTL_COMPLETE": "complete_bash", "COMP_WORDS": "compactctl compact --context-w", "COMP_CWORD": "2"}
+    r = subprocess.run([str(exe)], capture_output=True, env=env, timeout=60)
+    assert r.stdout.decode().split() == ["--context-window"]
+    env.update(COMP_WORDS="compactctl con", COMP_CWORD="1")
+    assert sorted(subprocess.run([str(exe)], capture_output=True, env=env, timeout=60).stdout.decode().split()) == ["config", "convert"]
+
+
+def test_commands_without_these_options_ignore_a_broken_config(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    (tmp_path / "compactctl.toml").write_text("threshold = [\n")
+    assert run_in(tmp_path, "convert", str(src)).returncode == 0
+    assert run_in(tmp_path, "repair", str(src)).returncode == 2  # repair takes the budget options
+
+
+def test_zsh_completion_without_rich():
+    code = ("import os, sys; sys.argv = ['compactctl']\n"
+            "from compactctl.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('rich' in sys.modules, file=sys.stderr)")
+    env = {**os.environ, "_COMPACTCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "compactctl compact --context-w"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
+    assert '"--context-window":"Context window in tokens' in r.stdout.decode()
+    assert r.stderr.decode().strip().splitlines()[-1] == "False"

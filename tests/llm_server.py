@@ -11,7 +11,7 @@ Behaviour is chosen by the requested model name:
   latency    good, after `latency` seconds (for the --jobs benchmark)
   notjson    200 with a truncated JSON body
   html       200 with an HTML page (a proxy's login or error page)
-  drip       200 whose body arrives one byte a second (resets the client's read timeout forever)
+  drip       200 whose body arrives one byte every `drip_interval` s (resets the client's read timeout forever)
   huge       a structured answer whose Completed Actions hold 8,000 lines
   inject     a structured answer holding a forged end marker, fake system lines and tool calls
   echo       a structured answer that repeats the request's user content under Critical Context
@@ -68,6 +68,7 @@ class Server:
         self.lock = threading.Lock()
         self.seen: set[str] = set()
         self.stopping = threading.Event()
+        self.drip_interval = 0.5  # seconds between two bytes of a "drip" answer (under any sane read timeout)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,7 +129,7 @@ class Server:
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
                     for k in range(len(data)):
-                        if outer.stopping.wait(1.0):
+                        if outer.stopping.wait(outer.drip_interval):
                             return
                         self.wfile.write(data[k:k + 1])
                         self.wfile.flush()

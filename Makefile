@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint demo bench bench-latency bench-scale eval e2e clean
+.PHONY: install test lint demo bench bench-latency bench-scale eval e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,9 @@ bench-latency: install
 
 bench-scale: install
 	$(BIN)/python bench/scale.py
+
+fuzz: install
+	$(BIN)/python -m tests.fuzz 10000
 
 eval: install
 	$(BIN)/python bench/eval_corpus.py

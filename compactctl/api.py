@@ -99,15 +99,97 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     return compacted.evolve(messages=msgs, native=None)
 
 
-def restore_file(compacted_path: str, archive_path: str, output: str | None) -> None:
+def lines_record(t: Transcript, written: list[bytes]) -> dict | None:
+    """For a line-log session (Claude Code, Codex: every source line kept, most not messages), the
+    archive record that gives back the file record for record: each source line as the index of the
+    identical line written (when it was written unchanged) or its text."""
+    from .formats.linelog import LineLog
+
+    log = t.native
+    if not isinstance(log, LineLog):
+        return None
+    at: dict[bytes, int] = {}
+    for j, line in enumerate(written):
+        at.setdefault(line, j)
+    return {"transcript": t.id, "type": "lines", "format": t.format,
+            "lines": [at[raw] if raw in at else raw.decode("utf-8") for raw, _ in log.lines]}
+
+
+def _read_archive(archive_path: str) -> list[dict]:
     from .archive import records
 
-    by_seq: dict[int, list[dict]] = {}
+    entries: list[dict] = []
     for lineno, e in enumerate(records(archive_path), 1):  # JSON lines or an SQLite archive
-        if not isinstance(e, dict) or "seq" not in e:
-            raise DataError(archive_path, lineno, "not a compactctl archive record")
-        by_seq.setdefault(e["seq"], []).append(e)
+        if not isinstance(e, dict) or ("seq" not in e and e.get("type") != "end"):
+            raise DataError(archive_path, lineno, "not a compactctl archive record (is this the --archive of a compactctl run?)")
+        entries.append(e)
+    if not entries:
+        raise DataError(archive_path, 1, "the archive is empty: nothing to restore from")
+    if entries[-1].get("type") != "end":
+        raise DataError(archive_path, len(entries), "the archive is truncated (its closing record is missing): it cannot be trusted to restore")
+    return entries
+
+
+def restore_file(compacted_path: str, archive_path: str, output: str | None) -> None:
+    """Write the originals of `compacted_path` (a file written with --archive `archive_path`; with
+    -o DIR, any one file of that directory). A truncated, empty or foreign archive is an error."""
+    entries = _read_archive(archive_path)
+    end = entries[-1]
+    sources = end.get("sources") or []
+    transcripts = list(formats.Reader().read([compacted_path]))
+    # with -o DIR/ one archive covers several output files: take the records of this file's input
+    mine = None
+    if len(sources) > 1 and len(transcripts) != end.get("transcripts"):
+        mine = _source_for(compacted_path, sources)
+    by_seq: dict[int, list[dict]] = {}
+    for e in entries[:-1]:
+        if mine is None or e.get("source") == mine:
+            by_seq.setdefault(e["seq"], []).append(e)
+    seqs = sorted(by_seq)
+    first_seq = (end.get("first_seq") or {}).get(mine, 0) if mine is not None else 0
     with Output(output) as out:
-        for seq, t in enumerate(formats.Reader().read([compacted_path])):
-            for line in formats.write(restore(t, by_seq.get(seq, []))):
+        for k, t in enumerate(transcripts):
+            got = by_seq.get(first_seq + k, [])
+            if not got and _compacted_here(t):
+                raise DataError(archive_path, 0, f"no archive record for {t.id} (transcript {k + 1}), which was changed: "
+                                                 "this archive belongs to another run")
+            lines = next((e for e in got if e.get("type") == "lines"), None)
+            if lines is not None:
+                written = list(formats.write(t))
+                for x in lines["lines"]:
+                    if isinstance(x, int):
+                        if x >= len(written):
+                            raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
+                        out.write(written[x] + b"\n")
+                    else:
+                        out.write(x.encode("utf-8") + b"\n")
+                continue
+            for line in formats.write(restore(t, got)):
                 out.write(line + b"\n")
+    if seqs and first_seq + len(transcripts) <= max(seqs):
+        raise DataError(archive_path, 0, f"the archive holds more transcripts than {compacted_path}: is it the right file?")
+
+
+def _source_for(compacted_path: str, sources: list[str]) -> str | None:
+    """The input file whose output is `compacted_path` (-o DIR/ keeps relative paths and names)."""
+    import os
+
+    cp = os.path.abspath(compacted_path)
+    best, score = None, 0
+    for s in sources:
+        a, b = os.path.abspath(s).split(os.sep), cp.split(os.sep)
+        n = 0
+        while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+            n += 1
+        if n > score:
+            best, score = s, n
+    if best is None:
+        raise DataError(compacted_path, 0, f"the archive covers {len(sources)} files and none is named like this one")
+    return best
+
+
+def _compacted_here(t: Transcript) -> bool:
+    from .model import is_summary
+    from .phases.repair import OPENING, STUB
+
+    return any(is_summary(m) or m.text() in (STUB, OPENING) for m in t.messages)

@@ -145,7 +145,7 @@ def build(jsonl_path: str, sqlite_path: str) -> int:
         with open_input(jsonl_path) as f:
             for lineno, raw in iter_lines(f):
                 rec = parse_line(raw, jsonl_path, lineno)
-                if not isinstance(rec, dict) or "seq" not in rec:
+                if not isinstance(rec, dict) or ("seq" not in rec and rec.get("type") != "end"):
                     raise DataError(jsonl_path, lineno, "not a compactctl archive record")
                 _insert(s.db, rec, raw)
                 s.count += 1

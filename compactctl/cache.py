@@ -1,7 +1,12 @@
-"""Summary cache in SQLite under the user's cache dir, keyed by the exact request."""
+"""Summary cache in SQLite under the user's cache dir, keyed by the exact request.
+
+Private: the directory is made 0700 and the database (and SQLite's -wal/-shm files, which take the
+database's mode) 0600. It stores a hash of the request (already redacted) and the answer.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -26,8 +31,16 @@ def key_of(request: dict[str, Any]) -> str:
 class SummaryCache:
     def __init__(self, directory: str | os.PathLike | None = None):
         d = Path(directory) if directory else default_dir()
-        d.mkdir(parents=True, exist_ok=True)
+        if not d.is_dir() or not directory:  # ours: made (or the default one) 0700; a given existing one is left as is
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with contextlib.suppress(OSError):
+                os.chmod(d, 0o700)
         self.path = d / "summaries.sqlite"
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
+        for side in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(str(self.path) + side, 0o600)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -62,7 +62,8 @@ class PartFile:
         self.path = part_path(target)
         try:
             if resume_at is None:
-                self.f: IO[bytes] = open(self.path, "wb")  # noqa: SIM115
+                # 0600, like the temporary files of one-shot outputs: an output may hold what a transcript held
+                self.f: IO[bytes] = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
                 self.offset = 0
             else:
                 self.f = open(self.path, "r+b")  # noqa: SIM115
@@ -119,7 +120,7 @@ class Journal:
 
     def start(self) -> None:
         try:
-            self.f = open(self.path, "wb")  # noqa: SIM115
+            self.f = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
         except OSError as e:
             raise IOFailure(f"{self.path}: cannot write the journal ({e.strerror or e})") from e
         self.append(self.header)

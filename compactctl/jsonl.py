@@ -22,6 +22,19 @@ import orjson
 from .errors import DataError, IOFailure
 
 BOM = b"\xef\xbb\xbf"
+INPUT_SUFFIXES = (".jsonl", ".json", ".traj")  # what a directory input contributes
+MAX_LINE_ENV = "COMPACTCTL_MAX_LINE_MB"  # refuse a single line (one record) larger than this
+
+
+def max_line_bytes() -> int:
+    """The single-line limit: $COMPACTCTL_MAX_LINE_MB (default 128; 0 = no limit). A 200 MB line
+    would take ~13x its size in memory once parsed and tokenized, so the default refuses it clearly."""
+    raw = os.environ.get(MAX_LINE_ENV, "128")
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise IOFailure(f"${MAX_LINE_ENV} must be a number of megabytes, got {raw!r}") from None
+    return int(mb * (1 << 20)) if mb > 0 else 0
 STDIN = "-"
 Warn = Callable[[str], None]
 
@@ -31,7 +44,7 @@ def _no_warn(msg: str) -> None:
 
 
 def expand_inputs(paths: Iterable[str]) -> list[str]:
-    """Files as given, directories as their *.jsonl files (recursively, sorted), '-' for stdin."""
+    """Files as given, directories as their *.jsonl, *.json and *.traj files (recursively, sorted), '-' for stdin."""
     out: list[str] = []
     for p in paths:
         if p == STDIN:
@@ -39,9 +52,9 @@ def expand_inputs(paths: Iterable[str]) -> list[str]:
             continue
         path = Path(p)
         if path.is_dir():
-            found = sorted(str(f) for f in path.rglob("*.jsonl") if f.is_file())
+            found = sorted(str(f) for f in path.rglob("*") if f.suffix in INPUT_SUFFIXES and f.is_file())
             if not found:
-                raise IOFailure(f"{p}: directory holds no *.jsonl file")
+                raise IOFailure(f"{p}: directory holds no *.jsonl, *.json or *.traj file")
             out.extend(found)
         elif path.exists():
             out.append(p)
@@ -85,16 +98,41 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
     except UnicodeDecodeError as e:
         raise DataError(source, lineno, f"invalid UTF-8 at byte {e.start}") from None
     try:
-        value = json.loads(text)  # accepts lone surrogates, which orjson rejects
+        # accepts lone surrogates (and integers beyond 64 bits), which orjson rejects; never NaN,
+        # Infinity or a number that overflows to infinity (1e999): not JSON, and not writable back
+        value = json.loads(text, parse_constant=_non_finite, parse_float=_finite_float)
+    except _NonFinite as e:
+        raise DataError(source, lineno, f"invalid JSON: the number {e} is not finite (NaN, Infinity and out-of-range numbers like 1e999 "
+                                        "are not JSON)") from None
     except json.JSONDecodeError as e:
         ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
         what = f"truncated JSON (the line ends early: {e.msg})" if ends_early else f"invalid JSON: {e.msg} at column {e.colno}"
         raise DataError(source, lineno, what) from None
     except RecursionError:
         raise DataError(source, lineno, f"invalid JSON: {err}") from None
+    if not _any_surrogate(value):
+        return value, raw  # valid JSON orjson does not take (a very large integer): kept as written
     warn(f"{source}:{lineno}: lone UTF-16 surrogate replaced by U+FFFD")
     value = _fix_surrogates(value)
-    return value, orjson.dumps(value)
+    try:
+        return value, orjson.dumps(value)
+    except TypeError:
+        return value, json.dumps(value, ensure_ascii=False).encode()
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _non_finite(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _finite_float(s: str) -> float:
+    v = float(s)
+    if v in (float("inf"), float("-inf")):
+        raise _NonFinite(s)
+    return v
 
 
 def _fix_surrogates(v: Any) -> Any:
@@ -105,6 +143,16 @@ def _fix_surrogates(v: Any) -> Any:
     if isinstance(v, dict):
         return {_fix_surrogates(k): _fix_surrogates(x) for k, x in v.items()}
     return v
+
+
+def _any_surrogate(v: Any) -> bool:
+    if isinstance(v, str):
+        return _has_surrogate(v)
+    if isinstance(v, list):
+        return any(_any_surrogate(x) for x in v)
+    if isinstance(v, dict):
+        return any(_any_surrogate(k) or _any_surrogate(x) for k, x in v.items())
+    return False
 
 
 def _has_surrogate(s: str) -> bool:
@@ -140,13 +188,16 @@ class Output:
         self.stream: IO[bytes] = self._tmp if self._tmp is not None else sys.stdout.buffer
 
     def write(self, data: bytes) -> None:
-        self.stream.write(data)
+        try:
+            self.stream.write(data)
+        except OSError as e:  # a full disk, a closed pipe's neighbour errors
+            raise IOFailure(f"{self.target or self._special or 'standard output'}: cannot write ({e.strerror or e})") from e
 
     def commit(self) -> None:
         if self.target:
             assert self._tmp is not None and self._tmp_path is not None
-            self._tmp.close()
             try:
+                self._tmp.close()  # flushes: a full disk shows here
                 os.replace(self._tmp_path, self.target)
             except OSError as e:
                 raise IOFailure(f"{self.target}: {e.strerror or e}") from e
@@ -159,10 +210,20 @@ class Output:
                 except OSError as e:
                     raise IOFailure(f"{self._special}: {e.strerror or e}") from e
             else:
-                shutil.copyfileobj(self._tmp, sys.stdout.buffer)
+                try:
+                    shutil.copyfileobj(self._tmp, sys.stdout.buffer)
+                except OSError as e:
+                    if isinstance(e, BrokenPipeError):
+                        raise
+                    raise IOFailure(f"standard output: cannot write ({e.strerror or e})") from e
             self._tmp.close()
         if not self._special:
-            sys.stdout.buffer.flush()
+            try:
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as e:
+                raise IOFailure(f"standard output: cannot write ({e.strerror or e})") from e
 
     def abort(self) -> None:
         if self._tmp is not None:

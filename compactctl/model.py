@@ -21,6 +21,7 @@ import orjson
 from .harness import is_injected
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"
 SYSTEM_ROLES = ("system", "developer")
 
 

@@ -1,7 +1,20 @@
 """Which tool result answers which call.
 
-A result is matched to the nearest earlier unanswered call with its id (real data reuses ids and
-answers out of order); a result with no id takes the nearest earlier unanswered call of its name.
+Pairing is by position and id, never by guessing:
+
+0. The run of results right after an assistant message that answers its calls one to one in order
+   (as many results as calls, each with its call's id or none, no contradicting name) pairs by
+   position: repeated ids and lost ids inside it are resolved by where each result stands.
+1. Any other result with an id answers a call with that id: the nearest earlier assistant message holding an
+   unanswered call with that id (real data reuses ids across turns and answers out of order); inside
+   that message, when the id is repeated, the call whose name the result names, else the first
+   unanswered one in call order (the k-th result with a repeated id answers the k-th call with it).
+   Every result with an id is paired before any result without one, so a result that lost its id can
+   never take a call that another result answers by id.
+2. A result with no id answers a still unanswered call of the nearest earlier assistant message that
+   made calls (legacy `function_call` results, writers that drop ids): the call whose name it names,
+   else the first unanswered call in order. It never reaches further back: if that message has no
+   unanswered call, the result answers nothing and is an orphan.
 """
 
 from __future__ import annotations
@@ -18,31 +31,95 @@ class Pair:
     result: int  # index of the tool message
 
 
+def _pick(cands: list[int], calls: list[ToolCall], name: str | None, at: int | None) -> int:
+    """Index into `cands` (unanswered call positions, in call order) of the call a result answers: the
+    call at the result's own position `at` in the run of results after the calls (when that is a
+    candidate and the name does not contradict it), else the first call of the name it gives, else the
+    first one."""
+    if at is not None and at in cands and (not name or calls[at].name == name):
+        return cands.index(at)
+    if name:
+        for k, p in enumerate(cands):
+            if calls[p].name == name:
+                return k
+    return 0
+
+
+def _aligned(calls: list[ToolCall], run: list[Message]) -> bool:
+    """The run of results after a message answers its calls one to one, in order: as many results as
+    calls, each with the id of the call at its position (or none, when that is all it lost) and no
+    other tool's name."""
+    if len(run) != len(calls):
+        return False
+    for c, r in zip(calls, run, strict=True):
+        rid = r.tool_call_id
+        if rid is not None and rid != c.id:
+            return False
+        if r.name and c.name and r.name != c.name:
+            return False
+    return True
+
+
 def match(messages: list[Message]) -> tuple[list[Pair], list[int]]:
-    """(pairs, indices of results that answer no earlier call)."""
-    open_calls: dict[str | None, list[tuple[int, int]]] = {}
-    by_name: dict[str, list[tuple[int, int]]] = {}
-    taken: set[tuple[int, int]] = set()
-    pairs: list[Pair] = []
-    orphans: list[int] = []
+    """(pairs sorted by result index, indices of results that answer no call)."""
+    found: dict[int, tuple[int, int]] = {}  # result index -> (call message, call position)
+    offset: dict[int, tuple[int, int]] = {}  # result index -> (call message, position in the run right after it)
+    n = len(messages)
+    i = 0
+    while i < n:  # runs of results right after their calls: aligned ones pair by position outright
+        m = messages[i]
+        if m.role == "assistant" and m.tool_calls:
+            j = i + 1
+            while j < n and messages[j].role == "tool":
+                offset[j] = (i, j - i - 1)
+                j += 1
+            if _aligned(m.tool_calls, messages[i + 1:j]):
+                for q in range(j - i - 1):
+                    found[i + 1 + q] = (i, q)
+            i = max(j, i + 1)
+            continue
+        i += 1
+    taken = set(found.values())
+    by_id: dict[str, list[tuple[int, list[int]]]] = {}  # call id -> [(assistant message, unanswered positions)]
+    open_in: dict[int, list[int]] = {}  # assistant message -> its unanswered call positions (built lazily)
+    idless: list[tuple[int, int]] = []  # (result index, nearest earlier call message or -1)
+    last_call_msg = -1
     for i, m in enumerate(messages):
         if m.role == "assistant" and m.tool_calls:
+            last_call_msg = i
+            here: dict[str, list[int]] = {}
             for p, c in enumerate(m.tool_calls):
-                open_calls.setdefault(c.id, []).append((i, p))
-                by_name.setdefault(c.name, []).append((i, p))
-        elif m.role == "tool":
-            stack = open_calls.get(m.tool_call_id) if m.tool_call_id is not None else by_name.get(m.name or "", [])
-            found = None
-            while stack:
-                cand = stack.pop()  # nearest earlier
-                if cand not in taken:
-                    found = cand
-                    break
-            if found is None:
-                orphans.append(i)
-            else:
-                taken.add(found)
-                pairs.append(Pair(found[0], found[1], i))
+                if isinstance(c.id, str) and (i, p) not in taken:
+                    here.setdefault(c.id, []).append(p)
+            for cid, positions in here.items():
+                by_id.setdefault(cid, []).append((i, positions))
+        elif m.role == "tool" and i not in found:
+            rid = m.tool_call_id
+            if not isinstance(rid, str):
+                idless.append((i, last_call_msg))
+                continue
+            entries = by_id.get(rid)
+            if entries:  # the nearest earlier message with an unanswered call of this id
+                j, positions = entries[-1]
+                at = offset[i][1] if i in offset and offset[i][0] == j else None
+                p = positions.pop(_pick(positions, messages[j].tool_calls, m.name, at))
+                if not positions:
+                    entries.pop()
+                found[i] = (j, p)
+    if idless:
+        taken = set(found.values())
+        for i, j in idless:
+            if j < 0:
+                continue
+            calls = messages[j].tool_calls
+            cands = open_in.get(j)
+            if cands is None:
+                cands = open_in[j] = [p for p in range(len(calls)) if (j, p) not in taken]
+            if cands:
+                at = offset[i][1] if i in offset and offset[i][0] == j else None
+                found[i] = (j, cands.pop(_pick(cands, calls, messages[i].name, at)))
+    pairs = [Pair(found[r][0], found[r][1], r) for r in sorted(found)]
+    orphans = [i for i, m in enumerate(messages) if m.role == "tool" and i not in found]
     return pairs, orphans
 
 

@@ -116,11 +116,18 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
         changed = t is not t_in
         if t.layout == "session" and ctx.many:
             t = _as_dataset_record(t, ctx.fmt_to)
-        lines.extend(formats.write(t, ctx.fmt_to))
+        written = list(formats.write(t, ctx.fmt_to))
+        lines.extend(written)
         if ctx.archive and (res.archived or changed):  # repair may add or move messages
-            archive = [{"seq": seq, **a.record()} for a in res.archived]
-            archive.append({"seq": seq, "transcript": t_in.id, "type": "map", "format": t_in.format,
+            from .api import lines_record
+
+            src = t_in.source
+            archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
+            archive.append({"seq": seq, "source": src, "transcript": t_in.id, "type": "map", "format": t_in.format,
                             "messages": len(t_in.messages), "kept": _kept(t)})
+            log = lines_record(t_in, written)  # line logs: every source line, record for record
+            if log is not None:
+                archive.append({"seq": seq, "source": src, **log})
     return Done(lines, archive, res.report, changed)
 
 
@@ -361,6 +368,7 @@ class _Sinks:
         self.stats = RunStats()
         self.key = ""
         self.last_ck = time.monotonic()
+        self.first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (the archive's end record)
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
@@ -414,6 +422,7 @@ class _Sinks:
                 self.out = PartFile(targets[self.current], offs.get("out"))
         self.stats = RunStats(ck.get("n", 0), ck.get("changed", 0))
         self.key = ck.get("key", "")
+        self.first_seq = dict(ck.get("fs", {}))
 
     # where to start reading
     def plan_reading(self, files: list[str]) -> tuple[list[str], int, int, str | None]:
@@ -468,7 +477,7 @@ class _Sinks:
         if isinstance(self.out, PartFile):
             off["out"] = self.out.offset
         self.journal.append({"t": "ck", "n": stats.transcripts, "key": key, "file": self.current if self.to_dir else "*",
-                             "fn": self.file_n, "off": off, "changed": stats.changed})
+                             "fn": self.file_n, "off": off, "changed": stats.changed, "fs": self.first_seq})
         self.last_ck = time.monotonic()
 
     def _close_file(self) -> None:
@@ -484,6 +493,10 @@ class _Sinks:
         for line in tail_rejects:
             if "rejects" in self.sides:
                 self._side("rejects", line + b"\n")
+        if "archive" in self.sides and self.sides["archive"] is not None and not self.ended:
+            # the closing record: restore refuses an archive without it (truncated)
+            end = {"type": "end", "transcripts": self.stats.transcripts, "sources": list(self.first_seq), "first_seq": self.first_seq}
+            self._side("archive", orjson.dumps(end) + b"\n")
         if self.journal is not None and not self.ended:
             self.checkpoint()
             if self.to_dir and self.out is not None:
@@ -557,7 +570,8 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
                 flow = _threads(work, items, ctx, io.jobs)
             else:
                 flow = _serial(work, items, ctx)
-            for (_seq, source, tid, rej), done in flow:
+            for (seq, source, tid, rej), done in flow:
+                sinks.first_seq.setdefault(source, seq)
                 sinks.write(source, done, rej)
                 stats.transcripts += 1
                 stats.changed += done.changed

@@ -181,6 +181,12 @@ def _summary(summarizer, llm_model, base_url, fallback_model, focus, cache_dir, 
              instructions):
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if not (timeout > 0 and timeout < float("inf")):  # also rejects NaN
+        raise UsageError("--timeout must be a positive number of seconds")
+    if retries < 0:
+        raise UsageError("--retries must be 0 or more")
+    if llm_context < 1:
+        raise UsageError("--llm-context must be at least 1")
     text = None
     if instructions is not None:
         try:
@@ -204,7 +210,7 @@ SUMMARY = Group("summary", "Summary", [
     Opt("jobs", int, 1, ("-j", "--jobs"), "Transcripts summarized at once (LLM calls in flight)."),
     Opt("min_saving", float, 0.10, ("--min-saving",), "A compaction saving less than this share is not applied (anti-thrash)."),
     Opt("force", bool, False, ("--force",), "Compact even after repeated ineffective compactions."),
-    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request."),
+    Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request (one call, retries included, ends within timeout x (retries + 1) + backoff + at most 10 s)."),
     Opt("retries", int, 2, ("--retries",), "Retries per LLM request on 429, 5xx and timeouts (with backoff)."),
     Opt("llm_context", int, 32000, ("--llm-context",), "Tokens of transcript the summarizing LLM takes per call (larger middles go in chunks)."),
     Opt("instructions", str, None, ("--instructions",), "A file of extra instructions for the LLM summarizer (appended to its prompt)."),

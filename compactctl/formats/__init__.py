@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError, UsageError
-from ..jsonl import STDIN, JsonlSink, expand_inputs, iter_lines, open_input, parse_record
+from ..jsonl import MAX_LINE_ENV, STDIN, JsonlSink, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
 from ..model import Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
@@ -86,8 +86,12 @@ class Reader:
                 stream.close()
 
     def _records(self, stream, source: str) -> Iterator[Record]:
+        limit = max_line_bytes()
         for lineno, raw in iter_lines(stream):
             try:
+                if limit and len(raw) > limit:
+                    raise DataError(source, lineno, f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
+                                                    f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)")
                 obj, raw = parse_record(raw, source, lineno, self.warn)
                 if not isinstance(obj, dict):
                     raise DataError(source, lineno, f"expected a JSON object, got {_json_kind(obj)}")
@@ -107,7 +111,7 @@ class Reader:
         items = doc if isinstance(doc, list) else [doc]
         for k, obj in enumerate(items, 1):
             if not isinstance(obj, dict):
-                self.reject(DataError(source, k, f"element {k} is not a JSON object"), orjson.dumps(obj))
+                self.reject(DataError(source, k, f"element {k} is not a JSON object"), orjson.dumps(obj, default=str))
                 continue
             yield k, orjson.dumps(obj), obj
 
@@ -149,5 +153,34 @@ def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
         meta = {k: v for k, v in (t.metadata or {}).items() if k not in drop}
         t = t.evolve(format=target.NAME, native=None, raw=None, metadata=meta)
         t.messages = [m.evolve() if m.origin is not None else m for m in t.messages]  # origins are the old format's
+        if target.NAME != "openai":
+            t.messages = _with_ids(t.messages)
         return target.write(t)
     return get_format(t.format).write(t)
+
+
+def _with_ids(messages: list) -> list:
+    """Calls without an id (legacy OpenAI `function_call`s) given one, and their results too, for
+    formats that link results to calls by id only (Anthropic tool_use, Codex call_id)."""
+    from ..model import LEGACY, ToolCall
+    from ..pairs import match
+
+    if not any(c.id is None for m in messages for c in m.tool_calls):
+        return messages
+    pairs, _ = match(messages)
+    result_of = {(p.call_msg, p.call_pos): p.result for p in pairs}
+    out = list(messages)
+    for i, m in enumerate(messages):
+        if not any(c.id is None for c in m.tool_calls):
+            continue
+        calls = []
+        for pos, c in enumerate(m.tool_calls):
+            if c.id is None:
+                cid = f"call_legacy_{i}_{pos}"
+                c = ToolCall(cid, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != LEGACY})
+                r = result_of.get((i, pos))
+                if r is not None:
+                    out[r] = out[r].evolve(tool_call_id=cid, extra={k: v for k, v in out[r].extra.items() if k != LEGACY})
+            calls.append(c)
+        out[i] = out[i].evolve(tool_calls=calls)
+    return out

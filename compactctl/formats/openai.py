@@ -8,14 +8,14 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import MISSING, ROLES, Message, ToolCall, Transcript
+from ..model import LEGACY, MISSING, ROLES, Message, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
 MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
 NOTE_KEY = "_compactctl"
-_MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", NOTE_KEY}
+_MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "function_call", NOTE_KEY}
 
 
 def messages_key(obj: dict) -> str | None:
@@ -56,7 +56,8 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     role = d.get("role")
     if role is None:
         raise DataError(source, lineno, "message has no role")
-    if role == "function":  # legacy function-call result
+    legacy = role == "function"  # legacy function-call result (answers the `function_call` before it)
+    if legacy:
         role = "tool"
     if role not in ROLES:
         raise DataError(source, lineno, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
@@ -81,12 +82,30 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
                 extra["_arguments_object"] = True
                 args = orjson.dumps(args).decode()
             calls.append(ToolCall(c.get("id"), fn["name"], args, extra))
+    fc = d.get("function_call")
+    if fc is not None:  # legacy OpenAI function calling: one call, no id
+        if not isinstance(fc, dict) or not isinstance(fc.get("name"), str):
+            raise DataError(source, lineno, "function_call needs a name")
+        args = fc.get("arguments", "")
+        extra = {LEGACY: True}
+        if not isinstance(args, str):
+            extra["_arguments_object"] = True
+            args = orjson.dumps(args).decode()
+        fn_extra = {k: v for k, v in fc.items() if k not in ("name", "arguments")}
+        if fn_extra:
+            extra["_function_extra"] = fn_extra
+        calls.append(ToolCall(None, fc["name"], args, extra))
     reasoning = d.get("reasoning_content")
     note = d.get(NOTE_KEY)
     call_id = d.get("tool_call_id")
     ids = d.get("tool_call_ids")  # SWE-agent: a list of ids
     if call_id is None and isinstance(ids, list) and ids and isinstance(ids[0], str):
         call_id = ids[0]
+    if call_id is not None and not isinstance(call_id, str):
+        raise DataError(source, lineno, f"tool_call_id must be a string, got {type(call_id).__name__}")
+    extra = {k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))}
+    if legacy:
+        extra[LEGACY] = True
     return Message(
         role=role,
         content=content,
@@ -94,7 +113,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         tool_call_id=call_id,
         name=d.get("name"),
         reasoning=reasoning if isinstance(reasoning, str) else None,
-        extra={k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))},
+        extra=extra,
         origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY},
         index=index,
         note=dict(note) if isinstance(note, dict) else {},
@@ -105,18 +124,31 @@ def message_to_dict(m: Message) -> dict:
     if isinstance(m.origin, dict):
         d = dict(m.origin)
     else:
-        d = {"role": m.role}
+        extra = dict(m.extra)
+        legacy_result = extra.pop(LEGACY, False) and m.role == "tool" and m.tool_call_id is None
+        d = {"role": "function" if legacy_result else m.role}
         if m.content is not MISSING:
             d["content"] = m.content
         if m.name is not None:
             d["name"] = m.name
-        if m.tool_calls:
-            d["tool_calls"] = [_call_to_dict(c) for c in m.tool_calls]
-        if m.tool_call_id is not None and "tool_call_ids" not in m.extra:
+        calls = [c for c in m.tool_calls if not c.extra.get(LEGACY)]
+        legacy_calls = [c for c in m.tool_calls if c.extra.get(LEGACY)]
+        if calls:
+            d["tool_calls"] = [_call_to_dict(c) for c in calls]
+        if legacy_calls:
+            fc = _call_to_dict(legacy_calls[0])["function"]
+            d["function_call"] = fc
+            for c in legacy_calls[1:]:  # only one legacy call fits in a message: the rest as tool calls
+                d.setdefault("tool_calls", []).append(_call_to_dict(c))
+        ids = extra.get("tool_call_ids")
+        if m.tool_call_id is not None and isinstance(ids, list) and ids and isinstance(ids[0], str):
+            if ids[0] != m.tool_call_id:  # SWE-agent's list of ids: a repaired id replaces the first
+                extra["tool_call_ids"] = [m.tool_call_id, *ids[1:]]
+        elif m.tool_call_id is not None:
             d["tool_call_id"] = m.tool_call_id
         if m.reasoning is not None:
             d["reasoning_content"] = m.reasoning
-        d.update(m.extra)
+        d.update(extra)
     if m.note:
         d[NOTE_KEY] = m.note
     return d
@@ -124,6 +156,7 @@ def message_to_dict(m: Message) -> dict:
 
 def _call_to_dict(c: ToolCall) -> dict:
     extra = dict(c.extra)
+    extra.pop(LEGACY, None)
     obj_args = extra.pop("_arguments_object", False)
     fn_extra = extra.pop("_function_extra", {})
     fn: dict[str, Any] = {"name": c.name, "arguments": orjson.loads(c.arguments) if obj_args and _is_json(c.arguments) else c.arguments}

@@ -3,17 +3,20 @@
 - a tool result that answers no earlier call is removed;
 - a call with no result gets a stub result right after its group (or, with strip, loses the call);
 - results are placed directly after the assistant message that made the calls, in call order;
-- duplicate call ids within one assistant message are renamed (with their results);
+- every call gets an id unique over the transcript (a missing or repeated id is replaced, also one reused
+  from an earlier turn, which OpenAI accepts but Anthropic does not) and its result carries it (pairing by
+  position and id: see pairs.py); legacy `function_call`s keep their form;
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user).
-`check` reports the same rules as violations without changing anything.
+`check` reports the same rules as violations without changing anything (an id reused across turns is
+not one: real OpenAI transcripts do it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import MISSING, SYSTEM_ROLES, Message, Transcript
+from ..model import LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
 from ..pairs import match
 from . import Archived, archive
 
@@ -39,6 +42,7 @@ class RepairStats:
     calls_stripped: int = 0
     results_moved: int = 0
     ids_renamed: int = 0
+    result_ids_set: int = 0  # results given their call's (new or missing) id
     empty_removed: int = 0
     openings_added: int = 0
     archived: list[Archived] = field(default_factory=list, repr=False)
@@ -46,7 +50,7 @@ class RepairStats:
     @property
     def changed(self) -> bool:
         return any((self.orphan_results_removed, self.stubs_added, self.calls_stripped, self.results_moved,
-                    self.ids_renamed, self.empty_removed, self.openings_added))
+                    self.ids_renamed, self.result_ids_set, self.empty_removed, self.openings_added))
 
 
 def _empty(m: Message) -> bool:
@@ -62,6 +66,11 @@ def _empty(m: Message) -> bool:
     return False
 
 
+def is_legacy(c) -> bool:
+    """A legacy OpenAI `function_call` (one per message, no id; its result is a `role: "function"` turn)."""
+    return bool(c.extra.get(LEGACY))
+
+
 def check(t: Transcript) -> list[Violation]:
     out: list[Violation] = []
     msgs = t.messages
@@ -72,13 +81,19 @@ def check(t: Transcript) -> list[Violation]:
     results_of: dict[int, list[int]] = {}
     for p in pairs:
         results_of.setdefault(p.call_msg, []).append(p.result)
+        c = msgs[p.call_msg].tool_calls[p.call_pos]
+        if not is_legacy(c) and msgs[p.result].tool_call_id != c.id:
+            out.append(Violation(t.id, p.result, "result-id", f"tool result has tool_call_id {msgs[p.result].tool_call_id!r}, "
+                                                               f"not its call's id {c.id!r}"))
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:
-            seen = set()
+            seen: set = set()  # within one message (both APIs reject it); reuse across turns is OpenAI-valid
             for pos, c in enumerate(m.tool_calls):
                 if (i, pos) not in answered:
                     out.append(Violation(t.id, i, "missing-result", f"call {c.id!r} ({c.name}) has no result"))
-                if c.id is not None and c.id in seen:
+                if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
+                    out.append(Violation(t.id, i, "missing-id", f"call {c.name!r} has no id"))
+                elif c.id is not None and c.id in seen:
                     out.append(Violation(t.id, i, "duplicate-id", f"call id {c.id!r} appears twice in one message"))
                 seen.add(c.id)
             res = sorted(results_of.get(i, []))
@@ -100,6 +115,18 @@ def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, R
         archive(t, msgs[i], "repair", st.archived)
     st.orphan_results_removed = len(orphans)
     result_for: dict[tuple[int, int], int] = {(p.call_msg, p.call_pos): p.result for p in pairs}
+    used_ids = {c.id for m in msgs for c in m.tool_calls if isinstance(c.id, str)}
+    seen: set = set()  # call ids given out so far: unique over the whole transcript
+    fresh = 0
+
+    def new_id(base: str | None) -> str:
+        nonlocal fresh
+        while True:
+            fresh += 1
+            cand = f"{base}__{fresh}" if base else f"call_cc{fresh}"
+            if cand not in used_ids and cand not in seen:
+                return cand
+
     placed: list[Message] = []
     for i, m in enumerate(msgs):
         if m.role == "tool":
@@ -114,26 +141,29 @@ def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, R
         calls = list(m.tool_calls)
         results: list[Message] = []
         kept_calls = []
-        seen: set = set()
         renamed = False
         for pos, c in enumerate(calls):
             r = result_for.get((i, pos))
             rmsg = msgs[r] if r is not None else None
-            if c.id is not None and c.id in seen:
-                new_id = f"{c.id}__{pos}"
-                c = type(c)(new_id, c.name, c.arguments, dict(c.extra))
-                if rmsg is not None:
-                    archive(t, rmsg, "repair", st.archived)
-                    rmsg = rmsg.evolve(tool_call_id=new_id)
+            legacy = is_legacy(c)
+            if not legacy and (not (isinstance(c.id, str) and c.id) or c.id in seen):
+                c = ToolCall(new_id(c.id if isinstance(c.id, str) and c.id else None), c.name, c.arguments, dict(c.extra))
                 renamed = True
                 st.ids_renamed += 1
-            seen.add(c.id)
+            if not legacy:
+                seen.add(c.id)
             if rmsg is None:
                 if strip_unanswered:
                     st.calls_stripped += 1
                     continue
-                rmsg = Message(role="tool", content=STUB, tool_call_id=c.id, name=c.name if c.id is None else None)
+                extra = {LEGACY: True} if legacy else {}
+                rmsg = Message(role="tool", content=STUB, tool_call_id=None if legacy else c.id,
+                               name=c.name if legacy else None, extra=extra)
                 st.stubs_added += 1
+            elif not legacy and rmsg.tool_call_id != c.id:
+                archive(t, rmsg, "repair", st.archived)
+                rmsg = rmsg.evolve(tool_call_id=c.id)
+                st.result_ids_set += 1
             kept_calls.append(c)
             results.append(rmsg)
         if renamed or len(kept_calls) != len(calls):

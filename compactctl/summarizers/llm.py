@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,7 +28,7 @@ from ..tokens import Counter
 from . import offline
 from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
-from .redact import redact
+from .redact import redact, redact_json_text
 
 TOOL_HEAD, TOOL_TAIL, TEXT_CAP = 1_500, 500, 6_000
 MIN_HEADINGS = 2  # fewer is garbage: the offline summary is used instead
@@ -34,6 +37,35 @@ SKELETON = "Now write the summary of the turns above, with exactly these heading
 
 class Transient(Exception):
     pass
+
+
+class Cancelled(Exception):
+    """Ctrl-C: every LLM call in flight is abandoned at once (no offline fallback, no retry)."""
+
+
+CANCEL = threading.Event()  # set by SIGINT (see _install_sigint): all waits on the endpoint end
+DEADLINE_SLACK = 10.0  # at most this many seconds (and at most timeout + 1) added to timeout x (retries + 1) + backoff
+
+
+def _install_sigint() -> None:
+    """Chain a SIGINT handler that sets CANCEL, so worker threads waiting on the endpoint give up at
+    once instead of keeping the process alive until their requests end (--jobs)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    prev = signal.getsignal(signal.SIGINT)
+    if getattr(prev, "_compactctl", False):
+        return
+
+    def handler(signum, frame):
+        CANCEL.set()
+        if callable(prev):
+            prev(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    handler._compactctl = True  # type: ignore[attr-defined]
+    with contextlib.suppress(ValueError):  # not the main interpreter thread
+        signal.signal(signal.SIGINT, handler)
 
 
 @dataclass
@@ -75,20 +107,23 @@ def _cap(text: str, head: int, tail: int) -> str:
 
 
 def serialize(messages: list[Message]) -> list[str]:
-    """One block per message, capped, secrets redacted."""
+    """One block per message, secrets redacted first (a cut must never split a secret so that its
+    rule no longer sees it), then capped."""
     out = []
     for m in messages:
         if m.role == "tool":
-            body = _cap(m.text(), TOOL_HEAD, TOOL_TAIL)
-            out.append(redact(f"[tool result{' for ' + m.tool_call_id if m.tool_call_id else ''}]\n{body}"))
+            body = _cap(redact(m.text()), TOOL_HEAD, TOOL_TAIL)
+            cid = m.tool_call_id if isinstance(m.tool_call_id, str) else None
+            out.append(f"[tool result{' for ' + redact(cid) if cid else ''}]\n{body}")
             continue
         parts = []
-        text = m.text()
+        text = redact(m.text())
         if text:
             parts.append(_cap(text, TEXT_CAP // 2, TEXT_CAP // 2))
         for c in m.tool_calls:
-            parts.append(f"-> call {c.name}({_cap(c.arguments, 400, 100)}){' id=' + c.id if c.id else ''}")
-        out.append(redact(f"[{m.role}]\n" + "\n".join(parts)))
+            cid = f" id={c.id}" if isinstance(c.id, str) and c.id else ""
+            parts.append(f"-> call {c.name}({_cap(redact_json_text(c.arguments), 400, 100)}){cid}")
+        out.append(f"[{m.role}]\n" + "\n".join(parts))
     return out
 
 
@@ -132,6 +167,12 @@ class LLMSummarizer:
         self.model, self.fallback_model, self.base_url = model, fallback_model, base_url
         self.cache, self.llm_context = cache, llm_context
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=retries)
+        # one call may wait at most this long in all, retries included (a server that drips bytes
+        # resets the client's read timeout forever): then it counts as a timeout
+        backoff = sum(min(8.0, 0.5 * 2 ** k) for k in range(retries))  # the openai client's sleeps between retries
+        self.call_deadline = timeout * (retries + 1) + backoff + min(DEADLINE_SLACK, timeout + 1)
+        CANCEL.clear()  # a new run: an earlier Ctrl-C that the caller handled no longer applies
+        _install_sigint()
         self.breaker = breaker_for(base_url or "openai", cooldown)
         self.warn = warn or (lambda msg: None)
         self._openai = openai
@@ -142,11 +183,48 @@ class LLMSummarizer:
         return cls(opts.llm_model or model, opts.base_url, opts.api_key, opts.fallback_model, opts.timeout, opts.retries,
                    cache, opts.llm_context, warn=warn, max_in_flight=opts.jobs)
 
+    def _call(self, request: dict, deadline: float):
+        """The request in a helper thread, waited for until `deadline` or Ctrl-C (CANCEL)."""
+        box: dict = {}
+        done = threading.Event()
+
+        def target():
+            try:
+                box["resp"] = self.client.chat.completions.create(**request)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                box["err"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=target, daemon=True, name="compactctl-llm").start()
+        while not done.wait(0.1):
+            if CANCEL.is_set():
+                raise Cancelled("interrupted")
+            if time.monotonic() >= deadline:
+                raise Transient(f"no complete answer within the deadline ({self.call_deadline:.0f} s)")
+        if "err" in box:
+            raise box["err"]
+        return box["resp"]
+
+    def _slot(self, deadline: float) -> None:
+        while not self._slots.acquire(timeout=0.1):
+            if CANCEL.is_set():
+                raise Cancelled("interrupted")
+            if time.monotonic() >= deadline:
+                raise Transient("the deadline passed while waiting for a free LLM slot")
+
     # -- one request, with cache, breaker, fallback
-    def _complete(self, system: str, user: str, max_tokens: int, stats: dict) -> str:
+    def _complete(self, system: str, user: str, max_tokens: int, stats: dict, deadline: float | None = None) -> str:
+        user = redact(user)  # every path to the endpoint passes here: the last safety net
         for model in [self.model] + ([self.fallback_model] if self.fallback_model else []):
             request = {"model": model, "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                        "max_tokens": max_tokens, "temperature": 0}
+            call_deadline = time.monotonic() + self.call_deadline
+            if deadline is not None:
+                call_deadline = min(call_deadline, deadline)
+            if time.monotonic() >= call_deadline:
+                stats["warnings"].append(f"{model}: the transcript's LLM deadline has passed")
+                break
             key = key_of(request)
             if self.cache is not None:
                 hit = self.cache.get(key)
@@ -157,19 +235,35 @@ class LLMSummarizer:
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
                 stats["calls"] += 1
-                with self._slots:
-                    resp = self.client.chat.completions.create(**request)
+                self._slot(call_deadline)
+                try:
+                    resp = self._call(request, call_deadline)
+                finally:
+                    self._slots.release()
+            except Cancelled:
+                raise
             except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as e:
                 raise LLMAuthError(f"the LLM endpoint refused the credentials ({e.status_code}): check OPENAI_API_KEY and --base-url") from e
-            except (self._openai.RateLimitError, self._openai.APITimeoutError, self._openai.APIConnectionError,
-                    self._openai.InternalServerError, self._openai.APIStatusError) as e:
+            except Transient as e:
                 self.breaker.record(False)
-                stats["warnings"].append(f"{model}: {type(e).__name__}: {str(e)[:160]}")
+                stats["warnings"].append(f"{model}: {e}")
+                continue
+            except Exception as e:  # noqa: BLE001 - 429/5xx/timeouts, and a 200 whose body is not JSON
+                self.breaker.record(False)
+                stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
+                continue
+            try:
+                text = (resp.choices[0].message.content or "") if resp.choices else ""
+                if not isinstance(text, str):
+                    raise TypeError(type(text).__name__)
+            except Exception:  # noqa: BLE001 - a 200 that is not a chat completion (HTML, truncated JSON)
+                self.breaker.record(False)
+                start = " ".join(redact(str(resp)).split())[:120]
+                stats["warnings"].append(f"{model}: the answer is not a chat completion (not JSON?): {start!r}")
                 continue
             self.breaker.record(True)
-            text = (resp.choices[0].message.content or "") if resp.choices else ""
             if len(parse_sections(text)) < MIN_HEADINGS:
-                start = " ".join(text.split())[:160]
+                start = " ".join(redact(text).split())[:160]
                 stats["warnings"].append(f"{model}: answer has {len(parse_sections(text))} of 13 sections: {start!r}")
                 continue
             if model != self.model:
@@ -186,8 +280,10 @@ class LLMSummarizer:
         system = system_prompt(req.budget, req.focus, req.instructions)
         room = max(self.llm_context - req.budget - counter.text(system) - 1_500, 1_000)
         summary = facts.prior_summary
+        parts = chunk(blocks, counter, room)
+        deadline = time.monotonic() + self.call_deadline * len(parts)  # the transcript's overall deadline
         try:
-            for part in chunk(blocks, counter, room):
+            for part in parts:
                 # The transcript first, the instructions last: models (small ones most) follow what they read last.
                 last = redact(facts.last_request or "")
                 ask = f"LATEST USER REQUEST (copy it verbatim under Active Task):\n{last}\n\n"
@@ -195,7 +291,7 @@ class LLMSummarizer:
                     user = f"PREVIOUS SUMMARY:\n{redact(summary)}\n\nNEW TURNS:\n{part}\n\n{UPDATE_INSTRUCTIONS}\n\n{ask}{SKELETON}"
                 else:
                     user = f"TURNS TO SUMMARIZE:\n{part}\n\n{ask}{SKELETON}"
-                summary = self._complete(system, user, req.budget, stats)
+                summary = self._complete(system, user, req.budget, stats, deadline)
         except Transient as e:
             self.warn(f"{req.transcript}: LLM summary failed ({e}); used the offline summarizer")
             text = offline.summarize(facts, counter, req.budget, req.focus)
@@ -217,8 +313,9 @@ class LLMSummarizer:
             fallback = parse_sections(offline.summarize(facts, counter, req.budget, req.focus))
             for s in empty:
                 secs[s] = fallback.get(s, "None")
-        if facts.last_request:
-            secs["Active Task"] = offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
+        if facts.last_request:  # verbatim when the plan moved the ask into the summary (--last-ask summary)
+            verbatim = getattr(facts, "last_request_verbatim", False)
+            secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
         for section, items in wanted.items():
             if section == "Active Task":
                 continue
@@ -227,12 +324,38 @@ class LLMSummarizer:
                 body = secs.get(section, "")
                 body = "" if body.strip() == "None" else body
                 secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
+        return _trim(secs, counter, req.budget), retention
+
+
+def _trim(secs: dict[str, str], counter: Counter, budget: int) -> str:
+    """The rendered summary within `budget`: the longest section loses its oldest lines first, never the
+    anchors (Active Task, Constraints). Linear: each line is counted once, and a few rounds correct
+    for the tokens that joining lines adds or saves."""
+    text = render(secs)
+    total = counter.text(text)
+    for _ in range(8):
+        if total <= budget:
+            break
+        over = total - budget
+        lines = {s: secs.get(s, "").split("\n") for s in SECTIONS if s not in ("Active Task", "Constraints & Preferences")}
+        start = dict.fromkeys(lines, 0)
+        size = {s: len(secs.get(s, "")) for s in lines}
+        heap = [(-size[s], s) for s in lines if len(lines[s]) > 1]
+        heapq.heapify(heap)
+        freed = 0
+        while heap and freed < over:
+            _, s = heapq.heappop(heap)
+            line = lines[s][start[s]]
+            start[s] += 1
+            freed += counter.text(line) + 1
+            size[s] -= len(line) + 1
+            if len(lines[s]) - start[s] > 1:
+                heapq.heappush(heap, (-size[s], s))
+        if not freed:
+            break
+        for s, k in start.items():
+            if k:
+                secs[s] = "\n".join(lines[s][k:])
         text = render(secs)
-        while counter.text(text) > req.budget:  # trim the longest section's oldest lines, never the anchors
-            name = max((s for s in SECTIONS if s not in ("Active Task", "Constraints & Preferences")), key=lambda s: len(secs.get(s, "")))
-            lines = secs[name].split("\n")
-            if len(lines) <= 1:
-                break
-            secs[name] = "\n".join(lines[1:])
-            text = render(secs)
-        return text, retention
+        total = counter.text(text)
+    return text

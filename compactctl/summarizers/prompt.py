@@ -70,5 +70,55 @@ def parse_sections(text: str) -> dict[str, str]:
     return out
 
 
+# Lines that could pass for framing inside a summary: a compaction marker, a role line ("SYSTEM: ...",
+# "[assistant]", "Human:"), chat-template or tool-call tags.
+_FRAMING = re.compile(
+    r"^[ \t]*(?:\[?[ \t]*(?:END OF )?CONTEXT COMPACTION"
+    r"|</?\|?[ \t]*(?:im_start|im_end|system|developer|user|assistant|human|tool|tool_call|tool_calls|tool_result|"
+    r"tool_response|function_call|function_calls|function_results|invoke|antml:[a-z_]+)\b"
+    r"|\[[ \t]*(?:system|developer|user|assistant|human|tool|tool result|function)\b[^\]\n]*\]"
+    r"|\**(?:system|developer|user|assistant|human|tool|function)\**[ \t]*(?:message|prompt|note)?[ \t]*:)",
+    re.I,
+)
+QUOTE = "> "  # a quoted line: read as content, never as a heading or as framing
+
+
+def _defuse_markers(text: str) -> str:
+    from ..model import SUMMARY_END, SUMMARY_MARKER
+
+    return (text.replace(SUMMARY_MARKER, "(CONTEXT COMPACTION — REFERENCE ONLY, quoted)")
+            .replace(SUMMARY_END, "(END OF CONTEXT COMPACTION, quoted)"))
+
+
+def escape_line(line: str) -> str:
+    """`line` quoted when it looks like a section heading, a markdown heading or framing."""
+    if _HEADING.match(line) or _FRAMING.match(line) or line.lstrip(" \t").startswith("#"):
+        return QUOTE + line
+    return line
+
+
+def escape_body(text: str) -> str:
+    """A section body that cannot close or forge the summary's framing: compaction markers defused
+    anywhere, heading-like and framing-like lines quoted."""
+    return "\n".join(escape_line(ln) for ln in _defuse_markers(text).split("\n"))
+
+
+def frame_body(text: str) -> str:
+    """A rendered summary ("## Section" headings in SECTIONS order) made safe to frame: each section's
+    own heading is kept once, in order; any other line that looks like a heading or like framing,
+    whatever summarizer wrote it or whatever it quotes, is quoted, and markers are defused."""
+    index = {f"## {s}": k for k, s in enumerate(SECTIONS)}
+    nxt = 0
+    out = []
+    for ln in _defuse_markers(text).split("\n"):
+        k = index.get(ln.rstrip())
+        if k is not None and k >= nxt:
+            out.append(ln.rstrip())
+            nxt = k + 1
+        else:
+            out.append(escape_line(ln))
+    return "\n".join(out)
+
+
 def render(sections: dict[str, str]) -> str:
-    return "\n\n".join(f"## {s}\n{sections.get(s, '').strip() or 'None'}" for s in SECTIONS)
+    return "\n\n".join(f"## {s}\n{escape_body(sections.get(s, '').strip()) or 'None'}" for s in SECTIONS)

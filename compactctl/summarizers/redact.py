@@ -1,25 +1,179 @@
-"""Secrets are redacted before anything is sent to an LLM."""
+"""Secrets are redacted before anything is sent to an LLM, and before any cut.
+
+The rules are a data table, one row per secret family, taken from the families of the maintained
+rule sets of gitleaks (MIT, github.com/gitleaks/gitleaks, config/gitleaks.toml) and detect-secrets
+(Apache-2.0, github.com/Yelp/detect-secrets, detect_secrets/plugins/): the regexes are rewritten
+here for Python, widened where a truncated or reformatted secret must still be caught (a private key
+whose END line is gone), and each has literal hints that must be present before its regex runs
+(most text holds no secret: the common case costs one lower-casing and a few substring tests).
+
+`redact(text)` replaces each secret by `[REDACTED <KIND>]` (for key = value shapes only the value).
+It is idempotent, and runs on whole texts: callers cut (cap) only what it returned.
+"""
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 
-# (literal hint that must be present, pattern, replacement): the hint keeps the common case fast.
-RULES = [
-    ("PRIVATE KEY", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S), "[REDACTED PRIVATE KEY]"),
-    ("sk-", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"), "[REDACTED API KEY]"),
-    ("gh", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), "[REDACTED GITHUB TOKEN]"),
-    ("xox", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "[REDACTED SLACK TOKEN]"),
-    ("AKIA", re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "[REDACTED AWS KEY]"),
-    ("AIza", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), "[REDACTED GOOGLE KEY]"),
-    ("earer", re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 [REDACTED]"),
-    ("://", re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@", re.I), r"\1[REDACTED]@"),
-    ("=", re.compile(r"(?i)\b((?:api[_-]?key|secret|token|passwd|password)\s*[=:]\s*[\"']?)[^\s\"'&]{6,}"), r"\1[REDACTED]"),
+# The keys whose values are secrets in `key: value`, `key=value`, `"key": "value"` (JSON, YAML, env, ini).
+_KEY = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
+        r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*")
+_NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
+
+# (kind, literal hints (any; matched in the lower-cased text), regex, replacement or None for "[REDACTED KIND]")
+RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
+    # -- key material
+    ("PRIVATE KEY", ("private key",),
+     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", None),
+    ("PRIVATE KEY", ("private key",),  # an unterminated block (cut or truncated): the BEGIN line and its body
+     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[ \t]*\r?\n?[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z\-]+:[^\n]*))*", None),
+    ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
+    # -- cloud providers
+    ("AWS KEY", ("akia", "asia", "abia", "acca", "a3t"), r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", None),
+    ("AWS SECRET", ("aws",),
+     r"(?i)(aws[A-Za-z0-9_.\-]{0,20}(?:secret|key)[A-Za-z0-9_.\-]{0,20}[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
+     r"\1[REDACTED AWS SECRET]"),
+    ("GOOGLE API KEY", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}", None),
+    ("GOOGLE OAUTH", ("gocspx-", "ya29."), r"\bGOCSPX-[A-Za-z0-9_\-]{20,}|\bya29\.[0-9A-Za-z_\-]{20,}", None),
+    ("AZURE KEY", ("accountkey=", "sharedaccesskey=", "sig="),
+     r"(?i)((?:AccountKey|SharedAccessKey|sig)=)[A-Za-z0-9+/%]{20,}={0,2}", r"\1[REDACTED AZURE KEY]"),
+    ("AZURE SECRET", ("q~",), r"(?<![A-Za-z0-9_~.])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])", None),
+    ("DIGITALOCEAN TOKEN", ("dop_v1_", "doo_v1_", "dor_v1_"), r"\bdo[opr]_v1_[a-f0-9]{64}\b", None),
+    ("DATABRICKS TOKEN", ("dapi",), r"\bdapi[a-f0-9]{32}(?:-\d)?\b", None),
+    # -- code hosts and package registries
+    ("GITHUB TOKEN", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", None),
+    ("GITLAB TOKEN", ("gl",), r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_\-]{20,}", None),
+    ("NPM TOKEN", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", None),
+    ("PYPI TOKEN", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", None),
+    ("HUGGING FACE TOKEN", ("hf_", "api_org_"), r"\b(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})\b", None),
+    # -- AI providers
+    ("ANTHROPIC KEY", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", None),
+    ("OPENAI KEY", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", None),
+    ("AI PROVIDER KEY", ("gsk_", "r8_", "pplx-", "xai-"),
+     r"\b(?:gsk_[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|pplx-[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{60,})\b", None),
+    # -- SaaS
+    ("STRIPE KEY", ("sk_", "rk_", "pk_", "whsec_"), r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})\b", None),
+    ("SLACK TOKEN", ("xox",), r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", None),
+    ("SLACK WEBHOOK", ("hooks.slack.com",), r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}", None),
+    ("DISCORD WEBHOOK", ("discord",), r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{30,}", None),
+    ("TELEGRAM TOKEN", (":aa",), r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}\b", None),
+    ("SENDGRID KEY", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b", None),
+    ("TWILIO KEY", ("sk", "ac"), r"\b(?:SK|AC)[0-9a-f]{32}\b", None),
+    ("MAILGUN KEY", ("key-",), r"\bkey-[0-9a-zA-Z]{32}\b", None),
+    ("SHOPIFY TOKEN", ("shp",), r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", None),
+    ("SQUARE TOKEN", ("sq0",), r"\bsq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}\b", None),
+    ("VAULT TOKEN", ("hvs.", "hvb.", "s."), r"\bhv[sb]\.[A-Za-z0-9_\-]{24,}", None),
+    ("GRAFANA TOKEN", ("glc_", "glsa_"), r"\b(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})", None),
+    ("LINEAR KEY", ("lin_api_",), r"\blin_api_[A-Za-z0-9]{40}\b", None),
+    ("NOTION TOKEN", ("secret_", "ntn_"), r"\b(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,})\b", None),
+    # -- web credentials
+    ("JWT", ("eyj",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", None),
+    ("BASIC AUTH", ("basic",), r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{4,}={0,2}", r"\1[REDACTED]"),
+    ("BEARER TOKEN", ("bearer",), r"(?i)(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/\-]{12,}=*", r"\1[REDACTED]"),
+    ("URL PASSWORD", ("://",), r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']+:)(?!\[REDACTED)[^\s@/\"']+@", r"\1[REDACTED]@"),
+    ("CURL PASSWORD", ("-u", "--user"), r"((?:^|\s)(?:-u|--user|--proxy-user)[ =]?[\"']?[^\s:\"']+:)(?!\[REDACTED)[^\s\"']+", r"\1[REDACTED]"),
+    ("PASSWORD FLAG", ("--pass",), r"((?:^|\s)--(?:password|passwd|pass)[ =][\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}", r"\1[REDACTED]"),
+    # -- key = value and "key": "value" (JSON, YAML, env files, ini, code)
+    ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
+     r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")", r"\1[REDACTED]"),
+    ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
+     r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')", r"\1[REDACTED]"),
+    ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
+     r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)", r"\1[REDACTED]"),
 ]
+
+_COMPILED = [(kind, hints, re.compile(rx), repl if repl is not None else f"[REDACTED {kind}]") for kind, hints, rx, repl in RULES
+             if kind != "SECRET FIELD"]
+# key = value rules are single-line and their keys are common words: they run only on the lines that
+# hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
+_FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
+_FIELDS = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD"]
+
+# detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed
+# classes and a Shannon entropy of at least 4.5 bits per character (its default limit).
+_QUOTED = re.compile(r"([\"'`])([A-Za-z0-9+/_\-=.~]{24,})(\\?)\1")  # also inside JSON text (\"...\")
+ENTROPY_LIMIT = 4.5
+
+
+def entropy(s: str) -> float:
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
+
+
+def _high_entropy(m: re.Match) -> str:
+    s = m.group(2)
+    if (any(c.isdigit() for c in s) and any(c.isupper() for c in s) and any(c.islower() for c in s)
+            and s.count("/") < 2 and entropy(s) >= ENTROPY_LIMIT):
+        return f"{m.group(1)}[REDACTED HIGH-ENTROPY STRING]{m.group(3)}{m.group(1)}"
+    return m.group(0)
+
+
+# A bare run of base64 (a key body line, a fragment an earlier cut or digest left without its BEGIN line):
+# 32+ characters, upper case and digits at least 30% of them (paths and words are mostly lower case),
+# and the same entropy limit.
+_BARE = re.compile(r"(?<![A-Za-z0-9+/=_\-.])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=_\-])")
+
+
+def _bare_high_entropy(m: re.Match) -> str:
+    s = m.group(0)
+    loud = sum(1 for c in s if c.isupper() or c.isdigit())
+    if loud >= 0.3 * len(s) and any(c.islower() for c in s) and any(c.isdigit() for c in s) and entropy(s) >= ENTROPY_LIMIT:
+        return "[REDACTED HIGH-ENTROPY STRING]"
+    return s
 
 
 def redact(text: str) -> str:
-    for hint, rx, repl in RULES:
-        if hint in text:
-            text = rx.sub(repl, text)
+    if not text:
+        return text
+    low = text.lower()
+    for _kind, hints, rx, repl in _COMPILED:
+        if any(h in low for h in hints):
+            new = rx.sub(repl, text)
+            if new is not text and new != text:
+                text = new
+                low = text.lower()
+    if any(h in low for h in _FIELD_HINTS):
+        lines = text.split("\n")
+        for i, ll in enumerate(low.split("\n")):
+            if any(h in ll for h in _FIELD_HINTS):
+                for rx, repl in _FIELDS:
+                    lines[i] = rx.sub(repl, lines[i])
+        text = "\n".join(lines)
+    if len(text) >= 26:
+        text = _QUOTED.sub(_high_entropy, text)
+    if len(text) >= 32:
+        text = _BARE.sub(_bare_high_entropy, text)
     return text
+
+
+_KEY_RX = re.compile(r"(?i)" + _KEY + r"$")
+_IS_VALUE = re.compile(r"(?i)\s*" + _NOT_A_VALUE + r"\S")
+
+
+def _redact_value(v, key: str | None = None):
+    if isinstance(v, str):
+        if key is not None and _KEY_RX.search(key) and _IS_VALUE.match(v):
+            return "[REDACTED]"
+        return redact(v)
+    if isinstance(v, list):
+        return [_redact_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _redact_value(x, k if isinstance(k, str) else None) for k, x in v.items()}
+    return v
+
+
+def redact_json_text(text: str) -> str:
+    """Tool-call arguments (JSON text): every string redacted as text, and a string under a secret-named
+    key ("password", "api_key", ...) replaced whole; text that is not JSON is redacted as text."""
+    import orjson
+
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return redact(text)
+    if not isinstance(obj, (dict, list)):
+        return redact(text)
+    return orjson.dumps(_redact_value(obj)).decode()

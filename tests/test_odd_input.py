@@ -1,0 +1,86 @@
+"""Odd input: per-record errors, non-finite numbers, blank asks, full disks, huge lines, directories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from compactctl import api
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import Transcript, last_user_index
+
+from .conftest import cli, tool_session, write_jsonl
+
+
+def test_list_valued_tool_call_id_is_a_per_record_error(tmp_path):
+    good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    bad = {"messages": [{"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": ["a"], "content": "r"}]}
+    f = write_jsonl(tmp_path / "d.jsonl", [good, bad, good])
+    p = cli("repair", str(f), "--on-error", "skip", "-o", str(tmp_path / "out.jsonl"))
+    assert p.returncode == 0, p.stderr
+    assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == 2
+    assert b"tool_call_id must be a string" in p.stderr and b"Traceback" not in p.stderr
+    p = cli("repair", str(f))
+    assert p.returncode != 0 and b"tool_call_id must be a string" in p.stderr and b"Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("number", [b"1e999", b"NaN", b"-Infinity"])
+def test_non_finite_numbers_are_a_clear_error(tmp_path, number):
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b'{"role": "user", "content": "hi", "score": ' + number + b'}\n{"role": "assistant", "content": "x"}\n')
+    p = cli("repair", str(f))
+    assert p.returncode != 0 and b"not finite" in p.stderr and b"surrogate" not in p.stderr and b"Traceback" not in p.stderr
+    p = cli("repair", str(f), "--on-error", "skip")
+    assert p.returncode == 0 and b"not finite" in p.stderr
+    assert b"null" not in p.stdout
+
+
+def test_big_integer_is_kept_as_written(tmp_path):
+    f = tmp_path / "s.jsonl"
+    line = b'{"role": "user", "content": "hi", "n": 123456789012345678901234567890}'
+    f.write_bytes(line + b'\n{"role": "assistant", "content": "x"}\n')
+    p = cli("repair", str(f))
+    assert p.returncode == 0 and p.stdout.splitlines()[0] == line
+
+
+def test_whitespace_only_last_user_turn_does_not_hide_the_real_ask():
+    rows = tool_session(3, 100) + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "  \n\t "}]
+    t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+    i = last_user_index(t.messages)
+    assert t.messages[i].text() == "Thanks. Now update the changelog."
+
+
+def test_full_disk_is_a_clean_error(tmp_path):
+    f = write_jsonl(tmp_path / "s.jsonl", tool_session(3, 100))
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([sys.executable, "-m", "compactctl", "repair", str(f)], stdout=full, stderr=subprocess.PIPE)
+    assert p.returncode != 0 and b"Traceback" not in p.stderr and b"No space left" in p.stderr
+    p = cli("repair", str(f), "-o", "/dev/full")
+    assert p.returncode != 0 and b"Traceback" not in p.stderr and b"No space left" in p.stderr
+
+
+def test_huge_single_line_is_refused_clearly_with_a_limit(tmp_path):
+    f = tmp_path / "big.jsonl"
+    f.write_bytes(orjson.dumps({"role": "user", "content": "x" * (3 << 20)}) + b"\n")
+    p = cli("repair", str(f), env={"COMPACTCTL_MAX_LINE_MB": "2"})
+    assert p.returncode != 0 and b"COMPACTCTL_MAX_LINE_MB" in p.stderr and b"Traceback" not in p.stderr
+    p = cli("repair", str(f), env={"COMPACTCTL_MAX_LINE_MB": "4"})
+    assert p.returncode == 0
+
+
+def test_directory_inputs_read_json_and_traj(tmp_path):
+    d = tmp_path / "in"
+    (d / "sub").mkdir(parents=True)
+    write_jsonl(d / "a.jsonl", [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+    (d / "b.json").write_bytes(orjson.dumps([{"messages": [{"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]}]))
+    (d / "sub" / "c.traj").write_bytes(orjson.dumps({"history": [{"role": "user", "content": "e"}, {"role": "assistant", "content": "f"}]}))
+    ts = api.read([str(d)])
+    assert sorted(t.source.rsplit("/", 1)[-1] for t in ts) == ["a.jsonl", "b.json", "c.traj"]

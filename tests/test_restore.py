@@ -1,0 +1,74 @@
+"""restore: real sessions come back record for record; -o DIR/ archives restore every file; a bad
+archive is an error."""
+
+from __future__ import annotations
+
+import os
+
+import orjson
+import pytest
+
+from compactctl import api
+from compactctl.errors import DataError
+from compactctl.jsonl import expand_inputs
+
+from .conftest import CORPUS, cli, needs_corpus, tool_session, write_jsonl
+
+
+def _lines(path) -> list[bytes]:
+    return [ln.rstrip(b"\r") for ln in open(path, "rb").read().split(b"\n") if ln.strip()]
+
+
+@needs_corpus
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_every_corpus_session_restores_record_for_record(fmt, tmp_path):
+    root = str(CORPUS / fmt) + "/"
+    sources = expand_inputs([root])
+    out_dir, arch = tmp_path / "out", tmp_path / "a.jsonl"
+    r = cli("compact", root, "-o", str(out_dir) + "/", "--archive", str(arch), "--context-window", "32000", "--on-error", "skip", "-q")
+    assert r.returncode == 0, r.stderr
+    changed = 0
+    for src in sources:
+        out = out_dir / os.path.relpath(src, root)
+        changed += _lines(out) != _lines(src)
+        back = tmp_path / "back.jsonl"
+        api.restore_file(str(out), str(arch), str(back))
+        assert _lines(back) == _lines(src), src
+    assert changed >= len(sources) // 2  # most were compacted: the restore had work to do
+
+
+def _compacted(tmp_path, n_files=1):
+    srcs = [write_jsonl(tmp_path / f"s{k}.jsonl", tool_session(30, 4000)) for k in range(n_files)]
+    return srcs
+
+
+def test_archive_from_an_output_dir_restores_every_file(tmp_path):
+    srcs = _compacted(tmp_path, 3)
+    r = cli("compact", *map(str, srcs), "-o", str(tmp_path / "out") + "/", "--archive", str(tmp_path / "a.jsonl"),
+            "--context-window", "3000", "--summary-min", "300")
+    assert r.returncode == 0, r.stderr
+    for s in srcs:
+        back = cli("restore", str(tmp_path / "out" / s.name), "--archive", str(tmp_path / "a.jsonl"))
+        assert back.returncode == 0, back.stderr
+        assert [orjson.loads(x) for x in back.stdout.splitlines()] == [orjson.loads(x) for x in _lines(s)]
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "foreign", "other-run"])
+def test_a_bad_archive_is_an_error(tmp_path, damage):
+    [src] = _compacted(tmp_path)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "-o", str(out), "--archive", str(arch), "--context-window", "3000", "--summary-min", "300")
+    assert r.returncode == 0, r.stderr
+    lines = _lines(arch)
+    if damage == "empty":
+        arch.write_bytes(b"")
+    elif damage == "truncated":
+        arch.write_bytes(b"\n".join(lines[: len(lines) // 2]) + b"\n")
+    elif damage == "foreign":
+        write_jsonl(arch, [{"role": "user", "content": "hi"}])
+    else:  # the closing record of a run that changed nothing
+        write_jsonl(arch, [{"type": "end", "transcripts": 1, "sources": [str(src)], "first_seq": {str(src): 0}}])
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode != 0 and back.stdout == b"" and b"Traceback" not in back.stderr, back.stderr
+    with pytest.raises(DataError):
+        api.restore_file(str(out), str(arch), str(tmp_path / "r.jsonl"))

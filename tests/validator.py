@@ -1,0 +1,101 @@
+"""An independent validator of OpenAI chat transcripts (as written, plain dicts), written apart from
+compactctl's `repair --check`: it shares no code with compactctl.
+
+Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
+- OpenAI: every `tool_calls` entry has a non-empty string `id`; the assistant message is followed at
+  once by exactly one `role: "tool"` message per call, each with a `tool_call_id` equal to one of
+  those ids (no repeats, none missing, none extra); a tool message anywhere else is an orphan.
+  A legacy `function_call` is followed at once by one `role: "function"` message of the same name.
+- Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
+  non-system message is from the user; no user/assistant message is empty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def validate(messages: list[dict]) -> list[str]:
+    """Every rule the messages break, as text (empty when valid)."""
+    errors: list[str] = []
+    all_ids: set[str] = set()
+    i = 0
+    n = len(messages)
+    first = next((m for m in messages if m.get("role") not in ("system", "developer")), None)
+    if first is not None and first.get("role") != "user":
+        errors.append(f"first non-system message is {first.get('role')!r}")
+    while i < n:
+        m = messages[i]
+        role = m.get("role")
+        if (role in ("user", "assistant") and not m.get("tool_calls") and not m.get("function_call")
+                and not _text(m.get("content")).strip() and not (isinstance(m.get("content"), list) and m["content"])):
+            errors.append(f"{i}: empty {role} message")
+        if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
+            calls = m.get("tool_calls") or []
+            ids = []
+            for c in calls:
+                cid = c.get("id")
+                if not isinstance(cid, str) or not cid:
+                    errors.append(f"{i}: a tool call has no id")
+                    continue
+                if cid in all_ids:
+                    errors.append(f"{i}: call id {cid!r} is not unique")
+                all_ids.add(cid)
+                ids.append(cid)
+            j = i + 1
+            got: list[str] = []
+            while j < n and messages[j].get("role") == "tool":
+                rid = messages[j].get("tool_call_id")
+                if not isinstance(rid, str):
+                    errors.append(f"{j}: tool result without tool_call_id")
+                else:
+                    got.append(rid)
+                j += 1
+            if sorted(got) != sorted(ids):
+                errors.append(f"{i}: results {got} do not answer calls {ids} one to one")
+            if m.get("function_call"):
+                if j >= n or messages[j].get("role") != "function" or messages[j].get("name") != m["function_call"].get("name"):
+                    errors.append(f"{i}: legacy function_call not followed by its function result")
+                else:
+                    j += 1
+            i = j
+            continue
+        if role in ("tool", "function"):
+            errors.append(f"{i}: orphan {role} result")
+        i += 1
+    return errors
+
+
+def attachments(messages: list[dict], sig_of_call, sig_of_result) -> tuple[int, int, list[str]]:
+    """(results checked, wrong attachments, details): a result whose tag differs from its call's tag.
+    `sig_of_call(call dict) -> tag`, `sig_of_result(text) -> tag or None` (None: a stub, not checked)."""
+    checked = wrong = 0
+    details = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.get("role") == "assistant" and (m.get("tool_calls") or m.get("function_call")):
+            by_id = {c.get("id"): c for c in m.get("tool_calls") or []}
+            j = i + 1
+            while j < len(messages) and messages[j].get("role") in ("tool", "function"):
+                r = messages[j]
+                call = by_id.get(r.get("tool_call_id")) if r.get("role") == "tool" else {"function": m.get("function_call")}
+                tag = sig_of_result(_text(r.get("content")))
+                if tag is not None and call is not None:
+                    checked += 1
+                    if tag != sig_of_call(call):
+                        wrong += 1
+                        details.append(f"{j}: result {tag} attached to call {sig_of_call(call)}")
+                j += 1
+            i = j
+            continue
+        i += 1
+    return checked, wrong, details

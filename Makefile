@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 
 .PHONY: install test lint demo bench bench-latency eval e2e clean
 
-$(BIN)/compactctl: pyproject.toml
+$(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,mcp]'

@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint demo bench bench-latency eval e2e clean
+.PHONY: install test lint docs demo bench bench-latency eval e2e clean
 
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
@@ -17,6 +17,9 @@ test: install
 
 lint: install
 	$(BIN)/ruff check compactctl tests bench
+
+docs: install
+	$(BIN)/python docs/gen_cli.py
 
 demo: install
 	$(BIN)/compactctl compact sample_transcripts/long_session.jsonl --context-window 8000 -o /tmp/compactctl-demo.jsonl --archive /tmp/compactctl-demo-archive.jsonl

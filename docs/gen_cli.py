@@ -39,8 +39,9 @@ def commands() -> list[str]:
 
 def help_text(argv: list[str], home: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPACTCTL_", "OPENAI_", "XDG_"))}
-    env.update(HOME=home, XDG_CONFIG_HOME=home, XDG_CACHE_HOME=home, COLUMNS="100", LINES="50", TYPER_USE_RICH="0",
-               NO_COLOR="1", TERM="dumb")
+    env.update(
+        HOME=home, XDG_CONFIG_HOME=home, XDG_CACHE_HOME=home, COLUMNS="100", LINES="50", TYPER_USE_RICH="0", NO_COLOR="1", TERM="dumb"
+    )
     env.pop("FORCE_COLOR", None)
     r = subprocess.run([sys.executable, "-c", RUN, *argv, "--help"], cwd=home, env=env, capture_output=True, timeout=120)
     if r.returncode != 0:

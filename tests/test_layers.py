@@ -25,18 +25,41 @@ PKG = Path(__file__).resolve().parent.parent / "compactctl"
 # Lowest first. A name ending in ".*" covers a package's submodules; the package itself is listed apart.
 LAYERS: list[tuple[str, list[str]]] = [
     # Import nothing from compactctl but each other (errors, mostly).
-    ("leaf", ["compactctl._version", "compactctl.errors", "compactctl.markers", "compactctl.harness", "compactctl.jsonl",
-              "compactctl.cache", "compactctl.config", "compactctl.ranks", "compactctl.needed",
-              "compactctl.journal"]),  # journal: resume journal (issue 10's branch)
+    (
+        "leaf",
+        [
+            "compactctl._version",
+            "compactctl.errors",
+            "compactctl.markers",
+            "compactctl.harness",
+            "compactctl.jsonl",
+            "compactctl.cache",
+            "compactctl.config",
+            "compactctl.ranks",
+            "compactctl.needed",
+            "compactctl.journal",  # the resume journal (issue 10)
+        ],
+    ),
     ("model", ["compactctl.model"]),
-    ("base", ["compactctl.formats", "compactctl.formats.*", "compactctl.tools", "compactctl.tokens", "compactctl.names",
-              "compactctl.pairs", "compactctl.refs", "compactctl.archive"]),
+    (
+        "base",
+        [
+            "compactctl.formats",
+            "compactctl.formats.*",
+            "compactctl.tools",
+            "compactctl.tokens",
+            "compactctl.names",
+            "compactctl.pairs",
+            "compactctl.refs",
+            "compactctl.archive",
+        ],
+    ),
     ("summarizers", ["compactctl.summarizers", "compactctl.summarizers.*"]),
     ("phases", ["compactctl.phases", "compactctl.phases.*"]),
     ("pipeline", ["compactctl.pipeline"]),
-    # The library's face and I/O orchestration. `compactctl` is the package (lazy re-exports of api).
-    ("api", ["compactctl", "compactctl.api", "compactctl.runner",
-             "compactctl.record", "compactctl.ray"]),  # record API and Ray workers (issue 10's branch)
+    # The library's face and I/O orchestration. `compactctl` is the package (lazy re-exports of api);
+    # record (the record API) and ray (Ray Data workers) come with issue 10.
+    ("api", ["compactctl", "compactctl.api", "compactctl.runner", "compactctl.record", "compactctl.ray"]),
     # The evals judge compaction from outside: they call the pipeline and read the archive.
     ("eval", ["compactctl.evaluate", "compactctl.continuation", "compactctl.recovery"]),
     ("cli", ["compactctl.cli", "compactctl.cli.*", "compactctl.entry", "compactctl.__main__", "compactctl.mcp_server"]),
@@ -51,12 +74,18 @@ FORMAT_USERS = {"compactctl.formats", "compactctl.formats.*", "compactctl.archiv
 
 # (importer, imported): why it is still there. Shrink this list; never grow it without a reason.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("compactctl.summarizers.llm", "compactctl.phases.summarize"):
-        "imports SummaryRequest/SummaryResult from their old home (re-exported there); llm.py is being changed on issue 14's branch",
-    ("compactctl.pipeline", "compactctl.formats"):
-        "compact() asks the input's format for `dropped_records` (getattr) to report lines dropped inside the compacted region",
-    ("compactctl.refs", "compactctl.formats.openai"):
-        "an archive record's body is the message in OpenAI chat shape (message_to_dict); phases reach it via refs and Archived.record",
+    (
+        "compactctl.summarizers.llm",
+        "compactctl.phases.summarize",
+    ): "imports SummaryRequest/SummaryResult from their old home (re-exported there); llm.py is being changed on issue 14's branch",
+    (
+        "compactctl.pipeline",
+        "compactctl.formats",
+    ): "compact() asks the input's format for `dropped_records` (getattr) to report lines dropped inside the compacted region",
+    (
+        "compactctl.refs",
+        "compactctl.formats.openai",
+    ): "an archive record's body is the message in OpenAI chat shape (message_to_dict); phases reach it via refs and Archived.record",
 }
 
 
@@ -118,8 +147,13 @@ def imports_of(module: str, path: Path, known: set[str]) -> tuple[set[str], list
                 name = arg.value
                 level = len(name) - len(name.lstrip("."))
                 found.add(_resolve(module, level, name[level:] or None, True) if level else name)
-            elif (isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.FormattedValue)
-                  and isinstance(arg.values[0].value, ast.Name) and arg.values[0].value.id == "__name__"):
+            elif (
+                isinstance(arg, ast.JoinedStr)
+                and arg.values
+                and isinstance(arg.values[0], ast.FormattedValue)
+                and isinstance(arg.values[0].value, ast.Name)
+                and arg.values[0].value.id == "__name__"
+            ):
                 pass  # f"{__name__}.{x}": one of the module's own submodules, its own layer
             else:
                 unresolved.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
@@ -147,8 +181,11 @@ def violations(root: Path) -> tuple[dict[tuple[str, str], str], list[str], list[
             theirs = layer_of(dep)
             if theirs is not None and RANK[theirs] > RANK[mine]:
                 out[(mod, dep)] = f"layer {mine} imports layer {theirs}"
-            elif (dep == "compactctl.formats" or dep.startswith("compactctl.formats.")) and RANK[mine] < RANK["api"] \
-                    and not any(fnmatch.fnmatchcase(mod, p) for p in FORMAT_USERS):
+            elif (
+                (dep == "compactctl.formats" or dep.startswith("compactctl.formats."))
+                and RANK[mine] < RANK["api"]
+                and not any(fnmatch.fnmatchcase(mod, p) for p in FORMAT_USERS)
+            ):
                 out[(mod, dep)] = f"the core ({mine}) imports a format: formats are the edge"
     return out, unmapped, unresolved
 
@@ -166,8 +203,10 @@ def test_every_module_has_a_layer():
 def test_imports_follow_the_layers():
     found, _, _ = violations(PKG)
     new = set(found) - set(ALLOWED)
-    assert not new, ("imports against the layer order (cli -> eval -> api -> pipeline -> phases -> summarizers -> "
-                     "formats/tools/tokens -> model -> leaves), see ARCHITECTURE.md:\n" + _report(new, found))
+    assert not new, (
+        "imports against the layer order (cli -> eval -> api -> pipeline -> phases -> summarizers -> "
+        "formats/tools/tokens -> model -> leaves), see ARCHITECTURE.md:\n" + _report(new, found)
+    )
     gone = set(ALLOWED) - set(found)
     assert not gone, f"no longer happen; remove them from ALLOWED in tests/test_layers.py: {sorted(gone)}"
 
@@ -209,9 +248,16 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
     assert len(unresolved) == 1 and "import_module(name)" in unresolved[0]
 
 
-@pytest.mark.parametrize("module, layer", [
-    ("compactctl.formats.openai", "base"), ("compactctl.phases", "phases"), ("compactctl.cli.groups", "cli"),
-    ("compactctl", "api"), ("compactctl.summarizers.llm", "summarizers"), ("compactctl.needed", "leaf"),
-])
+@pytest.mark.parametrize(
+    "module, layer",
+    [
+        ("compactctl.formats.openai", "base"),
+        ("compactctl.phases", "phases"),
+        ("compactctl.cli.groups", "cli"),
+        ("compactctl", "api"),
+        ("compactctl.summarizers.llm", "summarizers"),
+        ("compactctl.needed", "leaf"),
+    ],
+)
 def test_layer_of(module, layer):
     assert layer_of(module) == layer

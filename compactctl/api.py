@@ -40,6 +40,8 @@ def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None)
     if not use_llm:
         if warn:
             warn("summarizer: offline (no LLM configured)" if opts.summarizer == "auto" else "summarizer: offline")
+            if getattr(opts, "instructions", None):
+                warn("--instructions: the offline summarizer cannot follow free-text instructions; they are used only by an LLM")
         return OfflineSummarizer()
     from .summarizers.llm import LLMSummarizer
 

@@ -27,6 +27,7 @@ class CompactOptions:
     strip_unanswered: bool = False
     refs: bool = True  # references to archived originals in pruned messages and summaries (see refs)
     recall_hint: bool = False  # the summary names the recall tools
+    instructions: str | None = None  # extra instructions for an LLM summarizer
 
     def prune_options(self) -> PruneOptions:
         return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target, refs=self.refs)
@@ -41,7 +42,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     try:
         try:
             t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
-                               refs=opts.refs, recall_hint=opts.recall_hint)
+                               refs=opts.refs, recall_hint=opts.recall_hint, instructions=opts.instructions)
         except CannotFit:
             if popts.protect_tokens == 0:
                 raise
@@ -49,7 +50,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
             t1, harder = prune(t1, counter, dataclasses.replace(popts, protect_tokens=0))
             ps.archived += harder.archived
             t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
-                               refs=opts.refs, recall_hint=opts.recall_hint)
+                               refs=opts.refs, recall_hint=opts.recall_hint, instructions=opts.instructions)
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.strip_unanswered)

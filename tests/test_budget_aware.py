@@ -182,3 +182,18 @@ def test_identifier_index_fills_the_room():
     small = offline.summarize(f, COUNTER, 300)
     large = offline.summarize(f, COUNTER, 3000)
     assert "handler_0" in small and large.count("handler_") > small.count("handler_") * 3
+
+
+def test_instructions_reach_the_llm_prompt_and_offline_says_it_cannot(tmp_path):
+    from compactctl.summarizers.prompt import system_prompt
+
+    assert system_prompt(500, None, "Keep every SQL query verbatim.").endswith("Additional instructions:\nKeep every SQL query verbatim.")
+    assert "Additional instructions" not in system_prompt(500, None)
+    from .conftest import cli
+
+    f = tmp_path / "instr.txt"
+    f.write_text("Keep every SQL query verbatim.")
+    r = cli("compact", str(SAMPLES / "long_session.jsonl"), "--context-window", "8000", "--summarizer", "offline", "--instructions", str(f))
+    assert r.returncode == 0 and b"cannot follow free-text instructions" in r.stderr
+    r = cli("compact", str(SAMPLES / "long_session.jsonl"), "--instructions", str(tmp_path / "missing.txt"))
+    assert r.returncode == 2 and b"missing.txt" in r.stderr

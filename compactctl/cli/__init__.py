@@ -123,7 +123,7 @@ def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--js
 
     def work(t):
         out, st = api.summarize(t, counter, budget.budget, summarizer, summary.focus, summary.min_saving, force=summary.force,
-                                refs=refs, recall_hint=recall_hint)
+                                refs=refs, recall_hint=recall_hint, instructions=summary.instructions)
         rep = api.summarize_report(t, st.tokens_before, st.tokens_after, st)
         _report_line(io, rep, as_json)
         return Result(out, rep, st.archived)
@@ -187,7 +187,8 @@ def compact(
     popts.count_tokens = bool(io.report or as_json)  # per-pass token savings only when a report shows them
     popts.refs = refs
     opts = api.CompactOptions(budget.budget, popts, summary.focus, summary.min_saving,
-                              force=summary.force, strip_unanswered=strip_unanswered, refs=refs, recall_hint=recall_hint)
+                              force=summary.force, strip_unanswered=strip_unanswered, refs=refs, recall_hint=recall_hint,
+                              instructions=summary.instructions)
     io.jobs = summary.jobs
 
     def work(t):

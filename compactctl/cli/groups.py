@@ -166,14 +166,23 @@ class SummaryOptions:
     timeout: float
     retries: int
     llm_context: int
+    instructions: str | None = None  # the text of --instructions FILE
 
 
-def _summary(summarizer, llm_model, base_url, fallback_model, focus, cache_dir, no_cache, jobs, min_saving, force, timeout, retries, llm_context):
+def _summary(summarizer, llm_model, base_url, fallback_model, focus, cache_dir, no_cache, jobs, min_saving, force, timeout, retries, llm_context,
+             instructions):
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    text = None
+    if instructions is not None:
+        try:
+            with open(instructions, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"--instructions {instructions}: {getattr(e, 'strerror', None) or e}") from None
     return SummaryOptions(summarizer.value, llm_model, base_url or os.environ.get("OPENAI_BASE_URL"),
                           os.environ.get("OPENAI_API_KEY"), fallback_model, focus, cache_dir, no_cache, jobs,
-                          min_saving, force, timeout, retries, llm_context)
+                          min_saving, force, timeout, retries, llm_context, text)
 
 
 SUMMARY = Group("summary", "Summary", [
@@ -190,4 +199,5 @@ SUMMARY = Group("summary", "Summary", [
     Opt("timeout", float, 120.0, ("--timeout",), "Seconds per LLM request."),
     Opt("retries", int, 2, ("--retries",), "Retries per LLM request on 429, 5xx and timeouts (with backoff)."),
     Opt("llm_context", int, 32000, ("--llm-context",), "Tokens of transcript the summarizing LLM takes per call (larger middles go in chunks)."),
+    Opt("instructions", str, None, ("--instructions",), "A file of extra instructions for the LLM summarizer (appended to its prompt)."),
 ], _summary)

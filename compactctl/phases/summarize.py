@@ -68,7 +68,7 @@ def _clean(t: Transcript) -> Transcript:
 
 def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summarizer, focus: str | None = None,
               min_saving: float = 0.10, max_strikes: int = 2, force: bool = False, refs: bool = True,
-              recall_hint: bool = False) -> tuple[Transcript, SummarizeStats]:
+              recall_hint: bool = False, instructions: str | None = None) -> tuple[Transcript, SummarizeStats]:
     st = SummarizeStats()
     zones = from_annotations(t)
     t = _clean(t)
@@ -106,7 +106,7 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
     trailer = _refs.span_line(span[0] if span else None, recall_hint)
     room = (p.summary_budget - counter.text(summary_text("")) - MESSAGE_OVERHEAD - (counter.text(trailer) + 1 if trailer else 0)
             - framing_cost(t, p.head_end, p.tail_start, counter))
-    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 100), facts, focus)
+    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 100), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result
     out, replaced = assemble(t, p.head_end, p.tail_start, result.text.rstrip() + "\n\n" + trailer if trailer else result.text, p.prior_summary)

@@ -25,6 +25,7 @@ class SummaryRequest:
     budget: int  # tokens the summary may take
     facts: Facts
     focus: str | None = None
+    instructions: str | None = None  # extra instructions for an LLM summarizer (--instructions)
 
 
 @dataclass

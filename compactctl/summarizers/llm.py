@@ -183,7 +183,7 @@ class LLMSummarizer:
         stats = {"calls": 0, "cache_hits": 0, "warnings": []}
         facts = req.facts
         blocks = serialize(req.messages[req.head_end:req.tail_start])
-        system = system_prompt(req.budget, req.focus)
+        system = system_prompt(req.budget, req.focus, req.instructions)
         room = max(self.llm_context - req.budget - counter.text(system) - 1_500, 1_000)
         summary = facts.prior_summary
         try:

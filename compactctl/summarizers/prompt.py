@@ -42,9 +42,10 @@ Active Task with the latest request."""
 FOCUS = "\n\nFocus: keep full detail about {topic!r} and give it most of the budget; summarize everything else harder."
 
 
-def system_prompt(budget: int, focus: str | None) -> str:
+def system_prompt(budget: int, focus: str | None, instructions: str | None = None) -> str:
     secs = "\n".join(f"## {s}\n({GUIDE[s]})" for s in SECTIONS)
-    return SYSTEM_PROMPT.format(sections=secs, budget=budget, focus=FOCUS.format(topic=focus) if focus else "")
+    extra = f"\n\nAdditional instructions:\n{instructions.strip()}" if instructions and instructions.strip() else ""
+    return SYSTEM_PROMPT.format(sections=secs, budget=budget, focus=FOCUS.format(topic=focus) if focus else "") + extra
 
 
 _NAMES = "|".join(re.escape(s) for s in SECTIONS)

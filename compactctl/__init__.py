@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # The library's names come from `compactctl.api`, imported at first use (PEP 562), so that the CLI
 # (`compactctl --help`, completion) starts without loading the whole library.

@@ -189,5 +189,5 @@ def test_lazy_package_exports_equal_the_api():
     import compactctl
     from compactctl import api
 
-    assert compactctl._API == api.__all__
+    assert api.__all__ == compactctl._API
     assert all(getattr(compactctl, n) is getattr(api, n) for n in api.__all__)

@@ -28,18 +28,17 @@ from typing import Any
 import orjson
 
 from .. import refs, tools
+from ..markers import DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
 from ..names import count_names, top_names
 from ..pairs import calls_for_results
 from ..tokens import Counter
 from . import Archived, archive
 
-DUPLICATE = "[Duplicate tool output — same content as a more recent call]"
 SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
 NAMES_KEPT = 48  # names a digest keeps
-NAMES_LINE = "  names: "  # how a digest lists them
 
 
 @dataclass

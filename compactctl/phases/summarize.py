@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from .. import refs as _refs
-from ..model import Message, Transcript, is_summary, last_user_index
-from ..summarizers.facts import Facts, constraint_sentences, extract, request_text
+from ..model import Transcript, is_summary, last_user_index
+from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
+from ..summarizers.facts import constraint_sentences, extract, request_text
 from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
 from .assemble import assemble, framing_cost, strip_zone, summary_text
@@ -22,34 +22,6 @@ from .plan import Budget, Plan, from_annotations, plan
 from .repair import repair
 
 STRIKES_KEY = "strikes"
-
-
-@dataclass
-class SummaryRequest:
-    transcript: str
-    messages: list[Message]
-    head_end: int
-    tail_start: int
-    budget: int  # tokens the summary may take
-    facts: Facts
-    focus: str | None = None
-    instructions: str | None = None  # extra instructions for an LLM summarizer (--instructions)
-
-
-@dataclass
-class SummaryResult:
-    text: str
-    summarizer: str  # "offline", or "llm:<model>"
-    cache_hit: bool = False
-    calls: int = 0
-    retention: float | None = None  # share of key facts the LLM's own answer kept
-    warnings: list[str] = field(default_factory=list)
-
-
-class Summarizer(Protocol):
-    name: str
-
-    def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult: ...
 
 
 @dataclass

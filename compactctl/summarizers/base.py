@@ -1,10 +1,47 @@
-"""The offline summarizer behind the common interface."""
+"""The summarizer contract (what the summarize phase hands a summarizer and gets back) and the
+offline summarizer behind it.
+
+The contract lives here, below the phases, so that a summarizer depends on nothing above its layer;
+`compactctl.phases.summarize` re-exports the three names for existing callers.
+"""
 
 from __future__ import annotations
 
-from ..phases.summarize import SummaryRequest, SummaryResult
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..model import Message
 from ..tokens import Counter
 from . import offline
+from .facts import Facts
+
+
+@dataclass
+class SummaryRequest:
+    transcript: str
+    messages: list[Message]
+    head_end: int
+    tail_start: int
+    budget: int  # tokens the summary may take
+    facts: Facts
+    focus: str | None = None
+    instructions: str | None = None  # extra instructions for an LLM summarizer (--instructions)
+
+
+@dataclass
+class SummaryResult:
+    text: str
+    summarizer: str  # "offline", or "llm:<model>"
+    cache_hit: bool = False
+    calls: int = 0
+    retention: float | None = None  # share of key facts the LLM's own answer kept
+    warnings: list[str] = field(default_factory=list)
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult: ...
 
 
 class OfflineSummarizer:

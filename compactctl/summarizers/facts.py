@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from .. import tools
 from ..harness import human_text, is_injected
+from ..markers import DUPLICATE, NAMES_LINE
 from ..model import Message, ToolCall, is_summary
 from ..names import names_in
 from ..pairs import match
-from ..phases.prune import DUPLICATE, NAMES_LINE
 
 # Sentences that constrain, in the languages agents' users write in.
 CONSTRAINT = re.compile(

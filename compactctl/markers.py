@@ -1,0 +1,11 @@
+"""Texts compaction writes into a transcript that a later stage recognises.
+
+A leaf module (imports nothing from compactctl), so that prune, which writes them, and the fact
+extractor, which reads them back out of a pruned transcript, both depend on it rather than on
+each other (see tests/test_layers.py).
+"""
+
+from __future__ import annotations
+
+DUPLICATE = "[Duplicate tool output — same content as a more recent call]"  # prune: an output repeated later
+NAMES_LINE = "  names: "  # how a prune digest lists the names it kept

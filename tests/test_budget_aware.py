@@ -197,3 +197,14 @@ def test_instructions_reach_the_llm_prompt_and_offline_says_it_cannot(tmp_path):
     assert r.returncode == 0 and b"cannot follow free-text instructions" in r.stderr
     r = cli("compact", str(SAMPLES / "long_session.jsonl"), "--instructions", str(tmp_path / "missing.txt"))
     assert r.returncode == 2 and b"missing.txt" in r.stderr
+
+
+def test_digest_names_never_carry_a_fragment_of_a_secret():
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEow+IBAAKCAQEAx9/Zk3bQ+f0aZ8Lr2mN1sT4uV7wX0yY3zA6bC9dE2fG5hJ8k"] * 12) + "\n-----END RSA PRIVATE KEY-----"
+    rows = session(1)
+    rows[3] = res("r0", "deploy_config loaded\n" + key + "\n" + "x = 1\n" * 300)
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "MIIEow" not in digest and "names:" in digest
+    cut = truncate_arguments(orjson.dumps({"content": "a" * 300 + key}).decode(), 40)
+    assert "MIIEow" not in cut

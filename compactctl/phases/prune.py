@@ -32,6 +32,7 @@ from ..markers import DUPLICATE, NAMES_LINE  # re-exported here for callers of p
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
 from ..names import count_names, top_names
 from ..pairs import calls_for_results
+from ..summarizers.redact import redact
 from ..tokens import Counter
 from . import Archived, archive
 
@@ -237,7 +238,7 @@ class _Context:
         if step == SUPERSEDE:
             line = f"{line} {SUPERSEDED}"
         else:
-            names = top_names(text, self.weight, NAMES_KEPT, exclude=line)
+            names = top_names(redact(text), self.weight, NAMES_KEPT, exclude=line)  # never a fragment of a secret
             if names:
                 line += "\n" + NAMES_LINE + ", ".join(names)
         if len(line) >= len(text):
@@ -275,7 +276,7 @@ def truncate_arguments(arguments: str, keep: int, weight=None) -> str:
     The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
 
     def cut_text(v: str) -> str:
-        names = top_names(v[keep:], weight, NAMES_KEPT, exclude=v[:keep])
+        names = top_names(redact(v[keep:]), weight, NAMES_KEPT, exclude=v[:keep])
         return v[:keep] + TRUNCATED + (f" names: {', '.join(names)}" if names else "")
 
     try:

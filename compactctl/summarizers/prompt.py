@@ -91,8 +91,9 @@ def _defuse_markers(text: str) -> str:
 
 
 def escape_line(line: str) -> str:
-    """`line` quoted when it looks like a section heading, a markdown heading or framing."""
-    if _HEADING.match(line) or _FRAMING.match(line) or line.lstrip(" \t").startswith("#"):
+    """`line` quoted when it looks like one of the 13 section headings or like framing. Other markdown
+    headings stay as written: they cannot open a section, and the last ask must stay verbatim."""
+    if _HEADING.match(line) or _FRAMING.match(line):
         return QUOTE + line
     return line
 

@@ -149,3 +149,15 @@ def test_recoverable_finds_removed_facts(tmp_path):
         rep = recovery(orig, comp, ix, facts)
     assert rep["in_context"] >= 1 and rep["lost"] == ["never-said-anything-like-this"]
     assert rep["with_recovery_share"] == pytest.approx(0.75)
+
+
+def test_summary_items_cite_references_that_resolve(tmp_path):
+    out, a = compacted(tmp_path)
+    [comp] = api.read([str(out)])
+    summary = next(m.text() for m in comp.messages if "## Completed Actions" in m.text())
+    actions = summary.split("## Completed Actions", 1)[1].split("\n## ", 1)[0]
+    cited = refs.REF_RE.findall(actions)
+    assert len(cited) >= 5  # the actions point at their archived outputs
+    with archive.Index.open(str(a)) as ix:
+        for r in cited:
+            assert ix.recall(r)

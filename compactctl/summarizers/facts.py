@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import tools
+from .. import refs, tools
 from ..harness import human_text, is_injected
 from ..markers import DUPLICATE, NAMES_LINE
 from ..model import Message, ToolCall, is_summary
@@ -144,22 +144,32 @@ def rank_names(messages: list[Message]) -> list[str]:
     return sorted(score, key=lambda x: -score[x])
 
 
-def action_for(call: ToolCall, result: Message | None) -> Action:
+def action_for(call: ToolCall, result: Message | None, cite: bool = False) -> Action:
+    """The action of a call and its result; with `cite`, its line cites the reference of the archived
+    original output (`[ref ...]`, see refs.py), so the summary's items point at what `recall` gives back."""
     text = result.text() if result is not None else ""
     if text.startswith(DUPLICATE):
         text = text[len(DUPLICATE):].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
         # Already a digest (from prune): its line and error lines; its names go to the identifier index.
-        line = "\n".join(ln for ln in text.split("\n") if not ln.startswith(NAMES_LINE))
+        kept = [ln for ln in text.split("\n") if not ln.startswith(NAMES_LINE)]
+        cited = [r for ln in text.split("\n") if ln.startswith(NAMES_LINE) for r in refs.found(ln)]
+        if cited and kept:  # the digest's reference stood at the end of its names line
+            kept[0] += "".join(f" {refs.mark(r)}" for r in cited)
+        line = "\n".join(kept)
         out = tools.outcome(result)
     else:
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
+        if cite and result is not None and result.untouched:  # summarized whole: archived under its own reference
+            first, nl, rest = line.partition("\n")
+            line = f"{first} {refs.mark(refs.ref_of(result))}{nl}{rest}"
     return Action(line, out.failed or (out.exit_code not in (None, 0)), tools.kind_of(call.name),
                   tools.command_of(call), out.exit_code, tools.files_of(call))
 
 
-def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None) -> Facts:
+def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None,
+            cite: bool = False) -> Facts:
     """Facts of messages[start:end]; `last_request` is the latest user message of the whole transcript."""
     end = len(messages) if end is None else end
     f = Facts(last_request=last_request)
@@ -211,7 +221,7 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
             for pos, c in enumerate(m.tool_calls):
                 if tools.kind_of(c.name) == "todo":
                     f.plan = plan_lines(c) or f.plan
-                a = action_for(c, result_of.get((i, pos)))
+                a = action_for(c, result_of.get((i, pos)), cite)
                 f.actions.append(a)
                 for action, path in a.files:
                     f.files.setdefault(path, set()).add(action)

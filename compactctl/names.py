@@ -12,7 +12,7 @@ from collections import Counter
 
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
-    r"|(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]+"  # paths with a slash
+    r"|(?<![\w@.+~/-])(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]+"  # paths with a slash (tried at a token's start only)
     r"|\b[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|ex|exs|heex|eex|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|md|json|jsonl|ya?ml|toml|"
     r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b"  # file names
     r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"  # dotted.names
@@ -28,14 +28,29 @@ _NAME = re.compile(
 _SKIP = {"e.g", "i.e", "etc", "vs"}
 
 
+# Names never hold these characters: a text is first split on them (one fast pass), then each distinct
+# token is searched once with `_NAME` (tokens repeat a lot: a session has a few thousand distinct ones).
+_TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;|*\\]{3,}")
+_CACHE: dict[str, tuple[str, ...]] = {}
+_CACHE_MAX = 200_000
+
+
+def _names_of_token(tok: str) -> tuple[str, ...]:
+    found = _CACHE.get(tok)
+    if found is None:
+        found = tuple(s for s in (m.group(0).rstrip(".,;:") for m in _NAME.finditer(tok)) if len(s) >= 3 and s.lower() not in _SKIP)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[tok] = found
+    return found
+
+
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
     out: dict[str, None] = {}
-    for m in _NAME.finditer(text):
-        s = m.group(0).rstrip(".,;:")
-        if len(s) < 3 or s.lower() in _SKIP:
-            continue
-        out.setdefault(s)
+    for tok in dict.fromkeys(_TOKEN.findall(text)):
+        for s in _names_of_token(tok):
+            out.setdefault(s)
     return list(out)
 
 

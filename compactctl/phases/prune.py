@@ -176,9 +176,11 @@ class _Context:
 
     @property
     def weight(self):
-        """How many messages name each name (computed once, when a digest first needs it)."""
+        """How many messages the person and the agent wrote name each name (text and call arguments;
+        computed once, when a digest first needs it). Outputs are left out: they are most of the bytes,
+        and a name the agent never wrote is weak evidence of use."""
         if self._weight is None:
-            self._weight = count_names(m.text() + "".join(c.arguments for c in m.tool_calls) for m in self.msgs)
+            self._weight = count_names(m.text() + "".join(c.arguments for c in m.tool_calls) for m in self.msgs if m.role != "tool")
         return self._weight
 
     def candidates(self) -> list[tuple[int, int, int]]:
@@ -238,12 +240,25 @@ class _Context:
         if step == SUPERSEDE:
             line = f"{line} {SUPERSEDED}"
         else:
-            names = top_names(redact(text), self.weight, NAMES_KEPT, exclude=line)  # never a fragment of a secret
+            names = safe_names(text, self.weight, exclude=line)
             if names:
                 line += "\n" + NAMES_LINE + ", ".join(names)
         if len(line) >= len(text):
             return None
         return m.evolve(content=_same_shape(m.content, line))
+
+
+def safe_names(text: str, weight, exclude: str = "") -> list[str]:
+    """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
+    with key material (whose base64 lines split into path-like names) is redacted first."""
+    if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+        text = redact(text)
+    return [n for n in top_names(text, weight, NAMES_KEPT + 8, exclude=exclude) if not _secret_shaped(n) or redact(n) == n][:NAMES_KEPT]
+
+
+def _secret_shaped(name: str) -> bool:
+    """Long enough and mixing digits in: what a key or token looks like (identifiers and paths rarely do)."""
+    return len(name) >= 16 and any(c.isdigit() for c in name)
 
 
 def _digest(text: str) -> bytes:
@@ -276,7 +291,7 @@ def truncate_arguments(arguments: str, keep: int, weight=None) -> str:
     The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
 
     def cut_text(v: str) -> str:
-        names = top_names(redact(v[keep:]), weight, NAMES_KEPT, exclude=v[:keep])
+        names = safe_names(v[keep:], weight, exclude=v[:keep])
         return v[:keep] + TRUNCATED + (f" names: {', '.join(names)}" if names else "")
 
     try:

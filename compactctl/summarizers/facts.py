@@ -144,9 +144,11 @@ def rank_names(messages: list[Message]) -> list[str]:
     return sorted(score, key=lambda x: -score[x])
 
 
-def action_for(call: ToolCall, result: Message | None, cite: bool = False) -> Action:
-    """The action of a call and its result; with `cite`, its line cites the reference of the archived
-    original output (`[ref ...]`, see refs.py), so the summary's items point at what `recall` gives back."""
+def action_for(call: ToolCall, result: Message | None) -> Action:
+    """The action of a call and its result; an output prune digested keeps its reference (`[ref ...]`, see
+    refs.py) on the action's line, so the item points at what `recall` gives back. (Outputs summarized whole
+    are not cited one by one: the summary's last line names the span's reference; per-item citations there
+    cost 5 points of the probe eval in tokens.)"""
     text = result.text() if result is not None else ""
     if text.startswith(DUPLICATE):
         text = text[len(DUPLICATE):].strip()
@@ -161,15 +163,11 @@ def action_for(call: ToolCall, result: Message | None, cite: bool = False) -> Ac
     else:
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
-        if cite and result is not None and result.untouched:  # summarized whole: archived under its own reference
-            first, nl, rest = line.partition("\n")
-            line = f"{first} {refs.mark(refs.ref_of(result))}{nl}{rest}"
     return Action(line, out.failed or (out.exit_code not in (None, 0)), tools.kind_of(call.name),
                   tools.command_of(call), out.exit_code, tools.files_of(call))
 
 
-def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None,
-            cite: bool = False) -> Facts:
+def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None) -> Facts:
     """Facts of messages[start:end]; `last_request` is the latest user message of the whole transcript."""
     end = len(messages) if end is None else end
     f = Facts(last_request=last_request)
@@ -221,7 +219,7 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
             for pos, c in enumerate(m.tool_calls):
                 if tools.kind_of(c.name) == "todo":
                     f.plan = plan_lines(c) or f.plan
-                a = action_for(c, result_of.get((i, pos)), cite)
+                a = action_for(c, result_of.get((i, pos)))
                 f.actions.append(a)
                 for action, path in a.files:
                     f.files.setdefault(path, set()).add(action)

@@ -123,8 +123,17 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
 
             src = t_in.source
             archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
-            archive.append({"seq": seq, "source": src, "transcript": t_in.id, "type": "map", "format": t_in.format,
-                            "messages": len(t_in.messages), "kept": _kept(t)})
+            archive.append(
+                {
+                    "seq": seq,
+                    "source": src,
+                    "transcript": t_in.id,
+                    "type": "map",
+                    "format": t_in.format,
+                    "messages": len(t_in.messages),
+                    "kept": _kept(t),
+                }
+            )
             log = lines_record(t_in, written)  # line logs: every source line, record for record
             if log is not None:
                 archive.append({"seq": seq, "source": src, **log})
@@ -170,6 +179,7 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     if t is None:
         return Done([], [], None, False, rejected)
     return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+
 
 Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)
 Meta = tuple[int, str, str, list[bytes]]  # (seq, source, id, rejects)
@@ -338,7 +348,9 @@ def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: in
             skipped += 1
             seq += 1
             if skipped == skip and skip_key is not None and t.id != skip_key:
-                raise UsageError(f"cannot resume: transcript {skip} of the input is {t.id}, the journal says {skip_key} (the input changed)")
+                raise UsageError(
+                    f"cannot resume: transcript {skip} of the input is {t.id}, the journal says {skip_key} (the input changed)"
+                )
             continue
         yield seq, t, rej
         seq += 1
@@ -378,8 +390,14 @@ class _Sinks:
             self.out = Output(out, spool=io.on_error != "skip")
             self.sides = {k: (archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
             return
-        header = {"journal": "compactctl", "version": 1, "command": desc, "options": _fingerprint(io),
-                  "inputs": input_ids(files), "output": os.path.abspath(out) + (os.sep if to_dir else "")}
+        header = {
+            "journal": "compactctl",
+            "version": 1,
+            "command": desc,
+            "options": _fingerprint(io),
+            "inputs": input_ids(files),
+            "output": os.path.abspath(out) + (os.sep if to_dir else ""),
+        }
         if to_dir:
             os.makedirs(out, exist_ok=True)
         self.journal = Journal(journal_path(out, to_dir), header)
@@ -406,7 +424,9 @@ class _Sinks:
             p = getattr(io, k)
             if p and k == "archive" and is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
                 if io.resume and ck:
-                    raise UsageError(f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)")
+                    raise UsageError(
+                        f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
+                    )
                 self.sides[k] = SqliteSink(p)
             elif p:
                 self.sides[k] = PartFile(p, offs.get(k) if ck else None) if not self.ended else None
@@ -476,8 +496,18 @@ class _Sinks:
         off = {k: s.offset for k, s in self.sides.items() if isinstance(s, PartFile)}
         if isinstance(self.out, PartFile):
             off["out"] = self.out.offset
-        self.journal.append({"t": "ck", "n": stats.transcripts, "key": key, "file": self.current if self.to_dir else "*",
-                             "fn": self.file_n, "off": off, "changed": stats.changed, "fs": self.first_seq})
+        self.journal.append(
+            {
+                "t": "ck",
+                "n": stats.transcripts,
+                "key": key,
+                "file": self.current if self.to_dir else "*",
+                "fn": self.file_n,
+                "off": off,
+                "changed": stats.changed,
+                "fs": self.first_seq,
+            }
+        )
         self.last_ck = time.monotonic()
 
     def _close_file(self) -> None:
@@ -534,15 +564,31 @@ class _Sinks:
 def _fingerprint(io: IOOptions) -> str:
     from .journal import fingerprint as fp
 
-    return fp({"options": io.options, "from": io.fmt_from, "to": io.fmt_to, "layout": io.layout, "on_error": io.on_error,
-               "archive": bool(io.archive), "report": bool(io.report), "rejects": bool(io.rejects)})
+    return fp(
+        {
+            "options": io.options,
+            "from": io.fmt_from,
+            "to": io.fmt_to,
+            "layout": io.layout,
+            "on_error": io.on_error,
+            "archive": bool(io.archive),
+            "report": bool(io.report),
+            "rejects": bool(io.rejects),
+        }
+    )
 
 
 # -- the run -----------------------------------------------------------------------------------
 
 
-def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], desc: str = "compactctl",
-        job: Any = None, on_report: Callable[[dict], None] | None = None) -> RunStats:
+def run(
+    inputs: list[str],
+    io: IOOptions,
+    work: Callable[[Transcript], Result],
+    desc: str = "compactctl",
+    job: Any = None,
+    on_report: Callable[[dict], None] | None = None,
+) -> RunStats:
     """Read `inputs`, apply `work` to each transcript, write in input order.
 
     `job`: a picklable object whose `build()` returns `work`; with it and `io.workers > 1` the work runs

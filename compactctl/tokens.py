@@ -37,9 +37,19 @@ FAST_CHARS = 2 << 20  # text counted in pure Python (about half tiktoken's speed
 
 # Known context windows (tokens). Unknown models need --context-window.
 CONTEXT_WINDOWS = {
-    "gpt-5": 400_000, "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "o1": 200_000,
-    "o3": 200_000, "o4-mini": 200_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5-turbo": 16_385,
-    "claude": 200_000, "llama-3": 128_000, "qwen": 32_768,
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "claude": 200_000,
+    "llama-3": 128_000,
+    "qwen": 32_768,
 }
 
 

@@ -90,8 +90,12 @@ class Reader:
         for lineno, raw in iter_lines(stream):
             try:
                 if limit and len(raw) > limit:
-                    raise DataError(source, lineno, f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
-                                                    f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)")
+                    raise DataError(
+                        source,
+                        lineno,
+                        f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
+                        f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)",
+                    )
                 obj, raw = parse_record(raw, source, lineno, self.warn)
                 if not isinstance(obj, dict):
                     raise DataError(source, lineno, f"expected a JSON object, got {_json_kind(obj)}")

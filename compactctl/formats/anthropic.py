@@ -29,7 +29,11 @@ def _has_blocks(msgs: list) -> bool:
 
 
 def sniff(obj: dict) -> str | None:
-    if isinstance(obj.get("messages"), list) and ("system" in obj and not any(isinstance(m, dict) and m.get("role") == "system" for m in obj["messages"][:3]) or _has_blocks(obj["messages"])):
+    if isinstance(obj.get("messages"), list) and (
+        "system" in obj
+        and not any(isinstance(m, dict) and m.get("role") == "system" for m in obj["messages"][:3])
+        or _has_blocks(obj["messages"])
+    ):
         return "dataset"
     if "role" in obj and _has_blocks([obj]):
         return "session"
@@ -77,8 +81,17 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 if not isinstance(rows, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 msgs = _finish(messages_from(rows, source, lineno), obj.get("system"))
-                yield Transcript(msgs, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME, layout="dataset",
-                                 metadata=dict(obj), raw=raw, native=rows)
+                yield Transcript(
+                    msgs,
+                    id=f"{source}#{n + 1}",
+                    source=source,
+                    line=lineno,
+                    format=NAME,
+                    layout="dataset",
+                    metadata=dict(obj),
+                    raw=raw,
+                    native=rows,
+                )
         return
     rows: list[dict] = []
     msgs: list[Message] = []
@@ -119,7 +132,13 @@ def to_rows(t: Transcript) -> tuple[object, list[dict]]:
             while j < len(msgs) and msgs[j].role == "tool":
                 group.append(msgs[j])
                 j += 1
-        if src is not None and origin is not None and origin[0] == "msg" and all(g.untouched for g in group) and _complete(group, src[origin[1]]):
+        if (
+            src is not None
+            and origin is not None
+            and origin[0] == "msg"
+            and all(g.untouched for g in group)
+            and _complete(group, src[origin[1]])
+        ):
             rows.append(src[origin[1]])
         else:
             rows.append(_row(group))
@@ -170,4 +189,3 @@ def write(t: Transcript) -> Iterator[bytes]:
         yield orjson.dumps({"system": system})
     for r in rows:
         yield orjson.dumps(r)
-

@@ -186,8 +186,17 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 messages = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
                 noted = any(m.note for m in messages)
-                yield Transcript(messages, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME,
-                                 layout="dataset", metadata=dict(obj), raw=None if noted else raw, native=key)
+                yield Transcript(
+                    messages,
+                    id=f"{source}#{n + 1}",
+                    source=source,
+                    line=lineno,
+                    format=NAME,
+                    layout="dataset",
+                    metadata=dict(obj),
+                    raw=None if noted else raw,
+                    native=key,
+                )
         return
     messages: list[Message] = []
     raws: list[bytes] = []
@@ -218,4 +227,3 @@ def write(t: Transcript) -> Iterator[bytes]:
     for m in t.messages:
         raw = raws[m.index] if raws is not None and m.untouched and not m.note and m.index < len(raws) else None
         yield raw if raw is not None else orjson.dumps(message_to_dict(m))
-

@@ -145,7 +145,7 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     written = "\n".join(it.text for it in items if it.tier <= 1)
     names = [n for n in facts.names if n not in written]
     for k in range(0, len(names), NAMES_PER_LINE):
-        add("Critical Context", "- names: " + ", ".join(names[k:k + NAMES_PER_LINE]), 5)
+        add("Critical Context", "- names: " + ", ".join(names[k : k + NAMES_PER_LINE]), 5)
 
     if focus:
         words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]

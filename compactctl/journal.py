@@ -44,7 +44,7 @@ def fingerprint(options: Any) -> str:
 
 
 def input_ids(files: list[str]) -> list[list]:
-    out = []
+    out: list[list] = []
     for f in files:
         if f == "-":
             out.append(["-", None, None])
@@ -186,18 +186,18 @@ class Journal:
             raise UsageError(f"{self.path}: written for other inputs (or they changed since: size or mtime); refusing to resume")
         if head.get("output") != mine["output"]:
             raise UsageError(f"{self.path}: written for another output ({head.get('output')}); refusing to resume")
-        for e in entries:
-            ok = e.get("t") in ("done", "end") or (
-                e.get("t") == "ck"
-                and isinstance(e.get("n"), int)
-                and isinstance(e.get("fn"), int)
-                and isinstance(e.get("key"), str)
-                and isinstance(e.get("file"), (str, type(None)))
-                and isinstance(e.get("off"), dict)
-                and all(isinstance(v, int) for v in e["off"].values())
+        for entry in entries:
+            ok = entry.get("t") in ("done", "end") or (
+                entry.get("t") == "ck"
+                and isinstance(entry.get("n"), int)
+                and isinstance(entry.get("fn"), int)
+                and isinstance(entry.get("key"), str)
+                and isinstance(entry.get("file"), (str, type(None)))
+                and isinstance(entry.get("off"), dict)
+                and all(isinstance(v, int) for v in entry["off"].values())
             )
             if not ok:
-                raise UsageError(f"{self.path}: corrupt journal entry {e!r:.80}; refusing to resume")
+                raise UsageError(f"{self.path}: corrupt journal entry {entry!r:.80}; refusing to resume")
         return entries, valid
 
 

@@ -170,6 +170,7 @@ class Output:
         self.target = target if target not in (None, STDIN) else None
         self._tmp: IO[bytes] | None = None
         self._tmp_path: str | None = None
+        self._special: str | None
         self.spool = spool
         if self.target and os.path.exists(self.target) and not os.path.isfile(self.target):
             # A device or a pipe (/dev/stdout, a FIFO): never rename over it; spool, then write once.

@@ -87,12 +87,12 @@ def compact(
     target = opts.budget.target
     if after > target and before > target and ss.status in ("compacted", "not-needed"):
         # Checked after repair: stubs it adds count too. What a caller that goes on writes: this output, valid.
-        e = CannotFit(
+        over = CannotFit(
             f"{t.id}: {after:,} tokens after compaction ({ss.status}), over the target of {target:,}. "
             "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
         )
-        e.fallback = (t3, ps.archived + ss.archived + rs.archived)
-        raise e
+        over.fallback = (t3, ps.archived + ss.archived + rs.archived)
+        raise over
     report = summarize_report(t, before, after, ss, ps, rs)
     if harder is not None:
         report["prune_recent"] = harder.as_dict()  # the recent part was pruned too, to fit

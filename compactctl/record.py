@@ -324,6 +324,7 @@ class Compactor:
         try:
             t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt)
             oc = self.compact_transcript(t)
+            assert oc.transcript is not None  # compact always gives a transcript (the input's, at worst)
             lines = to_lines(oc.transcript, self.options.to)
             if len(lines) != 1:
                 raise CompactError(f"{t.id}: format {self.options.to or t.format} does not write one line per transcript")

@@ -85,7 +85,7 @@ def warn(msg: str) -> None:
     print(f"compactctl: {msg}", file=sys.stderr)
 
 
-def _progress(items: Iterable, quiet: bool, desc: str) -> Iterable:
+def _progress(items: Iterable[Item], quiet: bool, desc: str) -> Iterable[Item]:
     if quiet or not sys.stderr.isatty():
         return items
     from tqdm import tqdm
@@ -185,12 +185,12 @@ Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejecte
 Meta = tuple[int, str, str, list[bytes]]  # (seq, source, id, rejects)
 
 
-def _serial(work, items: Iterator[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
+def _serial(work, items: Iterable[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
     for seq, t, rej in items:
         yield (seq, t.source, t.id, rej), _process(seq, t, work, ctx)
 
 
-def _threads(work, items: Iterator[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
+def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
     # Twice as many threads as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
     # calls in flight at `jobs`), the others prepare the next transcripts.
     def one(seq, t):
@@ -238,6 +238,7 @@ def _size(t: Transcript | Lazy) -> int:
     raw = getattr(t, "raw", None)
     if isinstance(raw, bytes):
         return len(raw)
+    assert isinstance(t, Transcript)  # a Lazy record always has its bytes
     if isinstance(t.native, list):
         return sum(len(r) for r in t.native if isinstance(r, bytes)) or 200 * len(t.messages)
     return 500 * len(t.messages)
@@ -390,6 +391,7 @@ class _Sinks:
             self.out = Output(out, spool=io.on_error != "skip")
             self.sides = {k: (archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
             return
+        assert out is not None  # journaled: -o FILE or -o DIR/
         header = {
             "journal": "compactctl",
             "version": 1,
@@ -534,6 +536,7 @@ class _Sinks:
             self.journal.append({"t": "end"})
         if self.ended:  # the interrupted run had finished writing: only renames were left
             if not self.to_dir:
+                assert self.io.output is not None  # a journal (and so `ended`) needs -o
                 finish_part(self.io.output)
             for k in self.SIDES:
                 if getattr(self.io, k):
@@ -594,8 +597,9 @@ def run(
     `job`: a picklable object whose `build()` returns `work`; with it and `io.workers > 1` the work runs
     in worker processes (each builds it once). `on_report`: called here, in order, with each report."""
     files = expand_inputs(inputs)
-    to_dir = bool(io.output) and (io.output.endswith(os.sep) or os.path.isdir(io.output))
-    targets = _targets(inputs, io.output) if to_dir else {}
+    output = io.output or ""
+    to_dir = bool(output) and (output.endswith(os.sep) or os.path.isdir(output))
+    targets = _targets(inputs, output) if to_dir else {}
     check_collisions(files, io, targets, to_dir)
     many = len(files) > 1 and not to_dir
     ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error)
@@ -607,11 +611,11 @@ def run(
     try:
         if not sinks.ended:
             rest, seq0, skip, skip_key = sinks.plan_reading(files)
-            items = _items(reader, rest, rejects, seq0, skip, skip_key) if rest else iter(())
-            items = _progress(items, io.quiet, desc)
+            read = _items(reader, rest, rejects, seq0, skip, skip_key) if rest else iter(())
+            items = _progress(read, io.quiet, desc)
             if job is not None and io.workers > 1:
-                items, several = _peek(items, 2)
-                flow = _processes(job, items, ctx, io.workers) if several else _serial(work, items, ctx)
+                peeked, several = _peek(items, 2)
+                flow = _processes(job, peeked, ctx, io.workers) if several else _serial(work, peeked, ctx)
             elif io.jobs > 1:
                 flow = _threads(work, items, ctx, io.jobs)
             else:
@@ -639,7 +643,7 @@ def run(
     return stats
 
 
-def _peek(items: Iterator, n: int) -> tuple[Iterator, bool]:
+def _peek(items: Iterable, n: int) -> tuple[Iterator, bool]:
     """(the same items, whether there are at least n): one transcript is not worth starting workers."""
     it = iter(items)
     head = []

@@ -77,12 +77,11 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     if layout == "dataset":
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
-                rows = obj.get("messages")
-                if not isinstance(rows, list):
+                items = obj.get("messages")
+                if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
-                msgs = _finish(messages_from(rows, source, lineno), obj.get("system"))
                 yield Transcript(
-                    msgs,
+                    _finish(messages_from(items, source, lineno), obj.get("system")),
                     id=f"{source}#{n + 1}",
                     source=source,
                     line=lineno,
@@ -90,7 +89,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                     layout="dataset",
                     metadata=dict(obj),
                     raw=raw,
-                    native=rows,
+                    native=items,
                 )
         return
     rows: list[dict] = []

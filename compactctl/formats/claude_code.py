@@ -59,7 +59,7 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
             start = i + 1
     msgs: list[Message] = []
     msg_lines: list[list[int]] = []
-    last_assistant: dict[str, int] = {}  # message.id -> index in msgs
+    last_assistant: dict[str | None, int] = {}  # message.id -> index in msgs (looked up only for an id)
     for i in range(start, len(lines)):
         raw, obj = lines[i]
         typ, msg = obj.get("type"), obj.get("message")
@@ -118,7 +118,7 @@ def write(t: Transcript) -> Iterator[bytes]:
             yield raw
         return
     plan = layout(t)
-    template = next((o for _, o in reversed(log.lines) if o.get("sessionId")), {})
+    template: dict = next((o for _, o in reversed(log.lines) if o.get("sessionId")), {})
     out: list[tuple[bytes | None, dict]] = [log.lines[j] for j in range(log.context_start)]
     boundary_at = None
     if plan.summary is not None:
@@ -142,7 +142,7 @@ def write(t: Transcript) -> Iterator[bytes]:
                 },
             )
         )
-    items = _items(plan, log)
+    items: list[tuple[float | None, object, bool]] = list(_items(plan, log))  # the summary goes in with no source position
     if plan.summary is not None:
         last_head = max((n for n, (_, _, in_head) in enumerate(items) if in_head), default=-1)
         summary = {

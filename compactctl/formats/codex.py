@@ -171,7 +171,7 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
     they were, outputs and calls get their new text."""
     ls = lines_of(m)
     fresh = items_of(m)
-    out = []
+    out: list[tuple[bytes | None, dict]] = []
     calls = {it["call_id"]: it for it in fresh if it["type"] in CALLS}
     text_done = False
     for j in ls:
@@ -263,5 +263,5 @@ def write(t: Transcript) -> Iterator[bytes]:
     for m in plan.tail:
         emit(m)
     flush_until(len(log.lines))
-    for raw, obj in out:
-        yield raw if raw is not None else orjson.dumps(obj)
+    for line, obj in out:
+        yield line if line is not None else orjson.dumps(obj)

@@ -72,7 +72,7 @@ def messages_from(events: list) -> list[Message]:
             else:
                 meta = e.get("tool_call_metadata") or {}
                 cid = meta.get("tool_call_id") or f"oh_{e.get('id', k)}"
-                name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act, act)
+                name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act) or act
                 call_args = {key: v for key, v in args.items() if key != "thought"}
                 out.append(
                     Message(
@@ -91,7 +91,7 @@ def messages_from(events: list) -> list[Message]:
             if cid is None:
                 continue
             content = e.get("content", args.get("content", ""))
-            extras = e.get("extras") if isinstance(e.get("extras"), dict) else args
+            extras = e["extras"] if isinstance(e.get("extras"), dict) else args
             code = extras.get(
                 "exit_code", (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None
             )

@@ -76,17 +76,17 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
             out.append(Message(role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, origin=origin))
         elif role == "assistant":
             reasoning = None
-            m = THINK.match(value)
+            mo = THINK.match(value)
             text = value
-            if m:
-                reasoning, text = m.group(1), value[m.end() :]
+            if mo:
+                reasoning, text = mo.group(1), value[mo.end() :]
             calls = [_call_from_json(c, turn, k) for k, c in enumerate(CALL.findall(text))]
             text = CALL.sub("", text).strip() if calls else text
             pending = list(calls)
             msg = Message(
                 role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra={"_from": frm, **extra}, origin=origin
             )
-            if m is not None:
+            if mo is not None:
                 msg.extra["_think"] = True
             out.append(msg)
         elif role == "tool":
@@ -94,13 +94,13 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
             if not bodies:
                 bodies = [value]
             for k, body in enumerate(bodies):
-                call = pending.pop(0) if pending else None
+                answered = pending.pop(0) if pending else None
                 out.append(
                     Message(
                         role="tool",
                         content=body,
-                        tool_call_id=call.id if call else f"sg_{turn}_orphan{k}",
-                        name=call.name if call else None,
+                        tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
+                        name=answered.name if answered else None,
                         extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
                         origin=origin,
                     )

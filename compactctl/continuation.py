@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from . import needed
 from .errors import CannotFit
@@ -246,7 +247,7 @@ def score_cut(
         "recent": lambda: recent(prefix, counter, budget),
         "masking": lambda: masking(prefix, counter, budget),
     }
-    row = {
+    row: dict[str, Any] = {
         "transcript": t.id,
         "cut": frac,
         "cut_index": cut,
@@ -257,10 +258,11 @@ def score_cut(
         "facts": [f.as_dict() for f in facts],
         "strategies": {},
     }
+    scores: dict[str, dict] = row["strategies"]
     for name in strategies:
         out = makers[name]()
         flags = needed.kept_facts(facts, out.messages)
-        row["strategies"][name] = {
+        scores[name] = {
             "tokens_after": _tokens(counter, out.messages),
             "valid": not check(out),
             "cannot_fit": bool(err) if name == "compactctl" else False,
@@ -268,7 +270,7 @@ def score_cut(
             "kept": flags,
         }
         if name == "compactctl":
-            row["strategies"][name]["recovered"] = recovered(prefix, facts, flags, archived)
+            scores[name]["recovered"] = recovered(prefix, facts, flags, archived)
     return row
 
 

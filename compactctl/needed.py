@@ -48,7 +48,7 @@ or command must not continue with a word character on either side; a path key ma
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -56,16 +56,21 @@ import orjson
 
 
 class ToolCallLike(Protocol):
-    name: str
-    arguments: str  # JSON text
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str: ...  # JSON text
 
 
 class Message(Protocol):
     """What the extractor reads of a message (compactctl.model.Message has it; nothing else is imported)."""
 
-    role: str
-    tool_calls: list[ToolCallLike]
-    extra: dict
+    @property
+    def role(self) -> str: ...
+    @property
+    def tool_calls(self) -> Sequence[ToolCallLike]: ...
+    @property
+    def extra(self) -> dict: ...
 
     def text(self) -> str: ...
 
@@ -187,12 +192,12 @@ def _arguments(raw: str) -> object:
         return None
 
 
-def text_action_agent(messages: list[Message]) -> bool:
+def text_action_agent(messages: Sequence[Message]) -> bool:
     """A transcript whose agent acts through fenced blocks in its text (no structured tool calls)."""
     return not any(m.tool_calls or m.role == "tool" for m in messages)
 
 
-def is_observation(messages: list[Message], i: int, text_actions: bool) -> bool:
+def is_observation(messages: Sequence[Message], i: int, text_actions: bool) -> bool:
     m = messages[i]
     if m.role != "user" or not text_actions or i == 0:
         return False
@@ -222,7 +227,7 @@ def split_injected(text: str) -> tuple[list[str], str]:
     return injected, rest
 
 
-def segments(messages: list[Message], i: int, text_actions: bool | None = None) -> list[Segment]:
+def segments(messages: Sequence[Message], i: int, text_actions: bool | None = None) -> list[Segment]:
     """The text segments of message `i` with their sources."""
     if text_actions is None:
         text_actions = text_action_agent(messages)
@@ -253,7 +258,7 @@ def segments(messages: list[Message], i: int, text_actions: bool | None = None) 
     return out
 
 
-def haystack(messages: list[Message]) -> str:
+def haystack(messages: Sequence[Message]) -> str:
     """All text of a (compacted) transcript, for `kept` checks: contents, tool-call names and arguments."""
     parts = []
     for m in messages:
@@ -515,7 +520,7 @@ def snippet(kind: str, key: str, text: str, width: int = 50) -> str:
     return ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
 
 
-def _message_facts(messages: list[Message], i: int, text_actions: bool) -> Iterator[tuple[str, str, str]]:
+def _message_facts(messages: Sequence[Message], i: int, text_actions: bool) -> Iterator[tuple[str, str, str]]:
     """(kind, key, source) of message i."""
     for seg in segments(messages, i, text_actions):
         for kind, key in facts_in(seg.text):
@@ -525,7 +530,7 @@ def _message_facts(messages: list[Message], i: int, text_actions: bool) -> Itera
             yield "command", fold(cmd), "written"
 
 
-def needed_facts(messages: list[Message], cut: int) -> list[Fact]:
+def needed_facts(messages: Sequence[Message], cut: int) -> list[Fact]:
     """Facts of the removable prefix (messages[:cut] minus its leading system messages) that the
     continuation (messages[cut:]) writes again, minus any that a system message holds."""
     text_actions = text_action_agent(messages)
@@ -576,6 +581,6 @@ def kept(f: Fact, hay: str) -> bool:
     return occurs(f.kind, f.key, hay)
 
 
-def kept_facts(facts: Iterable[Fact], messages: list[Message]) -> list[bool]:
+def kept_facts(facts: Iterable[Fact], messages: Sequence[Message]) -> list[bool]:
     hay = haystack(messages)
     return [kept(f, hay) for f in facts]

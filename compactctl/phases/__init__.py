@@ -44,5 +44,5 @@ class Archived:
 
 def archive(t: Transcript, m: Message, phase: str, into: list[Archived]) -> None:
     """Keep the original of a message about to be changed or removed (only the first change counts)."""
-    if m.untouched:
+    if m.index is not None:  # untouched
         into.append(Archived(t.id, m.index, phase, m))

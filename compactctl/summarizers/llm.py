@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ..cache import SummaryCache, key_of
 from ..errors import LLMAuthError
@@ -29,6 +30,15 @@ from . import offline
 from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
 from .redact import redact, redact_json_text
+
+
+class _CallStats(TypedDict):
+    """What the calls for one summary did (counted as they go)."""
+
+    calls: int
+    cache_hits: int
+    warnings: list[str]
+
 
 TOOL_HEAD, TOOL_TAIL, TEXT_CAP = 1_500, 500, 6_000
 MIN_HEADINGS = 2  # fewer is garbage: the offline summary is used instead
@@ -130,7 +140,9 @@ def serialize(messages: list[Message]) -> list[str]:
 
 
 def chunk(blocks: list[str], counter: Counter, limit: int) -> list[str]:
-    chunks, cur, used = [], [], 0
+    chunks: list[str] = []
+    cur: list[str] = []
+    used = 0
     for b in blocks:
         n = counter.text(b) + 2
         if cur and used + n > limit:
@@ -237,7 +249,7 @@ class LLMSummarizer:
                 raise Transient("the deadline passed while waiting for a free LLM slot")
 
     # -- one request, with cache, breaker, fallback
-    def _complete(self, system: str, user: str, max_tokens: int, stats: dict, deadline: float | None = None) -> str:
+    def _complete(self, system: str, user: str, max_tokens: int, stats: _CallStats, deadline: float | None = None) -> str:
         user = redact(user)  # every path to the endpoint passes here: the last safety net
         for model in [self.model] + ([self.fallback_model] if self.fallback_model else []):
             request = {
@@ -303,7 +315,7 @@ class LLMSummarizer:
         raise Transient("; ".join(stats["warnings"][-2:]) or "no usable answer")
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
-        stats = {"calls": 0, "cache_hits": 0, "warnings": []}
+        stats: _CallStats = {"calls": 0, "cache_hits": 0, "warnings": []}
         facts = req.facts
         blocks = serialize(req.messages[req.head_end : req.tail_start])
         system = system_prompt(req.budget, req.focus, req.instructions)

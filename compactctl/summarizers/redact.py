@@ -135,7 +135,7 @@ _COMPILED = [
 # key = value rules are single-line and their keys are common words: they run only on the lines that
 # hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
 _FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
-_FIELDS = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD"]
+_FIELDS = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD" and repl is not None]  # each has one
 
 # detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed
 # classes and a Shannon entropy of at least 4.5 bits per character (its default limit).

@@ -108,10 +108,10 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     for m in compacted.messages:
         by_print.setdefault(fingerprint(m), []).append(m)
     for orig, out, digest in mapping["kept"]:
-        m = compacted.messages[out] if out < len(compacted.messages) else None
-        if m is None or fingerprint(m) != digest:  # a writer may order lines as its format does
-            m = by_print[digest].pop(0) if by_print.get(digest) else None
-        originals[orig] = m
+        found = compacted.messages[out] if out < len(compacted.messages) else None
+        if found is None or fingerprint(found) != digest:  # a writer may order lines as its format does
+            found = by_print[digest].pop(0) if by_print.get(digest) else None
+        originals[orig] = found
     for e in entries:
         if e.get("type") != "map":
             m = message_from_dict(e["message"], "<archive>", 0, e["index"])

@@ -29,6 +29,7 @@ import re
 import struct
 import sys
 import zlib
+from collections.abc import Callable
 
 MAGIC = b"CCTKRK1" + (b"L" if sys.byteorder == "little" else b"B")  # arrays are in native byte order
 # magic, n tokens, table slots, blob bytes, dict bytes, sha256 of the source, of the table part, of the dict part
@@ -259,7 +260,7 @@ class FastCounter:
         self.name = name
         self.table = table
         self._split = re.compile(_ASCII_PATTERNS[name], re.ASCII).findall
-        self._usplit = None
+        self._usplit: Callable[[str], list[str]] | None = None
         self._classes: _UnicodeClasses | None = None
         self._pieces: dict[str, int] = {}
         self._long_bytes = 0
@@ -272,6 +273,7 @@ class FastCounter:
                 return None
             # `$` is the end of the text in Rust's regex, `\Z` in Python's.
             self._usplit = self._classes._regex.compile(PATTERNS[self.name].replace("$", r"\Z")).findall
+        assert self._classes is not None  # set together with _usplit
         settled = self._classes.settled
         for ch in set(s):
             if ch > "\x7f" and not settled(ch):

@@ -146,7 +146,7 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
         except orjson.JSONDecodeError:
             return text, None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
             code = meta.get("exit_code", obj.get("exit_code"))
             return obj["output"], code if isinstance(code, int) else None
     return text, None
@@ -265,9 +265,9 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
         return f"{tag} {verb} {path}{extra}{where} {what}{err}"
     if kind == "search":
         pat = _first_str(args, "pattern", "query", "regex", "search_term", "glob", "file_name") or "?"
-        where = _first_str(args, "path", "dir", "directory")
+        scope = _first_str(args, "path", "dir", "directory")
         n = out.lines if out.text.strip() else 0
-        return f"{tag} searched `{_short(pat, 80)}`{' in ' + where if where else ''} -> {n:,} matching lines{err}"
+        return f"{tag} searched `{_short(pat, 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{err}"
     if kind == "fetch":
         url = _first_str(args, "url", "urls", "ref", "element") or "?"
         return f"{tag} fetched {_short(url, 120)} ({out.chars:,} chars){err}"

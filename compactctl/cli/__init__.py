@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,9 @@ from .options import with_groups
 from .recall import HINT, REFS
 from .recall import mcp as _mcp
 from .recall import recall as _recall
+
+if TYPE_CHECKING:
+    from typer.models import CommandInfo
 
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
 # orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
@@ -312,14 +315,11 @@ def compact(
         oc = compactor.compact_transcript(t, on_cannot_fit="raise")  # the runner applies --on-error
         return Result(oc.transcript, oc.report, oc.archived)
 
-    run(
-        inputs or ["-"],
-        io,
-        work,
-        "compact",
-        job=PhaseJob(options) if offline else None,
-        on_report=lambda rep: rep["status"] == "cannot-fit" or _report_line(io, rep, as_json),
-    )  # cannot-fit: warned already
+    def on_report(rep: dict) -> None:
+        if rep["status"] != "cannot-fit":  # cannot-fit: warned already
+            _report_line(io, rep, as_json)
+
+    run(inputs or ["-"], io, work, "compact", job=PhaseJob(options) if offline else None, on_report=on_report)
 
 
 @app.command()
@@ -501,16 +501,21 @@ def config_(as_json: Annotated[bool, typer.Option("--json", help="Print the sett
         print(f"{k.replace('_', '-'):<{width}} = {shown:<12} # {s.source}")
 
 
+def _command_name(ci: CommandInfo) -> str:
+    from typer.main import get_command_name
+
+    assert ci.callback is not None  # every command here is registered with @app.command() on a function
+    return ci.name or get_command_name(ci.callback.__name__)
+
+
 def _default_map(argv: list[str]) -> dict | None:
     """Option defaults from the environment and config files, for the command being run."""
     if not argv or argv[0].startswith("-"):
         return None
     import inspect
 
-    from typer.main import get_command_name
-
-    ci = next((ci for ci in app.registered_commands if (ci.name or get_command_name(ci.callback.__name__)) == argv[0]), None)
-    takes = set(inspect.signature(ci.callback).parameters) if ci is not None else set()
+    ci = next((ci for ci in app.registered_commands if _command_name(ci) == argv[0]), None)
+    takes = set(inspect.signature(ci.callback).parameters) if ci is not None and ci.callback is not None else set()
     if not takes & {o.name for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts}:
         return None  # a command without these options (convert, restore, config) does not read the files
     from ..runner import warn
@@ -546,8 +551,6 @@ def app_for(argv: list[str]) -> typer.Typer:
     import copy
     import inspect
 
-    from typer.main import get_command_name
-
     if os.environ.get("_COMPACTCTL_COMPLETE"):
         # zsh, fish and PowerShell completion show option help, which typer runs through rich to strip
         # markup; ours has none, and importing rich would double the time of every TAB press.
@@ -555,7 +558,7 @@ def app_for(argv: list[str]) -> typer.Typer:
 
         _completion_classes._sanitize_help_text = lambda text: text
         return app
-    names = {(ci.name or get_command_name(ci.callback.__name__)): ci for ci in app.registered_commands}
+    names = {_command_name(ci): ci for ci in app.registered_commands}
     wanted = [a for a in argv if a in names]
     if (wanted and wanted[0] != argv[0]) or (not wanted and any(not a.startswith("-") for a in argv)):
         return app  # an option before the command, or no known command: the whole app parses it

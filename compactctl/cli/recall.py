@@ -80,6 +80,7 @@ def recall(
             for h in hits:
                 print(orjson.dumps(h.as_dict()).decode() if as_json else f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}")
             return
+        assert ref is not None  # exactly one of ref and --search, checked above
         hits = ix.recall(ref, transcript)
     if as_json:
         for h in hits:

@@ -15,7 +15,7 @@ install: $(BIN)/compactctl
 test: install
 	$(BIN)/python -m pytest
 
-# All three run, and lint fails if any of them does (ruff format --check and mypy are not clean yet: see CONTRIBUTING.md).
+# All three run, and lint fails if any of them does; CI (.ci/run) runs it before the tests.
 lint: install
 	@status=0; \
 	$(BIN)/ruff check compactctl tests bench docs || status=1; \

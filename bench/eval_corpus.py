@@ -33,14 +33,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("COMPACTCTL_CORPUS", ROOT.parent / "shared" / "corpus"))  # as the tests
 SPOTTER = CORPUS / "claude-code" / "spotter"
-LONG = ["258c7280-ae70-4798-800f-63464d01a85d", "4d5611e5-241a-462a-8d15-5122611a9569", "8463c716-a2ea-4c14-9efa-87158ebd9f20",
-        "ae4a77f8-aedd-4bc1-888f-c94edc91af04", "fa812bfe-b295-4cca-9c2f-fdf01028cb46"]
+LONG = [
+    "258c7280-ae70-4798-800f-63464d01a85d",
+    "4d5611e5-241a-462a-8d15-5122611a9569",
+    "8463c716-a2ea-4c14-9efa-87158ebd9f20",
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04",
+    "fa812bfe-b295-4cca-9c2f-fdf01028cb46",
+]
 
 CONTINUATION_GROUPS = {
     "long": ("long Claude Code sessions", [SPOTTER / f"{s}.jsonl" for s in LONG]),
-    "short-cc": ("short Claude Code sessions and subagents",
-                 sorted((CORPUS / "claude-code/agentcmd").glob("*.jsonl")) + [SPOTTER / n for n in ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl")]
-                 + sorted(SPOTTER.glob("*/subagents/*.jsonl"))),
+    "short-cc": (
+        "short Claude Code sessions and subagents",
+        sorted((CORPUS / "claude-code/agentcmd").glob("*.jsonl"))
+        + [SPOTTER / n for n in ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl")]
+        + sorted(SPOTTER.glob("*/subagents/*.jsonl")),
+    ),
     "codex": ("Codex rollouts", sorted((CORPUS / "codex/agentcmd").glob("*.jsonl"))),
     "swe-agent": ("SWE-agent trajectories", sorted((CORPUS / "swe-agent").rglob("*.traj"))),
 }
@@ -48,7 +56,8 @@ CONTINUATION_GROUPS = {
 SHORT = {"SWE-agent trajectories (22)", "tau-bench airline (200)"}  # probe eval at 50%
 PROBE_GROUPS = {
     "long Claude Code sessions (5)": [SPOTTER / f"{s}.jsonl" for s in LONG],
-    "Codex rollouts + short Claude Code (10)": sorted((CORPUS / "codex/agentcmd").glob("*.jsonl")) + sorted((CORPUS / "claude-code/agentcmd").glob("*.jsonl")),
+    "Codex rollouts + short Claude Code (10)": sorted((CORPUS / "codex/agentcmd").glob("*.jsonl"))
+    + sorted((CORPUS / "claude-code/agentcmd").glob("*.jsonl")),
     "SWE-agent trajectories (22)": sorted((CORPUS / "swe-agent").rglob("*.traj")),
     "tau-bench airline (200)": [CORPUS / "openai-chat/tau-bench/gpt-4o-airline.json"],
     "bundled samples": [ROOT / "sample_transcripts" / n for n in ("long_session.jsonl", "parallel_calls.jsonl", "dataset.jsonl")],
@@ -56,8 +65,24 @@ PROBE_GROUPS = {
 
 
 def run_probes(files: list[Path], ratio: float, extra: list[str], strategies: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "compactctl", "eval", "--probes", *map(str, files), "--ratio", str(ratio), "--json",
-                        "--strategies", strategies, *extra], capture_output=True, cwd=ROOT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compactctl",
+            "eval",
+            "--probes",
+            *map(str, files),
+            "--ratio",
+            str(ratio),
+            "--json",
+            "--strategies",
+            strategies,
+            *extra,
+        ],
+        capture_output=True,
+        cwd=ROOT,
+    )
     if r.returncode != 0:
         raise SystemExit(r.stderr.decode())
     return json.loads(r.stdout)["aggregate"]
@@ -65,10 +90,19 @@ def run_probes(files: list[Path], ratio: float, extra: list[str], strategies: st
 
 def brief_rows(rows: list[dict]) -> list[dict]:
     """Per-cut figures without the fact lists (eval.json stays small)."""
-    return [{"transcript": r["transcript"], "cut": r["cut"], "cut_index": r["cut_index"], "tokens_before": r["tokens_before"],
-             "needed": len(r["facts"]), **{f"{n}_kept": sum(s["kept"]) for n, s in r["strategies"].items()},
-             **{f"{n}_tokens": s["tokens_after"] for n, s in r["strategies"].items()},
-             "compactctl_cannot_fit": r["strategies"]["compactctl"]["cannot_fit"]} for r in rows]
+    return [
+        {
+            "transcript": r["transcript"],
+            "cut": r["cut"],
+            "cut_index": r["cut_index"],
+            "tokens_before": r["tokens_before"],
+            "needed": len(r["facts"]),
+            **{f"{n}_kept": sum(s["kept"]) for n, s in r["strategies"].items()},
+            **{f"{n}_tokens": s["tokens_after"] for n, s in r["strategies"].items()},
+            "compactctl_cannot_fit": r["strategies"]["compactctl"]["cannot_fit"],
+        }
+        for r in rows
+    ]
 
 
 def continuation_part(names: list[str], cuts: list[float], window_ratio: float, explain: int) -> tuple[dict, list[str]]:
@@ -90,9 +124,23 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
         dt = time.time() - t0
         pooled += res["rows"]
         sessions = len({r["transcript"] for r in res["rows"]})
-        out[key] = {"title": title, "sessions": sessions, "seconds": round(dt, 1), "aggregate": res["aggregate"], "rows": brief_rows(res["rows"])}
-        md += [f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)", "", continuation.tables(res["aggregate"]), "",
-               "Per session:", "", continuation.per_transcript(res["rows"], continuation.STRATEGIES), ""]
+        out[key] = {
+            "title": title,
+            "sessions": sessions,
+            "seconds": round(dt, 1),
+            "aggregate": res["aggregate"],
+            "rows": brief_rows(res["rows"]),
+        }
+        md += [
+            f"### {title} ({sessions} sessions, {len(res['rows'])} cuts)",
+            "",
+            continuation.tables(res["aggregate"]),
+            "",
+            "Per session:",
+            "",
+            continuation.per_transcript(res["rows"], continuation.STRATEGIES),
+            "",
+        ]
         if explain:
             md += [f"Facts compactctl lost (first {explain}):", ""] + ["- " + x for x in continuation.explain(res["rows"], explain)] + [""]
         print(f"{key}: {len(res['rows'])} cuts in {dt:.1f} s", file=sys.stderr)
@@ -125,7 +173,9 @@ def probes_part(ratio: float, llm: bool) -> tuple[dict, list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=("continuation", "probes"), help="run only one of the two evals")
-    ap.add_argument("--group", default=",".join(CONTINUATION_GROUPS), help=f"continuation groups, comma-separated ({', '.join(CONTINUATION_GROUPS)})")
+    ap.add_argument(
+        "--group", default=",".join(CONTINUATION_GROUPS), help=f"continuation groups, comma-separated ({', '.join(CONTINUATION_GROUPS)})"
+    )
     ap.add_argument("--cuts", default="0.4,0.6,0.8")
     ap.add_argument("--window-ratio", type=float, default=0.4)
     ap.add_argument("--explain", type=int, default=0, help="list N facts compactctl lost per group")

@@ -1,7 +1,7 @@
 """Reference costs measured beside compactctl in the same run.
 
-    python bench/floor.py floor FILE            read + orjson parse + count every message's tokens once
-    python bench/floor.py parse-serialize FILE  read + orjson parse + orjson serialize (to /dev/null)
+python bench/floor.py floor FILE            read + orjson parse + count every message's tokens once
+python bench/floor.py parse-serialize FILE  read + orjson parse + orjson serialize (to /dev/null)
 """
 
 from __future__ import annotations

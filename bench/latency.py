@@ -42,8 +42,9 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 def run_once(cmd: list[str] | str, shell: bool = False) -> tuple[float, float]:
     """Wall and CPU seconds of one run (CPU: the process and every descendant it waited for)."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
-                         executable="/bin/bash" if shell else None, env=ENV)
+    p = subprocess.Popen(
+        cmd, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, executable="/bin/bash" if shell else None, env=ENV
+    )
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -94,7 +95,9 @@ def main() -> None:
         small.write_text('{"role": "user", "content": "Fix the failing test in tests/test_api.py, please."}\n')
         # Warm-up: the rank cache and the bytecode caches exist before anything is timed.
         subprocess.run([*CLI, "compact", "-q", str(small)], check=True, stdout=subprocess.DEVNULL, env=ENV)
-        subprocess.run([*CLI, "compact", "-q", "sample_transcripts/long_session.jsonl"], check=True, stdout=subprocess.DEVNULL, env=ENV, cwd=ROOT)
+        subprocess.run(
+            [*CLI, "compact", "-q", "sample_transcripts/long_session.jsonl"], check=True, stdout=subprocess.DEVNULL, env=ENV, cwd=ROOT
+        )
         s = str(small)
         q = " ".join(CLI)
         checks = {
@@ -125,8 +128,10 @@ def main() -> None:
     if "sessions" in results:
         f = results["floor (parse + tokenize, one process)"]
         c = results["compact, one process per session"]
-        print(f"\n{results['sessions']['files']} sessions, {results['sessions']['bytes'] / 1e6:.1f} MB: "
-              f"compact per file / floor = {c['wall_s'] / f['wall_s']:.2f}x wall, {c['cpu_s'] / f['cpu_s']:.2f}x CPU")
+        print(
+            f"\n{results['sessions']['files']} sessions, {results['sessions']['bytes'] / 1e6:.1f} MB: "
+            f"compact per file / floor = {c['wall_s'] / f['wall_s']:.2f}x wall, {c['cpu_s'] / f['cpu_s']:.2f}x CPU"
+        )
 
 
 if __name__ == "__main__":

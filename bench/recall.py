@@ -67,8 +67,10 @@ def main() -> None:
         for t in api.read([str(f)]):
             tokens = sum(counter.messages(t.messages))
             target = max(int(tokens * a.ratio), 1)
-            budgets = {"ratio": (api.Budget(context_window=target * 2, threshold=0.5, summary_min=min(2000, target // 3)), 0.0),
-                       "window32k": (api.Budget(context_window=32000), 0.10)}
+            budgets = {
+                "ratio": (api.Budget(context_window=target * 2, threshold=0.5, summary_min=min(2000, target // 3)), 0.0),
+                "window32k": (api.Budget(context_window=32000), 0.10),
+            }
             for name, (budget, min_saving) in budgets.items():
                 with_refs, archived = compact(t, counter, budget, True, min_saving)
                 without, _ = compact(t, counter, budget, False, min_saving)
@@ -126,13 +128,25 @@ def main() -> None:
     res = {
         "transcripts": settings["ratio"]["transcripts"],
         "archive": {"records": records, "bytes": db.stat().st_size, "build_and_compact_s": round(build_s, 1)},
-        "refs_overhead": {k: {**v, "overhead": (v["with"] - v["without"]) / v["without"] if v["without"] else 0.0} for k, v in settings.items()},
-        "refs_checked": sum(len(r) for _, r in outputs), "refs_unresolved": unresolved,
-        "search_ms": {"queries": len(lat), "p50": statistics.median(lat), "p95": lat[int(len(lat) * 0.95) - 1], "max": lat[-1],
-                      "over_50ms": sorted(slow, reverse=True)[:10]},
-        "recovery": {"facts": facts_total, "in_context": in_context, "recoverable": back,
-                     "in_context_share": in_context / facts_total if facts_total else 1.0,
-                     "with_recovery_share": (in_context + back) / facts_total if facts_total else 1.0},
+        "refs_overhead": {
+            k: {**v, "overhead": (v["with"] - v["without"]) / v["without"] if v["without"] else 0.0} for k, v in settings.items()
+        },
+        "refs_checked": sum(len(r) for _, r in outputs),
+        "refs_unresolved": unresolved,
+        "search_ms": {
+            "queries": len(lat),
+            "p50": statistics.median(lat),
+            "p95": lat[int(len(lat) * 0.95) - 1],
+            "max": lat[-1],
+            "over_50ms": sorted(slow, reverse=True)[:10],
+        },
+        "recovery": {
+            "facts": facts_total,
+            "in_context": in_context,
+            "recoverable": back,
+            "in_context_share": in_context / facts_total if facts_total else 1.0,
+            "with_recovery_share": (in_context + back) / facts_total if facts_total else 1.0,
+        },
     }
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)

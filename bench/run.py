@@ -29,8 +29,9 @@ BUDGET = ["--context-window", "32000"]
 def timed(cmd: list[str]) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         t0 = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf.name, *cmd], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, cwd=ROOT)
+        r = subprocess.run(
+            ["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT
+        )
         wall = time.perf_counter() - t0
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed: {r.stderr.decode()[-2000:]}")
@@ -75,9 +76,11 @@ def bench_size(mb: int) -> dict:
         r["mb_per_s"] = round(size / 1e6 / r["wall_s"], 2)
         r["messages_per_s"] = round(messages / r["wall_s"])
     floor, ps = runs["floor (parse+tokens)"]["wall_s"], runs["parse+serialize"]["wall_s"]
-    ratios = {"compact / floor": round(runs["compact (offline)"]["wall_s"] / floor, 2),
-              "prune / parse+serialize": round(runs["prune"]["wall_s"] / ps, 2),
-              "repair / parse+serialize": round(runs["repair"]["wall_s"] / ps, 2)}
+    ratios = {
+        "compact / floor": round(runs["compact (offline)"]["wall_s"] / floor, 2),
+        "prune / parse+serialize": round(runs["prune"]["wall_s"] / ps, 2),
+        "repair / parse+serialize": round(runs["repair"]["wall_s"] / ps, 2),
+    }
     return {"mb": round(size / 1e6, 1), "transcripts": transcripts, "messages": messages, "runs": runs, "ratios": ratios}
 
 
@@ -88,13 +91,38 @@ def bench_llm(n: int = 16, jobs: int = 4, latency: float = 1.0) -> dict:
     with tempfile.TemporaryDirectory() as d, Server(latency=latency) as srv:
         data = Path(d) / "llm.jsonl"
         with open(data, "wb") as f:
-            subprocess.run([PY, str(HERE / "gen.py"), "dataset", "--seed", "3", "--mb", str(0.2 * n), "--turns", "30"], stdout=f, check=True)
+            subprocess.run(
+                [PY, str(HERE / "gen.py"), "dataset", "--seed", "3", "--mb", str(0.2 * n), "--turns", "30"], stdout=f, check=True
+            )
         lines = data.read_bytes().splitlines()
         assert len(lines) >= n, len(lines)
         data.write_bytes(b"\n".join(lines[:n]) + b"\n")  # n distinct transcripts, one LLM call each
-        base = [PY, "-m", "compactctl", "compact", str(data), "--context-window", "4000", "--tail-tokens", "400",
-                "--summary-min", "400", "--summary-max", "800", "--llm-model", "latency",
-                "--base-url", srv.url, "--jobs", str(jobs), "-q", "--cache-dir", str(Path(d) / "cache"), "-o", str(Path(d) / "o.jsonl")]
+        base = [
+            PY,
+            "-m",
+            "compactctl",
+            "compact",
+            str(data),
+            "--context-window",
+            "4000",
+            "--tail-tokens",
+            "400",
+            "--summary-min",
+            "400",
+            "--summary-max",
+            "800",
+            "--llm-model",
+            "latency",
+            "--base-url",
+            srv.url,
+            "--jobs",
+            str(jobs),
+            "-q",
+            "--cache-dir",
+            str(Path(d) / "cache"),
+            "-o",
+            str(Path(d) / "o.jsonl"),
+        ]
         env = {**os.environ, "OPENAI_API_KEY": "x"}
         t0 = time.perf_counter()
         subprocess.run(base, env=env, check=True, cwd=ROOT)
@@ -104,9 +132,17 @@ def bench_llm(n: int = 16, jobs: int = 4, latency: float = 1.0) -> dict:
         subprocess.run(base, env=env, check=True, cwd=ROOT)
         warm = time.perf_counter() - t0
         ideal = calls * latency / jobs
-        return {"transcripts": n, "jobs": jobs, "latency_s": latency, "calls": calls, "cold_wall_s": round(cold, 2),
-                "ideal_s": round(ideal, 2), "cold / ideal": round(cold / ideal, 3), "warm_wall_s": round(warm, 2),
-                "warm_calls": len(srv.requests) - calls}
+        return {
+            "transcripts": n,
+            "jobs": jobs,
+            "latency_s": latency,
+            "calls": calls,
+            "cold_wall_s": round(cold, 2),
+            "ideal_s": round(ideal, 2),
+            "cold / ideal": round(cold / ideal, 3),
+            "warm_wall_s": round(warm, 2),
+            "warm_calls": len(srv.requests) - calls,
+        }
 
 
 def markdown(res: dict) -> str:
@@ -115,15 +151,20 @@ def markdown(res: dict) -> str:
     out.append("|---|---|---|---|---|---|---|")
     for s in res["sizes"]:
         for name, r in s["runs"].items():
-            out.append(f"| {s['mb']} MB ({s['transcripts']:,} transcripts) | {name} | {r['wall_s']} | {r['cpu_s']} | {r['mb_per_s']} | {r['messages_per_s']:,} | {r['peak_rss_mb']} |")
+            out.append(
+                f"| {s['mb']} MB ({s['transcripts']:,} transcripts) | {name} | {r['wall_s']} | {r['cpu_s']} | {r['mb_per_s']} | {r['messages_per_s']:,} | {r['peak_rss_mb']} |"
+            )
     out += ["", "| dataset | compact / floor | prune / parse+serialize | repair / parse+serialize |", "|---|---|---|---|"]
     for s in res["sizes"]:
         r = s["ratios"]
         out.append(f"| {s['mb']} MB | {r['compact / floor']} | {r['prune / parse+serialize']} | {r['repair / parse+serialize']} |")
     if res.get("llm"):
         x = res["llm"]
-        out += ["", f"LLM path: {x['transcripts']} transcripts, {x['calls']} calls at {x['latency_s']} s latency, --jobs {x['jobs']}: "
-                f"{x['cold_wall_s']} s against the ideal {x['ideal_s']} s ({x['cold / ideal']}x); warm cache: {x['warm_wall_s']} s, {x['warm_calls']} calls."]
+        out += [
+            "",
+            f"LLM path: {x['transcripts']} transcripts, {x['calls']} calls at {x['latency_s']} s latency, --jobs {x['jobs']}: "
+            f"{x['cold_wall_s']} s against the ideal {x['ideal_s']} s ({x['cold / ideal']}x); warm cache: {x['warm_wall_s']} s, {x['warm_calls']} calls.",
+        ]
     return "\n".join(out)
 
 
@@ -132,8 +173,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="10,100,1000", help="dataset sizes in MB, comma-separated")
     ap.add_argument("--no-llm", action="store_true")
     a = ap.parse_args()
-    res = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}",
-           "sizes": [bench_size(int(x)) for x in a.sizes.split(",")]}
+    res = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}",
+        "sizes": [bench_size(int(x)) for x in a.sizes.split(",")],
+    }
     if not a.no_llm:
         res["llm"] = bench_llm()
     (HERE / "results").mkdir(exist_ok=True)

@@ -74,7 +74,9 @@ def timed(cmd: list[str]) -> dict:
     main_cpu: dict[int, float] = {}
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         t0 = time.perf_counter()
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf.name, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        p = subprocess.Popen(
+            ["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf.name, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+        )
         done = threading.Event()
 
         def poll() -> None:
@@ -101,9 +103,15 @@ def timed(cmd: list[str]) -> dict:
         if p.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed: {err.decode()[-2000:]}")
         e, u, s, m = tf.read().split()[-4:]
-    return {"wall_s": round(wall, 2), "cpu_s": round(float(u) + float(s), 2), "main_peak_rss_mb": round(int(m) / 1024, 1),
-            "worker_peak_rss_mb": sorted(round(v, 1) for v in peaks.values()), "stdout": stdout.decode(),
-            "main_cpu_s": round(max(main_cpu.values()), 2) if main_cpu else None, "worker_cpu_s": sorted(round(v, 2) for v in cpus.values())}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(float(u) + float(s), 2),
+        "main_peak_rss_mb": round(int(m) / 1024, 1),
+        "worker_peak_rss_mb": sorted(round(v, 1) for v in peaks.values()),
+        "stdout": stdout.decode(),
+        "main_cpu_s": round(max(main_cpu.values()), 2) if main_cpu else None,
+        "worker_cpu_s": sorted(round(v, 2) for v in cpus.values()),
+    }
 
 
 def digest(path: Path) -> str:
@@ -157,8 +165,14 @@ def main() -> None:
             print(w, r, flush=True)
     for w in (1, 2):
         r = dict(min(runs[w], key=lambda x: x["wall_s"]))  # the best of --repeat: the least disturbed run
-        r.update(engine="local", workers=w, records_per_s=round(n / r["wall_s"], 1), mb_per_s=round(size / r["wall_s"], 2),
-                 all_walls_s=[x["wall_s"] for x in runs[w]], all_cpu_s=[x["cpu_s"] for x in runs[w]])
+        r.update(
+            engine="local",
+            workers=w,
+            records_per_s=round(n / r["wall_s"], 1),
+            mb_per_s=round(size / r["wall_s"], 2),
+            all_walls_s=[x["wall_s"] for x in runs[w]],
+            all_cpu_s=[x["cpu_s"] for x in runs[w]],
+        )
         rows.append(r)
     if not args.no_ray:
         target = out / "ray"
@@ -166,11 +180,20 @@ def main() -> None:
         split = json.loads(r["stdout"].strip().splitlines()[-1])
         # the process ran twice (cold, then warm): the one-shot command is start-up + the first run
         one_shot = split["init_s"] + split["run_s"]
-        r.update(engine="ray", workers=2, driver_wall_both_runs_s=r["wall_s"], wall_s=round(one_shot, 2), cpu_s=None,
-                 records_per_s=round(n / one_shot, 1), mb_per_s=round(size / one_shot, 2),
-                 ray_init_s=split["init_s"], ray_run_s=split["run_s"], ray_warm_run_s=split["warm_run_s"],
-                 records_per_s_warm=round(n / split["warm_run_s"], 1),
-                 worker_peak_rss_mb=[])  # Ray's workers are not children of the driver: not polled
+        r.update(
+            engine="ray",
+            workers=2,
+            driver_wall_both_runs_s=r["wall_s"],
+            wall_s=round(one_shot, 2),
+            cpu_s=None,
+            records_per_s=round(n / one_shot, 1),
+            mb_per_s=round(size / one_shot, 2),
+            ray_init_s=split["init_s"],
+            ray_run_s=split["run_s"],
+            ray_warm_run_s=split["warm_run_s"],
+            records_per_s_warm=round(n / split["warm_run_s"], 1),
+            worker_peak_rss_mb=[],
+        )  # Ray's workers are not children of the driver: not polled
         digests["ray (the file under -o DIR/)"] = digest(target)
         rows.append(r)
         r.pop("stdout", None)
@@ -180,27 +203,45 @@ def main() -> None:
     # 2 idle cores: the main process's CPU (start-up, then reading, counted as if nothing overlapped it)
     # plus the busiest worker's CPU; against the 1-worker run's CPU.
     crit = max([*w2["worker_cpu_s"], 0.0]) or None
-    model = {"workers_1_cpu_s": w1["cpu_s"], "workers_2_total_cpu_s": w2["cpu_s"], "workers_2_main_cpu_s": w2["main_cpu_s"],
-             "workers_2_busiest_worker_cpu_s": crit,
-             "modelled_speedup_on_idle_cores": round(w1["cpu_s"] / (crit + (w2["main_cpu_s"] or 0)), 2) if crit else None}
-    result = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}", "dataset_mb": round(size, 1),
-              "records": n, "messages": msgs, "rows": rows, "speedup_workers_2_vs_1": round(w1["wall_s"] / w2["wall_s"], 2),
-              "cpu_model": model,
-              "output_sha256_16": digests, "identical_outputs": len(set(digests.values())) == 1}
+    model = {
+        "workers_1_cpu_s": w1["cpu_s"],
+        "workers_2_total_cpu_s": w2["cpu_s"],
+        "workers_2_main_cpu_s": w2["main_cpu_s"],
+        "workers_2_busiest_worker_cpu_s": crit,
+        "modelled_speedup_on_idle_cores": round(w1["cpu_s"] / (crit + (w2["main_cpu_s"] or 0)), 2) if crit else None,
+    }
+    result = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "dataset_mb": round(size, 1),
+        "records": n,
+        "messages": msgs,
+        "rows": rows,
+        "speedup_workers_2_vs_1": round(w1["wall_s"] / w2["wall_s"], 2),
+        "cpu_model": model,
+        "output_sha256_16": digests,
+        "identical_outputs": len(set(digests.values())) == 1,
+    }
     if len(rows) > 2:
         ray_row = rows[2]
         result["ray_vs_workers2"] = round(ray_row["wall_s"] / w2["wall_s"], 2)
         result["ray_first_run_without_init_vs_workers2"] = round(ray_row["ray_run_s"] / w2["wall_s"], 2)
         result["ray_warm_run_vs_workers2"] = round(ray_row["ray_warm_run_s"] / w2["wall_s"], 2)
     (HERE / "results" / "scale.json").write_text(json.dumps(result, indent=2))
-    lines = ["| engine | workers | wall s | CPU s | records/s | MB/s | main peak RSS MB | worker peak RSS MB |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| engine | workers | wall s | CPU s | records/s | MB/s | main peak RSS MB | worker peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         label = r["engine"] if r["engine"] != "ray" else "ray (start-up + first run)"
-        lines.append(f"| {label} | {r['workers']} | {r['wall_s']} | {r['cpu_s'] if r['cpu_s'] is not None else '-'} | {r['records_per_s']} | "
-                     f"{r['mb_per_s']} | {r['main_peak_rss_mb']} | {', '.join(map(str, r['worker_peak_rss_mb'])) or '-'} |")
+        lines.append(
+            f"| {label} | {r['workers']} | {r['wall_s']} | {r['cpu_s'] if r['cpu_s'] is not None else '-'} | {r['records_per_s']} | "
+            f"{r['mb_per_s']} | {r['main_peak_rss_mb']} | {', '.join(map(str, r['worker_peak_rss_mb'])) or '-'} |"
+        )
         if r["engine"] == "ray":
-            lines.append(f"| ray (warm: a second run, same session) | 2 | {r['ray_warm_run_s']} | - | {r['records_per_s_warm']} | "
-                         f"{round(size / r['ray_warm_run_s'], 2)} | - | - |")
+            lines.append(
+                f"| ray (warm: a second run, same session) | 2 | {r['ray_warm_run_s']} | - | {r['records_per_s_warm']} | "
+                f"{round(size / r['ray_warm_run_s'], 2)} | - | - |"
+            )
     (HERE / "results" / "scale.md").write_text("\n".join(lines) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2))
     print("\n".join(lines))

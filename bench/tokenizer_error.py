@@ -108,8 +108,10 @@ def main() -> None:
     for k, (approx, exact) in kinds(corpus).items():
         print(f"  {k:<6} {exact:>10,} tokens exact, {approx:>10,} by chars/4: {100 * (approx - exact) / exact:+.1f}%")
     n, api_total, ours = claude(corpus)
-    print(f"Claude (API usage.output_tokens) against o200k_base, {n} assistant messages: {api_total:,} vs {ours:,} "
-          f"-> Claude counts {100 * (api_total - ours) / ours:+.1f}% more than o200k_base")
+    print(
+        f"Claude (API usage.output_tokens) against o200k_base, {n} assistant messages: {api_total:,} vs {ours:,} "
+        f"-> Claude counts {100 * (api_total - ours) / ours:+.1f}% more than o200k_base"
+    )
 
 
 if __name__ == "__main__":

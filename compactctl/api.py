@@ -32,12 +32,40 @@ from .summarizers.base import OfflineSummarizer
 from .tokens import Counter, make_counter
 
 __all__ = [
-    "Budget", "CompactOptions", "Counter", "Plan", "PruneOptions", "Transcript", "Message", "annotate", "check",
-    "compact", "make_counter", "make_summarizer", "plan", "prune", "read", "repair", "restore", "restore_file",
-    "summarize", "summarize_report", "write",
+    "Budget",
+    "CompactOptions",
+    "Counter",
+    "Plan",
+    "PruneOptions",
+    "Transcript",
+    "Message",
+    "annotate",
+    "check",
+    "compact",
+    "make_counter",
+    "make_summarizer",
+    "plan",
+    "prune",
+    "read",
+    "repair",
+    "restore",
+    "restore_file",
+    "summarize",
+    "summarize_report",
+    "write",
     # the record API (compactctl/record.py)
-    "CompactResult", "Compactor", "Options", "compact_record", "from_messages", "plan_record", "prune_record", "repair_record",
-    "summarize_record", "to_messages", "to_record", "to_transcript",
+    "CompactResult",
+    "Compactor",
+    "Options",
+    "compact_record",
+    "from_messages",
+    "plan_record",
+    "prune_record",
+    "repair_record",
+    "summarize_record",
+    "to_messages",
+    "to_record",
+    "to_transcript",
 ]
 
 
@@ -80,10 +108,10 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     for m in compacted.messages:
         by_print.setdefault(fingerprint(m), []).append(m)
     for orig, out, digest in mapping["kept"]:
-        m = compacted.messages[out] if out < len(compacted.messages) else None
-        if m is None or fingerprint(m) != digest:  # a writer may order lines as its format does
-            m = by_print[digest].pop(0) if by_print.get(digest) else None
-        originals[orig] = m
+        found = compacted.messages[out] if out < len(compacted.messages) else None
+        if found is None or fingerprint(found) != digest:  # a writer may order lines as its format does
+            found = by_print[digest].pop(0) if by_print.get(digest) else None
+        originals[orig] = found
     for e in entries:
         if e.get("type") != "map":
             m = message_from_dict(e["message"], "<archive>", 0, e["index"])
@@ -111,8 +139,12 @@ def lines_record(t: Transcript, written: list[bytes]) -> dict | None:
     at: dict[bytes, int] = {}
     for j, line in enumerate(written):
         at.setdefault(line, j)
-    return {"transcript": t.id, "type": "lines", "format": t.format,
-            "lines": [at[raw] if raw in at else raw.decode("utf-8") for raw, _ in log.lines]}
+    return {
+        "transcript": t.id,
+        "type": "lines",
+        "format": t.format,
+        "lines": [at[raw] if raw in at else raw.decode("utf-8") for raw, _ in log.lines],
+    }
 
 
 def _read_archive(archive_path: str) -> list[dict]:
@@ -126,7 +158,9 @@ def _read_archive(archive_path: str) -> list[dict]:
     if not entries:
         raise DataError(archive_path, 1, "the archive is empty: nothing to restore from")
     if entries[-1].get("type") != "end":
-        raise DataError(archive_path, len(entries), "the archive is truncated (its closing record is missing): it cannot be trusted to restore")
+        raise DataError(
+            archive_path, len(entries), "the archive is truncated (its closing record is missing): it cannot be trusted to restore"
+        )
     return entries
 
 
@@ -151,8 +185,11 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
         for k, t in enumerate(transcripts):
             got = by_seq.get(first_seq + k, [])
             if not got and _compacted_here(t):
-                raise DataError(archive_path, 0, f"no archive record for {t.id} (transcript {k + 1}), which was changed: "
-                                                 "this archive belongs to another run")
+                raise DataError(
+                    archive_path,
+                    0,
+                    f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run",
+                )
             lines = next((e for e in got if e.get("type") == "lines"), None)
             if lines is not None:
                 written = list(formats.write(t))

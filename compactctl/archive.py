@@ -130,11 +130,15 @@ def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
         db.execute("INSERT INTO records(seq, transcript, raw) VALUES (?, ?, ?)", (seq, transcript, raw))
         return
     role, text = searchable(rec["message"])
-    cur = db.execute("INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, raw) VALUES (?,?,?,?,?,?,?,?,?)",
-                     (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, raw))
+    cur = db.execute(
+        "INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, raw) VALUES (?,?,?,?,?,?,?,?,?)",
+        (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, raw),
+    )
     db.execute("INSERT INTO search(rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
     if rec.get("span"):
-        db.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?, ?)", (seq, transcript, rec["span"], rec.get("span_start"), rec.get("span_end")))
+        db.execute(
+            "INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?, ?)", (seq, transcript, rec["span"], rec.get("span_start"), rec.get("span_end"))
+        )
 
 
 def build(jsonl_path: str, sqlite_path: str) -> int:
@@ -258,20 +262,27 @@ class Index:
             if row[-1] not in seen:  # byte-identical originals: given once
                 seen.add(row[-1])
                 hits.append(h)
-        spans = self.db.execute(f"SELECT seq, transcript, start, end FROM spans WHERE span = ? {where.replace('r.', '')}", (ref, *args)).fetchall()
+        spans = self.db.execute(
+            f"SELECT seq, transcript, start, end FROM spans WHERE span = ? {where.replace('r.', '')}", (ref, *args)
+        ).fetchall()
         for seq, tr, start, end in spans:
-            rows = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.seq = ? AND r.transcript = ? AND r.ref IS NOT NULL "
-                                   "AND ((r.idx >= ? AND r.idx < ?) OR r.span = ?) ORDER BY r.idx, r.id", (seq, tr, start, end, ref))
+            rows = self.db.execute(
+                f"SELECT {self._COLS} FROM records r WHERE r.seq = ? AND r.transcript = ? AND r.ref IS NOT NULL "
+                "AND ((r.idx >= ? AND r.idx < ?) OR r.span = ?) ORDER BY r.idx, r.id",
+                (seq, tr, start, end, ref),
+            )
             hits.extend(self._hit(row, span=ref) for row in rows)
         if not hits:
-            raise UnknownRef(f"no archived original has reference {ref}" + (f" in transcript {transcript}" if transcript else "")
-                             + f" ({self.path})")
+            raise UnknownRef(
+                f"no archived original has reference {ref}" + (f" in transcript {transcript}" if transcript else "") + f" ({self.path})"
+            )
         return hits
 
     def _ranked(self, rowid: int, rank: float, match: str) -> Hit:
         row = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.id = ?", (rowid,)).fetchone()
-        (snip,) = self.db.execute("SELECT snippet(search, 0, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?",
-                                  (match, rowid)).fetchone()
+        (snip,) = self.db.execute(
+            "SELECT snippet(search, 0, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?", (match, rowid)
+        ).fetchone()
         return self._hit(row, snippet=" ".join(snip.split()), score=-rank)
 
     def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
@@ -287,7 +298,7 @@ class Index:
         # Rank first (rowids only: no record is read), then read the few best and their snippets.
         join, args = ("JOIN records r ON r.id = search.rowid AND r.transcript = ? ", (transcript,)) if transcript else ("", ())
         best = f"SELECT search.rowid, rank FROM search {join}WHERE search MATCH ? ORDER BY rank LIMIT ?"
-        for match in ([" ".join(phrases)] + ([" OR ".join(phrases)] if len(phrases) > 1 else [])):
+        for match in [" ".join(phrases)] + ([" OR ".join(phrases)] if len(phrases) > 1 else []):
             ranked = self.db.execute(best, (*args, match, limit)).fetchall()
             if ranked:
                 return [self._ranked(rowid, rank, match) for rowid, rank in ranked]

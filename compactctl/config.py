@@ -102,12 +102,18 @@ def _coerce(name: str, kind: Any, value: Any, where: str) -> Any:
         raise UsageError(f"{where}: {name} = {value!r} is not valid (expected {e})") from None
 
 
-def resolve(options: Iterable[tuple[str, Any, Any]], cwd: str | Path | None = None, environ: Mapping[str, str] | None = None,
-            warn: Callable[[str], None] | None = None) -> dict[str, Setting]:
+def resolve(
+    options: Iterable[tuple[str, Any, Any]],
+    cwd: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> dict[str, Setting]:
     """Effective defaults of `options` ((name, type, built-in default) triples), with their sources."""
     env = os.environ if environ is None else environ
     kinds = {name: (kind, default) for name, kind, default in options}
-    out = {name: Setting(name, default.value if isinstance(default, Enum) else default, "default") for name, (kind, default) in kinds.items()}
+    out = {
+        name: Setting(name, default.value if isinstance(default, Enum) else default, "default") for name, (kind, default) in kinds.items()
+    }
 
     def apply(table: dict, where: str, source: str) -> None:
         for raw_key, value in table.items():

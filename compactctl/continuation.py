@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from . import needed
 from .errors import CannotFit
@@ -106,7 +107,7 @@ def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[M
         used += c
         k -= 1
     while True:
-        tail = body[spans[k][0]:] if k < len(spans) else []
+        tail = body[spans[k][0] :] if k < len(spans) else []
         out, _ = repair(t.evolve(messages=head + tail))
         if _tokens(counter, out.messages) <= budget or not tail:
             return out
@@ -116,8 +117,9 @@ def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[M
 def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut: int = 500) -> Transcript:
     """System + the first `first` messages (whole groups) + the last groups that fit; tool outputs cut to `cut` chars."""
     ta = needed.text_action_agent(t.messages)
-    msgs = [m.evolve(content=m.text()[:cut]) if _is_output(t.messages, i, ta) and len(m.text()) > cut else m
-            for i, m in enumerate(t.messages)]
+    msgs = [
+        m.evolve(content=m.text()[:cut]) if _is_output(t.messages, i, ta) and len(m.text()) > cut else m for i, m in enumerate(t.messages)
+    ]
     s = _leading_system(msgs)
     head_end = s
     for gs, ge in groups(msgs):
@@ -129,7 +131,7 @@ def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut:
     head = msgs[:head_end]
     while len(head) > s + 1 and _tokens(counter, head) > budget:
         head = head[:-1]
-    return _fit_tail(t, counter, head, msgs[len(head):], budget)
+    return _fit_tail(t, counter, head, msgs[len(head) :], budget)
 
 
 def first_ask(msgs: list[Message]) -> int | None:
@@ -147,7 +149,7 @@ def recent(t: Transcript, counter: Counter, budget: int) -> Transcript:
     s = _leading_system(msgs)
     a = first_ask(msgs)
     head = msgs[:s] + ([msgs[a]] if a is not None else [])
-    body = msgs[a + 1:] if a is not None else msgs[s:]
+    body = msgs[a + 1 :] if a is not None else msgs[s:]
     return _fit_tail(t, counter, head, body, budget)
 
 
@@ -179,8 +181,9 @@ def _prefix(t: Transcript, cut: int) -> Transcript:
     return t.evolve(messages=t.messages[:cut], native=None)
 
 
-def run_compactctl(prefix: Transcript, counter: Counter, window: int, summarizer=None,
-                   options: CompactOptions | None = None, archived: list | None = None) -> tuple[Transcript, str | None]:
+def run_compactctl(
+    prefix: Transcript, counter: Counter, window: int, summarizer=None, options: CompactOptions | None = None, archived: list | None = None
+) -> tuple[Transcript, str | None]:
     """compactctl's output for a prefix and the error when it could not fit (scored as its fallback);
     the originals it removed are appended to `archived` when given."""
     from .summarizers.base import OfflineSummarizer
@@ -220,8 +223,16 @@ def recovered(prefix: Transcript, facts: list, kept: list[bool], archived: list)
     return [(not k) and f.key in back for f, k in zip(facts, kept, strict=True)]
 
 
-def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies: Sequence[str], window_ratio: float,
-              summarizer=None, options: CompactOptions | None = None) -> dict:
+def score_cut(
+    t: Transcript,
+    frac: float,
+    cut: int,
+    counter: Counter,
+    strategies: Sequence[str],
+    window_ratio: float,
+    summarizer=None,
+    options: CompactOptions | None = None,
+) -> dict:
     """One cut of one transcript: needed facts and, per strategy, which it kept."""
     prefix = _prefix(t, cut)
     before = _tokens(counter, prefix.messages)
@@ -236,22 +247,43 @@ def score_cut(t: Transcript, frac: float, cut: int, counter: Counter, strategies
         "recent": lambda: recent(prefix, counter, budget),
         "masking": lambda: masking(prefix, counter, budget),
     }
-    row = {"transcript": t.id, "cut": frac, "cut_index": cut, "messages": len(t.messages), "tokens_before": before,
-           "window": window, "target": int(max(window, 1) * (options or CompactOptions()).budget.threshold), "facts": [f.as_dict() for f in facts], "strategies": {}}
+    row: dict[str, Any] = {
+        "transcript": t.id,
+        "cut": frac,
+        "cut_index": cut,
+        "messages": len(t.messages),
+        "tokens_before": before,
+        "window": window,
+        "target": int(max(window, 1) * (options or CompactOptions()).budget.threshold),
+        "facts": [f.as_dict() for f in facts],
+        "strategies": {},
+    }
+    scores: dict[str, dict] = row["strategies"]
     for name in strategies:
         out = makers[name]()
         flags = needed.kept_facts(facts, out.messages)
-        row["strategies"][name] = {"tokens_after": _tokens(counter, out.messages), "valid": not check(out),
-                                   "cannot_fit": bool(err) if name == "compactctl" else False,
-                                   "error": err if name == "compactctl" else None, "kept": flags}
+        scores[name] = {
+            "tokens_after": _tokens(counter, out.messages),
+            "valid": not check(out),
+            "cannot_fit": bool(err) if name == "compactctl" else False,
+            "error": err if name == "compactctl" else None,
+            "kept": flags,
+        }
         if name == "compactctl":
-            row["strategies"][name]["recovered"] = recovered(prefix, facts, flags, archived)
+            scores[name]["recovered"] = recovered(prefix, facts, flags, archived)
     return row
 
 
-def evaluate(transcripts: Iterable[Transcript], counter: Counter | None = None, strategies: Sequence[str] = STRATEGIES,
-             cuts: Sequence[float] = CUTS, window_ratio: float = 0.4, summarizer=None,
-             options: CompactOptions | None = None, progress: Callable[[str], None] | None = None) -> dict:
+def evaluate(
+    transcripts: Iterable[Transcript],
+    counter: Counter | None = None,
+    strategies: Sequence[str] = STRATEGIES,
+    cuts: Sequence[float] = CUTS,
+    window_ratio: float = 0.4,
+    summarizer=None,
+    options: CompactOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """{"rows": one per (transcript, cut), "aggregate": per strategy} (see `aggregate`)."""
     counter = counter or make_counter("gpt-4o")
     for s in strategies:
@@ -263,13 +295,23 @@ def evaluate(transcripts: Iterable[Transcript], counter: Counter | None = None, 
             rows.append(score_cut(t, frac, cut, counter, strategies, window_ratio, summarizer, options))
             if progress:
                 progress(f"{t.id} cut {frac:.0%} (message {cut} of {len(t.messages)}): {len(rows[-1]['facts'])} needed facts")
-    return {"rows": rows, "aggregate": aggregate(rows, strategies),
-            "settings": {"cuts": list(cuts), "window_ratio": window_ratio, "strategies": list(strategies)}}
+    return {
+        "rows": rows,
+        "aggregate": aggregate(rows, strategies),
+        "settings": {"cuts": list(cuts), "window_ratio": window_ratio, "strategies": list(strategies)},
+    }
 
 
-def evaluate_files(paths: Sequence[str], strategies: Sequence[str] = STRATEGIES, cuts: Sequence[float] = CUTS,
-                   window_ratio: float = 0.4, counter: Counter | None = None, summarizer=None,
-                   options: CompactOptions | None = None, progress: Callable[[str], None] | None = None) -> dict:
+def evaluate_files(
+    paths: Sequence[str],
+    strategies: Sequence[str] = STRATEGIES,
+    cuts: Sequence[float] = CUTS,
+    window_ratio: float = 0.4,
+    counter: Counter | None = None,
+    summarizer=None,
+    options: CompactOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """`evaluate` on the transcripts read from files (any known format)."""
     from . import formats
 
@@ -317,13 +359,25 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
                 else:
                     fresh[0] += k
                     fresh[1] += 1
-        out[name] = {"cuts": cuts, "needed": tot[1], "kept_facts": tot[0], "kept": _share(*tot),
-                     "not_rediscovered": fresh[1], "kept_not_rediscovered": _share(*fresh), "rediscovered": rediscovered,
-                     "tokens_before": before, "tokens_after": after, "reduction": 1 - after / before if before else 0.0,
-                     "valid": valid, "cannot_fit": cannot, "within_target": within, "recovered": back,
-                     "with_recovery": _share(tot[0] + back, tot[1]),
-                     "kinds": {k: {"kept": v[0], "needed": v[1], "share": _share(*v)} for k, v in kinds.items()},
-                     "sources": {s: {"kept": v[0], "needed": v[1], "share": _share(*v)} for s, v in sources.items()}}
+        out[name] = {
+            "cuts": cuts,
+            "needed": tot[1],
+            "kept_facts": tot[0],
+            "kept": _share(*tot),
+            "not_rediscovered": fresh[1],
+            "kept_not_rediscovered": _share(*fresh),
+            "rediscovered": rediscovered,
+            "tokens_before": before,
+            "tokens_after": after,
+            "reduction": 1 - after / before if before else 0.0,
+            "valid": valid,
+            "cannot_fit": cannot,
+            "within_target": within,
+            "recovered": back,
+            "with_recovery": _share(tot[0] + back, tot[1]),
+            "kinds": {k: {"kept": v[0], "needed": v[1], "share": _share(*v)} for k, v in kinds.items()},
+            "sources": {s: {"kept": v[0], "needed": v[1], "share": _share(*v)} for s, v in sources.items()},
+        }
     return out
 
 
@@ -347,22 +401,62 @@ def tables(agg: dict[str, dict]) -> str:
         return "(no cut)"
     any_ = next(iter(agg.values()))
     overall = md_table(
-        ["strategy", "cuts", "needed facts", "kept", "kept, not re-discovered", "tokens before", "tokens after", "reduction", "at or under target", "valid", "cannot fit"],
-        [[n, str(a["cuts"]), f"{a['needed']:,}", _pct(a["kept"]), _pct(a["kept_not_rediscovered"]), f"{a['tokens_before']:,}",
-          f"{a['tokens_after']:,}", _pct(a["reduction"]), f"{a['within_target']}/{a['cuts']}", f"{a['valid']}/{a['cuts']}", str(a["cannot_fit"])]
-         for n, a in agg.items()])
-    kinds = md_table(["strategy"] + [f"{k} ({any_['kinds'][k]['needed']})" for k in needed.KINDS],
-                     [[n] + [_pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()])
-    sources = md_table(["strategy"] + [f"{SOURCE_LABELS[s]} ({any_['sources'][s]['needed']})" for s in needed.SOURCES],
-                       [[n] + [_pct(a["sources"][s]["share"]) for s in needed.SOURCES] for n, a in agg.items()])
+        [
+            "strategy",
+            "cuts",
+            "needed facts",
+            "kept",
+            "kept, not re-discovered",
+            "tokens before",
+            "tokens after",
+            "reduction",
+            "at or under target",
+            "valid",
+            "cannot fit",
+        ],
+        [
+            [
+                n,
+                str(a["cuts"]),
+                f"{a['needed']:,}",
+                _pct(a["kept"]),
+                _pct(a["kept_not_rediscovered"]),
+                f"{a['tokens_before']:,}",
+                f"{a['tokens_after']:,}",
+                _pct(a["reduction"]),
+                f"{a['within_target']}/{a['cuts']}",
+                f"{a['valid']}/{a['cuts']}",
+                str(a["cannot_fit"]),
+            ]
+            for n, a in agg.items()
+        ],
+    )
+    kinds = md_table(
+        ["strategy"] + [f"{k} ({any_['kinds'][k]['needed']})" for k in needed.KINDS],
+        [[n] + [_pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()],
+    )
+    sources = md_table(
+        ["strategy"] + [f"{SOURCE_LABELS[s]} ({any_['sources'][s]['needed']})" for s in needed.SOURCES],
+        [[n] + [_pct(a["sources"][s]["share"]) for s in needed.SOURCES] for n, a in agg.items()],
+    )
     ours = agg.get("compactctl")
-    recovery = (f"Recovery arm: of the needed facts compactctl did not keep, {ours['recovered']:,} come back with one "
-                f"`compactctl recall --search` for the fact (top 5) in the archive of what it removed: in context or recoverable "
-                f"{_pct(ours['with_recovery'])}.") if ours else ""
+    recovery = (
+        (
+            f"Recovery arm: of the needed facts compactctl did not keep, {ours['recovered']:,} come back with one "
+            f"`compactctl recall --search` for the fact (top 5) in the archive of what it removed: in context or recoverable "
+            f"{_pct(ours['with_recovery'])}."
+        )
+        if ours
+        else ""
+    )
     red = any_["rediscovered"]
-    note = (f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({_pct(_share(red, any_['needed']))}) are re-discovered "
-            f"by the continuation (shown by a tool output before the agent writes them).")
-    return "\n\n".join([x for x in (overall, recovery, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note) if x])
+    note = (
+        f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({_pct(_share(red, any_['needed']))}) are re-discovered "
+        f"by the continuation (shown by a tool output before the agent writes them)."
+    )
+    return "\n\n".join(
+        [x for x in (overall, recovery, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note) if x]
+    )
 
 
 def cut_lines(rows: list[dict]) -> list[str]:
@@ -373,10 +467,14 @@ def cut_lines(rows: list[dict]) -> list[str]:
         parts = []
         for name, st in r["strategies"].items():
             k = sum(st["kept"])
-            parts.append(f"{name} {_pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
-                         f"{', INVALID' if not st['valid'] else ''})")
-        out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']} of {r['messages']}, {r['tokens_before']:,} tok): "
-                   f"{n} needed; " + "; ".join(parts))
+            parts.append(
+                f"{name} {_pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
+                f"{', INVALID' if not st['valid'] else ''})"
+            )
+        out.append(
+            f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']} of {r['messages']}, {r['tokens_before']:,} tok): "
+            f"{n} needed; " + "; ".join(parts)
+        )
     return out
 
 
@@ -409,8 +507,10 @@ def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]
             if depth < len(c) and len(out) < n:
                 r, f = c[depth]
                 where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
-                out.append(f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
-                           f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
-                           f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}")
+                out.append(
+                    f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
+                    f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
+                    f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}"
+                )
         depth += 1
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class Exit(IntEnum):
@@ -41,7 +42,7 @@ class IOFailure(CompactError):
 
 class CannotFit(CompactError):
     exit_code = Exit.CANNOT_FIT
-    fallback = None  # (transcript, archived): the pruned, repaired transcript `compact` had when it gave up
+    fallback: tuple[Any, list[Any]] | None = None  # (transcript, archived): the pruned, repaired transcript `compact` had when it gave up
 
 
 class CheckFailed(CompactError):

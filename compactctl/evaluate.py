@@ -149,13 +149,20 @@ def score(original: Transcript, compacted: Transcript, counter: Counter) -> dict
     after = sum(counter.messages(compacted.messages))
     total_found = sum(v[0] for v in cats.values())
     total = sum(v[1] for v in cats.values())
-    return {"transcript": original.id, "tokens_before": before, "tokens_after": after,
-            "reduction": 1 - after / before if before else 0.0, "valid": not check(compacted),
-            "retention": total_found / total if total else 1.0, "probes": total,
-            "categories": {c: {"found": v[0], "total": v[1]} for c, v in cats.items()}}
+    return {
+        "transcript": original.id,
+        "tokens_before": before,
+        "tokens_after": after,
+        "reduction": 1 - after / before if before else 0.0,
+        "valid": not check(compacted),
+        "retention": total_found / total if total else 1.0,
+        "probes": total,
+        "categories": {c: {"found": v[0], "total": v[1]} for c, v in cats.items()},
+    }
 
 
 # ---- strategies
+
 
 def head_tail(t: Transcript, counter: Counter, budget_tokens: int, first: int = 3, cut: int = 500) -> Transcript:
     """The naive baseline: first N messages + the last messages that fit, tool outputs cut to 500 chars."""
@@ -163,10 +170,10 @@ def head_tail(t: Transcript, counter: Counter, budget_tokens: int, first: int = 
     s = 0
     while s < len(msgs) and msgs[s].role in ("system", "developer"):
         s += 1
-    head = msgs[:s + first]
+    head = msgs[: s + first]
     used = sum(counter.messages(head))
     tail: list[Message] = []
-    for m in reversed(msgs[s + first:]):
+    for m in reversed(msgs[s + first :]):
         c = counter.message(m)
         if used + c > budget_tokens:
             break
@@ -184,8 +191,15 @@ def masking(t: Transcript, counter: Counter, keep_tokens: int) -> Transcript:
     return t.evolve(messages=msgs)
 
 
-def strategies(counter: Counter, ratio: float, summarizer_factory: Callable | None = None,
-               last_ask: str = "tail", summary_min: int = 2000, summary_max: int = 8000, summary_ratio: float = 0.2) -> dict[str, Callable[[Transcript], Transcript]]:
+def strategies(
+    counter: Counter,
+    ratio: float,
+    summarizer_factory: Callable | None = None,
+    last_ask: str = "tail",
+    summary_min: int = 2000,
+    summary_max: int = 8000,
+    summary_ratio: float = 0.2,
+) -> dict[str, Callable[[Transcript], Transcript]]:
     """name -> function, all aimed at `ratio` of each transcript's tokens."""
 
     def budget_for(t: Transcript) -> int:
@@ -194,10 +208,17 @@ def strategies(counter: Counter, ratio: float, summarizer_factory: Callable | No
     def ours(summarizer) -> Callable[[Transcript], Transcript]:
         def run(t: Transcript) -> Transcript:
             target = budget_for(t)
-            b = Budget(context_window=target * 2, threshold=0.5, summary_min=min(summary_min, target // 3),
-                       summary_max=summary_max, summary_ratio=summary_ratio, last_ask=last_ask)
+            b = Budget(
+                context_window=target * 2,
+                threshold=0.5,
+                summary_min=min(summary_min, target // 3),
+                summary_max=summary_max,
+                summary_ratio=summary_ratio,
+                last_ask=last_ask,
+            )
             out, _ = compact(t, counter, summarizer, CompactOptions(b, min_saving=0.0))
             return out
+
         return run
 
     from .summarizers.base import OfflineSummarizer
@@ -210,8 +231,9 @@ def strategies(counter: Counter, ratio: float, summarizer_factory: Callable | No
     return out
 
 
-def run(transcripts, counter: Counter, strats: dict[str, Callable[[Transcript], Transcript]],
-        compacted: dict[int, Transcript] | None = None) -> tuple[dict[str, list[dict]], dict[str, dict]]:
+def run(
+    transcripts, counter: Counter, strats: dict[str, Callable[[Transcript], Transcript]], compacted: dict[int, Transcript] | None = None
+) -> tuple[dict[str, list[dict]], dict[str, dict]]:
     """Per-transcript rows and aggregates for each strategy (or for given compacted transcripts)."""
     from .errors import CannotFit
 
@@ -242,19 +264,32 @@ def aggregate(rows: list[dict]) -> dict:
     after = sum(r["tokens_after"] for r in rows)
     f = sum(v[0] for v in cats.values())
     n = sum(v[1] for v in cats.values())
-    return {"transcripts": len(rows), "tokens_before": before, "tokens_after": after, "reduction": 1 - after / before if before else 0.0,
-            "retention": f / n if n else 1.0, "probes": n, "valid": sum(1 for r in rows if r["valid"]),
-            "failed": sum(1 for r in rows if r.get("error")),
-            "categories": {c: (v[0] / v[1] if v[1] else None) for c, v in cats.items()}}
+    return {
+        "transcripts": len(rows),
+        "tokens_before": before,
+        "tokens_after": after,
+        "reduction": 1 - after / before if before else 0.0,
+        "retention": f / n if n else 1.0,
+        "probes": n,
+        "valid": sum(1 for r in rows if r["valid"]),
+        "failed": sum(1 for r in rows if r.get("error")),
+        "categories": {c: (v[0] / v[1] if v[1] else None) for c, v in cats.items()},
+    }
 
 
 def table(results: dict[str, dict]) -> str:
     """Markdown table: one row per strategy (aggregate)."""
-    head = "| strategy | transcripts | retention | " + " | ".join(CATEGORIES) + " | tokens before | tokens after | reduction | valid | cannot fit |"
+    head = (
+        "| strategy | transcripts | retention | "
+        + " | ".join(CATEGORIES)
+        + " | tokens before | tokens after | reduction | valid | cannot fit |"
+    )
     sep = "|" + "---|" * (head.count("|") - 1)
     lines = [head, sep]
     for name, a in results.items():
         cats = " | ".join("-" if a["categories"][c] is None else f"{a['categories'][c]:.1%}" for c in CATEGORIES)
-        lines.append(f"| {name} | {a['transcripts']} | {a['retention']:.1%} | {cats} | {a['tokens_before']:,} | {a['tokens_after']:,} | "
-                     f"{a['reduction']:.1%} | {a['valid']}/{a['transcripts']} | {a['failed']} |")
+        lines.append(
+            f"| {name} | {a['transcripts']} | {a['retention']:.1%} | {cats} | {a['tokens_before']:,} | {a['tokens_after']:,} | "
+            f"{a['reduction']:.1%} | {a['valid']}/{a['transcripts']} | {a['failed']} |"
+        )
     return "\n".join(lines)

@@ -44,7 +44,7 @@ def fingerprint(options: Any) -> str:
 
 
 def input_ids(files: list[str]) -> list[list]:
-    out = []
+    out: list[list] = []
     for f in files:
         if f == "-":
             out.append(["-", None, None])
@@ -70,8 +70,10 @@ class PartFile:
                 size = os.fstat(self.f.fileno()).st_size
                 if size < resume_at:
                     self.f.close()
-                    raise UsageError(f"{self.path} holds {size} bytes, the journal says {resume_at}: cannot resume "
-                                     f"(remove the journal and the .compactctl-part files to start over)")
+                    raise UsageError(
+                        f"{self.path} holds {size} bytes, the journal says {resume_at}: cannot resume "
+                        f"(remove the journal and the .compactctl-part files to start over)"
+                    )
                 self.f.truncate(resume_at)
                 self.f.seek(resume_at)
                 self.offset = resume_at
@@ -164,8 +166,10 @@ class Journal:
             except orjson.JSONDecodeError:
                 obj = None
             if not isinstance(obj, dict):
-                raise UsageError(f"{self.path}: line {k + 1} is corrupt: not a compactctl journal, or damaged; "
-                                 f"refusing to resume (remove it and the .compactctl-part files to start over)")
+                raise UsageError(
+                    f"{self.path}: line {k + 1} is corrupt: not a compactctl journal, or damaged; "
+                    f"refusing to resume (remove it and the .compactctl-part files to start over)"
+                )
             entries.append(obj)
         if not entries or entries[0].get("journal") != "compactctl":
             raise UsageError(f"{self.path}: not a compactctl journal; refusing to resume")
@@ -174,18 +178,26 @@ class Journal:
             raise UsageError(f"{self.path}: journal version {head.get('version')} (this compactctl writes {VERSION}); refusing to resume")
         mine = self.header
         if head.get("command") != mine["command"] or head.get("options") != mine["options"]:
-            raise UsageError(f"{self.path}: written by another command or other options ({head.get('command')}); refusing to resume "
-                             f"(run with the same options, or remove the journal to start over)")
+            raise UsageError(
+                f"{self.path}: written by another command or other options ({head.get('command')}); refusing to resume "
+                f"(run with the same options, or remove the journal to start over)"
+            )
         if head.get("inputs") != mine["inputs"]:
             raise UsageError(f"{self.path}: written for other inputs (or they changed since: size or mtime); refusing to resume")
         if head.get("output") != mine["output"]:
             raise UsageError(f"{self.path}: written for another output ({head.get('output')}); refusing to resume")
-        for e in entries:
-            ok = e.get("t") in ("done", "end") or (
-                e.get("t") == "ck" and isinstance(e.get("n"), int) and isinstance(e.get("fn"), int) and isinstance(e.get("key"), str)
-                and isinstance(e.get("file"), (str, type(None))) and isinstance(e.get("off"), dict) and all(isinstance(v, int) for v in e["off"].values()))
+        for entry in entries:
+            ok = entry.get("t") in ("done", "end") or (
+                entry.get("t") == "ck"
+                and isinstance(entry.get("n"), int)
+                and isinstance(entry.get("fn"), int)
+                and isinstance(entry.get("key"), str)
+                and isinstance(entry.get("file"), (str, type(None)))
+                and isinstance(entry.get("off"), dict)
+                and all(isinstance(v, int) for v in entry["off"].values())
+            )
             if not ok:
-                raise UsageError(f"{self.path}: corrupt journal entry {e!r:.80}; refusing to resume")
+                raise UsageError(f"{self.path}: corrupt journal entry {entry!r:.80}; refusing to resume")
         return entries, valid
 
 

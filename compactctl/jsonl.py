@@ -35,6 +35,8 @@ def max_line_bytes() -> int:
     except ValueError:
         raise IOFailure(f"${MAX_LINE_ENV} must be a number of megabytes, got {raw!r}") from None
     return int(mb * (1 << 20)) if mb > 0 else 0
+
+
 STDIN = "-"
 Warn = Callable[[str], None]
 
@@ -102,8 +104,9 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
         # Infinity or a number that overflows to infinity (1e999): not JSON, and not writable back
         value = json.loads(text, parse_constant=_non_finite, parse_float=_finite_float)
     except _NonFinite as e:
-        raise DataError(source, lineno, f"invalid JSON: the number {e} is not finite (NaN, Infinity and out-of-range numbers like 1e999 "
-                                        "are not JSON)") from None
+        raise DataError(
+            source, lineno, f"invalid JSON: the number {e} is not finite (NaN, Infinity and out-of-range numbers like 1e999 are not JSON)"
+        ) from None
     except json.JSONDecodeError as e:
         ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
         what = f"truncated JSON (the line ends early: {e.msg})" if ends_early else f"invalid JSON: {e.msg} at column {e.colno}"
@@ -167,6 +170,7 @@ class Output:
         self.target = target if target not in (None, STDIN) else None
         self._tmp: IO[bytes] | None = None
         self._tmp_path: str | None = None
+        self._special: str | None
         self.spool = spool
         if self.target and os.path.exists(self.target) and not os.path.isfile(self.target):
             # A device or a pipe (/dev/stdout, a FIFO): never rename over it; spool, then write once.

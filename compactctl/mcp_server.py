@@ -47,8 +47,11 @@ def recall_text(ix: Index, ref: str) -> str:
 def build_server(archive: str):
     ix = Index.open(archive)  # fails early (bad path, not an archive) before the session starts
     server_class, tool_error = _sdk()
-    server = server_class("compactctl", instructions="Originals that compaction removed from this conversation. "
-                             "`search` finds them by words; `recall` returns the one behind a [ref ...].")
+    server = server_class(
+        "compactctl",
+        instructions="Originals that compaction removed from this conversation. "
+        "`search` finds them by words; `recall` returns the one behind a [ref ...].",
+    )
 
     @server.tool()
     def search(query: str, limit: int = 5) -> str:

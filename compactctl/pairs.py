@@ -73,7 +73,7 @@ def match(messages: list[Message]) -> tuple[list[Pair], list[int]]:
             while j < n and messages[j].role == "tool":
                 offset[j] = (i, j - i - 1)
                 j += 1
-            if _aligned(m.tool_calls, messages[i + 1:j]):
+            if _aligned(m.tool_calls, messages[i + 1 : j]):
                 for q in range(j - i - 1):
                     found[i + 1 + q] = (i, q)
             i = max(j, i + 1)

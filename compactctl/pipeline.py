@@ -33,7 +33,9 @@ class CompactOptions:
         return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target, refs=self.refs)
 
 
-def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, dict[str, Any]]:
+def compact(
+    t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None
+) -> tuple[Transcript, dict[str, Any]]:
     """Compact one transcript; returns it and a report (tokens per zone, summarizer, archived originals)."""
     opts = opts or CompactOptions()
     popts = opts.prune_options()
@@ -41,16 +43,38 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     harder = None
     try:
         try:
-            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
-                               refs=opts.refs, recall_hint=opts.recall_hint, instructions=opts.instructions)
+            t2, ss = summarize(
+                t1,
+                counter,
+                opts.budget,
+                summarizer,
+                opts.focus,
+                opts.min_saving,
+                opts.max_strikes,
+                opts.force,
+                refs=opts.refs,
+                recall_hint=opts.recall_hint,
+                instructions=opts.instructions,
+            )
         except CannotFit:
             if popts.protect_tokens == 0:
                 raise
             # Before giving up: prune the protected recent part too (never the last ask), then plan again.
             t1, harder = prune(t1, counter, dataclasses.replace(popts, protect_tokens=0))
             ps.archived += harder.archived
-            t2, ss = summarize(t1, counter, opts.budget, summarizer, opts.focus, opts.min_saving, opts.max_strikes, opts.force,
-                               refs=opts.refs, recall_hint=opts.recall_hint, instructions=opts.instructions)
+            t2, ss = summarize(
+                t1,
+                counter,
+                opts.budget,
+                summarizer,
+                opts.focus,
+                opts.min_saving,
+                opts.max_strikes,
+                opts.force,
+                refs=opts.refs,
+                recall_hint=opts.recall_hint,
+                instructions=opts.instructions,
+            )
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.strip_unanswered)
@@ -63,10 +87,12 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     target = opts.budget.target
     if after > target and before > target and ss.status in ("compacted", "not-needed"):
         # Checked after repair: stubs it adds count too. What a caller that goes on writes: this output, valid.
-        e = CannotFit(f"{t.id}: {after:,} tokens after compaction ({ss.status}), over the target of {target:,}. "
-                      "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min.")
-        e.fallback = (t3, ps.archived + ss.archived + rs.archived)
-        raise e
+        over = CannotFit(
+            f"{t.id}: {after:,} tokens after compaction ({ss.status}), over the target of {target:,}. "
+            "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
+        )
+        over.fallback = (t3, ps.archived + ss.archived + rs.archived)
+        raise over
     report = summarize_report(t, before, after, ss, ps, rs)
     if harder is not None:
         report["prune_recent"] = harder.as_dict()  # the recent part was pruned too, to fit
@@ -85,8 +111,13 @@ def summarize_report(t: Transcript, before: int, after: int, ss, ps=None, rs=Non
         r["target"] = ss.plan.target
         r["summary_budget"] = ss.plan.summary_budget
     if ss.result is not None:
-        r.update(summarizer=ss.result.summarizer, cache_hit=ss.result.cache_hit, llm_calls=ss.result.calls,
-                 retention=ss.result.retention, warnings=ss.result.warnings)
+        r.update(
+            summarizer=ss.result.summarizer,
+            cache_hit=ss.result.cache_hit,
+            llm_calls=ss.result.calls,
+            retention=ss.result.retention,
+            warnings=ss.result.warnings,
+        )
     r["reason"] = ss.reason
     if ps is not None:
         r["prune"] = ps.as_dict()

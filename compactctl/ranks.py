@@ -29,6 +29,7 @@ import re
 import struct
 import sys
 import zlib
+from collections.abc import Callable
 
 MAGIC = b"CCTKRK1" + (b"L" if sys.byteorder == "little" else b"B")  # arrays are in native byte order
 # magic, n tokens, table slots, blob bytes, dict bytes, sha256 of the source, of the table part, of the dict part
@@ -73,8 +74,20 @@ def build(tokens: list[bytes], source_sha256: str) -> bytes:
     blob = b"".join(tokens)
     payload = offsets.tobytes() + table.tobytes() + blob
     as_dict = marshal.dumps(dict(zip(tokens, range(n), strict=True)))  # what tiktoken's encoder is built from, fastest to load
-    return (HEADER.pack(MAGIC, n, slots, len(blob), len(as_dict), bytes.fromhex(source_sha256),
-                        hashlib.sha256(payload).digest(), hashlib.sha256(as_dict).digest()) + payload + as_dict)
+    return (
+        HEADER.pack(
+            MAGIC,
+            n,
+            slots,
+            len(blob),
+            len(as_dict),
+            bytes.fromhex(source_sha256),
+            hashlib.sha256(payload).digest(),
+            hashlib.sha256(as_dict).digest(),
+        )
+        + payload
+        + as_dict
+    )
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -109,15 +122,15 @@ class RankTable:
         if verify:
             import hashlib
 
-            if hashlib.sha256(view[HEADER.size:end]).digest() != digest:
+            if hashlib.sha256(view[HEADER.size : end]).digest() != digest:
                 raise ValueError("rank cache fails its sha256")
         self._dict_span = (end, end + dict_len)
         start = HEADER.size
         self.n = n
         self._mask = slots - 1
-        self._offsets = view[start:start + 4 * (n + 1)].cast("I")
+        self._offsets = view[start : start + 4 * (n + 1)].cast("I")
         start += 4 * (n + 1)
-        self._table = view[start:start + 4 * slots].cast("I")
+        self._table = view[start : start + 4 * slots].cast("I")
         start += 4 * slots
         self._blob = data
         self._blob_start = start
@@ -133,7 +146,7 @@ class RankTable:
                 return None
             a = offsets[i]
             b = offsets[i + 1]
-            if b - a == len(key) and blob[base + a:base + b] == key:
+            if b - a == len(key) and blob[base + a : base + b] == key:
                 return i
             h = (h + 1) & mask
 
@@ -171,15 +184,17 @@ def open_table(name: str, source_sha256: str, tokens_from_source) -> RankTable:
 # The official patterns (tiktoken_ext.openai_public; a test checks they are the same).
 PATTERNS = {
     "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-    "o200k_base": "|".join([
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]),
+    "o200k_base": "|".join(
+        [
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
 }
 # The same patterns restricted to ASCII, for the standard `re` module. On ASCII text they match the
 # same pieces: \p{L} = [A-Za-z], \p{Lu} = [A-Z], \p{Ll} = [a-z], \p{Lt} \p{Lm} \p{Lo} \p{M} have no
@@ -187,15 +202,17 @@ PATTERNS = {
 # text in Rust's regex) is `\Z`.
 _ASCII_PATTERNS = {
     "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+| ?[^\sA-Za-z0-9]++[\r\n]*+|\s++\Z|\s*[\r\n]|\s+(?!\S)|\s""",
-    "o200k_base": "|".join([
-        r"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[0-9]{1,3}""",
-        r""" ?[^\sA-Za-z0-9]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]),
+    "o200k_base": "|".join(
+        [
+            r"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[0-9]{1,3}""",
+            r""" ?[^\sA-Za-z0-9]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
 }
 FAST_OK = sys.version_info >= (3, 11)  # possessive quantifiers in `re`
 MAX_PIECE = 1024  # longer pieces (bytes; the merge loop is quadratic: ~15 ms at 1 KB) go to tiktoken
@@ -243,7 +260,7 @@ class FastCounter:
         self.name = name
         self.table = table
         self._split = re.compile(_ASCII_PATTERNS[name], re.ASCII).findall
-        self._usplit = None
+        self._usplit: Callable[[str], list[str]] | None = None
         self._classes: _UnicodeClasses | None = None
         self._pieces: dict[str, int] = {}
         self._long_bytes = 0
@@ -256,6 +273,7 @@ class FastCounter:
                 return None
             # `$` is the end of the text in Rust's regex, `\Z` in Python's.
             self._usplit = self._classes._regex.compile(PATTERNS[self.name].replace("$", r"\Z")).findall
+        assert self._classes is not None  # set together with _usplit
         settled = self._classes.settled
         for ch in set(s):
             if ch > "\x7f" and not settled(ch):
@@ -293,7 +311,7 @@ class FastCounter:
         # tiktoken's _byte_pair_merge: parts are (start, rank of the pair starting there).
         big = 1 << 32
         starts = list(range(len(piece) + 1))
-        ranks = [r if (r := get(piece[i:i + 2])) is not None else big for i in range(len(piece) - 1)] + [big, big]
+        ranks = [r if (r := get(piece[i : i + 2])) is not None else big for i in range(len(piece) - 1)] + [big, big]
         while True:
             best = min(ranks[:-1])
             if best == big:
@@ -302,11 +320,11 @@ class FastCounter:
             del starts[i + 1]
             del ranks[i + 1]
             if i + 2 < len(starts):
-                r = get(piece[starts[i]:starts[i + 2]])
+                r = get(piece[starts[i] : starts[i + 2]])
                 ranks[i] = big if r is None else r
             else:
                 ranks[i] = big
             if i > 0:
-                r = get(piece[starts[i - 1]:starts[i + 1]]) if i + 1 < len(starts) else None
+                r = get(piece[starts[i - 1] : starts[i + 1]]) if i + 1 < len(starts) else None
                 ranks[i - 1] = big if r is None else r
         return len(starts) - 1

@@ -106,8 +106,10 @@ def _columns(batch: Any) -> tuple[str, dict[str, Any]]:
     if not isinstance(batch, dict) and isinstance(batch, Mapping):  # datasets' LazyBatch: lists in, lists out
         return "lists", {k: list(batch[k]) for k in batch}
     if isinstance(batch, dict):
-        return "dict", {k: (v.tolist() if hasattr(v, "tolist") and getattr(v, "dtype", None) is not None and v.dtype != object else v)
-                        for k, v in batch.items()}
+        return "dict", {
+            k: (v.tolist() if hasattr(v, "tolist") and getattr(v, "dtype", None) is not None and v.dtype != object else v)
+            for k, v in batch.items()
+        }
     mod = type(batch).__module__
     if mod.startswith("pandas"):
         return "pandas", {k: batch[k].tolist() for k in batch.columns}
@@ -162,12 +164,26 @@ def init(address: str | None = None, num_cpus: int | None = None) -> None:
     if address:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     else:
-        ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-                 logging_level=logging.WARNING)
+        ray.init(
+            num_cpus=num_cpus or os.cpu_count() or 1,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
 
 
-def run_files(inputs: list[str], output: str | None, options: Options, address: str | None = None, workers: int | None = None,
-              report: str | None = None, rejects: str | None = None, quiet: bool = False, batch_size: int = 8) -> dict[str, int]:
+def run_files(
+    inputs: list[str],
+    output: str | None,
+    options: Options,
+    address: str | None = None,
+    workers: int | None = None,
+    report: str | None = None,
+    rejects: str | None = None,
+    quiet: bool = False,
+    batch_size: int = 8,
+) -> dict[str, int]:
     """Compact JSONL datasets (one transcript per line) with Ray Data; one output file per input under `output`.
 
     As `compact --on-error skip`: a record that cannot fit is written pruned and repaired; a bad line
@@ -197,8 +213,13 @@ def run_files(inputs: list[str], output: str | None, options: Options, address: 
     # Reading is light: reads take no CPU slot, so that `workers` actors can hold every core without starving them.
     ds = ray.data.read_text(paths, include_paths=True, num_cpus=0)
     # Tasks, not an actor pool: Ray keeps its task workers (and so each one's Compactor) from run to run.
-    out = ds.map_batches(compact_batch, fn_kwargs={"options": options, "column": "text"}, batch_size=batch_size, num_cpus=1,
-                         **({"compute": ray.data.TaskPoolStrategy(size=workers)} if workers else {}))
+    out = ds.map_batches(
+        compact_batch,
+        fn_kwargs={"options": options, "column": "text"},
+        batch_size=batch_size,
+        num_cpus=1,
+        **({"compute": ray.data.TaskPoolStrategy(size=workers)} if workers else {}),
+    )
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
     return _write(_rows(out), by_abs, report, rejects, stats)

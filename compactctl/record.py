@@ -88,20 +88,48 @@ class Options:
         window = self.context_window or context_window_for(self.model)
         if window is None:
             raise CompactError(f"unknown context window for model {self.model!r}: give context_window")
-        return Budget(context_window=window, threshold=self.threshold, tail_tokens=self.tail_tokens, protect_first=self.protect_first,
-                      summary_ratio=self.summary_ratio, summary_min=self.summary_min, summary_max=self.summary_max, last_ask=self.last_ask)
+        return Budget(
+            context_window=window,
+            threshold=self.threshold,
+            tail_tokens=self.tail_tokens,
+            protect_first=self.protect_first,
+            summary_ratio=self.summary_ratio,
+            summary_min=self.summary_min,
+            summary_max=self.summary_max,
+            last_ask=self.last_ask,
+        )
 
     def prune_options(self, budget: Budget | None = None) -> PruneOptions:
         b = budget or self.budget()
-        return PruneOptions(protect_tokens=b.tail if self.protect_tokens is None else self.protect_tokens, min_dedup_chars=self.min_dedup_chars,
-                            arg_limit=self.arg_limit, arg_keep=self.arg_keep, dedup=self.dedup, summaries=self.summaries, args=self.args,
-                            images=self.images, count_tokens=self.count_tokens, target=None if self.prune_all else b.target,
-                            keep_tools=tuple(self.keep_tools), drop_tools=tuple(self.drop_tools), refs=self.refs)
+        return PruneOptions(
+            protect_tokens=b.tail if self.protect_tokens is None else self.protect_tokens,
+            min_dedup_chars=self.min_dedup_chars,
+            arg_limit=self.arg_limit,
+            arg_keep=self.arg_keep,
+            dedup=self.dedup,
+            summaries=self.summaries,
+            args=self.args,
+            images=self.images,
+            count_tokens=self.count_tokens,
+            target=None if self.prune_all else b.target,
+            keep_tools=tuple(self.keep_tools),
+            drop_tools=tuple(self.drop_tools),
+            refs=self.refs,
+        )
 
     def compact_options(self) -> CompactOptions:
         b = self.budget()
-        return CompactOptions(b, self.prune_options(b), self.focus, self.min_saving, force=self.force, strip_unanswered=self.strip_unanswered,
-                              refs=self.refs, recall_hint=self.recall_hint, instructions=self.instructions)
+        return CompactOptions(
+            b,
+            self.prune_options(b),
+            self.focus,
+            self.min_saving,
+            force=self.force,
+            strip_unanswered=self.strip_unanswered,
+            refs=self.refs,
+            recall_hint=self.recall_hint,
+            instructions=self.instructions,
+        )
 
     @classmethod
     def from_kwargs(cls, options: Options | None = None, **kw: Any) -> Options:
@@ -146,8 +174,16 @@ def from_messages(messages: list[dict], **metadata: Any) -> Transcript:
     if not isinstance(messages, list):
         raise DataError("<messages>", 1, "messages must be a list")
     msgs = [message_from_dict(d, "<messages>", 1, i) for i, d in enumerate(messages)]
-    return Transcript(msgs, id=str(metadata.get("id", "<messages>")), source="<messages>", line=1, format="openai", layout="dataset",
-                      metadata={**metadata, "messages": None}, native="messages")
+    return Transcript(
+        msgs,
+        id=str(metadata.get("id", "<messages>")),
+        source="<messages>",
+        line=1,
+        format="openai",
+        layout="dataset",
+        metadata={**metadata, "messages": None},
+        native="messages",
+    )
 
 
 def to_messages(t: Transcript) -> list[dict]:
@@ -176,7 +212,9 @@ def line_to_transcript(raw: bytes, fmt: str | None = None, source: str = "<recor
     reader = formats.Reader(fmt=fmt, layout="dataset" if fmt else None, warn=lambda msg: None)
     mod, layout = reader._detect((lineno, raw, obj), source)
     if layout != "dataset":
-        raise DataError(source, lineno, "this is one message, not a transcript: a record holds a whole transcript (e.g. {\"messages\": [...]})")
+        raise DataError(
+            source, lineno, 'this is one message, not a transcript: a record holds a whole transcript (e.g. {"messages": [...]})'
+        )
     found = list(mod.read(iter([(lineno, raw, obj)]), source, layout, reader))
     if len(found) != 1:
         raise DataError(source, lineno, "no transcript in this record")
@@ -272,7 +310,9 @@ class Compactor:
             archived = [a.record() for a in oc.archived] if self.options.archive else []
             return CompactResult(oc.status, t.id, out, _jsonable(oc.report or {}), None, archived)
         except CannotFit as e:  # a single phase (plan, summarize): the record as it came
-            return CompactResult("cannot-fit", t.id, to_record(t, self.options.to), {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}, str(e))
+            return CompactResult(
+                "cannot-fit", t.id, to_record(t, self.options.to), {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}, str(e)
+            )
         except CompactError as e:
             return CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
 
@@ -284,6 +324,7 @@ class Compactor:
         try:
             t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt)
             oc = self.compact_transcript(t)
+            assert oc.transcript is not None  # compact always gives a transcript (the input's, at worst)
             lines = to_lines(oc.transcript, self.options.to)
             if len(lines) != 1:
                 raise CompactError(f"{t.id}: format {self.options.to or t.format} does not write one line per transcript")
@@ -304,9 +345,11 @@ def _record_api(phase: str):
         return res.record, {**res.report, "status": res.status, **({"error": res.error} if res.error else {})}
 
     fn.__name__ = f"{phase}_record"
-    fn.__doc__ = (f"{phase.capitalize()} one record (a dict, any known format) -> (record, report). Options are the fields of "
-                  f"`Options` (context_window=, model=, ...). The report's status says what happened; a bad record gives "
-                  f"(None, report with status 'error'); nothing is raised for it.")
+    fn.__doc__ = (
+        f"{phase.capitalize()} one record (a dict, any known format) -> (record, report). Options are the fields of "
+        f"`Options` (context_window=, model=, ...). The report's status says what happened; a bad record gives "
+        f"(None, report with status 'error'); nothing is raised for it."
+    )
     return fn
 
 
@@ -316,8 +359,20 @@ plan_record = _record_api("plan")
 summarize_record = _record_api("summarize")
 repair_record = _record_api("repair")
 
-__all__ = ["CompactResult", "Compactor", "Options", "compact_record", "from_messages", "plan_record", "prune_record", "repair_record",
-           "summarize_record", "to_messages", "to_record", "to_transcript"]
+__all__ = [
+    "CompactResult",
+    "Compactor",
+    "Options",
+    "compact_record",
+    "from_messages",
+    "plan_record",
+    "prune_record",
+    "repair_record",
+    "summarize_record",
+    "to_messages",
+    "to_record",
+    "to_transcript",
+]
 
 
 @dataclass

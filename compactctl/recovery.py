@@ -31,5 +31,11 @@ def recovery(original: Transcript, compacted: Transcript, index: Index, facts: l
     back = recoverable([f for f in facts if f not in in_context], index, original.id, top)
     lost = [f for f in facts if f not in in_context and f not in back]
     n = len(facts) or 1
-    return {"facts": len(facts), "in_context": len(in_context), "recoverable": len(back), "lost": lost,
-            "in_context_share": len(in_context) / n, "with_recovery_share": (len(in_context) + len(back)) / n}
+    return {
+        "facts": len(facts),
+        "in_context": len(in_context),
+        "recoverable": len(back),
+        "lost": lost,
+        "in_context_share": len(in_context) / n,
+        "with_recovery_share": (len(in_context) + len(back)) / n,
+    }

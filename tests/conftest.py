@@ -62,14 +62,22 @@ def _no_llm_env(monkeypatch, tmp_path, _rank_cache):
 
 def tool_session(n_turns: int = 6, out_chars: int = 3000) -> list[dict]:
     """A small tool-heavy OpenAI chat session."""
-    msgs = [{"role": "system", "content": "You are an agent."},
-            {"role": "user", "content": "Fix the bug in app.py. You must not touch tests/."}]
+    msgs = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Fix the bug in app.py. You must not touch tests/."},
+    ]
     for i in range(n_turns):
         cid = f"call_{i}"
         cmd = {"command": f"pytest -k case{i}"} if i % 2 else {"path": f"src/mod{i}.py"}
         name = "terminal" if i % 2 else "read_file"
         out = ("x" * out_chars + f"\nexit code: {i % 4 == 1 and 1 or 0}") if i % 2 else ("line\n" * (out_chars // 5))
-        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(cmd).decode()}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(cmd).decode()}}],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": cid, "content": out})
     msgs.append({"role": "assistant", "content": "Done: the fix is in app.py."})
     msgs.append({"role": "user", "content": "Thanks. Now update the changelog."})

@@ -79,7 +79,9 @@ def generate(seed: int) -> Case:
             n += 1
             sig = f"S{n}"
             name = rng.choice(NAMES)
-            rows.append({"role": "assistant", "content": None, "function_call": {"name": name, "arguments": orjson.dumps({"sig": sig}).decode()}})
+            rows.append(
+                {"role": "assistant", "content": None, "function_call": {"name": name, "arguments": orjson.dumps({"sig": sig}).decode()}}
+            )
             if rng.random() < 0.85:
                 rows.append({"role": "function", "name": name, "content": f"result of {sig}"})
                 case.expected.add(sig)
@@ -162,8 +164,9 @@ def _write(t: Transcript) -> list[dict]:
 
 
 def _read(rows: list[dict]) -> Transcript:
-    return Transcript([message_from_dict(d, "fuzz", i + 1, i) for i, d in enumerate(rows)], id="fuzz",
-                      native=[orjson.dumps(d) for d in rows])
+    return Transcript(
+        [message_from_dict(d, "fuzz", i + 1, i) for i, d in enumerate(rows)], id="fuzz", native=[orjson.dumps(d) for d in rows]
+    )
 
 
 @dataclass
@@ -263,16 +266,20 @@ def main(argv: list[str]) -> int:
     n = int(argv[0]) if argv else 10_000
     t0 = time.perf_counter()
     tally = run(n)
-    print(f"fuzz: {tally.cases:,} cases, {tally.results_checked:,} results checked, {tally.wrong} wrong attachments, "
-          f"{tally.invalid} invalid outputs, {tally.lost} with lost results, {tally.orphans_kept} with orphans kept, "
-          f"{tally.check_failed} failing check, {tally.not_idempotent} not idempotent ({time.perf_counter() - t0:.1f} s)")
+    print(
+        f"fuzz: {tally.cases:,} cases, {tally.results_checked:,} results checked, {tally.wrong} wrong attachments, "
+        f"{tally.invalid} invalid outputs, {tally.lost} with lost results, {tally.orphans_kept} with orphans kept, "
+        f"{tally.check_failed} failing check, {tally.not_idempotent} not idempotent ({time.perf_counter() - t0:.1f} s)"
+    )
     print("  breakages (cases): " + ", ".join(f"{k} {v:,}" for k, v in sorted(tally.kinds.items())))
     for f in tally.failures[:20]:
         print("  " + f)
     t0 = time.perf_counter()
     ct = run_compact(n // 10)
-    print(f"fuzz compact: {ct.cases:,} cases compacted, {ct.results_checked:,} results checked, {ct.wrong} wrong attachments, "
-          f"{ct.invalid} invalid outputs ({time.perf_counter() - t0:.1f} s)")
+    print(
+        f"fuzz compact: {ct.cases:,} cases compacted, {ct.results_checked:,} results checked, {ct.wrong} wrong attachments, "
+        f"{ct.invalid} invalid outputs ({time.perf_counter() - t0:.1f} s)"
+    )
     for f in ct.failures[:20]:
         print("  " + f)
     return 0 if tally.ok and ct.ok else 1

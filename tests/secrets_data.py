@@ -76,8 +76,10 @@ def _planted() -> list[tuple[str, str, str]]:
     add("openai", k, f"OPENAI_API_KEY={k}")
     k = "sk-ant-api03-" + _r(93, UP + LOW + DIG + "_-")
     add("anthropic", k, f"the key {k} works")
+
     def b64url(s: bytes) -> str:
         return base64.urlsafe_b64encode(s).decode().rstrip("=")
+
     k = b64url(b'{"alg":"HS256","typ":"JWT"}') + "." + b64url(b'{"sub":"1234567890","name":"x"}') + "." + _r(43, UP + LOW + DIG + "_-")
     add("jwt", k, f"Cookie: session={k}")
     body, block = _key_block()

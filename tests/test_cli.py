@@ -17,8 +17,12 @@ def pipe(*stages: list[str], src: bytes) -> bytes:
     procs = []
     prev = None
     for k, args in enumerate(stages):
-        p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stdin=subprocess.PIPE if k == 0 else prev.stdout,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "compactctl", *args],
+            stdin=subprocess.PIPE if k == 0 else prev.stdout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         if prev is not None:
             prev.stdout.close()
         procs.append(p)
@@ -102,7 +106,9 @@ def test_report_and_offline_note(tmp_path):
 
 def test_cannot_fit_in_skip_mode_still_writes_valid_output(tmp_path):
     src = SAMPLES / "broken_pairs.jsonl"
-    r = cli("compact", str(src), "--context-window", "2500", "--last-ask", "tail", "--on-error", "skip", "--report", str(tmp_path / "r.jsonl"))
+    r = cli(
+        "compact", str(src), "--context-window", "2500", "--last-ask", "tail", "--on-error", "skip", "--report", str(tmp_path / "r.jsonl")
+    )
     assert r.returncode == 0, r.stderr
     assert "pruned and repaired, not summarized" in r.stderr.decode()
     assert read_jsonl((tmp_path / "r.jsonl").read_bytes())[0]["status"] == "cannot-fit"

@@ -16,8 +16,14 @@ from compactctl.errors import UsageError
 
 from .conftest import write_jsonl
 
-OPTS = [("model", str, "gpt-4o"), ("context_window", int, None), ("threshold", float, 0.5), ("base_url", str, None),
-        ("no_cache", bool, False), ("jobs", int, 1)]
+OPTS = [
+    ("model", str, "gpt-4o"),
+    ("context_window", int, None),
+    ("threshold", float, 0.5),
+    ("base_url", str, None),
+    ("no_cache", bool, False),
+    ("jobs", int, 1),
+]
 
 
 def _resolve(cwd, env, warnings=None):
@@ -58,7 +64,9 @@ def test_pyproject_table_and_nearest_folder(tmp_path):
 
 
 def test_secrets_are_refused_and_unknown_keys_warned(tmp_path):
-    (tmp_path / "compactctl.toml").write_text('api_key = "sk-live-123"\nopenai-api-key = "x"\nbogus = 1\nbase_url = "http://u:p@127.0.0.1:1/v1"\n')
+    (tmp_path / "compactctl.toml").write_text(
+        'api_key = "sk-live-123"\nopenai-api-key = "x"\nbogus = 1\nbase_url = "http://u:p@127.0.0.1:1/v1"\n'
+    )
     warnings: list[str] = []
     s = _resolve(tmp_path, {}, warnings)
     assert "api_key" not in s and "openai_api_key" not in s
@@ -69,8 +77,15 @@ def test_secrets_are_refused_and_unknown_keys_warned(tmp_path):
     assert "sk-live-123" not in text
 
 
-@pytest.mark.parametrize("content, what", [("threshold = \"high\"\n", "threshold"), ("jobs = 1.5\n", "jobs"),
-                                           ("no_cache = 3\n", "no_cache"), ("context_window = [\n", "invalid TOML")])
+@pytest.mark.parametrize(
+    "content, what",
+    [
+        ('threshold = "high"\n', "threshold"),
+        ("jobs = 1.5\n", "jobs"),
+        ("no_cache = 3\n", "no_cache"),
+        ("context_window = [\n", "invalid TOML"),
+    ],
+)
 def test_bad_values_are_usage_errors(tmp_path, content, what):
     (tmp_path / "compactctl.toml").write_text(content)
     with pytest.raises(UsageError, match=what):
@@ -143,11 +158,13 @@ def test_start_up_app_gives_the_same_help():
 
 
 def test_help_does_not_import_the_library_or_rich(tmp_path):
-    code = ("import sys; sys.argv = ['compactctl', '--help']\n"
-            "from compactctl.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "bad = [m for m in ('rich', 'openai', 'tqdm', 'tiktoken', 'compactctl.api', 'compactctl.phases.prune', 'orjson', 'pydantic') if m in sys.modules]\n"
-            "print(bad, file=sys.stderr)")
+    code = (
+        "import sys; sys.argv = ['compactctl', '--help']\n"
+        "from compactctl.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('rich', 'openai', 'tqdm', 'tiktoken', 'compactctl.api', 'compactctl.phases.prune', 'orjson', 'pydantic') if m in sys.modules]\n"
+        "print(bad, file=sys.stderr)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert r.stderr.decode().strip().splitlines()[-1] == "[]"
     code = code.replace("'--help'", "'compact', sys.argv[1]").replace(", 'compactctl.api', 'compactctl.phases.prune', 'orjson'", "")
@@ -175,10 +192,12 @@ def test_commands_without_these_options_ignore_a_broken_config(tmp_path):
 
 
 def test_zsh_completion_without_rich():
-    code = ("import os, sys; sys.argv = ['compactctl']\n"
-            "from compactctl.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('rich' in sys.modules, file=sys.stderr)")
+    code = (
+        "import os, sys; sys.argv = ['compactctl']\n"
+        "from compactctl.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('rich' in sys.modules, file=sys.stderr)"
+    )
     env = {**os.environ, "_COMPACTCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "compactctl compact --context-w"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60)
     assert '"--context-window":"Context window in tokens' in r.stdout.decode()

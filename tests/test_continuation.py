@@ -26,15 +26,24 @@ def T(rows):
 
 
 def call(cid, command, name="terminal"):
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps({"command": command}).decode()}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps({"command": command}).decode()}}
+        ],
+    }
 
 
 ROWS = [
     {"role": "system", "content": "You are a coding agent. Settings live in conf/sys_settings.yaml."},
     {"role": "user", "content": "Fix parse_config in src/app/config.py, then run the tests."},
     call("a", "pytest -q tests/test_config.py"),
-    {"role": "tool", "tool_call_id": "a", "content": "FAILED tests/test_config.py::test_timeout - DEFAULT_TIMEOUT_MS is 3000\nsee helper_in_output"},
+    {
+        "role": "tool",
+        "tool_call_id": "a",
+        "content": "FAILED tests/test_config.py::test_timeout - DEFAULT_TIMEOUT_MS is 3000\nsee helper_in_output",
+    },
     {"role": "assistant", "content": "The bug is in load_settings; conf/sys_settings.yaml is fine. Commit 9f3e2ab1 broke it."},
     # ---- cut here (index 5)
     {"role": "user", "content": "ok, rename load_settings and check conf/sys_settings.yaml"},
@@ -69,8 +78,11 @@ def test_needed_facts_are_prefix_facts_the_continuation_writes():
 
 
 def test_a_fact_seen_later_only_in_tool_output_is_not_needed():
-    rows = ROWS[:5] + [{"role": "user", "content": "go on"}, call("b", "make build"),
-                       {"role": "tool", "tool_call_id": "b", "content": "load_settings DEFAULT_TIMEOUT_MS 9f3e2ab1"}]
+    rows = ROWS[:5] + [
+        {"role": "user", "content": "go on"},
+        call("b", "make build"),
+        {"role": "tool", "tool_call_id": "b", "content": "load_settings DEFAULT_TIMEOUT_MS 9f3e2ab1"},
+    ]
     assert needed.needed_facts(T(rows).messages, 5) == []
 
 
@@ -85,11 +97,13 @@ def test_harness_text_in_user_turns_is_not_written():
 
 def test_text_action_agents_and_json_outputs():
     # SWE-agent style: actions are fenced blocks in the assistant's text, observations come back as user turns
-    rows = [{"role": "system", "content": "You are an agent."},
-            {"role": "user", "content": "Fix the colon in missing_colon.py"},
-            {"role": "assistant", "content": "Let me look.\n```\nopen tests/missing_colon.py\n```"},
-            {"role": "user", "content": "def division_helper(a, b)\n(Open file: tests/missing_colon.py)"},
-            {"role": "assistant", "content": "Fix tests/missing_colon.py:\n```\nedit 4:4\ndef division_helper(a, b):\nend_of_edit\n```"}]
+    rows = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Fix the colon in missing_colon.py"},
+        {"role": "assistant", "content": "Let me look.\n```\nopen tests/missing_colon.py\n```"},
+        {"role": "user", "content": "def division_helper(a, b)\n(Open file: tests/missing_colon.py)"},
+        {"role": "assistant", "content": "Fix tests/missing_colon.py:\n```\nedit 4:4\ndef division_helper(a, b):\nend_of_edit\n```"},
+    ]
     msgs = T(rows).messages
     assert needed.text_action_agent(msgs)
     assert [s.source for s in needed.segments(msgs, 3)] == ["output"]
@@ -99,9 +113,27 @@ def test_text_action_agents_and_json_outputs():
     # Codex: a tool output that is JSON text is read as its strings (no `\n` glued to the next word)
     out = needed.decode_json_text('{"output":"README.md\\nsrc/main_app.py\\n","metadata":{"exit_code":0}}')
     assert set(needed.facts_in(needed.fold(out))) == {("path", "README.md"), ("path", "src/main_app.py")}
-    assert list(needed.scripts_of(message_from_dict(
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {
-            "name": "shell", "arguments": '{"command":["bash","-lc","pnpm --filter web lint"]}'}}]}, "t", 1, 0), False)) == ["pnpm --filter web lint"]
+    assert list(
+        needed.scripts_of(
+            message_from_dict(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "shell", "arguments": '{"command":["bash","-lc","pnpm --filter web lint"]}'},
+                        }
+                    ],
+                },
+                "t",
+                1,
+                0,
+            ),
+            False,
+        )
+    ) == ["pnpm --filter web lint"]
 
 
 def test_commands_and_matching_boundaries():
@@ -172,7 +204,7 @@ def test_cuts_start_turns_and_baselines_meet_the_budget():
     assert len(cuts) == 3
     for _, c in cuts:
         assert c in starts and t.messages[c].role in ("user", "assistant")
-    prefix = t.evolve(messages=t.messages[:cuts[0][1]])
+    prefix = t.evolve(messages=t.messages[: cuts[0][1]])
     total = sum(COUNTER.messages(prefix.messages))
     for budget in (total // 5, total // 10):
         for fn in (continuation.head_tail, continuation.recent, continuation.masking):
@@ -199,7 +231,11 @@ def test_evaluate_and_tables_render():
         assert s["valid"] == 1, name
         assert s["tokens_after"] <= a["tokens_after"], name  # baselines never get more tokens than compactctl
     assert len(continuation.cut_lines(res["rows"])) == 1
-    for table in (continuation.tables(agg), continuation.per_transcript(res["rows"], continuation.STRATEGIES), evaluate.table({"x": evaluate.aggregate([evaluate.score(t, t, COUNTER)])})):
+    for table in (
+        continuation.tables(agg),
+        continuation.per_transcript(res["rows"], continuation.STRATEGIES),
+        evaluate.table({"x": evaluate.aggregate([evaluate.score(t, t, COUNTER)])}),
+    ):
         lines = [x for x in table.splitlines() if x.startswith("|")]
         assert lines
         blocks: list[list[str]] = []

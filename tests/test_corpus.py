@@ -37,7 +37,9 @@ def test_corpus_has_what_we_expect():
 def test_round_trip_is_lossless(path):
     ts = api.read([str(path)])
     out = b"".join(api.write(t) for t in ts)
-    assert out == path.read_bytes() or [orjson.loads(x) for x in out.splitlines()] == [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+    assert out == path.read_bytes() or [orjson.loads(x) for x in out.splitlines()] == [
+        orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()
+    ]
 
 
 @pytest.mark.parametrize("path", EVERY, ids=lambda p: str(p.relative_to(CORPUS)))
@@ -85,8 +87,11 @@ def test_tau_bench_compact_and_restore_exactly(tmp_path):
     assert [orjson.loads(x) for x in back.stdout.splitlines()] == [orjson.loads(x) for x in src.read_bytes().splitlines()]
 
 
-@pytest.mark.parametrize("path", [p for p in TRANSCRIPT_JSONL if p.parent.name in ("spotter", "agentcmd") and p.stat().st_size > 50_000][:12],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [p for p in TRANSCRIPT_JSONL if p.parent.name in ("spotter", "agentcmd") and p.stat().st_size > 50_000][:12],
+    ids=lambda p: p.name,
+)
 def test_restore_rebuilds_real_sessions(path, tmp_path):
     out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
     r = cli("compact", str(path), "--context-window", "64000", "--on-error", "skip", "-o", str(out), "--archive", str(arch))

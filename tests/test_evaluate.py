@@ -19,10 +19,16 @@ def T(rows):
 
 
 def test_probes_and_normalized_matching():
-    rows = [{"role": "user", "content": "Fix it. Never touch prod.db."},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "pytest  -q"}'}}]},
-            {"role": "tool", "tool_call_id": "a", "content": "E   ValueError: bad day\nexit code: 1"},
-            {"role": "user", "content": "now ship v1.2.3"}]
+    rows = [
+        {"role": "user", "content": "Fix it. Never touch prod.db."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "pytest  -q"}'}}],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "E   ValueError: bad day\nexit code: 1"},
+        {"role": "user", "content": "now ship v1.2.3"},
+    ]
     t = T(rows)
     ps = evaluate.probes(t, {0, 1, 2})
     cats = {p.category for p in ps}

@@ -12,8 +12,13 @@ from compactctl.model import is_summary
 from .conftest import SAMPLES, cli, read_jsonl
 
 TIGHT = ["--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800"]
-FORMAT_SAMPLES = {"openai": "long_session.jsonl", "anthropic": "anthropic_session.jsonl", "sharegpt": "hermes_trajectory.jsonl",
-                  "claude_code": "claude_code_session.jsonl", "codex": "codex_rollout.jsonl"}
+FORMAT_SAMPLES = {
+    "openai": "long_session.jsonl",
+    "anthropic": "anthropic_session.jsonl",
+    "sharegpt": "hermes_trajectory.jsonl",
+    "claude_code": "claude_code_session.jsonl",
+    "codex": "codex_rollout.jsonl",
+}
 
 
 def lines(rows):
@@ -66,12 +71,54 @@ def test_claude_code_merges_split_messages_and_keeps_non_message_lines(tmp_path)
     rows = [
         {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}},
         {**env, "type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": "Fix it. Never push to main."}},
-        {**env, "type": "assistant", "uuid": "a1", "parentUuid": "u1", "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "sig"}]}},
-        {**env, "type": "assistant", "uuid": "a2", "parentUuid": "a1", "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]}},
+        {
+            **env,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "sig"}]},
+        },
+        {
+            **env,
+            "type": "assistant",
+            "uuid": "a2",
+            "parentUuid": "a1",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}],
+            },
+        },
         {**env, "type": "progress", "uuid": "p1", "parentUuid": "a2", "data": {"type": "hook_progress"}},
-        {**env, "type": "assistant", "uuid": "a3", "parentUuid": "p1", "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "/x/a.py"}}]}},
-        {**env, "type": "user", "uuid": "r1", "parentUuid": "a3", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "make: *** [all] Error 2", "is_error": True}]}, "toolUseResult": {"stdout": "x"}},
-        {**env, "type": "user", "uuid": "r2", "parentUuid": "r1", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "print(1)"}]}},
+        {
+            **env,
+            "type": "assistant",
+            "uuid": "a3",
+            "parentUuid": "p1",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "/x/a.py"}}],
+            },
+        },
+        {
+            **env,
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a3",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "make: *** [all] Error 2", "is_error": True}],
+            },
+            "toolUseResult": {"stdout": "x"},
+        },
+        {
+            **env,
+            "type": "user",
+            "uuid": "r2",
+            "parentUuid": "r1",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "print(1)"}]},
+        },
         {**env, "type": "user", "uuid": "u2", "parentUuid": "r2", "message": {"role": "user", "content": "ok, continue"}},
     ]
     src = tmp_path / "session.jsonl"
@@ -82,6 +129,7 @@ def test_claude_code_merges_split_messages_and_keeps_non_message_lines(tmp_path)
     assert t.messages[2].is_error is True
     assert api.write(t) == src.read_bytes()
     from compactctl import tools
+
     assert "error" in tools.describe(t.messages[1].tool_calls[0], t.messages[2])
 
 
@@ -109,17 +157,38 @@ def test_claude_code_compaction_records_and_chain(tmp_path):
 def test_codex_output_json_exit_code_and_compacted_record(tmp_path):
     rows = [
         {"timestamp": "t0", "type": "session_meta", "payload": {"id": "s"}},
-        {"timestamp": "t1", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]}},
-        {"timestamp": "t2", "type": "response_item", "payload": {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAA"}},
-        {"timestamp": "t3", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": '{"command":["bash","-lc","pytest"]}', "call_id": "c1"}},
+        {
+            "timestamp": "t1",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]},
+        },
+        {
+            "timestamp": "t2",
+            "type": "response_item",
+            "payload": {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAA"},
+        },
+        {
+            "timestamp": "t3",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "shell", "arguments": '{"command":["bash","-lc","pytest"]}', "call_id": "c1"},
+        },
         {"timestamp": "t4", "type": "event_msg", "payload": {"type": "token_count"}},
-        {"timestamp": "t5", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": '{"output":"E   boom\\n1 failed","metadata":{"exit_code":1}}'}},
+        {
+            "timestamp": "t5",
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": '{"output":"E   boom\\n1 failed","metadata":{"exit_code":1}}',
+            },
+        },
     ]
     src = tmp_path / "rollout.jsonl"
     src.write_bytes(lines(rows))
     [t] = api.read([str(src)])
     assert t.format == "codex" and [m.role for m in t.messages] == ["user", "assistant", "tool"]
     from compactctl import tools
+
     assert "ran `pytest` -> exit 1" in tools.describe(t.messages[1].tool_calls[0], t.messages[2])
     assert api.write(t) == src.read_bytes()
     r = cli("compact", str(SAMPLES / "codex_rollout.jsonl"), *TIGHT)
@@ -136,13 +205,27 @@ def is_summary_text(s: str) -> bool:
 
 
 def test_sharegpt_function_call_variant_and_order_matching(tmp_path):
-    rec = {"conversations": [
-        {"from": "human", "value": "weather in Paris and Rome?"},
-        {"from": "gpt", "value": "<think>\ntwo calls\n</think>\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"},
-        {"from": "tool", "value": "<tool_response>\n{\"temp\": 20}\n</tool_response>\n<tool_response>\n{\"temp\": 25}\n</tool_response>"},
-        {"from": "gpt", "value": "Paris 20, Rome 25."}], "id": "x"}
-    alt = {"conversations": [{"from": "human", "value": "find"}, {"from": "function_call", "value": "{\"name\": \"search\", \"arguments\": {\"q\": 1}}"},
-                             {"from": "observation", "value": "{\"hits\": 3}"}, {"from": "gpt", "value": "3 hits"}], "tools": "[]"}
+    rec = {
+        "conversations": [
+            {"from": "human", "value": "weather in Paris and Rome?"},
+            {
+                "from": "gpt",
+                "value": '<think>\ntwo calls\n</think>\n<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>\n<tool_call>\n{"name": "weather", "arguments": {"city": "Rome"}}\n</tool_call>',
+            },
+            {"from": "tool", "value": '<tool_response>\n{"temp": 20}\n</tool_response>\n<tool_response>\n{"temp": 25}\n</tool_response>'},
+            {"from": "gpt", "value": "Paris 20, Rome 25."},
+        ],
+        "id": "x",
+    }
+    alt = {
+        "conversations": [
+            {"from": "human", "value": "find"},
+            {"from": "function_call", "value": '{"name": "search", "arguments": {"q": 1}}'},
+            {"from": "observation", "value": '{"hits": 3}'},
+            {"from": "gpt", "value": "3 hits"},
+        ],
+        "tools": "[]",
+    }
     src = tmp_path / "sg.jsonl"
     src.write_bytes(lines([rec, alt]))
     a, b = api.read([str(src)])
@@ -154,10 +237,24 @@ def test_sharegpt_function_call_variant_and_order_matching(tmp_path):
 
 
 def test_anthropic_dataset_with_system_and_errors(tmp_path):
-    rec = {"system": "be brief", "messages": [
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "x", "name": "Bash", "input": {"command": "ls"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "denied", "is_error": True}, {"type": "text", "text": "hmm"}]}], "meta": 1}
+    rec = {
+        "system": "be brief",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "x", "name": "Bash", "input": {"command": "ls"}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "x", "content": "denied", "is_error": True},
+                    {"type": "text", "text": "hmm"},
+                ],
+            },
+        ],
+        "meta": 1,
+    }
     src = tmp_path / "a.jsonl"
     src.write_bytes(lines([rec]))
     [t] = api.read([str(src)])

@@ -31,8 +31,18 @@ def test_fuzz_1000_cases():
     tally = fuzz.run(1000)
     assert tally.ok, tally.failures[:5]
     assert tally.cases == 1000 and tally.results_checked > 5000
-    assert set(tally.kinds) >= {"dup-id", "reused-id", "result-no-id", "call-no-id", "shuffled", "dropped", "orphan",
-                                "legacy", "interjection", "opening-assistant"}
+    assert set(tally.kinds) >= {
+        "dup-id",
+        "reused-id",
+        "result-no-id",
+        "call-no-id",
+        "shuffled",
+        "dropped",
+        "orphan",
+        "legacy",
+        "interjection",
+        "opening-assistant",
+    }
 
 
 def test_fuzz_compact_100_cases():
@@ -42,8 +52,11 @@ def test_fuzz_compact_100_cases():
 
 
 def test_validator_rejects_what_the_apis_reject():
-    ok = [{"role": "user", "content": "u"}, {"role": "assistant", "content": None, "tool_calls": [call("a", "f", "S1")]},
-          {"role": "tool", "tool_call_id": "a", "content": "r"}]
+    ok = [
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": None, "tool_calls": [call("a", "f", "S1")]},
+        {"role": "tool", "tool_call_id": "a", "content": "r"},
+    ]
     assert validate(ok) == []
     assert validate([ok[0], {**ok[1], "tool_calls": [call(None, "f", "S1")]}, ok[2]])  # call without id
     assert validate([ok[0], ok[1], {"role": "tool", "content": "r"}])  # result without id
@@ -54,10 +67,12 @@ def test_validator_rejects_what_the_apis_reject():
 
 
 def test_repeated_id_in_one_message_keeps_each_result_with_its_call():
-    rows = [{"role": "user", "content": "go"},
-            {"role": "assistant", "content": None, "tool_calls": [call("d", "read", "S1"), call("d", "read", "S2")]},
-            {"role": "tool", "tool_call_id": "d", "content": "result of S1"},
-            {"role": "tool", "tool_call_id": "d", "content": "result of S2"}]
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("d", "read", "S1"), call("d", "read", "S2")]},
+        {"role": "tool", "tool_call_id": "d", "content": "result of S1"},
+        {"role": "tool", "tool_call_id": "d", "content": "result of S2"},
+    ]
     out = rows_of(api.repair(T(rows))[0])
     assert validate(out) == []
     ids = [c["id"] for c in out[1]["tool_calls"]]
@@ -67,28 +82,37 @@ def test_repeated_id_in_one_message_keeps_each_result_with_its_call():
 
 
 def test_result_without_id_does_not_take_another_calls_result():
-    rows = [{"role": "user", "content": "go"},
-            {"role": "assistant", "content": None, "tool_calls": [call("a", "bash", "S1"), call("b", "bash", "S2")]},
-            {"role": "tool", "content": "result of S1"},  # lost its id
-            {"role": "tool", "tool_call_id": "b", "content": "result of S2"},
-            {"role": "user", "content": "more"},
-            {"role": "assistant", "content": None, "tool_calls": [call("c", "bash", "S3"), call("e", "bash", "S4")]},
-            {"role": "tool", "tool_call_id": "e", "content": "result of S4"},
-            {"role": "tool", "content": "result of S3"}]  # out of order and without id: the one call left
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("a", "bash", "S1"), call("b", "bash", "S2")]},
+        {"role": "tool", "content": "result of S1"},  # lost its id
+        {"role": "tool", "tool_call_id": "b", "content": "result of S2"},
+        {"role": "user", "content": "more"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c", "bash", "S3"), call("e", "bash", "S4")]},
+        {"role": "tool", "tool_call_id": "e", "content": "result of S4"},
+        {"role": "tool", "content": "result of S3"},
+    ]  # out of order and without id: the one call left
     t = T(rows)
     assert {v.rule for v in api.check(t)} >= {"result-id"}
     out_t, _ = api.repair(t)
     out = rows_of(out_t)
     assert validate(out) == []
     assert [(r["tool_call_id"], r["content"]) for r in out if r["role"] == "tool"] == [
-        ("a", "result of S1"), ("b", "result of S2"), ("c", "result of S3"), ("e", "result of S4")]
+        ("a", "result of S1"),
+        ("b", "result of S2"),
+        ("c", "result of S3"),
+        ("e", "result of S4"),
+    ]
     again, st = api.repair(T(out))
     assert not st.changed and api.check(T(out)) == []
 
 
 def test_check_rejects_call_without_id_and_result_without_id():
-    rows = [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [call(None, "f", "S1")]},
-            {"role": "tool", "content": "result of S1"}]
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call(None, "f", "S1")]},
+        {"role": "tool", "content": "result of S1"},
+    ]
     rules = {v.rule for v in api.check(T(rows))}
     assert "missing-id" in rules
     out = rows_of(api.repair(T(rows))[0])
@@ -98,11 +122,13 @@ def test_check_rejects_call_without_id_and_result_without_id():
 
 
 def test_legacy_function_call_survives_repair_and_compact(tmp_path):
-    rows = [{"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
-            {"role": "function", "name": "get_weather", "content": "sunny, 21 C"},
-            {"role": "assistant", "content": "It is sunny."},
-            {"role": "assistant", "content": None, "function_call": {"name": "get_time", "arguments": "{}"}}]  # unanswered
+    rows = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+        {"role": "function", "name": "get_weather", "content": "sunny, 21 C"},
+        {"role": "assistant", "content": "It is sunny."},
+        {"role": "assistant", "content": None, "function_call": {"name": "get_time", "arguments": "{}"}},
+    ]  # unanswered
     t = T(rows)
     assert {v.rule for v in api.check(t)} == {"missing-result"}
     out_t, st = api.repair(t)
@@ -114,9 +140,11 @@ def test_legacy_function_call_survives_repair_and_compact(tmp_path):
 
 
 def test_legacy_function_call_converts_to_anthropic_with_ids():
-    rows = [{"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
-            {"role": "function", "name": "get_weather", "content": "sunny"}]
+    rows = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+        {"role": "function", "name": "get_weather", "content": "sunny"},
+    ]
     out = [orjson.loads(x) for x in api.write(T(rows), to="anthropic").splitlines()]
     use = out[1]["content"][0]
     res = out[2]["content"][0]

@@ -13,7 +13,7 @@ BAD_CASES = {
     "invalid-json": (GOOD + b'{"role": "user", content: 1}\n', 3, "invalid JSON"),
     "truncated-last-line": (GOOD + b'{"role":"user","content":"unfinis', 3, "truncated"),
     "invalid-utf8": (GOOD + b'{"role":"user","content":"\xff\xfe"}\n', 3, "invalid UTF-8"),
-    "non-object": (GOOD + b'[1, 2]\n', 3, "expected a JSON object"),
+    "non-object": (GOOD + b"[1, 2]\n", 3, "expected a JSON object"),
     "unknown-role": (GOOD + b'{"role":"wizard","content":"x"}\n', 3, "unknown role 'wizard'"),
     "no-role": (GOOD + b'{"content":"x"}\n', 3, "no role"),
     "bad-content": (GOOD + b'{"role":"user","content":42}\n', 3, "content must be"),
@@ -53,8 +53,13 @@ def test_skip_mode_reports_each_line_and_keeps_rejects(tmp_path):
 def test_tolerated_oddities(tmp_path):
     """BOM, CRLF, blank lines, raw U+2028 in a string, no final newline, a several-MB line."""
     big = "y" * (5 << 20)
-    data = (b"\xef\xbb\xbf" + b'{"role":"user","content":"a\xe2\x80\xa8b"}\r\n\r\n\n'
-            + orjson.dumps({"role": "assistant", "content": big}) + b"\n" + b'{"role":"user","content":"end"}')
+    data = (
+        b"\xef\xbb\xbf"
+        + b'{"role":"user","content":"a\xe2\x80\xa8b"}\r\n\r\n\n'
+        + orjson.dumps({"role": "assistant", "content": big})
+        + b"\n"
+        + b'{"role":"user","content":"end"}'
+    )
     src = tmp_path / "odd.jsonl"
     src.write_bytes(data)
     r = cli("repair", str(src))

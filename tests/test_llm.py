@@ -41,8 +41,16 @@ def transcript():
 def run(server, model, tmp_path, fallback=None, cache=True, timeout=30.0, llm_context=32000):
     from compactctl.cache import SummaryCache
 
-    s = LLMSummarizer(model, server.url, "test-key", fallback, timeout=timeout, retries=2,
-                      cache=SummaryCache(tmp_path / "cache") if cache else None, llm_context=llm_context)
+    s = LLMSummarizer(
+        model,
+        server.url,
+        "test-key",
+        fallback,
+        timeout=timeout,
+        retries=2,
+        cache=SummaryCache(tmp_path / "cache") if cache else None,
+        llm_context=llm_context,
+    )
     out, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     assert api.check(out) == []
     assert out.messages[-1].text() == "Thanks. Now update the changelog."
@@ -94,8 +102,22 @@ def test_401_stops(server, tmp_path):
 
 def test_401_cli_writes_nothing(server, tmp_path):
     out = tmp_path / "out.jsonl"
-    r = cli("compact", str(SAMPLES / "long_session.jsonl"), "--context-window", "8000", "--summarizer", "llm",
-            "--llm-model", "denied", "--base-url", server.url, "-o", str(out), "--cache-dir", str(tmp_path / "c"))
+    r = cli(
+        "compact",
+        str(SAMPLES / "long_session.jsonl"),
+        "--context-window",
+        "8000",
+        "--summarizer",
+        "llm",
+        "--llm-model",
+        "denied",
+        "--base-url",
+        server.url,
+        "-o",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    )
     assert r.returncode == 7 and not out.exists() and r.stdout == b""
     assert "refused the credentials" in r.stderr.decode()
 
@@ -125,8 +147,21 @@ def test_circuit_breaker_opens(server, tmp_path):
 
 
 def test_auto_uses_llm_when_configured_and_jobs_keep_order(server, tmp_path):
-    r = cli("compact", str(SAMPLES / "dataset.jsonl"), "--context-window", "8000", "--llm-model", "good", "--jobs", "3",
-            "--cache-dir", str(tmp_path / "c"), "--report", str(tmp_path / "r.jsonl"), env={"OPENAI_BASE_URL": server.url})
+    r = cli(
+        "compact",
+        str(SAMPLES / "dataset.jsonl"),
+        "--context-window",
+        "8000",
+        "--llm-model",
+        "good",
+        "--jobs",
+        "3",
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--report",
+        str(tmp_path / "r.jsonl"),
+        env={"OPENAI_BASE_URL": server.url},
+    )
     assert r.returncode == 0, r.stderr
     assert "summarizer: llm (good" in r.stderr.decode()
     ids = [rec["id"] for rec in read_jsonl(r.stdout)]
@@ -135,21 +170,26 @@ def test_auto_uses_llm_when_configured_and_jobs_keep_order(server, tmp_path):
 
 
 def test_redaction_rules():
-    text = ("key sk-proj-abcdefghijklmnop1234 token ghp_abcdefghijklmnopqrstuvwxyz1234 Authorization: Bearer abc.def.ghijklmnop "
-            "url https://user:pa55word@host/x AKIAABCDEFGHIJKLMNOP password=supersecret\n"
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----")
+    text = (
+        "key sk-proj-abcdefghijklmnop1234 token ghp_abcdefghijklmnopqrstuvwxyz1234 Authorization: Bearer abc.def.ghijklmnop "
+        "url https://user:pa55word@host/x AKIAABCDEFGHIJKLMNOP password=supersecret\n"
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"
+    )
     out = redact(text)
     for secret in ("abcdefghijklmnop1234", "ghp_", "abc.def.ghijklmnop", "pa55word", "AKIAABCDEFGHIJKLMNOP", "supersecret", "MIIE"):
         assert secret not in out
 
 
-@pytest.mark.parametrize("text", [
-    "## Active Task\nDo X\n## Goal\nY",
-    "**Active Task:** Do X\n**Goal:** Y",
-    "1. Active Task: Do X\n2. Goal - Y",
-    "Active Task\nDo X\n\nGoal:\nY",
-    "### 1. **Active Task**\nDo X\n### 2. **Goal**\nY",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "## Active Task\nDo X\n## Goal\nY",
+        "**Active Task:** Do X\n**Goal:** Y",
+        "1. Active Task: Do X\n2. Goal - Y",
+        "Active Task\nDo X\n\nGoal:\nY",
+        "### 1. **Active Task**\nDo X\n### 2. **Goal**\nY",
+    ],
+)
 def test_headings_small_models_write_are_parsed(text):
     assert parse_sections(text) == {"Active Task": "Do X", "Goal": "Y"}
 

@@ -19,8 +19,11 @@ def _text(result) -> str:
 
 
 async def _session(arch: str, calls: list[tuple[str, dict]]):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "compactctl", "mcp", "--archive", arch],
-                                   env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "compactctl", "mcp", "--archive", arch],
+        env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")},
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = await session.list_tools()
@@ -38,8 +41,9 @@ def test_mcp_server_searches_and_recalls(tmp_path):
     [rec] = [x for x in archive.records(str(arch)) if x.get("index") == 3]
     assert f"[ref {rec['ref']}]" in out.read_text()  # the agent sees the reference where the output was
 
-    tools, (found, got, unknown) = asyncio.run(_session(str(arch), [
-        ("search", {"query": "flux_capacitor"}), ("recall", {"ref": rec["ref"]}), ("recall", {"ref": "deadbeef"})]))
+    tools, (found, got, unknown) = asyncio.run(
+        _session(str(arch), [("search", {"query": "flux_capacitor"}), ("recall", {"ref": rec["ref"]}), ("recall", {"ref": "deadbeef"})])
+    )
     assert set(tools) >= {"search", "recall"}
     schema = {n: getattr(t, "input_schema", None) or t.inputSchema for n, t in tools.items()}  # mcp 2.x / 1.x
     assert "query" in schema["search"]["properties"] and "ref" in schema["recall"]["properties"]

@@ -18,9 +18,17 @@ from .conftest import cli, tool_session, write_jsonl
 
 def test_list_valued_tool_call_id_is_a_per_record_error(tmp_path):
     good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
-    bad = {"messages": [{"role": "user", "content": "hi"},
-                        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                        {"role": "tool", "tool_call_id": ["a"], "content": "r"}]}
+    bad = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": ["a"], "content": "r"},
+        ]
+    }
     f = write_jsonl(tmp_path / "d.jsonl", [good, bad, good])
     p = cli("repair", str(f), "--on-error", "skip", "-o", str(tmp_path / "out.jsonl"))
     assert p.returncode == 0, p.stderr

@@ -28,7 +28,11 @@ def T(rows: list[dict]) -> Transcript:
 
 
 def call(cid, name, args, content=None):
-    return {"role": "assistant", "content": content, "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}],
+    }
 
 
 def res(cid, text):
@@ -37,16 +41,20 @@ def res(cid, text):
 
 # ---- tools: one-liners never make a failure read like a success
 
-@pytest.mark.parametrize("name,args,output,expect", [
-    ("terminal", {"command": "npm test"}, "ok\n" * 46 + "exit code: 1", "ran `npm test` -> exit 1"),
-    ("Bash", {"command": "ls"}, "a\nb", "ran `ls` -> ok"),
-    ("shell", {"command": ["bash", "-lc", "make"]}, '{"output":"boom","metadata":{"exit_code":2}}', "ran `make` -> exit 2"),
-    ("read_file", {"path": "config.py", "offset": 1}, "x" * 1200, "read config.py from line 1 (1,200 chars)"),
-    ("Read", {"file_path": "/a/b.py"}, "<tool_use_error>File does not exist.</tool_use_error>", "-> error: File does not exist."),
-    ("Grep", {"pattern": "TODO", "path": "src"}, "a:1\nb:2", "searched `TODO` in src -> 2 matching lines"),
-    ("WebFetch", {"url": "https://x.dev/a"}, "page", "fetched https://x.dev/a"),
-    ("mystery", {"q": 1}, "Error: kaput", "-> error: Error: kaput"),
-])
+
+@pytest.mark.parametrize(
+    "name,args,output,expect",
+    [
+        ("terminal", {"command": "npm test"}, "ok\n" * 46 + "exit code: 1", "ran `npm test` -> exit 1"),
+        ("Bash", {"command": "ls"}, "a\nb", "ran `ls` -> ok"),
+        ("shell", {"command": ["bash", "-lc", "make"]}, '{"output":"boom","metadata":{"exit_code":2}}', "ran `make` -> exit 2"),
+        ("read_file", {"path": "config.py", "offset": 1}, "x" * 1200, "read config.py from line 1 (1,200 chars)"),
+        ("Read", {"file_path": "/a/b.py"}, "<tool_use_error>File does not exist.</tool_use_error>", "-> error: File does not exist."),
+        ("Grep", {"pattern": "TODO", "path": "src"}, "a:1\nb:2", "searched `TODO` in src -> 2 matching lines"),
+        ("WebFetch", {"url": "https://x.dev/a"}, "page", "fetched https://x.dev/a"),
+        ("mystery", {"q": 1}, "Error: kaput", "-> error: Error: kaput"),
+    ],
+)
 def test_describe(name, args, output, expect):
     c = ToolCall("c1", name, orjson.dumps(args).decode())
     line = tools.describe(c, Message(role="tool", content=output, tool_call_id="c1"))
@@ -61,13 +69,21 @@ def test_is_error_flag_reads_as_failure():
 
 # ---- prune
 
+
 def test_prune_dedups_summarizes_and_truncates():
     big = "E   AssertionError: boom\n" + "log line\n" * 500
-    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "do it"},
-            call("a", "terminal", {"command": "pytest"}), res("a", big + "exit code: 1"),
-            call("b", "terminal", {"command": "pytest"}), res("b", big + "exit code: 1"),
-            call("c", "write_file", {"path": "x.py", "content": "z" * 2000}), res("c", "ok"),
-            {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "do it"},
+        call("a", "terminal", {"command": "pytest"}),
+        res("a", big + "exit code: 1"),
+        call("b", "terminal", {"command": "pytest"}),
+        res("b", big + "exit code: 1"),
+        call("c", "write_file", {"path": "x.py", "content": "z" * 2000}),
+        res("c", "ok"),
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "next"},
+    ]
     t = T(rows)
     out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
     assert len(out.messages) == len(rows)
@@ -101,21 +117,36 @@ def test_truncate_arguments_keeps_json_valid():
 
 
 def test_prune_replaces_old_images():
-    rows = [{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}}]},
-            {"role": "assistant", "content": "I see."}, {"role": "user", "content": "more"}]
+    rows = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}},
+            ],
+        },
+        {"role": "assistant", "content": "I see."},
+        {"role": "user", "content": "more"},
+    ]
     out, st = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=5))
     assert out.messages[0].content[1]["type"] == "text" and st.images.count == 1
 
 
 # ---- repair
 
+
 def test_repair_orphans_stubs_reused_ids_placement():
-    rows = [{"role": "user", "content": "go"},
-            res("ghost", "orphan"),
-            call("x", "terminal", {"command": "a"}), {"role": "user", "content": "interjection"}, res("x", "first"),
-            call("x", "terminal", {"command": "b"}), res("x", "second"),
-            call("y", "terminal", {"command": "c"}),
-            {"role": "user", "content": "end"}]
+    rows = [
+        {"role": "user", "content": "go"},
+        res("ghost", "orphan"),
+        call("x", "terminal", {"command": "a"}),
+        {"role": "user", "content": "interjection"},
+        res("x", "first"),
+        call("x", "terminal", {"command": "b"}),
+        res("x", "second"),
+        call("y", "terminal", {"command": "c"}),
+        {"role": "user", "content": "end"},
+    ]
     t = T(rows)
     found = {v.rule for v in api.check(t)}
     assert found == {"orphan-result", "missing-result", "placement"}  # "x" reused across turns: valid for OpenAI
@@ -131,11 +162,22 @@ def test_repair_orphans_stubs_reused_ids_placement():
 
 
 def test_repair_strip_duplicate_ids_empty_and_first_role():
-    rows = [{"role": "system", "content": "s"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": ""},
-            {"role": "assistant", "content": None, "tool_calls": [
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": ""},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
                 {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-                {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-            res("d", "one"), res("d", "two"), call("z", "f", {})]
+                {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            ],
+        },
+        res("d", "one"),
+        res("d", "two"),
+        call("z", "f", {}),
+    ]
     t = T(rows)
     rules = {v.rule for v in api.check(t)}
     assert {"duplicate-id", "empty-message", "first-role", "missing-result"} <= rules
@@ -147,6 +189,7 @@ def test_repair_strip_duplicate_ids_empty_and_first_role():
 
 
 # ---- plan
+
 
 def _long(n=20, out_chars=4000):
     return T(tool_session(n, out_chars))
@@ -195,6 +238,7 @@ def test_plan_after_earlier_compaction_heads_with_the_summary():
 
 # ---- summarize and assembly
 
+
 def test_offline_summary_sections_budget_and_anchor():
     t = _long(30)
     budget = small()
@@ -239,11 +283,14 @@ def test_focus_promotes_topic():
     assert "src/mod8.py" in text
 
 
-@pytest.mark.parametrize("prev,nxt,expect", [
-    ("tool", "assistant", ["user", "assistant"]),
-    ("user", "user", ["assistant", "user"]),
-    ("user", "assistant", ["user*"]),  # both collide: merged into the first tail message? no: flips to user
-])
+@pytest.mark.parametrize(
+    "prev,nxt,expect",
+    [
+        ("tool", "assistant", ["user", "assistant"]),
+        ("user", "user", ["assistant", "user"]),
+        ("user", "assistant", ["user*"]),  # both collide: merged into the first tail message? no: flips to user
+    ],
+)
 def test_assembly_roles(prev, nxt, expect):
     from compactctl.phases.assemble import assemble
 
@@ -270,7 +317,10 @@ def test_assembly_roles(prev, nxt, expect):
 def test_anti_thrash_strikes_then_skip():
     rows = [{"role": "system", "content": "s"}]
     for i in range(10):
-        rows += [{"role": "user", "content": f"question {i}: " + "why " * 150}, {"role": "assistant", "content": f"answer {i}: " + "because " * 150}]
+        rows += [
+            {"role": "user", "content": f"question {i}: " + "why " * 150},
+            {"role": "assistant", "content": f"answer {i}: " + "because " * 150},
+        ]
     t = T(rows)
     budget = api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=300, protect_first=1)
     opts = api.CompactOptions(budget, min_saving=0.9)
@@ -282,6 +332,7 @@ def test_anti_thrash_strikes_then_skip():
 
         def summarize(self, req, counter):
             from compactctl.phases.summarize import SummaryResult
+
             return SummaryResult("## Goal\n" + "word " * 3000, "verbose")
 
     out, rep = api.compact(t, COUNTER, Verbose(), opts)
@@ -302,12 +353,24 @@ def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
     t = T(rows)
     budget = api.Budget(context_window=16000, tail_tokens=600, summary_min=300, last_ask="tail")
     with pytest.raises(CannotFit):
-        api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))
+        api.compact(
+            t,
+            COUNTER,
+            api.OfflineSummarizer(),
+            api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)),
+        )
     budget.last_ask = "summary"
-    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))
+    out, rep = api.compact(
+        t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False))
+    )
     summary = next(m for m in out.messages if SUMMARY_MARKER in m.text())
     assert parse_sections(summary.text())["Active Task"] == ask.strip()
     assert api.check(out) == [] and rep["tokens_after"] <= budget.target
     budget.context_window, budget.tail_tokens = 900, 100  # the ask alone no longer fits: refuse rather than lose it
     with pytest.raises(CannotFit, match="last user message"):
-        api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)))
+        api.compact(
+            t,
+            COUNTER,
+            api.OfflineSummarizer(),
+            api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)),
+        )

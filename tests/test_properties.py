@@ -29,9 +29,23 @@ def transcripts(draw):
             rows.append({"role": "assistant", "content": draw(TEXT)})
         elif kind == "calls":
             n = draw(st.integers(1, 3))
-            rows.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": draw(IDS), "type": "function", "function": {"name": draw(st.sampled_from(["terminal", "read_file", "x"])),
-                                                                   "arguments": orjson.dumps({"command": draw(TEXT), "path": "p.py"}).decode()}} for _ in range(n)]})
+            rows.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": draw(IDS),
+                            "type": "function",
+                            "function": {
+                                "name": draw(st.sampled_from(["terminal", "read_file", "x"])),
+                                "arguments": orjson.dumps({"command": draw(TEXT), "path": "p.py"}).decode(),
+                            },
+                        }
+                        for _ in range(n)
+                    ],
+                }
+            )
         elif kind == "result":
             rows.append({"role": "tool", "tool_call_id": draw(IDS), "content": draw(TEXT) * draw(st.integers(1, 20))})
         else:
@@ -72,7 +86,9 @@ def test_plan_partition(t, tail, first):
     if not valid.messages:
         return
     try:
-        p = api.plan(valid, COUNTER, api.Budget(context_window=200_000, threshold=0.001, tail_tokens=tail, protect_first=first, summary_min=1))
+        p = api.plan(
+            valid, COUNTER, api.Budget(context_window=200_000, threshold=0.001, tail_tokens=tail, protect_first=first, summary_min=1)
+        )
     except api_errors.CannotFit:
         return
     assert 0 <= p.head_end <= p.tail_start <= p.messages == len(valid.messages)
@@ -92,7 +108,12 @@ def test_plan_partition(t, tail, first):
 @given(transcripts())
 def test_compact_output_is_valid(t):
     try:
-        out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=4000, tail_tokens=200, summary_min=200, summary_max=400)))
+        out, _ = api.compact(
+            t,
+            COUNTER,
+            api.OfflineSummarizer(),
+            api.CompactOptions(api.Budget(context_window=4000, tail_tokens=200, summary_min=200, summary_max=400)),
+        )
     except api_errors.CannotFit:
         return
     assert api.check(out) == []

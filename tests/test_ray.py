@@ -32,8 +32,11 @@ def local_ray():
 def data(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("ray") / "in"
     d.mkdir()
-    gen = subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", "5", "--mb", "0.4", "--turns", "8", "--scale", "0.3"],
-                         capture_output=True, check=True).stdout
+    gen = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", "5", "--mb", "0.4", "--turns", "8", "--scale", "0.3"],
+        capture_output=True,
+        check=True,
+    ).stdout
     lines = gen.split(b"\n")[:-1]
     lines.insert(4, b'{"messages": [{"role": "user", "content": "truncated')
     (d / "a.jsonl").write_bytes(b"\n".join(lines[:15]) + b"\n")
@@ -49,8 +52,23 @@ def test_same_records_on_every_path(local_ray, data, tmp_path):
         assert r.returncode == 0, r.stderr
         outs[f"workers {w}"] = {p.name: p.read_bytes() for p in (tmp_path / f"w{w}").iterdir()}
     # the CLI's --engine ray, in this process so that it joins the Ray started above
-    app(["compact", str(data), *OPTS, "-o", f"{tmp_path}/ray/", "--engine", "ray", "--workers", "2", "-q",
-         "--rejects", str(tmp_path / "rejects")], standalone_mode=False)
+    app(
+        [
+            "compact",
+            str(data),
+            *OPTS,
+            "-o",
+            f"{tmp_path}/ray/",
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            "-q",
+            "--rejects",
+            str(tmp_path / "rejects"),
+        ],
+        standalone_mode=False,
+    )
     outs["ray engine"] = {p.name: p.read_bytes() for p in (tmp_path / "ray").iterdir()}
     assert (tmp_path / "rejects").read_bytes().startswith(b'{"messages": [{"role": "user", "content": "truncated')
     c = compactctl.Compactor(**LIB)
@@ -59,9 +77,12 @@ def test_same_records_on_every_path(local_ray, data, tmp_path):
         got = [c.compact(ln) for ln in (data / name).read_bytes().split(b"\n") if ln]
         lib[name] = b"".join(orjson.dumps(r.record) + b"\n" for r in got if r.status != "error")
     assert [orjson.loads(x) for x in lib["a.jsonl"].splitlines()] == [orjson.loads(x) for x in outs["workers 1"]["a.jsonl"].splitlines()]
-    ds = ray.data.from_items([{"text": ln.decode()} for name in ("a.jsonl", "b.jsonl") for ln in (data / name).read_bytes().split(b"\n") if ln])
-    rows = ds.map_batches(cray.CompactBatch, fn_constructor_kwargs={"options": LIB}, compute=ray.data.ActorPoolStrategy(size=2),
-                          batch_size=4, num_cpus=1).take_all()
+    ds = ray.data.from_items(
+        [{"text": ln.decode()} for name in ("a.jsonl", "b.jsonl") for ln in (data / name).read_bytes().split(b"\n") if ln]
+    )
+    rows = ds.map_batches(
+        cray.CompactBatch, fn_constructor_kwargs={"options": LIB}, compute=ray.data.ActorPoolStrategy(size=2), batch_size=4, num_cpus=1
+    ).take_all()
     outs["map_batches"] = b"".join(r["text"].encode() + b"\n" for r in rows if r["compactctl_status"] != "error")
     ref = outs["workers 1"]
     assert outs["workers 2"] == ref and outs["ray engine"] == ref and set(ref) == {"a.jsonl", "b.jsonl"}
@@ -74,12 +95,20 @@ def test_same_records_on_every_path(local_ray, data, tmp_path):
 
 
 def test_map_batches_on_record_columns_never_fails(local_ray):
-    rows = [{"messages": tool_session(30, 3000), "id": "long"}, {"messages": tool_session(1, 50), "id": "short"},
-            {"messages": [{"content": "no role"}], "id": "bad"}]
+    rows = [
+        {"messages": tool_session(30, 3000), "id": "long"},
+        {"messages": tool_session(1, 50), "id": "short"},
+        {"messages": [{"content": "no role"}], "id": "bad"},
+    ]
     ds = ray.data.from_items(rows)
     for fmt in ("numpy", "pandas", "pyarrow"):
-        out = ds.map_batches(cray.CompactBatch, fn_constructor_kwargs={"options": LIB, "column": None}, batch_format=fmt,
-                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=2).take_all()
+        out = ds.map_batches(
+            cray.CompactBatch,
+            fn_constructor_kwargs={"options": LIB, "column": None},
+            batch_format=fmt,
+            compute=ray.data.ActorPoolStrategy(size=1),
+            batch_size=2,
+        ).take_all()
         by_id = {r["id"]: r for r in out}
         assert set(by_id) == {"long", "short", "bad"}
         assert [by_id[k]["compactctl_status"] for k in ("long", "short", "bad")] == ["compacted", "not-needed", "error"], fmt

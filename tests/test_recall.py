@@ -44,8 +44,20 @@ def test_ref_is_content_derived_and_stable():
 
 def test_prune_tags_every_replacement_and_the_archive_agrees():
     rows = tool_session(6, 3000)
-    rows.insert(4, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "w", "type": "function", "function": {"name": "write_file", "arguments": orjson.dumps({"path": "a.py", "content": "q" * 3000}).decode()}}]})
+    rows.insert(
+        4,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "w",
+                    "type": "function",
+                    "function": {"name": "write_file", "arguments": orjson.dumps({"path": "a.py", "content": "q" * 3000}).decode()},
+                }
+            ],
+        },
+    )
     rows.insert(5, {"role": "tool", "tool_call_id": "w", "content": "ok"})
     t = T(rows)
     out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=500))

@@ -44,8 +44,18 @@ def _compacted(tmp_path, n_files=1):
 
 def test_archive_from_an_output_dir_restores_every_file(tmp_path):
     srcs = _compacted(tmp_path, 3)
-    r = cli("compact", *map(str, srcs), "-o", str(tmp_path / "out") + "/", "--archive", str(tmp_path / "a.jsonl"),
-            "--context-window", "3000", "--summary-min", "300")
+    r = cli(
+        "compact",
+        *map(str, srcs),
+        "-o",
+        str(tmp_path / "out") + "/",
+        "--archive",
+        str(tmp_path / "a.jsonl"),
+        "--context-window",
+        "3000",
+        "--summary-min",
+        "300",
+    )
     assert r.returncode == 0, r.stderr
     for s in srcs:
         back = cli("restore", str(tmp_path / "out" / s.name), "--archive", str(tmp_path / "a.jsonl"))

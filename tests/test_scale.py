@@ -33,8 +33,11 @@ def _cannot_fit() -> dict:
 def dataset(tmp_path_factory) -> Path:
     """39 generated sessions (compacted and not-needed), a record that cannot fit, a bad line."""
     d = tmp_path_factory.mktemp("data")
-    gen = subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", "3", "--mb", "0.6", "--turns", "8", "--scale", "0.3"],
-                         capture_output=True, check=True).stdout
+    gen = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", "3", "--mb", "0.6", "--turns", "8", "--scale", "0.3"],
+        capture_output=True,
+        check=True,
+    ).stdout
     lines = gen.split(b"\n")[:-1]
     lines.insert(10, orjson.dumps(_cannot_fit()))
     lines.insert(20, b'{"messages": [{"role": "user", "content": "truncated')
@@ -54,7 +57,18 @@ def _outputs(base: Path) -> dict[str, bytes]:
 
 
 def _args(src: Path, base: Path) -> list[str]:
-    return [str(src), *OPTS, "-o", f"{base}.out", "--archive", f"{base}.archive", "--report", f"{base}.report", "--rejects", f"{base}.rejects"]
+    return [
+        str(src),
+        *OPTS,
+        "-o",
+        f"{base}.out",
+        "--archive",
+        f"{base}.archive",
+        "--report",
+        f"{base}.report",
+        "--rejects",
+        f"{base}.rejects",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +125,9 @@ def test_each_phase_has_a_record_function():
     assert rep["status"] == "planned" and rep["plan"]["needs_compaction"]
     summarized, rep = compactctl.summarize_record(rec, context_window=6000, summary_min=500)
     assert rep["status"] == "compacted"
-    repaired, rep = compactctl.repair_record({"messages": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "?"}]})
+    repaired, rep = compactctl.repair_record(
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "?"}]}
+    )
     assert rep["status"] == "repaired" and rep["repair"]["orphan_results_removed"] == 1 and len(repaired["messages"]) == 1
     with pytest.raises(TypeError):
         compactctl.compact_record(rec, no_such_option=1)
@@ -171,8 +187,13 @@ def _killed_run(args: list[str], journal: Path, after: int, env: dict) -> None:
     """Start a run, SIGKILL it once its journal holds `after` checkpoints."""
     e = {**os.environ, **env}
     e.pop("OPENAI_API_KEY", None)
-    p = subprocess.Popen([sys.executable, "-m", "compactctl", "compact", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env=e, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "compactctl", "compact", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=e,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline:
@@ -207,8 +228,25 @@ def test_resume_a_directory_output_per_file(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     for k in range(3):
-        (src / f"s{k}.jsonl").write_bytes(subprocess.run([sys.executable, str(ROOT / "bench" / "gen.py"), "dataset", "--seed", str(k), "--mb", "0.15",
-                                                          "--turns", "8", "--scale", "0.3"], capture_output=True, check=True).stdout)
+        (src / f"s{k}.jsonl").write_bytes(
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(ROOT / "bench" / "gen.py"),
+                    "dataset",
+                    "--seed",
+                    str(k),
+                    "--mb",
+                    "0.15",
+                    "--turns",
+                    "8",
+                    "--scale",
+                    "0.3",
+                ],
+                capture_output=True,
+                check=True,
+            ).stdout
+        )
     opts = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--report", str(tmp_path / "rep")]
     _run(str(src), *opts, "-o", f"{tmp_path}/ref/", "--workers", "1")
     ref = {p.name: p.read_bytes() for p in (tmp_path / "ref").iterdir()}

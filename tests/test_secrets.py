@@ -28,16 +28,36 @@ def test_each_family_is_redacted(family, secret, text):
 
 def test_families_cover_the_rule_sets():
     assert len(FAMILIES) >= 35
-    for must in ("aws-secret-key", "curl-user", "basic-auth-header", "json-password", "stripe", "hugging-face", "npm",
-                 "github-pat", "gitlab", "slack", "google-api-key", "openai", "anthropic", "jwt", "private-key",
-                 "postgres-url", "azure-storage", "high-entropy-quoted", "private-key-unterminated"):
+    for must in (
+        "aws-secret-key",
+        "curl-user",
+        "basic-auth-header",
+        "json-password",
+        "stripe",
+        "hugging-face",
+        "npm",
+        "github-pat",
+        "gitlab",
+        "slack",
+        "google-api-key",
+        "openai",
+        "anthropic",
+        "jwt",
+        "private-key",
+        "postgres-url",
+        "azure-storage",
+        "high-entropy-quoted",
+        "private-key-unterminated",
+    ):
         assert must in FAMILIES
 
 
 def test_ordinary_text_is_left_alone():
-    text = ("def get_token_count(tokens: list[str]) -> int:\n    max_tokens = 4096\n    password_min_length = 12\n"
-            "git checkout 3f2c9e1d8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e\nmkdir -p build/out && curl https://example.com/a@b\n"
-            "The basic idea is simple. Bearer of news.\nuuid 123e4567-e89b-12d3-a456-426614174000 path /usr/lib/python3.11/site.py")
+    text = (
+        "def get_token_count(tokens: list[str]) -> int:\n    max_tokens = 4096\n    password_min_length = 12\n"
+        "git checkout 3f2c9e1d8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e\nmkdir -p build/out && curl https://example.com/a@b\n"
+        "The basic idea is simple. Bearer of news.\nuuid 123e4567-e89b-12d3-a456-426614174000 path /usr/lib/python3.11/site.py"
+    )
     assert redact(text) == text
 
 
@@ -47,18 +67,35 @@ def test_serialize_redacts_before_the_cap():
 
     for fam, secret, text in PLANTED:
         out = "x" * (TOOL_HEAD - 40) + "\n" + text + "\n" + "y" * 5000  # the cap cuts through the secret
-        blocks = serialize([Message(role="tool", content=out, tool_call_id="c1"),
-                            Message(role="user", content="z" * 2990 + text + "w" * 4000)])
+        blocks = serialize(
+            [Message(role="tool", content=out, tool_call_id="c1"), Message(role="user", content="z" * 2990 + text + "w" * 4000)]
+        )
         assert not any(secret in b for b in blocks), fam
 
 
 def _session(tmp_path):
-    rows = [{"role": "system", "content": "You are an agent."},
-            {"role": "user", "content": "Set up the deployment. Notes:\n" + "\n".join(t for _, _, t in PLANTED[:12])}]
+    rows = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Set up the deployment. Notes:\n" + "\n".join(t for _, _, t in PLANTED[:12])},
+    ]
     for k, (_, _, text) in enumerate(PLANTED):
         cid = f"call_{k}"
-        rows.append({"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {
-            "name": "terminal", "arguments": orjson.dumps({"command": text, "password": f"pw-{k}-plain"}).decode()}}]})
+        rows.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {
+                            "name": "terminal",
+                            "arguments": orjson.dumps({"command": text, "password": f"pw-{k}-plain"}).decode(),
+                        },
+                    }
+                ],
+            }
+        )
         # tool output: the secret sits where the LLM path's output cap (1,500 head chars) cuts through it
         out = ("x" * 1400 + "\n" + text + "\n" + "y" * 3000) if k % 3 == 0 else (text + "\n" + "log line\n" * 200)
         rows.append({"role": "tool", "tool_call_id": cid, "content": out})
@@ -70,8 +107,10 @@ def _session(tmp_path):
 
 def _no_secret(blob: bytes, where: str) -> None:
     text = blob.decode("utf-8", "replace")
-    leaked = sorted({fam for fam, secret, _ in PLANTED if secret in text} | {"password-argument" for k in range(len(PLANTED))
-                                                                             if f"pw-{k}-plain" in text})
+    leaked = sorted(
+        {fam for fam, secret, _ in PLANTED if secret in text}
+        | {"password-argument" for k in range(len(PLANTED)) if f"pw-{k}-plain" in text}
+    )
     assert not leaked, f"{where} holds secrets of: {leaked}"
 
 
@@ -80,10 +119,31 @@ def test_no_secret_reaches_the_endpoint_cache_report_or_stderr(tmp_path):
     src = _session(tmp_path)
     cache = tmp_path / "cache"
     with Server() as server:
-        p = cli("compact", str(src), "-o", str(tmp_path / "out.jsonl"), "--context-window", "6000", "--summary-min", "500",
-                "--summarizer", "llm", "--base-url", server.url, "--llm-model", "echo", "--llm-context", "3000",
-                "--cache-dir", str(cache), "--report", str(tmp_path / "report.jsonl"), "--archive", str(tmp_path / "archive.jsonl"),
-                env={"OPENAI_API_KEY": "test-key"})
+        p = cli(
+            "compact",
+            str(src),
+            "-o",
+            str(tmp_path / "out.jsonl"),
+            "--context-window",
+            "6000",
+            "--summary-min",
+            "500",
+            "--summarizer",
+            "llm",
+            "--base-url",
+            server.url,
+            "--llm-model",
+            "echo",
+            "--llm-context",
+            "3000",
+            "--cache-dir",
+            str(cache),
+            "--report",
+            str(tmp_path / "report.jsonl"),
+            "--archive",
+            str(tmp_path / "archive.jsonl"),
+            env={"OPENAI_API_KEY": "test-key"},
+        )
         assert p.returncode == 0, p.stderr.decode()[-2000:]
         assert len(server.raw) >= 2  # chunked: the echo answers come back as the PREVIOUS SUMMARY too
         for k, body in enumerate(server.raw):

@@ -14,8 +14,10 @@ from compactctl.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, OFFICIAL_SHA256, e
 
 from .conftest import CORPUS, needs_corpus
 
-URLS = {"cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-        "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"}
+URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
 
 
 def tiktoken_reference(name: str, cache_dir) -> object:
@@ -71,7 +73,7 @@ def test_ids_equal_tiktoken_on_corpus(name, tmp_path, no_network):
     for path in sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj", ".md")):
         text = path.read_bytes().decode("utf-8", "replace")
         for k in range(0, len(text), 200_000):
-            chunk = text[k:k + 200_000]
+            chunk = text[k : k + 200_000]
             a = ours.encode_ordinary(chunk)
             assert a == ref.encode_ordinary(chunk), f"{path} chunk {k}"
             total += len(a)
@@ -107,14 +109,21 @@ def test_message_cost_counts_what_is_sent():
     c = make_counter("gpt-4o")
     from compactctl.model import ToolCall
 
-    m = Message(role="assistant", content=[{"type": "text", "text": "hi there"}, {"type": "image_url", "image_url": {"url": "x"}}],
-                tool_calls=[ToolCall("1", "terminal", '{"command":"ls"}')], reasoning="thinking hard")
-    expect = MESSAGE_OVERHEAD + c.text("hi there") + IMAGE_TOKENS + c.text("terminal") + c.text('{"command":"ls"}') + 3 + c.text("thinking hard")
+    m = Message(
+        role="assistant",
+        content=[{"type": "text", "text": "hi there"}, {"type": "image_url", "image_url": {"url": "x"}}],
+        tool_calls=[ToolCall("1", "terminal", '{"command":"ls"}')],
+        reasoning="thinking hard",
+    )
+    expect = (
+        MESSAGE_OVERHEAD + c.text("hi there") + IMAGE_TOKENS + c.text("terminal") + c.text('{"command":"ls"}') + 3 + c.text("thinking hard")
+    )
     assert c.message(m) == expect
     assert make_counter("gpt-4o", tokenizer="approx").text("abcdefgh") == 2
 
 
 # --- the per-user rank cache and the pure-Python ASCII counter ---------------------------------
+
 
 def _fresh_tables(monkeypatch, cache_home):
     from compactctl import tokens
@@ -191,10 +200,24 @@ def test_unwritable_cache_dir_still_counts(tmp_path, monkeypatch):
 
 
 ASCII_SAMPLES = [
-    "", " ", "a", "hello world", "Hello WORLD's it'S we'RE I'm you'll he'd", "  \n\n\t x  \r\n\r\n y   ",
-    "def f(x):\n    return x ** 2  # comment\n", "12345678901 3.14159 0xDEADBEEF 1e-9", "trailing spaces   ",
-    "a/b/c//d\n/e", "!!!???...---___===", "\x00\x01\x1c\x1d\x1e\x1f\x7f mixed controls", "'s's'S'T'tt 'll'LL 've'd'm'M",
-    "CamelCaseWordsAndALLCAPSandlower", "x" * 300, " " * 300, "ab" * 200 + "\n" * 5, "{\"k\": [1, 2, {\"n\": null}]}",
+    "",
+    " ",
+    "a",
+    "hello world",
+    "Hello WORLD's it'S we'RE I'm you'll he'd",
+    "  \n\n\t x  \r\n\r\n y   ",
+    "def f(x):\n    return x ** 2  # comment\n",
+    "12345678901 3.14159 0xDEADBEEF 1e-9",
+    "trailing spaces   ",
+    "a/b/c//d\n/e",
+    "!!!???...---___===",
+    "\x00\x01\x1c\x1d\x1e\x1f\x7f mixed controls",
+    "'s's'S'T'tt 'll'LL 've'd'm'M",
+    "CamelCaseWordsAndALLCAPSandlower",
+    "x" * 300,
+    " " * 300,
+    "ab" * 200 + "\n" * 5,
+    '{"k": [1, 2, {"n": null}]}',
 ]
 
 
@@ -216,7 +239,11 @@ def test_fast_ascii_counts_equal_tiktoken(name):
     assert fast.count("x" * 2000) is None  # a piece too long for the quadratic merge
 
     @settings(max_examples=300, deadline=None, derandomize=True)
-    @given(st.text(alphabet=st.sampled_from(list(" \t\n\r\x0b\x0c'sStTdDmMlLvVeErRaAzZ09/.-_{}\"\\") + [chr(i) for i in range(128)]), max_size=80))
+    @given(
+        st.text(
+            alphabet=st.sampled_from(list(" \t\n\r\x0b\x0c'sStTdDmMlLvVeErRaAzZ09/.-_{}\"\\") + [chr(i) for i in range(128)]), max_size=80
+        )
+    )
     def check(s):
         n = fast.count(s)
         assert n is None or n == len(enc.encode_ordinary(s))

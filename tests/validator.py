@@ -35,8 +35,13 @@ def validate(messages: list[dict]) -> list[str]:
     while i < n:
         m = messages[i]
         role = m.get("role")
-        if (role in ("user", "assistant") and not m.get("tool_calls") and not m.get("function_call")
-                and not _text(m.get("content")).strip() and not (isinstance(m.get("content"), list) and m["content"])):
+        if (
+            role in ("user", "assistant")
+            and not m.get("tool_calls")
+            and not m.get("function_call")
+            and not _text(m.get("content")).strip()
+            and not (isinstance(m.get("content"), list) and m["content"])
+        ):
             errors.append(f"{i}: empty {role} message")
         if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
             calls = m.get("tool_calls") or []

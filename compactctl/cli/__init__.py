@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,9 @@ from .options import with_groups
 from .recall import HINT, REFS
 from .recall import mcp as _mcp
 from .recall import recall as _recall
+
+if TYPE_CHECKING:
+    from typer.models import CommandInfo
 
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
 # orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
@@ -28,7 +31,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-Inputs = Annotated[list[str] | None, typer.Argument(help="JSONL files, directories (recursive *.jsonl), or - for stdin (the default).", show_default=False)]
+Inputs = Annotated[
+    list[str] | None, typer.Argument(help="JSONL files, directories (recursive *.jsonl), or - for stdin (the default).", show_default=False)
+]
 
 
 def _version(value: bool) -> None:
@@ -53,7 +58,15 @@ def _say(io, msg: str) -> None:
 
 @app.command()
 @with_groups(IO, BUDGET, PRUNE, REFS)
-def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", help="Print what each pass saved, as JSON on stderr.")] = False, *, io, budget, prune_raw, refs):
+def prune(
+    inputs: Inputs = None,
+    stats: Annotated[bool, typer.Option("--stats", help="Print what each pass saved, as JSON on stderr.")] = False,
+    *,
+    io,
+    budget,
+    prune_raw,
+    refs,
+):
     """Phase 1: shrink old tool output with no LLM (dedup, one-line summaries, argument cuts, image placeholders).
 
     Example: compactctl prune session.jsonl --protect-tokens 4000 --stats > pruned.jsonl
@@ -79,7 +92,13 @@ def prune(inputs: Inputs = None, stats: Annotated[bool, typer.Option("--stats", 
 
 @app.command()
 @with_groups(IO, BUDGET)
-def plan(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout instead of the annotated transcript.")] = False, *, io, budget):
+def plan(
+    inputs: Inputs = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout instead of the annotated transcript.")] = False,
+    *,
+    io,
+    budget,
+):
     """Phase 2: choose head, middle and tail by exact token counts, and show it.
 
     Writes the transcript with each message's zone in a "_compactctl" annotation (for `summarize`),
@@ -106,8 +125,16 @@ def plan(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", 
 
 @app.command()
 @with_groups(IO, BUDGET, SUMMARY, REFS, HINT)
-def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False, *, io, budget, summary,
-              refs, recall_hint):
+def summarize(
+    inputs: Inputs = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
+    *,
+    io,
+    budget,
+    summary,
+    refs,
+    recall_hint,
+):
     """Phases 3-4: replace the middle with a 13-section summary (LLM or offline) and assemble.
 
     Takes the zones from `plan` when the input carries them, else plans with the same options.
@@ -122,8 +149,18 @@ def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--js
     io.jobs = summary.jobs
 
     def work(t):
-        out, st = api.summarize(t, counter, budget.budget, summarizer, summary.focus, summary.min_saving, force=summary.force,
-                                refs=refs, recall_hint=recall_hint, instructions=summary.instructions)
+        out, st = api.summarize(
+            t,
+            counter,
+            budget.budget,
+            summarizer,
+            summary.focus,
+            summary.min_saving,
+            force=summary.force,
+            refs=refs,
+            recall_hint=recall_hint,
+            instructions=summary.instructions,
+        )
         rep = api.summarize_report(t, st.tokens_before, st.tokens_after, st)
         _report_line(io, rep, as_json)
         return Result(out, rep, st.archived)
@@ -136,8 +173,12 @@ def summarize(inputs: Inputs = None, as_json: Annotated[bool, typer.Option("--js
 def repair(
     inputs: Inputs = None,
     check: Annotated[bool, typer.Option("--check", help="Only validate: print each violation, exit 6 if any.")] = False,
-    strip_unanswered: Annotated[bool, typer.Option("--strip-unanswered", help="Remove calls that have no result instead of adding a stub result.")] = False,
-    *, io, budget,
+    strip_unanswered: Annotated[
+        bool, typer.Option("--strip-unanswered", help="Remove calls that have no result instead of adding a stub result.")
+    ] = False,
+    *,
+    io,
+    budget,
 ):
     """Phase 5: make the transcript valid for the OpenAI and Anthropic APIs (tool pairs, placement, roles).
 
@@ -170,15 +211,38 @@ def repair(
 @with_groups(IO, BUDGET, PRUNE, SUMMARY, REFS, HINT)
 def compact(
     inputs: Inputs = None,
-    strip_unanswered: Annotated[bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")] = False,
+    strip_unanswered: Annotated[
+        bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
-    workers: Annotated[int | None, typer.Option("-w", "--workers", help="Worker processes for offline compaction (default: the machine's cores). "
-                                                "Output stays in input order. With an LLM summarizer, --jobs applies instead.",
-                                                show_default=False)] = None,
-    engine: Annotated[str, typer.Option("--engine", help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets JSONL "
-                                        "shards; datasets of one transcript per line).")] = "local",
-    ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --engine ray: the cluster to join (default: start a local Ray).")] = None,
-    *, io, budget, prune_raw, summary, refs, recall_hint,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "-w",
+            "--workers",
+            help="Worker processes for offline compaction (default: the machine's cores). "
+            "Output stays in input order. With an LLM summarizer, --jobs applies instead.",
+            show_default=False,
+        ),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets JSONL "
+            "shards; datasets of one transcript per line).",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="With --engine ray: the cluster to join (default: start a local Ray).")
+    ] = None,
+    *,
+    io,
+    budget,
+    prune_raw,
+    summary,
+    refs,
+    recall_hint,
 ):
     """All five phases: prune, plan, summarize, assemble, repair. Offline unless an LLM is configured.
 
@@ -196,15 +260,40 @@ def compact(
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn)
     popts = prune_options(prune_raw, budget)
     b = budget.budget
-    options = Options(model=budget.model, encoding=budget.encoding, tokenizer=budget.tokenizer, context_window=b.context_window,
-                      threshold=b.threshold, tail_tokens=b.tail_tokens, protect_first=b.protect_first, summary_ratio=b.summary_ratio,
-                      summary_min=b.summary_min, summary_max=b.summary_max, last_ask=b.last_ask, protect_tokens=popts.protect_tokens,
-                      min_dedup_chars=popts.min_dedup_chars, arg_limit=popts.arg_limit, arg_keep=popts.arg_keep, dedup=popts.dedup,
-                      summaries=popts.summaries, args=popts.args, images=popts.images,
-                      count_tokens=bool(io.report or as_json),  # per-pass token savings only when a report shows them
-                      focus=summary.focus, min_saving=summary.min_saving, force=summary.force, strip_unanswered=strip_unanswered,
-                      to=io.fmt_to, fmt=io.fmt_from, prune_all=popts.target is None, keep_tools=popts.keep_tools,
-                      drop_tools=popts.drop_tools, refs=refs, recall_hint=recall_hint, instructions=summary.instructions)
+    options = Options(
+        model=budget.model,
+        encoding=budget.encoding,
+        tokenizer=budget.tokenizer,
+        context_window=b.context_window,
+        threshold=b.threshold,
+        tail_tokens=b.tail_tokens,
+        protect_first=b.protect_first,
+        summary_ratio=b.summary_ratio,
+        summary_min=b.summary_min,
+        summary_max=b.summary_max,
+        last_ask=b.last_ask,
+        protect_tokens=popts.protect_tokens,
+        min_dedup_chars=popts.min_dedup_chars,
+        arg_limit=popts.arg_limit,
+        arg_keep=popts.arg_keep,
+        dedup=popts.dedup,
+        summaries=popts.summaries,
+        args=popts.args,
+        images=popts.images,
+        count_tokens=bool(io.report or as_json),  # per-pass token savings only when a report shows them
+        focus=summary.focus,
+        min_saving=summary.min_saving,
+        force=summary.force,
+        strip_unanswered=strip_unanswered,
+        to=io.fmt_to,
+        fmt=io.fmt_from,
+        prune_all=popts.target is None,
+        keep_tools=popts.keep_tools,
+        drop_tools=popts.drop_tools,
+        refs=refs,
+        recall_hint=recall_hint,
+        instructions=summary.instructions,
+    )
     offline = isinstance(summarizer, OfflineSummarizer)
     if engine == "ray":
         from .. import ray as cray
@@ -213,8 +302,9 @@ def compact(
             raise UsageError("--engine ray runs the offline summarizer only (use --summarizer offline)")
         if io.archive or io.resume:
             raise UsageError("--engine ray does not write --archive nor --resume: use the local engine for those")
-        stats = cray.run_files(inputs or [], io.output, options, address=ray_address, workers=workers, report=io.report, rejects=io.rejects,
-                               quiet=io.quiet)
+        stats = cray.run_files(
+            inputs or [], io.output, options, address=ray_address, workers=workers, report=io.report, rejects=io.rejects, quiet=io.quiet
+        )
         _say(io, f"ray: {stats['records']} records, {stats['errors']} errors, {stats['shards']} shard(s) in {io.output}")
         return
     compactor = Compactor(options, summarizer=summarizer, counter=budget.counter(inputs))
@@ -225,8 +315,11 @@ def compact(
         oc = compactor.compact_transcript(t, on_cannot_fit="raise")  # the runner applies --on-error
         return Result(oc.transcript, oc.report, oc.archived)
 
-    run(inputs or ["-"], io, work, "compact", job=PhaseJob(options) if offline else None,
-        on_report=lambda rep: rep["status"] == "cannot-fit" or _report_line(io, rep, as_json))  # cannot-fit: warned already
+    def on_report(rep: dict) -> None:
+        if rep["status"] != "cannot-fit":  # cannot-fit: warned already
+            _report_line(io, rep, as_json)
+
+    run(inputs or ["-"], io, work, "compact", job=PhaseJob(options) if offline else None, on_report=on_report)
 
 
 @app.command()
@@ -262,15 +355,37 @@ def eval_(
     inputs: Annotated[list[str], typer.Argument(help="Original transcripts (files or directories).", show_default=False)],
     continuation_only: Annotated[bool, typer.Option("--continuation", help="Only continuation scoring (needed-later facts).")] = False,
     probes_only: Annotated[bool, typer.Option("--probes", help="Only the probe eval (facts of what each strategy removed).")] = False,
-    compacted: Annotated[str | None, typer.Option("--compacted", help="Probe eval: score this compacted file (same transcripts, same order) instead of running strategies.")] = None,
-    strategies: Annotated[str | None, typer.Option("--strategies", help="Comma-separated. Continuation: compactctl, head-tail, recent, masking (default all). "
-                                                   "Probes: compactctl, compactctl-llm, head-tail, masking (default compactctl,head-tail,masking).", show_default=False)] = None,
-    cuts: Annotated[str, typer.Option("--cuts", help="Continuation: cut points, as fractions of each transcript's messages.")] = "0.4,0.6,0.8",
-    window_ratio: Annotated[float, typer.Option("--window-ratio", help="Continuation: compactctl's context window, as a share of each prefix's tokens.")] = 0.4,
-    explain: Annotated[int, typer.Option("--explain", help="Continuation: print N facts compactctl lost, where they were and where they were used.")] = 0,
-    ratio: Annotated[float, typer.Option("--ratio", help="Probes: token budget of every strategy, as a share of each transcript's tokens.")] = 0.2,
+    compacted: Annotated[
+        str | None,
+        typer.Option(
+            "--compacted", help="Probe eval: score this compacted file (same transcripts, same order) instead of running strategies."
+        ),
+    ] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            "--strategies",
+            help="Comma-separated. Continuation: compactctl, head-tail, recent, masking (default all). "
+            "Probes: compactctl, compactctl-llm, head-tail, masking (default compactctl,head-tail,masking).",
+            show_default=False,
+        ),
+    ] = None,
+    cuts: Annotated[
+        str, typer.Option("--cuts", help="Continuation: cut points, as fractions of each transcript's messages.")
+    ] = "0.4,0.6,0.8",
+    window_ratio: Annotated[
+        float, typer.Option("--window-ratio", help="Continuation: compactctl's context window, as a share of each prefix's tokens.")
+    ] = 0.4,
+    explain: Annotated[
+        int, typer.Option("--explain", help="Continuation: print N facts compactctl lost, where they were and where they were used.")
+    ] = 0,
+    ratio: Annotated[
+        float, typer.Option("--ratio", help="Probes: token budget of every strategy, as a share of each transcript's tokens.")
+    ] = 0.2,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows and aggregates as JSON instead of tables.")] = False,
-    *, budget, summary,
+    *,
+    budget,
+    summary,
 ):
     """Measure what compaction keeps. Continuation scoring first: cut each transcript at --cuts, compact
     the prefix, and count the paths, identifiers, commands, URLs and values of the prefix that the
@@ -310,8 +425,19 @@ def eval_(
                 raise CompactError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
         wanted = strategies or "compactctl,head-tail,masking"
         factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in wanted else None
-        strats = {k: v for k, v in evaluate.strategies(counter, ratio, factory, budget.budget.last_ask, budget.budget.summary_min, budget.budget.summary_max,
-                                                                budget.budget.summary_ratio).items() if k in wanted.split(",")}
+        strats = {
+            k: v
+            for k, v in evaluate.strategies(
+                counter,
+                ratio,
+                factory,
+                budget.budget.last_ask,
+                budget.budget.summary_min,
+                budget.budget.summary_max,
+                budget.budget.summary_ratio,
+            ).items()
+            if k in wanted.split(",")
+        }
         rows, agg = evaluate.run(originals, counter, strats, given)
         out["probes"] = {"rows": rows, "aggregate": agg}
     if as_json:
@@ -321,7 +447,9 @@ def eval_(
         c = out["continuation"]
         for line in continuation.cut_lines(c["rows"]):
             print(line)
-        print(f"\n## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n")
+        print(
+            f"\n## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n"
+        )
         print(continuation.tables(c["aggregate"]))
         if explain:
             lost = continuation.explain(c["rows"], explain)
@@ -336,9 +464,11 @@ def eval_(
         else:
             for name, rs in rows.items():
                 for r in rs:
-                    print(f"{name:<15} {r['transcript']}: retention {r['retention']:.1%} of {r['probes']} probes, "
-                          f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens ({r['reduction']:.1%} fewer){'' if r['valid'] else ', INVALID'}"
-                          f"{', cannot fit' if r.get('error') else ''}")
+                    print(
+                        f"{name:<15} {r['transcript']}: retention {r['retention']:.1%} of {r['probes']} probes, "
+                        f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens ({r['reduction']:.1%} fewer){'' if r['valid'] else ', INVALID'}"
+                        f"{', cannot fit' if r.get('error') else ''}"
+                    )
             print()
         print(evaluate.table(out["probes"]["aggregate"]))
 
@@ -371,16 +501,21 @@ def config_(as_json: Annotated[bool, typer.Option("--json", help="Print the sett
         print(f"{k.replace('_', '-'):<{width}} = {shown:<12} # {s.source}")
 
 
+def _command_name(ci: CommandInfo) -> str:
+    from typer.main import get_command_name
+
+    assert ci.callback is not None  # every command here is registered with @app.command() on a function
+    return ci.name or get_command_name(ci.callback.__name__)
+
+
 def _default_map(argv: list[str]) -> dict | None:
     """Option defaults from the environment and config files, for the command being run."""
     if not argv or argv[0].startswith("-"):
         return None
     import inspect
 
-    from typer.main import get_command_name
-
-    ci = next((ci for ci in app.registered_commands if (ci.name or get_command_name(ci.callback.__name__)) == argv[0]), None)
-    takes = set(inspect.signature(ci.callback).parameters) if ci is not None else set()
+    ci = next((ci for ci in app.registered_commands if _command_name(ci) == argv[0]), None)
+    takes = set(inspect.signature(ci.callback).parameters) if ci is not None and ci.callback is not None else set()
     if not takes & {o.name for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts}:
         return None  # a command without these options (convert, restore, config) does not read the files
     from ..runner import warn
@@ -400,9 +535,12 @@ def _report_line(io, rep: dict, as_json: bool) -> None:
 
         print(orjson.dumps(rep).decode(), file=sys.stderr)
     elif not io.quiet:
-        print(f"{rep['transcript']}: {rep['status']}: {rep['tokens_before']:,} -> {rep['tokens_after']:,} tokens"
-              + (f" ({rep['summarizer']})" if rep.get("summarizer") else "") + (f"; {rep['reason']}" if rep.get("reason") and rep["status"] != "compacted" else ""),
-              file=sys.stderr)
+        print(
+            f"{rep['transcript']}: {rep['status']}: {rep['tokens_before']:,} -> {rep['tokens_after']:,} tokens"
+            + (f" ({rep['summarizer']})" if rep.get("summarizer") else "")
+            + (f"; {rep['reason']}" if rep.get("reason") and rep["status"] != "compacted" else ""),
+            file=sys.stderr,
+        )
 
 
 def app_for(argv: list[str]) -> typer.Typer:
@@ -413,8 +551,6 @@ def app_for(argv: list[str]) -> typer.Typer:
     import copy
     import inspect
 
-    from typer.main import get_command_name
-
     if os.environ.get("_COMPACTCTL_COMPLETE"):
         # zsh, fish and PowerShell completion show option help, which typer runs through rich to strip
         # markup; ours has none, and importing rich would double the time of every TAB press.
@@ -422,7 +558,7 @@ def app_for(argv: list[str]) -> typer.Typer:
 
         _completion_classes._sanitize_help_text = lambda text: text
         return app
-    names = {(ci.name or get_command_name(ci.callback.__name__)): ci for ci in app.registered_commands}
+    names = {_command_name(ci): ci for ci in app.registered_commands}
     wanted = [a for a in argv if a in names]
     if (wanted and wanted[0] != argv[0]) or (not wanted and any(not a.startswith("-") for a in argv)):
         return app  # an option before the command, or no known command: the whole app parses it

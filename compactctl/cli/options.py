@@ -46,16 +46,26 @@ def _parameters(g: Group) -> list[inspect.Parameter]:
 
 
 def _build_parameters(g: Group) -> list[inspect.Parameter]:
-    return [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default,
-                              annotation=Annotated[o.type, typer.Option(*o.decls, help=o.help, rich_help_panel=g.title, show_default=o.default not in (None, False))])
-            for o in g.opts]
+    return [
+        inspect.Parameter(
+            o.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=o.default,
+            annotation=Annotated[
+                o.type, typer.Option(*o.decls, help=o.help, rich_help_panel=g.title, show_default=o.default not in (None, False))
+            ],
+        )
+        for o in g.opts
+    ]
 
 
 def with_groups(*groups: Group):
     def deco(fn):
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
-        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in {g.name for g in groups}]
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in {g.name for g in groups}
+        ]
         extra = [p for g in groups for p in _parameters(g)]
 
         @functools.wraps(fn)

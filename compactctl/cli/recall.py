@@ -10,15 +10,36 @@ import typer
 from ..errors import UsageError
 from .options import Group, Opt
 
-REFS = Group("refs", "References", [
-    Opt("refs", bool, True, ("--refs/--no-refs",), "Tag each pruned output, cut argument and summarized span with a reference "
-        "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original)."),
-], lambda refs: refs)
+REFS = Group(
+    "refs",
+    "References",
+    [
+        Opt(
+            "refs",
+            bool,
+            True,
+            ("--refs/--no-refs",),
+            "Tag each pruned output, cut argument and summarized span with a reference "
+            "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original).",
+        ),
+    ],
+    lambda refs: refs,
+)
 
-HINT = Group("recall_hint", "References", [
-    Opt("recall_hint", bool, False, ("--recall-hint",), "Tell the model in the summary that the `search` and `recall` tools "
-        "(compactctl mcp --archive ...) fetch archived originals."),
-], lambda recall_hint: recall_hint)
+HINT = Group(
+    "recall_hint",
+    "References",
+    [
+        Opt(
+            "recall_hint",
+            bool,
+            False,
+            ("--recall-hint",),
+            "Tell the model in the summary that the `search` and `recall` tools (compactctl mcp --archive ...) fetch archived originals.",
+        ),
+    ],
+    lambda recall_hint: recall_hint,
+)
 
 Archive = Annotated[str, typer.Option("--archive", help="The archive: JSONL (indexed on first use into a sibling .sqlite) or .sqlite.")]
 
@@ -30,7 +51,9 @@ def recall(
     limit: Annotated[int, typer.Option("--limit", help="Matches listed by --search.")] = 5,
     transcript: Annotated[str | None, typer.Option("--transcript", help="Only this transcript of the archive.")] = None,
     index: Annotated[bool, typer.Option("--index", help="Only (re)build the index of a JSONL archive.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines for tools: full records for REF, ref + snippet for --search.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON lines for tools: full records for REF, ref + snippet for --search.")
+    ] = False,
 ):
     """Print the original behind a reference, or search the archive of removed originals (bm25).
 
@@ -57,6 +80,7 @@ def recall(
             for h in hits:
                 print(orjson.dumps(h.as_dict()).decode() if as_json else f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}")
             return
+        assert ref is not None  # exactly one of ref and --search, checked above
         hits = ix.recall(ref, transcript)
     if as_json:
         for h in hits:

@@ -12,12 +12,12 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from ..errors import DataError, UsageError
-from ..jsonl import MAX_LINE_ENV, STDIN, JsonlSink, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
+from ..jsonl import MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
 from ..model import Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
@@ -44,6 +44,12 @@ def detect(obj: Any) -> tuple[Any, str] | None:
     return None
 
 
+class RawSink(Protocol):
+    """Where rejected lines go: a JsonlSink (--rejects), or the runner's per-batch collector."""
+
+    def add_raw(self, line: bytes) -> None: ...
+
+
 @dataclass
 class Reader:
     """Reading options and the policy for bad lines."""
@@ -51,7 +57,7 @@ class Reader:
     on_error: str = "fail"  # or "skip"
     fmt: str | None = None  # force a format
     layout: str | None = None  # force a layout
-    rejects: JsonlSink | None = None
+    rejects: RawSink | None = None
     warn: Callable[[str], None] = field(default=lambda msg: print(f"compactctl: {msg}", file=sys.stderr))
     skipped: int = 0
 
@@ -90,8 +96,12 @@ class Reader:
         for lineno, raw in iter_lines(stream):
             try:
                 if limit and len(raw) > limit:
-                    raise DataError(source, lineno, f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
-                                                    f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)")
+                    raise DataError(
+                        source,
+                        lineno,
+                        f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
+                        f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)",
+                    )
                 obj, raw = parse_record(raw, source, lineno, self.warn)
                 if not isinstance(obj, dict):
                     raise DataError(source, lineno, f"expected a JSON object, got {_json_kind(obj)}")

@@ -29,7 +29,11 @@ def _has_blocks(msgs: list) -> bool:
 
 
 def sniff(obj: dict) -> str | None:
-    if isinstance(obj.get("messages"), list) and ("system" in obj and not any(isinstance(m, dict) and m.get("role") == "system" for m in obj["messages"][:3]) or _has_blocks(obj["messages"])):
+    if isinstance(obj.get("messages"), list) and (
+        "system" in obj
+        and not any(isinstance(m, dict) and m.get("role") == "system" for m in obj["messages"][:3])
+        or _has_blocks(obj["messages"])
+    ):
         return "dataset"
     if "role" in obj and _has_blocks([obj]):
         return "session"
@@ -73,12 +77,20 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     if layout == "dataset":
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
-                rows = obj.get("messages")
-                if not isinstance(rows, list):
+                items = obj.get("messages")
+                if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
-                msgs = _finish(messages_from(rows, source, lineno), obj.get("system"))
-                yield Transcript(msgs, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME, layout="dataset",
-                                 metadata=dict(obj), raw=raw, native=rows)
+                yield Transcript(
+                    _finish(messages_from(items, source, lineno), obj.get("system")),
+                    id=f"{source}#{n + 1}",
+                    source=source,
+                    line=lineno,
+                    format=NAME,
+                    layout="dataset",
+                    metadata=dict(obj),
+                    raw=raw,
+                    native=items,
+                )
         return
     rows: list[dict] = []
     msgs: list[Message] = []
@@ -119,7 +131,13 @@ def to_rows(t: Transcript) -> tuple[object, list[dict]]:
             while j < len(msgs) and msgs[j].role == "tool":
                 group.append(msgs[j])
                 j += 1
-        if src is not None and origin is not None and origin[0] == "msg" and all(g.untouched for g in group) and _complete(group, src[origin[1]]):
+        if (
+            src is not None
+            and origin is not None
+            and origin[0] == "msg"
+            and all(g.untouched for g in group)
+            and _complete(group, src[origin[1]])
+        ):
             rows.append(src[origin[1]])
         else:
             rows.append(_row(group))
@@ -170,4 +188,3 @@ def write(t: Transcript) -> Iterator[bytes]:
         yield orjson.dumps({"system": system})
     for r in rows:
         yield orjson.dumps(r)
-

@@ -99,4 +99,3 @@ def tool_result_block(m: Message) -> dict:
         b["is_error"] = m.is_error
     b.update({k: v for k, v in m.extra.items() if not k.startswith("_")})
     return b
-

@@ -26,14 +26,17 @@ from .linelog import dropped_records as dropped_records  # noqa: PLC0414
 
 NAME = "claude_code"
 CARRIER_KEYS = ()
-CONTINUED = ("This session is being continued from a previous conversation that ran out of context. "
-             "The summary below covers the earlier portion of the conversation.\n\n")
+CONTINUED = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation.\n\n"
+)
 ENVELOPE = ("parentUuid", "isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "slug")
 
 
 def sniff(obj: dict) -> str | None:
     if obj.get("type") in ("user", "assistant", "progress", "system", "summary", "file-history-snapshot", "queue-operation") and (
-            "sessionId" in obj or "uuid" in obj or "leafUuid" in obj or obj.get("type") == "file-history-snapshot"):
+        "sessionId" in obj or "uuid" in obj or "leafUuid" in obj or obj.get("type") == "file-history-snapshot"
+    ):
         return "session"
     return None
 
@@ -56,7 +59,7 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
             start = i + 1
     msgs: list[Message] = []
     msg_lines: list[list[int]] = []
-    last_assistant: dict[str, int] = {}  # message.id -> index in msgs
+    last_assistant: dict[str | None, int] = {}  # message.id -> index in msgs (looked up only for an id)
     for i in range(start, len(lines)):
         raw, obj = lines[i]
         typ, msg = obj.get("type"), obj.get("message")
@@ -65,12 +68,18 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
         with reader.guard(linenos[i], raw):
             if typ == "assistant":
                 mid = msg.get("id")
-                if mid is not None and mid in last_assistant and last_assistant[mid] == len(msgs) - 1 or (
-                        mid is not None and mid in last_assistant and all(x.role == "tool" for x in msgs[last_assistant[mid] + 1:])):
+                if (
+                    mid is not None
+                    and mid in last_assistant
+                    and last_assistant[mid] == len(msgs) - 1
+                    or (mid is not None and mid in last_assistant and all(x.role == "tool" for x in msgs[last_assistant[mid] + 1 :]))
+                ):
                     k = last_assistant[mid]
                     part = assistant_from_blocks(msg.get("content"), source, linenos[i])
                     base = msgs[k]
-                    base.content = (base.content if isinstance(base.content, list) else []) + (part.content if isinstance(part.content, list) else [])
+                    base.content = (base.content if isinstance(base.content, list) else []) + (
+                        part.content if isinstance(part.content, list) else []
+                    )
                     base.tool_calls += part.tool_calls
                     if part.reasoning:
                         base.reasoning = (base.reasoning + "\n" if base.reasoning else "") + part.reasoning
@@ -90,8 +99,9 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     for k, m in enumerate(msgs):
         m.index = k
         m.origin = m.anchor = ("lines", tuple(msg_lines[k]))
-    yield Transcript(msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session",
-                     native=LineLog(lines, start, msg_lines))
+    yield Transcript(
+        msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines)
+    )
 
 
 def _envelope(template: dict) -> dict:
@@ -108,22 +118,42 @@ def write(t: Transcript) -> Iterator[bytes]:
             yield raw
         return
     plan = layout(t)
-    template = next((o for _, o in reversed(log.lines) if o.get("sessionId")), {})
+    template: dict = next((o for _, o in reversed(log.lines) if o.get("sessionId")), {})
     out: list[tuple[bytes | None, dict]] = [log.lines[j] for j in range(log.context_start)]
     boundary_at = None
     if plan.summary is not None:
         last_uuid = next((o["uuid"] for _, o in reversed(log.lines) if o.get("uuid")), None)
         boundary_at = len(out)
-        out.append((None, {**_envelope(template), "parentUuid": None, "logicalParentUuid": last_uuid, "type": "system",
-                           "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
-                           "timestamp": template.get("timestamp"), "uuid": stable_uuid(t.id, "boundary", last_uuid),
-                           "level": "info", "compactMetadata": {"trigger": "auto", "compactctl": True}}))
-    items = _items(plan, log)
+        out.append(
+            (
+                None,
+                {
+                    **_envelope(template),
+                    "parentUuid": None,
+                    "logicalParentUuid": last_uuid,
+                    "type": "system",
+                    "subtype": "compact_boundary",
+                    "content": "Conversation compacted",
+                    "isMeta": False,
+                    "timestamp": template.get("timestamp"),
+                    "uuid": stable_uuid(t.id, "boundary", last_uuid),
+                    "level": "info",
+                    "compactMetadata": {"trigger": "auto", "compactctl": True},
+                },
+            )
+        )
+    items: list[tuple[float | None, object, bool]] = list(_items(plan, log))  # the summary goes in with no source position
     if plan.summary is not None:
         last_head = max((n for n, (_, _, in_head) in enumerate(items) if in_head), default=-1)
-        summary = {**_envelope(template), "type": "user", "message": {"role": "user", "content": CONTINUED + plan.summary.text()},
-                   "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
-                   "uuid": stable_uuid(t.id, "summary", plan.summary.text()), "timestamp": template.get("timestamp")}
+        summary = {
+            **_envelope(template),
+            "type": "user",
+            "message": {"role": "user", "content": CONTINUED + plan.summary.text()},
+            "isCompactSummary": True,
+            "isVisibleInTranscriptOnly": True,
+            "uuid": stable_uuid(t.id, "summary", plan.summary.text()),
+            "timestamp": template.get("timestamp"),
+        }
         items.insert(last_head + 1, (None, (None, summary), True))
     for _, payload, _ in items:
         out.append(_materialize(payload, log, template, t))
@@ -176,8 +206,11 @@ def _materialize(payload, log: LineLog, template: dict, t: Transcript) -> tuple[
     if idx:
         base = copy.deepcopy(log.lines[idx[0]][1])
     else:
-        base = {**_envelope(template), "uuid": stable_uuid(t.id, "new", first.role, first.tool_call_id, first.text()[:200]),
-                "timestamp": template.get("timestamp")}
+        base = {
+            **_envelope(template),
+            "uuid": stable_uuid(t.id, "new", first.role, first.tool_call_id, first.text()[:200]),
+            "timestamp": template.get("timestamp"),
+        }
     message = base.setdefault("message", {})
     if first.role == "assistant":
         base["type"] = "assistant"
@@ -239,11 +272,16 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
             message = {"role": "user", "content": [tool_result_block(g) for g in group]}
         else:
             message = {"role": "user", "content": m.content if isinstance(m.content, (str, list)) else ""}
-        rec = {"parentUuid": parent, "isSidechain": False, "sessionId": session, "type": "assistant" if m.role == "assistant" else "user",
-               "message": message, "uuid": uid}
+        rec = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": session,
+            "type": "assistant" if m.role == "assistant" else "user",
+            "message": message,
+            "uuid": uid,
+        }
         if is_summary(m) and m.role == "user":
             rec["isCompactSummary"] = True
         yield orjson.dumps(rec)
         parent = uid
         i = j
-

@@ -32,7 +32,9 @@ OUTPUTS = ("function_call_output", "custom_tool_call_output")
 def sniff(obj: dict) -> str | None:
     if obj.get("type") in ("session_meta", "response_item", "event_msg", "turn_context", "compacted") and "payload" in obj:
         return "session"
-    if obj.get("type") in ("message", "function_call", "function_call_output", "reasoning") and ("role" in obj or "call_id" in obj or "summary" in obj):
+    if obj.get("type") in ("message", "function_call", "function_call_output", "reasoning") and (
+        "role" in obj or "call_id" in obj or "summary" in obj
+    ):
         return "session"  # bare Responses-API items, one per line
     return None
 
@@ -93,10 +95,16 @@ def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
             out = it.get("output", "")
             if isinstance(out, dict):  # {"content": ..., "success": ...}
                 text = out.get("content", "")
-                m = Message(role="tool", content=text if isinstance(text, str) else orjson.dumps(text).decode(), tool_call_id=it.get("call_id"),
-                            is_error=out.get("success") is False)
+                m = Message(
+                    role="tool",
+                    content=text if isinstance(text, str) else orjson.dumps(text).decode(),
+                    tool_call_id=it.get("call_id"),
+                    is_error=out.get("success") is False,
+                )
             else:
-                m = Message(role="tool", content=out if isinstance(out, str) else orjson.dumps(out).decode(), tool_call_id=it.get("call_id"))
+                m = Message(
+                    role="tool", content=out if isinstance(out, str) else orjson.dumps(out).decode(), tool_call_id=it.get("call_id")
+                )
             msgs.append(m)
             anchor(m, j)
     for m in msgs:
@@ -163,7 +171,7 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
     they were, outputs and calls get their new text."""
     ls = lines_of(m)
     fresh = items_of(m)
-    out = []
+    out: list[tuple[bytes | None, dict]] = []
     calls = {it["call_id"]: it for it in fresh if it["type"] in CALLS}
     text_done = False
     for j in ls:
@@ -236,7 +244,7 @@ def write(t: Transcript) -> Iterator[bytes]:
             out.extend((None, _wrap(template, it)) for it in items_of(m))
         emitted.update(ls)
 
-    out.extend(log.lines[:log.context_start])
+    out.extend(log.lines[: log.context_start])
     for m in plan.head:
         emit(m)
     if plan.summary is not None:
@@ -244,11 +252,16 @@ def write(t: Transcript) -> Iterator[bytes]:
         first_tail = next((min(lines_of(m)) for m in plan.tail if lines_of(m)), len(log.lines))
         ts = log.lines[first_tail][1].get("timestamp") if first_tail < len(log.lines) else None
         compacted = {"message": plan.summary.text(), "replacement_history": history}
-        out.append((None, {"timestamp": ts, "type": "compacted", "payload": compacted} if template is None or "payload" in template
-                    else {"type": "compacted", **compacted}))
+        out.append(
+            (
+                None,
+                {"timestamp": ts, "type": "compacted", "payload": compacted}
+                if template is None or "payload" in template
+                else {"type": "compacted", **compacted},
+            )
+        )
     for m in plan.tail:
         emit(m)
     flush_until(len(log.lines))
-    for raw, obj in out:
-        yield raw if raw is not None else orjson.dumps(obj)
-
+    for line, obj in out:
+        yield line if line is not None else orjson.dumps(obj)

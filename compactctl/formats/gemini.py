@@ -58,8 +58,14 @@ def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
             out.append(Message(role="assistant", content=text, tool_calls=tc, reasoning=reasoning))
             for c in calls:
                 if "result" in c:
-                    out.append(Message(role="tool", content=_result_text(c["result"]), tool_call_id=c.get("id"),
-                                       is_error=c.get("status") == "error" or None))
+                    out.append(
+                        Message(
+                            role="tool",
+                            content=_result_text(c["result"]),
+                            tool_call_id=c.get("id"),
+                            is_error=c.get("status") == "error" or None,
+                        )
+                    )
     for i, msg in enumerate(out):
         msg.index = i
     return out
@@ -69,5 +75,12 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     for n, (lineno, raw, obj) in enumerate(records):
         with reader.guard(lineno, raw):
             meta = {k: v for k, v in obj.items() if k != "messages"}
-            yield Transcript(messages_from(obj.get("messages") or [], source, lineno), id=f"{source}#{n + 1}" if n else source,
-                             source=source, line=lineno, format=NAME, layout="dataset", metadata=meta)
+            yield Transcript(
+                messages_from(obj.get("messages") or [], source, lineno),
+                id=f"{source}#{n + 1}" if n else source,
+                source=source,
+                line=lineno,
+                format=NAME,
+                layout="dataset",
+                metadata=meta,
+            )

@@ -31,8 +31,11 @@ def lines_of(m: Message) -> list[int]:
 
 def unchanged(t: Transcript) -> bool:
     log = t.native
-    return isinstance(log, LineLog) and len(t.messages) == len(log.msg_lines) and all(
-        m.untouched and m.index == i for i, m in enumerate(t.messages))
+    return (
+        isinstance(log, LineLog)
+        and len(t.messages) == len(log.msg_lines)
+        and all(m.untouched and m.index == i for i, m in enumerate(t.messages))
+    )
 
 
 @dataclass
@@ -57,7 +60,7 @@ def layout(t: Transcript) -> Plan:
         dropped = {j for j in range(lo, hi + 1) if j not in message_lines and j >= log.context_start}
     if k is None:
         return Plan(None, list(t.messages), [], dropped)
-    return Plan(t.messages[k], t.messages[:k], t.messages[k + 1:], dropped)
+    return Plan(t.messages[k], t.messages[:k], t.messages[k + 1 :], dropped)
 
 
 def dropped_records(t: Transcript) -> int:

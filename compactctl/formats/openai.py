@@ -184,13 +184,22 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 msgs = obj.get(key)
                 if not isinstance(msgs, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
-                messages = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
-                noted = any(m.note for m in messages)
-                yield Transcript(messages, id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME,
-                                 layout="dataset", metadata=dict(obj), raw=None if noted else raw, native=key)
+                parsed = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
+                noted = any(m.note for m in parsed)
+                yield Transcript(
+                    parsed,
+                    id=f"{source}#{n + 1}",
+                    source=source,
+                    line=lineno,
+                    format=NAME,
+                    layout="dataset",
+                    metadata=dict(obj),
+                    raw=None if noted else raw,
+                    native=key,
+                )
         return
     messages: list[Message] = []
-    raws: list[bytes] = []
+    raws: list[bytes | None] = []  # None: a line with a note, rewritten
     first = 0
     for lineno, raw, obj in records:
         first = first or lineno
@@ -216,6 +225,5 @@ def write(t: Transcript) -> Iterator[bytes]:
         return
     raws = t.native if isinstance(t.native, list) else None
     for m in t.messages:
-        raw = raws[m.index] if raws is not None and m.untouched and not m.note and m.index < len(raws) else None
+        raw = raws[m.index] if raws is not None and m.index is not None and not m.note and m.index < len(raws) else None  # untouched
         yield raw if raw is not None else orjson.dumps(message_to_dict(m))
-

@@ -39,8 +39,12 @@ def _args(e: dict) -> dict:
     a = e.get("args")
     if isinstance(a, dict):
         return a
-    return {k: v for k, v in e.items() if k not in ("id", "timestamp", "source", "message", "action", "observation", "cause",
-                                                    "tool_call_metadata", "timeout", "llm_metrics")}
+    return {
+        k: v
+        for k, v in e.items()
+        if k
+        not in ("id", "timestamp", "source", "message", "action", "observation", "cause", "tool_call_metadata", "timeout", "llm_metrics")
+    }
 
 
 def messages_from(events: list) -> list[Message]:
@@ -60,13 +64,23 @@ def messages_from(events: list) -> list[Message]:
                 out.append(Message(role="system", content=text))
             elif act in TEXT_ACTIONS:
                 role = "user" if e.get("source") == "user" or (act == "message" and e.get("source") is None and k == 0) else "assistant"
-                out.append(Message(role=role, content=args.get("content") or args.get("final_thought") or e.get("message") or args.get("thought") or ""))
+                out.append(
+                    Message(
+                        role=role, content=args.get("content") or args.get("final_thought") or e.get("message") or args.get("thought") or ""
+                    )
+                )
             else:
                 meta = e.get("tool_call_metadata") or {}
                 cid = meta.get("tool_call_id") or f"oh_{e.get('id', k)}"
-                name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act, act)
+                name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act) or act
                 call_args = {key: v for key, v in args.items() if key != "thought"}
-                out.append(Message(role="assistant", content=args.get("thought") or "", tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())]))
+                out.append(
+                    Message(
+                        role="assistant",
+                        content=args.get("thought") or "",
+                        tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())],
+                    )
+                )
                 call_of[e.get("id", k)] = cid
                 last_call = cid
         elif "observation" in e:
@@ -77,8 +91,10 @@ def messages_from(events: list) -> list[Message]:
             if cid is None:
                 continue
             content = e.get("content", args.get("content", ""))
-            extras = e.get("extras") if isinstance(e.get("extras"), dict) else args
-            code = extras.get("exit_code", (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None)
+            extras = e["extras"] if isinstance(e.get("extras"), dict) else args
+            code = extras.get(
+                "exit_code", (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None
+            )
             text = content if isinstance(content, str) else orjson.dumps(content).decode()
             if code not in (None, "", -1, "-1"):
                 text += f"\n[exit code: {code}]"
@@ -94,8 +110,15 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
                 meta = {k: v for k, v in obj.items() if k != "history"}
-                yield Transcript(messages_from(obj.get("history") or []), id=f"{source}#{n + 1}", source=source, line=lineno,
-                                 format=NAME, layout="dataset", metadata=meta)
+                yield Transcript(
+                    messages_from(obj.get("history") or []),
+                    id=f"{source}#{n + 1}",
+                    source=source,
+                    line=lineno,
+                    format=NAME,
+                    layout="dataset",
+                    metadata=meta,
+                )
         return
     events = [obj for _, _, obj in records]
     yield Transcript(messages_from(events), id=source, source=source, line=1, format=NAME, layout="session")

@@ -20,8 +20,17 @@ from . import Reader, Record
 
 NAME = "sharegpt"
 CARRIER_KEYS = ("conversations",)  # record keys that hold the transcript itself
-ROLE = {"system": "system", "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
-        "tool": "tool", "observation": "tool", "function_call": "assistant", "function": "tool"}
+ROLE = {
+    "system": "system",
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "tool": "tool",
+    "observation": "tool",
+    "function_call": "assistant",
+    "function": "tool",
+}
 CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
 THINK = re.compile(r"^\s*<think>\n?(.*?)\n?</think>\n?", re.S)
@@ -42,8 +51,9 @@ def _call_from_json(text: str, turn: int, k: int) -> ToolCall:
     if not isinstance(v, dict):
         return ToolCall(f"sg_{turn}_{k}", "unknown", text, {"_raw_call": text})
     args = v.get("arguments", {})
-    return ToolCall(f"sg_{turn}_{k}", str(v.get("name", "")), args if isinstance(args, str) else orjson.dumps(args).decode(),
-                    {"_raw_call": text})
+    return ToolCall(
+        f"sg_{turn}_{k}", str(v.get("name", "")), args if isinstance(args, str) else orjson.dumps(args).decode(), {"_raw_call": text}
+    )
 
 
 def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
@@ -66,15 +76,17 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
             out.append(Message(role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, origin=origin))
         elif role == "assistant":
             reasoning = None
-            m = THINK.match(value)
+            mo = THINK.match(value)
             text = value
-            if m:
-                reasoning, text = m.group(1), value[m.end():]
+            if mo:
+                reasoning, text = mo.group(1), value[mo.end() :]
             calls = [_call_from_json(c, turn, k) for k, c in enumerate(CALL.findall(text))]
             text = CALL.sub("", text).strip() if calls else text
             pending = list(calls)
-            msg = Message(role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra={"_from": frm, **extra}, origin=origin)
-            if m is not None:
+            msg = Message(
+                role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra={"_from": frm, **extra}, origin=origin
+            )
+            if mo is not None:
                 msg.extra["_think"] = True
             out.append(msg)
         elif role == "tool":
@@ -82,10 +94,17 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
             if not bodies:
                 bodies = [value]
             for k, body in enumerate(bodies):
-                call = pending.pop(0) if pending else None
-                out.append(Message(role="tool", content=body, tool_call_id=call.id if call else f"sg_{turn}_orphan{k}",
-                                   name=call.name if call else None, extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
-                                   origin=origin))
+                answered = pending.pop(0) if pending else None
+                out.append(
+                    Message(
+                        role="tool",
+                        content=body,
+                        tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
+                        name=answered.name if answered else None,
+                        extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
+                        origin=origin,
+                    )
+                )
         else:
             out.append(Message(role=role, content=value, extra={"_from": frm, **extra}, origin=origin))
     for i, m in enumerate(out):
@@ -100,8 +119,17 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
             conv = obj.get("conversations")
             if not isinstance(conv, list):
                 raise DataError(source, lineno, 'a ShareGPT record needs a "conversations" list')
-            yield Transcript(messages_from(conv, source, lineno), id=f"{source}#{n + 1}", source=source, line=lineno, format=NAME,
-                             layout="dataset", metadata=dict(obj), raw=raw, native=conv)
+            yield Transcript(
+                messages_from(conv, source, lineno),
+                id=f"{source}#{n + 1}",
+                source=source,
+                line=lineno,
+                format=NAME,
+                layout="dataset",
+                metadata=dict(obj),
+                raw=raw,
+                native=conv,
+            )
 
 
 def _names(conv: list | None) -> dict[str, str]:
@@ -145,13 +173,22 @@ def to_conversations(t: Transcript) -> list[dict]:
         group = [m]
         j = i + 1
         if m.role == "tool":
-            while j < len(msgs) and msgs[j].role == "tool" and (m.anchor is None or msgs[j].anchor in (m.anchor, None)) \
-                    and msgs[j].extra.get("_from", "tool") == m.extra.get("_from", "tool") and m.extra.get("_from") != "observation":
+            while (
+                j < len(msgs)
+                and msgs[j].role == "tool"
+                and (m.anchor is None or msgs[j].anchor in (m.anchor, None))
+                and msgs[j].extra.get("_from", "tool") == m.extra.get("_from", "tool")
+                and m.extra.get("_from") != "observation"
+            ):
                 group.append(msgs[j])
                 j += 1
         origin = m.anchor if isinstance(m.anchor, tuple) else None
-        if src is not None and origin is not None and all(g.untouched and g.anchor == origin for g in group) \
-                and sum(1 for x in msgs if x.anchor == origin) == len(group):
+        if (
+            src is not None
+            and origin is not None
+            and all(g.untouched and g.anchor == origin for g in group)
+            and sum(1 for x in msgs if x.anchor == origin) == len(group)
+        ):
             out.append(src[origin[1]])
         else:
             out.append(_turn(group, names))

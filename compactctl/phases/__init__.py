@@ -29,8 +29,14 @@ class Archived:
         body = refs.body_of(self.message)
         canon = refs.canonical(body)
         digest = hashlib.sha256(canon).hexdigest()
-        rec = {"transcript": self.transcript, "index": self.index, "phase": self.phase, "sha256": digest,
-               "ref": refs.ref_of_canonical(canon), "message": body}
+        rec = {
+            "transcript": self.transcript,
+            "index": self.index,
+            "phase": self.phase,
+            "sha256": digest,
+            "ref": refs.ref_of_canonical(canon),
+            "message": body,
+        }
         if self.span is not None:
             rec["span"], rec["span_start"], rec["span_end"] = self.span
         return rec
@@ -38,5 +44,5 @@ class Archived:
 
 def archive(t: Transcript, m: Message, phase: str, into: list[Archived]) -> None:
     """Keep the original of a message about to be changed or removed (only the first change counts)."""
-    if m.untouched:
+    if m.index is not None:  # untouched
         into.append(Archived(t.id, m.index, phase, m))

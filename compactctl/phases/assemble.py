@@ -93,4 +93,3 @@ def strip_zone(m: Message) -> Message:
         return m
     note = {k: v for k, v in m.note.items() if k != "zone"}
     return dataclasses.replace(m, note=note)
-

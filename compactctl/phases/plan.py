@@ -120,8 +120,16 @@ class _Zones:
     last_ask_in_summary: bool
 
 
-def _zones(t: Transcript, counts: list[int], spans: list[tuple[int, int]], protect_first: int, tail_budget: int,
-           min_tail_messages: int, ask_in_summary: bool, keep_prior: bool = True) -> _Zones:
+def _zones(
+    t: Transcript,
+    counts: list[int],
+    spans: list[tuple[int, int]],
+    protect_first: int,
+    tail_budget: int,
+    min_tail_messages: int,
+    ask_in_summary: bool,
+    keep_prior: bool = True,
+) -> _Zones:
     msgs = t.messages
     n = len(msgs)
     h_end, prior = head_end(t, spans, protect_first, keep_prior)
@@ -146,8 +154,14 @@ def _zones(t: Transcript, counts: list[int], spans: list[tuple[int, int]], prote
     return _Zones(h_end, max(start, h_end), prior, True, False)
 
 
-def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: list[int] | None = None,
-         zones: tuple[int, int] | None = None, reserve: int = 0) -> Plan:
+def plan(
+    t: Transcript,
+    counter: Counter,
+    budget: Budget | None = None,
+    counts: list[int] | None = None,
+    zones: tuple[int, int] | None = None,
+    reserve: int = 0,
+) -> Plan:
     """The plan for `t`; `zones` (head_end, tail_start) takes the boundaries from an earlier plan.
 
     When head + tail + the minimum summary do not fit the target, the plan gives ground in this order
@@ -176,11 +190,15 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
             attempts.append((budget.protect_first, True, summary_min, True, tail))
             attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
             small = min(summary_min, max(target // 4, 100))
-            attempts += [(0, True, small, True, tail), (0, True, small, False, tail), (0, True, small, False, tail // 2),
-                         (0, True, small, False, 0)]
+            attempts += [
+                (0, True, small, True, tail),
+                (0, True, small, False, tail),
+                (0, True, small, False, tail // 2),
+                (0, True, small, False, 0),
+            ]
         for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
             z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
-            room = target - sum(counts[:z.head_end]) - sum(counts[z.tail_start:])
+            room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :])
             need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
             if total <= target or room >= need:
                 break
@@ -188,9 +206,24 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
     h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
     summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), summary_min), budget.summary_max)
-    p = Plan(t.id, n, h_end, t_start, zone_tokens, total, target, budget.tail, summary_budget, counter.label,
-             needs_compaction=False, reason="", anchor_forced=z.anchor_forced, prior_summary=z.prior, counts=counts,
-             last_ask_in_summary=z.last_ask_in_summary)
+    p = Plan(
+        t.id,
+        n,
+        h_end,
+        t_start,
+        zone_tokens,
+        total,
+        target,
+        budget.tail,
+        summary_budget,
+        counter.label,
+        needs_compaction=False,
+        reason="",
+        anchor_forced=z.anchor_forced,
+        prior_summary=z.prior,
+        counts=counts,
+        last_ask_in_summary=z.last_ask_in_summary,
+    )
     if total <= target:
         p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
         return p
@@ -198,20 +231,24 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: nothing between head ({zone_tokens['head']:,} tokens) and tail "
             f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if z.anchor_forced else ''}) to summarize, and together "
-            f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens.")
+            f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens."
+        )
     room = target - zone_tokens["head"] - zone_tokens["tail"]
     if room < summary_min:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "
             f"{zone_tokens['tail']:,}{' (stretched to keep the last user message)' if z.anchor_forced else ''} + minimum summary "
             f"{summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + summary_min:,} tokens, "
-            f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min.")
+            f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
+        )
     p.summary_budget = min(summary_budget, room)
     if z.last_ask_in_summary and lu is not None:
         need = counts[lu] + summary_min  # the ask verbatim, and room for the rest
         if room < need:
-            raise CannotFit(f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
-                            f"message alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold.")
+            raise CannotFit(
+                f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
+                f"message alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold."
+            )
         p.summary_budget = min(max(p.summary_budget, need), room)
     p.needs_compaction = True
     p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
@@ -223,8 +260,10 @@ def plan(t: Transcript, counter: Counter, budget: Budget | None = None, counts: 
 def annotate(t: Transcript, p: Plan) -> Transcript:
     """The transcript with each message's zone in its `_compactctl` note (untouched otherwise)."""
     tail_start = p.tail_start if p.needs_compaction else p.head_end  # nothing to summarize: all kept
-    msgs = [dataclasses.replace(m, note={**m.note, "zone": "head" if i < p.head_end else "middle" if i < tail_start else "tail"})
-            for i, m in enumerate(t.messages)]
+    msgs = [
+        dataclasses.replace(m, note={**m.note, "zone": "head" if i < p.head_end else "middle" if i < tail_start else "tail"})
+        for i, m in enumerate(t.messages)
+    ]
     return dataclasses.replace(t, messages=msgs)
 
 

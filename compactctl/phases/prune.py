@@ -119,6 +119,7 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
             return t, st
         protect = protected_start(counts, opts.protect_tokens)
     else:
+
         def count_at(i: int) -> int:
             return counter.message(msgs[i])
 
@@ -203,11 +204,16 @@ class _Context:
                     out.append((DEDUP, i, DEDUP))
                 elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
                     superseded = call is not None and (
-                        (call.name, call.arguments) in later_calls
-                        or any(a == "read" and p in later_files for a, p in tools.files_of(call)))
+                        (call.name, call.arguments) in later_calls or any(a == "read" and p in later_files for a, p in tools.files_of(call))
+                    )
                     failed = self.outcome(i).failed
-                    out.append((SUPERSEDE if superseded and not failed else OLD_FAILED if failed else OLD_OK, i,
-                                SUPERSEDE if superseded and not failed else OLD_OK))
+                    out.append(
+                        (
+                            SUPERSEDE if superseded and not failed else OLD_FAILED if failed else OLD_OK,
+                            i,
+                            SUPERSEDE if superseded and not failed else OLD_OK,
+                        )
+                    )
                 if o.dedup and len(text) >= o.min_dedup_chars:
                     seen_text.add(_digest(text))
             if m.role == "assistant":
@@ -228,8 +234,12 @@ class _Context:
                 return None
             return m.evolve(content=[{"type": "text", "text": IMAGE_PLACEHOLDER} if is_image_part(p) else p for p in m.content])
         if step == ARGS:
-            calls = [ToolCall(c.id, c.name, truncate_arguments(c.arguments, self.opts.arg_keep, self.weight), dict(c.extra))
-                     if len(c.arguments) > self.opts.arg_limit else c for c in m.tool_calls]
+            calls = [
+                ToolCall(c.id, c.name, truncate_arguments(c.arguments, self.opts.arg_keep, self.weight), dict(c.extra))
+                if len(c.arguments) > self.opts.arg_limit
+                else c
+                for c in m.tool_calls
+            ]
             return m.evolve(tool_calls=calls)
         call = self.call_of.get(i)
         text = m.text()

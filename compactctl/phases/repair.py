@@ -49,8 +49,18 @@ class RepairStats:
 
     @property
     def changed(self) -> bool:
-        return any((self.orphan_results_removed, self.stubs_added, self.calls_stripped, self.results_moved,
-                    self.ids_renamed, self.result_ids_set, self.empty_removed, self.openings_added))
+        return any(
+            (
+                self.orphan_results_removed,
+                self.stubs_added,
+                self.calls_stripped,
+                self.results_moved,
+                self.ids_renamed,
+                self.result_ids_set,
+                self.empty_removed,
+                self.openings_added,
+            )
+        )
 
 
 def _empty(m: Message) -> bool:
@@ -83,8 +93,11 @@ def check(t: Transcript) -> list[Violation]:
         results_of.setdefault(p.call_msg, []).append(p.result)
         c = msgs[p.call_msg].tool_calls[p.call_pos]
         if not is_legacy(c) and msgs[p.result].tool_call_id != c.id:
-            out.append(Violation(t.id, p.result, "result-id", f"tool result has tool_call_id {msgs[p.result].tool_call_id!r}, "
-                                                               f"not its call's id {c.id!r}"))
+            out.append(
+                Violation(
+                    t.id, p.result, "result-id", f"tool result has tool_call_id {msgs[p.result].tool_call_id!r}, not its call's id {c.id!r}"
+                )
+            )
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:
             seen: set = set()  # within one message (both APIs reject it); reuse across turns is OpenAI-valid
@@ -157,8 +170,9 @@ def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, R
                     st.calls_stripped += 1
                     continue
                 extra = {LEGACY: True} if legacy else {}
-                rmsg = Message(role="tool", content=STUB, tool_call_id=None if legacy else c.id,
-                               name=c.name if legacy else None, extra=extra)
+                rmsg = Message(
+                    role="tool", content=STUB, tool_call_id=None if legacy else c.id, name=c.name if legacy else None, extra=extra
+                )
                 st.stubs_added += 1
             elif not legacy and rmsg.tool_call_id != c.id:
                 archive(t, rmsg, "repair", st.archived)

@@ -66,9 +66,19 @@ def _clean(t: Transcript) -> Transcript:
     return dataclasses.replace(t, messages=[strip_zone(m) for m in t.messages], raw=None)
 
 
-def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summarizer, focus: str | None = None,
-              min_saving: float = 0.10, max_strikes: int = 2, force: bool = False, refs: bool = True,
-              recall_hint: bool = False, instructions: str | None = None) -> tuple[Transcript, SummarizeStats]:
+def summarize(
+    t: Transcript,
+    counter: Counter,
+    budget: Budget,
+    summarizer: Summarizer,
+    focus: str | None = None,
+    min_saving: float = 0.10,
+    max_strikes: int = 2,
+    force: bool = False,
+    refs: bool = True,
+    recall_hint: bool = False,
+    instructions: str | None = None,
+) -> tuple[Transcript, SummarizeStats]:
     st = SummarizeStats()
     zones = from_annotations(t)
     t = _clean(t)
@@ -96,20 +106,29 @@ def summarize(t: Transcript, counter: Counter, budget: Budget, summarizer: Summa
     first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
     if first is not None:
         facts.first_request = first
-    head_rules = [c for m in t.messages[:p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))]
+    head_rules = [
+        c for m in t.messages[: p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))
+    ]
     facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
     facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
-    members = t.messages[p.head_end:p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
+    members = t.messages[p.head_end : p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
     span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs else None
     trailer = _refs.span_line(span[0] if span else None, recall_hint)
-    room = (p.summary_budget - counter.text(summary_text("")) - MESSAGE_OVERHEAD - (counter.text(trailer) + 1 if trailer else 0)
-            - framing_cost(t, p.head_end, p.tail_start, counter))
+    room = (
+        p.summary_budget
+        - counter.text(summary_text(""))
+        - MESSAGE_OVERHEAD
+        - (counter.text(trailer) + 1 if trailer else 0)
+        - framing_cost(t, p.head_end, p.tail_start, counter)
+    )
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 100), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result
-    out, replaced = assemble(t, p.head_end, p.tail_start, result.text.rstrip() + "\n\n" + trailer if trailer else result.text, p.prior_summary)
+    out, replaced = assemble(
+        t, p.head_end, p.tail_start, result.text.rstrip() + "\n\n" + trailer if trailer else result.text, p.prior_summary
+    )
     after = sum(counter.messages(out.messages))
     if st.tokens_before and (st.tokens_before - after) / st.tokens_before < min_saving and after > p.target and not force:
         st.status = "ineffective"

@@ -151,7 +151,7 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
     cost 5 points of the probe eval in tokens.)"""
     text = result.text() if result is not None else ""
     if text.startswith(DUPLICATE):
-        text = text[len(DUPLICATE):].strip()
+        text = text[len(DUPLICATE) :].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
         # Already a digest (from prune): its line and error lines; its names go to the identifier index.
         kept = [ln for ln in text.split("\n") if not ln.startswith(NAMES_LINE)]
@@ -163,8 +163,14 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
     else:
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
-    return Action(line, out.failed or (out.exit_code not in (None, 0)), tools.kind_of(call.name),
-                  tools.command_of(call), out.exit_code, tools.files_of(call))
+    return Action(
+        line,
+        out.failed or (out.exit_code not in (None, 0)),
+        tools.kind_of(call.name),
+        tools.command_of(call),
+        out.exit_code,
+        tools.files_of(call),
+    )
 
 
 def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None) -> Facts:

@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ..cache import SummaryCache, key_of
 from ..errors import LLMAuthError
@@ -30,9 +31,20 @@ from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
 from .redact import redact, redact_json_text
 
+
+class _CallStats(TypedDict):
+    """What the calls for one summary did (counted as they go)."""
+
+    calls: int
+    cache_hits: int
+    warnings: list[str]
+
+
 TOOL_HEAD, TOOL_TAIL, TEXT_CAP = 1_500, 500, 6_000
 MIN_HEADINGS = 2  # fewer is garbage: the offline summary is used instead
-SKELETON = "Now write the summary of the turns above, with exactly these headings, in this order:\n" + "\n".join(f"## {s}" for s in SECTIONS)
+SKELETON = "Now write the summary of the turns above, with exactly these headings, in this order:\n" + "\n".join(
+    f"## {s}" for s in SECTIONS
+)
 
 
 class Transient(Exception):
@@ -128,7 +140,9 @@ def serialize(messages: list[Message]) -> list[str]:
 
 
 def chunk(blocks: list[str], counter: Counter, limit: int) -> list[str]:
-    chunks, cur, used = [], [], 0
+    chunks: list[str] = []
+    cur: list[str] = []
+    used = 0
     for b in blocks:
         n = counter.text(b) + 2
         if cur and used + n > limit:
@@ -158,9 +172,20 @@ def _norm(s: str) -> str:
 class LLMSummarizer:
     name = "llm"
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, fallback_model: str | None = None,
-                 timeout: float = 120.0, retries: int = 2, cache: SummaryCache | None = None, llm_context: int = 32_000,
-                 cooldown: float = 60.0, warn=None, max_in_flight: int = 1):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        fallback_model: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 2,
+        cache: SummaryCache | None = None,
+        llm_context: int = 32_000,
+        cooldown: float = 60.0,
+        warn=None,
+        max_in_flight: int = 1,
+    ):
         import openai
 
         self._slots = threading.BoundedSemaphore(max(1, max_in_flight))  # LLM calls in flight (--jobs)
@@ -169,7 +194,7 @@ class LLMSummarizer:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=retries)
         # one call may wait at most this long in all, retries included (a server that drips bytes
         # resets the client's read timeout forever): then it counts as a timeout
-        backoff = sum(min(8.0, 0.5 * 2 ** k) for k in range(retries))  # the openai client's sleeps between retries
+        backoff = sum(min(8.0, 0.5 * 2**k) for k in range(retries))  # the openai client's sleeps between retries
         self.call_deadline = timeout * (retries + 1) + backoff + min(DEADLINE_SLACK, timeout + 1)
         CANCEL.clear()  # a new run: an earlier Ctrl-C that the caller handled no longer applies
         _install_sigint()
@@ -180,8 +205,18 @@ class LLMSummarizer:
     @classmethod
     def from_options(cls, opts, model: str, warn=None) -> LLMSummarizer:
         cache = None if opts.no_cache else SummaryCache(opts.cache_dir)
-        return cls(opts.llm_model or model, opts.base_url, opts.api_key, opts.fallback_model, opts.timeout, opts.retries,
-                   cache, opts.llm_context, warn=warn, max_in_flight=opts.jobs)
+        return cls(
+            opts.llm_model or model,
+            opts.base_url,
+            opts.api_key,
+            opts.fallback_model,
+            opts.timeout,
+            opts.retries,
+            cache,
+            opts.llm_context,
+            warn=warn,
+            max_in_flight=opts.jobs,
+        )
 
     def _call(self, request: dict, deadline: float):
         """The request in a helper thread, waited for until `deadline` or Ctrl-C (CANCEL)."""
@@ -214,11 +249,15 @@ class LLMSummarizer:
                 raise Transient("the deadline passed while waiting for a free LLM slot")
 
     # -- one request, with cache, breaker, fallback
-    def _complete(self, system: str, user: str, max_tokens: int, stats: dict, deadline: float | None = None) -> str:
+    def _complete(self, system: str, user: str, max_tokens: int, stats: _CallStats, deadline: float | None = None) -> str:
         user = redact(user)  # every path to the endpoint passes here: the last safety net
         for model in [self.model] + ([self.fallback_model] if self.fallback_model else []):
-            request = {"model": model, "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-                       "max_tokens": max_tokens, "temperature": 0}
+            request = {
+                "model": model,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "max_tokens": max_tokens,
+                "temperature": 0,
+            }
             call_deadline = time.monotonic() + self.call_deadline
             if deadline is not None:
                 call_deadline = min(call_deadline, deadline)
@@ -243,7 +282,9 @@ class LLMSummarizer:
             except Cancelled:
                 raise
             except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as e:
-                raise LLMAuthError(f"the LLM endpoint refused the credentials ({e.status_code}): check OPENAI_API_KEY and --base-url") from e
+                raise LLMAuthError(
+                    f"the LLM endpoint refused the credentials ({e.status_code}): check OPENAI_API_KEY and --base-url"
+                ) from e
             except Transient as e:
                 self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {e}")
@@ -274,9 +315,9 @@ class LLMSummarizer:
         raise Transient("; ".join(stats["warnings"][-2:]) or "no usable answer")
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
-        stats = {"calls": 0, "cache_hits": 0, "warnings": []}
+        stats: _CallStats = {"calls": 0, "cache_hits": 0, "warnings": []}
         facts = req.facts
-        blocks = serialize(req.messages[req.head_end:req.tail_start])
+        blocks = serialize(req.messages[req.head_end : req.tail_start])
         system = system_prompt(req.budget, req.focus, req.instructions)
         room = max(self.llm_context - req.budget - counter.text(system) - 1_500, 1_000)
         summary = facts.prior_summary
@@ -295,10 +336,18 @@ class LLMSummarizer:
         except Transient as e:
             self.warn(f"{req.transcript}: LLM summary failed ({e}); used the offline summarizer")
             text = offline.summarize(facts, counter, req.budget, req.focus)
-            return SummaryResult(text, "offline (llm failed)", calls=stats["calls"], warnings=list(dict.fromkeys(stats["warnings"] + [str(e)])))
+            return SummaryResult(
+                text, "offline (llm failed)", calls=stats["calls"], warnings=list(dict.fromkeys(stats["warnings"] + [str(e)]))
+            )
         text, retention = self._guard(summary or "", facts, counter, req)
-        return SummaryResult(text, f"llm:{self.model}", cache_hit=stats["calls"] == 0 and stats["cache_hits"] > 0,
-                             calls=stats["calls"], retention=retention, warnings=stats["warnings"])
+        return SummaryResult(
+            text,
+            f"llm:{self.model}",
+            cache_hit=stats["calls"] == 0 and stats["cache_hits"] > 0,
+            calls=stats["calls"],
+            retention=retention,
+            warnings=stats["warnings"],
+        )
 
     def _guard(self, answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> tuple[str, float | None]:
         """Complete missing sections from the offline summary, put back missing key facts, fit the budget."""

@@ -124,9 +124,9 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
             add(name, line, 3)
     for d in facts.decisions:
         add("Key Decisions", f"- {d}", 2)
-    for q, a in facts.questions:
-        if a:
-            add("Resolved Questions", f"- Q: {q} A: {a}", 2)
+    for q, answer in facts.questions:
+        if answer:
+            add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
     if facts.last_assistant:
         add("Active State", _cap(facts.last_assistant, counter, 600), 2)
     if facts.actions:
@@ -145,7 +145,7 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     written = "\n".join(it.text for it in items if it.tier <= 1)
     names = [n for n in facts.names if n not in written]
     for k in range(0, len(names), NAMES_PER_LINE):
-        add("Critical Context", "- names: " + ", ".join(names[k:k + NAMES_PER_LINE]), 5)
+        add("Critical Context", "- names: " + ", ".join(names[k : k + NAMES_PER_LINE]), 5)
 
     if focus:
         words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]

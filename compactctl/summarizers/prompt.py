@@ -5,8 +5,18 @@ from __future__ import annotations
 import re
 
 SECTIONS = (
-    "Active Task", "Goal", "Constraints & Preferences", "Completed Actions", "Active State", "In Progress",
-    "Blocked", "Key Decisions", "Resolved Questions", "Pending User Asks", "Relevant Files", "Remaining Work",
+    "Active Task",
+    "Goal",
+    "Constraints & Preferences",
+    "Completed Actions",
+    "Active State",
+    "In Progress",
+    "Blocked",
+    "Key Decisions",
+    "Resolved Questions",
+    "Pending User Asks",
+    "Relevant Files",
+    "Remaining Work",
     "Critical Context",
 )
 
@@ -66,7 +76,7 @@ def parse_sections(text: str) -> dict[str, str]:
     for k, m in enumerate(found):
         body_end = found[k + 1].start() if k + 1 < len(found) else len(text)
         name = canon[m.group(1).lower()]
-        out.setdefault(name, text[m.end():body_end].strip())
+        out.setdefault(name, text[m.end() : body_end].strip())
     return out
 
 
@@ -86,8 +96,9 @@ QUOTE = "> "  # a quoted line: read as content, never as a heading or as framing
 def _defuse_markers(text: str) -> str:
     from ..model import SUMMARY_END, SUMMARY_MARKER
 
-    return (text.replace(SUMMARY_MARKER, "(CONTEXT COMPACTION — REFERENCE ONLY, quoted)")
-            .replace(SUMMARY_END, "(END OF CONTEXT COMPACTION, quoted)"))
+    return text.replace(SUMMARY_MARKER, "(CONTEXT COMPACTION — REFERENCE ONLY, quoted)").replace(
+        SUMMARY_END, "(END OF CONTEXT COMPACTION, quoted)"
+    )
 
 
 def escape_line(line: str) -> str:

@@ -18,33 +18,54 @@ import re
 from collections import Counter
 
 # The keys whose values are secrets in `key: value`, `key=value`, `"key": "value"` (JSON, YAML, env, ini).
-_KEY = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
-        r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*")
+_KEY = (
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
+    r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*"
+)
 _NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
 
 # (kind, literal hints (any; matched in the lower-cased text), regex, replacement or None for "[REDACTED KIND]")
 RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     # -- key material
-    ("PRIVATE KEY", ("private key",),
-     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", None),
-    ("PRIVATE KEY", ("private key",),  # an unterminated block (cut or truncated): the BEGIN line and its body
-     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[ \t]*\r?\n?[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z\-]+:[^\n]*))*", None),
+    (
+        "PRIVATE KEY",
+        ("private key",),
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        None,
+    ),
+    (
+        "PRIVATE KEY",
+        ("private key",),  # an unterminated block (cut or truncated): the BEGIN line and its body
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[ \t]*\r?\n?[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z\-]+:[^\n]*))*",
+        None,
+    ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
     # -- cloud providers
     ("AWS KEY", ("akia", "asia", "abia", "acca", "a3t"), r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", None),
-    ("AWS SECRET", ("aws",),
-     r"(?i)(aws[A-Za-z0-9_.\-]{0,20}(?:secret|key)[A-Za-z0-9_.\-]{0,20}[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
-     r"\1[REDACTED AWS SECRET]"),
+    (
+        "AWS SECRET",
+        ("aws",),
+        r"(?i)(aws[A-Za-z0-9_.\-]{0,20}(?:secret|key)[A-Za-z0-9_.\-]{0,20}[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
+        r"\1[REDACTED AWS SECRET]",
+    ),
     ("GOOGLE API KEY", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}", None),
     ("GOOGLE OAUTH", ("gocspx-", "ya29."), r"\bGOCSPX-[A-Za-z0-9_\-]{20,}|\bya29\.[0-9A-Za-z_\-]{20,}", None),
-    ("AZURE KEY", ("accountkey=", "sharedaccesskey=", "sig="),
-     r"(?i)((?:AccountKey|SharedAccessKey|sig)=)[A-Za-z0-9+/%]{20,}={0,2}", r"\1[REDACTED AZURE KEY]"),
+    (
+        "AZURE KEY",
+        ("accountkey=", "sharedaccesskey=", "sig="),
+        r"(?i)((?:AccountKey|SharedAccessKey|sig)=)[A-Za-z0-9+/%]{20,}={0,2}",
+        r"\1[REDACTED AZURE KEY]",
+    ),
     ("AZURE SECRET", ("q~",), r"(?<![A-Za-z0-9_~.])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])", None),
     ("DIGITALOCEAN TOKEN", ("dop_v1_", "doo_v1_", "dor_v1_"), r"\bdo[opr]_v1_[a-f0-9]{64}\b", None),
     ("DATABRICKS TOKEN", ("dapi",), r"\bdapi[a-f0-9]{32}(?:-\d)?\b", None),
     # -- code hosts and package registries
-    ("GITHUB TOKEN", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", None),
+    (
+        "GITHUB TOKEN",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        None,
+    ),
     ("GITLAB TOKEN", ("gl",), r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_\-]{20,}", None),
     ("NPM TOKEN", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", None),
     ("PYPI TOKEN", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", None),
@@ -52,8 +73,12 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     # -- AI providers
     ("ANTHROPIC KEY", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", None),
     ("OPENAI KEY", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", None),
-    ("AI PROVIDER KEY", ("gsk_", "r8_", "pplx-", "xai-"),
-     r"\b(?:gsk_[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|pplx-[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{60,})\b", None),
+    (
+        "AI PROVIDER KEY",
+        ("gsk_", "r8_", "pplx-", "xai-"),
+        r"\b(?:gsk_[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|pplx-[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{60,})\b",
+        None,
+    ),
     # -- SaaS
     ("STRIPE KEY", ("sk_", "rk_", "pk_", "whsec_"), r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,})\b", None),
     ("SLACK TOKEN", ("xox",), r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", None),
@@ -74,23 +99,43 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("BASIC AUTH", ("basic",), r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{4,}={0,2}", r"\1[REDACTED]"),
     ("BEARER TOKEN", ("bearer",), r"(?i)(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/\-]{12,}=*", r"\1[REDACTED]"),
     ("URL PASSWORD", ("://",), r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']+:)(?!\[REDACTED)[^\s@/\"']+@", r"\1[REDACTED]@"),
-    ("CURL PASSWORD", ("-u", "--user"), r"((?:^|\s)(?:-u|--user|--proxy-user)[ =]?[\"']?[^\s:\"']+:)(?!\[REDACTED)[^\s\"']+", r"\1[REDACTED]"),
+    (
+        "CURL PASSWORD",
+        ("-u", "--user"),
+        r"((?:^|\s)(?:-u|--user|--proxy-user)[ =]?[\"']?[^\s:\"']+:)(?!\[REDACTED)[^\s\"']+",
+        r"\1[REDACTED]",
+    ),
     ("PASSWORD FLAG", ("--pass",), r"((?:^|\s)--(?:password|passwd|pass)[ =][\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}", r"\1[REDACTED]"),
     # -- key = value and "key": "value" (JSON, YAML, env files, ini, code)
-    ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
-     r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")", r"\1[REDACTED]"),
-    ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
-     r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')", r"\1[REDACTED]"),
-    ("SECRET FIELD", ("pass", "pwd", "secret", "token", "key", "credential"),
-     r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)", r"\1[REDACTED]"),
+    (
+        "SECRET FIELD",
+        ("pass", "pwd", "secret", "token", "key", "credential"),
+        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
+        r"\1[REDACTED]",
+    ),
+    (
+        "SECRET FIELD",
+        ("pass", "pwd", "secret", "token", "key", "credential"),
+        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')",
+        r"\1[REDACTED]",
+    ),
+    (
+        "SECRET FIELD",
+        ("pass", "pwd", "secret", "token", "key", "credential"),
+        r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)",
+        r"\1[REDACTED]",
+    ),
 ]
 
-_COMPILED = [(kind, hints, re.compile(rx), repl if repl is not None else f"[REDACTED {kind}]") for kind, hints, rx, repl in RULES
-             if kind != "SECRET FIELD"]
+_COMPILED = [
+    (kind, hints, re.compile(rx), repl if repl is not None else f"[REDACTED {kind}]")
+    for kind, hints, rx, repl in RULES
+    if kind != "SECRET FIELD"
+]
 # key = value rules are single-line and their keys are common words: they run only on the lines that
 # hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
 _FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
-_FIELDS = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD"]
+_FIELDS = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD" and repl is not None]  # each has one
 
 # detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed
 # classes and a Shannon entropy of at least 4.5 bits per character (its default limit).
@@ -105,8 +150,13 @@ def entropy(s: str) -> float:
 
 def _high_entropy(m: re.Match) -> str:
     s = m.group(2)
-    if (any(c.isdigit() for c in s) and any(c.isupper() for c in s) and any(c.islower() for c in s)
-            and s.count("/") < 2 and entropy(s) >= ENTROPY_LIMIT):
+    if (
+        any(c.isdigit() for c in s)
+        and any(c.isupper() for c in s)
+        and any(c.islower() for c in s)
+        and s.count("/") < 2
+        and entropy(s) >= ENTROPY_LIMIT
+    ):
         return f"{m.group(1)}[REDACTED HIGH-ENTROPY STRING]{m.group(3)}{m.group(1)}"
     return m.group(0)
 

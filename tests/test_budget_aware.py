@@ -259,14 +259,20 @@ def test_output_over_the_target_is_never_a_silent_success(tmp_path):
     from compactctl.errors import CannotFit
 
     # a 16K-token head (system prompt) for a 2K target
-    rows = [{"role": "system", "content": "policy " * 16000}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
-            {"role": "user", "content": "book a flight"}]
+    rows = [
+        {"role": "system", "content": "policy " * 16000},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "book a flight"},
+    ]
     with pytest.raises(CannotFit) as e:
         api.compact(T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=4000)))
     assert e.value.fallback is not None and api.check(e.value.fallback[0]) == []
     # 5,000 parallel calls in one turn: one group no plan can split; it goes into the summary whole, within the target
-    calls = [{"id": f"c{k}", "type": "function", "function": {"name": "read_file", "arguments": orjson.dumps({"path": f"f{k}.py"}).decode()}}
-             for k in range(5000)]
+    calls = [
+        {"id": f"c{k}", "type": "function", "function": {"name": "read_file", "arguments": orjson.dumps({"path": f"f{k}.py"}).decode()}}
+        for k in range(5000)
+    ]
     rows = [{"role": "user", "content": "read everything"}, {"role": "assistant", "content": None, "tool_calls": calls}]
     rows += [res(f"c{k}", f"contents of f{k}.py " * 5) for k in range(5000)]
     rows.append({"role": "user", "content": "now summarize"})
@@ -275,6 +281,8 @@ def test_output_over_the_target_is_never_a_silent_success(tmp_path):
     # through the CLI, the 16K head: exit 5, nothing written
     from .conftest import cli, write_jsonl
 
-    src = write_jsonl(tmp_path / "big.jsonl", [{"role": "system", "content": "policy " * 16000}, {"role": "user", "content": "book a flight"}])
+    src = write_jsonl(
+        tmp_path / "big.jsonl", [{"role": "system", "content": "policy " * 16000}, {"role": "user", "content": "book a flight"}]
+    )
     r = cli("compact", str(src), "--context-window", "4000", "-o", str(tmp_path / "out.jsonl"))
     assert r.returncode == 5 and not (tmp_path / "out.jsonl").exists()

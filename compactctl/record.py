@@ -69,6 +69,7 @@ class Options:
     count_tokens: bool = True  # per-pass token savings in the report
     prune_all: bool = False  # prune every old output even under the target
     keep_tools: tuple[str, ...] = ()
+    digest_names: int = 48  # names a digest keeps (0: one-liners only)
     drop_tools: tuple[str, ...] = ()
     refs: bool = True  # references to archived originals
     recall_hint: bool = False
@@ -113,6 +114,7 @@ class Options:
             count_tokens=self.count_tokens,
             target=None if self.prune_all else b.target,
             keep_tools=tuple(self.keep_tools),
+            digest_names=self.digest_names,
             drop_tools=tuple(self.drop_tools),
             refs=self.refs,
         )

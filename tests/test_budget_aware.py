@@ -286,3 +286,10 @@ def test_output_over_the_target_is_never_a_silent_success(tmp_path):
     )
     r = cli("compact", str(src), "--context-window", "4000", "-o", str(tmp_path / "out.jsonl"))
     assert r.returncode == 5 and not (tmp_path / "out.jsonl").exists()
+
+
+def test_digest_names_zero_gives_one_liners():
+    rows = session(1)
+    rows[3] = res("r0", "class SessionRegistry:\n    def start_link(self): ...\n" + "x = 1\n" * 400)
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10, digest_names=0))
+    assert "names:" not in out.messages[3].text() and out.messages[3].text().startswith("[read_file] read src/mod0.py")

@@ -290,6 +290,7 @@ def compact(
         prune_all=popts.target is None,
         keep_tools=popts.keep_tools,
         drop_tools=popts.drop_tools,
+        digest_names=popts.digest_names,
         refs=refs,
         recall_hint=recall_hint,
         instructions=summary.instructions,

@@ -204,8 +204,21 @@ BUDGET = Group(
 
 
 def _prune(
-    protect_tokens, min_dedup_chars, arg_limit, arg_keep, no_dedup, no_summaries, no_args, no_images, prune_all, keep_tool, drop_tool
+    protect_tokens,
+    min_dedup_chars,
+    arg_limit,
+    arg_keep,
+    no_dedup,
+    no_summaries,
+    no_args,
+    no_images,
+    prune_all,
+    keep_tool,
+    drop_tool,
+    digest_names,
 ):
+    if digest_names < 0:
+        raise UsageError("--digest-names must be 0 or more")
     return dict(
         protect_tokens=protect_tokens,
         min_dedup_chars=min_dedup_chars,
@@ -218,6 +231,7 @@ def _prune(
         prune_all=prune_all,
         keep_tools=tuple(keep_tool or ()),
         drop_tools=tuple(drop_tool or ()),
+        digest_names=digest_names,
     )
 
 
@@ -258,6 +272,13 @@ PRUNE = Group(
         ),
         Opt("keep_tool", list[str], None, ("--keep-tool",), "Keep this tool's outputs verbatim (repeatable)."),
         Opt("drop_tool", list[str], None, ("--drop-tool",), "Prune this tool's outputs first, wherever they stand (repeatable)."),
+        Opt(
+            "digest_names",
+            int,
+            48,
+            ("--digest-names",),
+            "Names (paths, identifiers, values) a digest of an old output or a cut argument keeps; 0: one-liners only (fastest).",
+        ),
     ],
     _prune,
 )

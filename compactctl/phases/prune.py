@@ -56,6 +56,7 @@ class PruneOptions:
     images: bool = True
     count_tokens: bool = True  # count the tokens each pass saved (exact, costly on large outputs)
     keep_tools: tuple[str, ...] = ()  # tools whose outputs are kept verbatim
+    digest_names: int = NAMES_KEPT  # names a digest or a cut argument keeps (0: one-liners only, the fastest)
     drop_tools: tuple[str, ...] = ()  # tools whose outputs are pruned first, wherever they stand
     refs: bool = True  # tag each pruned message with the reference of its archived original
 
@@ -235,7 +236,14 @@ class _Context:
             return m.evolve(content=[{"type": "text", "text": IMAGE_PLACEHOLDER} if is_image_part(p) else p for p in m.content])
         if step == ARGS:
             calls = [
-                ToolCall(c.id, c.name, truncate_arguments(c.arguments, self.opts.arg_keep, self.weight), dict(c.extra))
+                ToolCall(
+                    c.id,
+                    c.name,
+                    truncate_arguments(
+                        c.arguments, self.opts.arg_keep, self.weight if self.opts.digest_names else None, self.opts.digest_names
+                    ),
+                    dict(c.extra),
+                )
                 if len(c.arguments) > self.opts.arg_limit
                 else c
                 for c in m.tool_calls
@@ -250,7 +258,7 @@ class _Context:
         if step == SUPERSEDE:
             line = f"{line} {SUPERSEDED}"
         else:
-            names = safe_names(text, self.weight, exclude=line)
+            names = safe_names(text, self.weight, exclude=line, limit=self.opts.digest_names)
             if names:
                 line += "\n" + NAMES_LINE + ", ".join(names)
         if len(line) >= len(text):
@@ -258,12 +266,14 @@ class _Context:
         return m.evolve(content=_same_shape(m.content, line))
 
 
-def safe_names(text: str, weight, exclude: str = "") -> list[str]:
+def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT) -> list[str]:
     """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
     with key material (whose base64 lines split into path-like names) is redacted first."""
     if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         text = redact(text)
-    return [n for n in top_names(text, weight, NAMES_KEPT + 8, exclude=exclude) if not _secret_shaped(n) or redact(n) == n][:NAMES_KEPT]
+    if limit <= 0:
+        return []
+    return [n for n in top_names(text, weight, limit + 8, exclude=exclude) if not _secret_shaped(n) or redact(n) == n][:limit]
 
 
 def _secret_shaped(name: str) -> bool:
@@ -296,13 +306,13 @@ def _generic_line(m: Message) -> str:
     return f"[tool result{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {first[:80]}{err}"
 
 
-def truncate_arguments(arguments: str, keep: int, weight=None) -> str:
+def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
     """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
     The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
 
     def cut_text(v: str) -> str:
-        names = safe_names(v[keep:], weight, exclude=v[:keep])
-        return v[:keep] + TRUNCATED + (f" names: {', '.join(names)}" if names else "")
+        found = safe_names(v[keep:], weight, exclude=v[:keep], limit=names)
+        return v[:keep] + TRUNCATED + (f" names: {', '.join(found)}" if found else "")
 
     try:
         value = orjson.loads(arguments)

@@ -41,40 +41,32 @@ def compact(
     popts = opts.prune_options()
     t1, ps = prune(t, counter, popts)
     harder = None
+
+    def summarized(tx: Transcript):
+        return summarize(
+            tx,
+            counter,
+            opts.budget,
+            summarizer,
+            opts.focus,
+            opts.min_saving,
+            opts.max_strikes,
+            opts.force,
+            refs=opts.refs,
+            recall_hint=opts.recall_hint,
+            instructions=opts.instructions,
+        )
+
     try:
         try:
-            t2, ss = summarize(
-                t1,
-                counter,
-                opts.budget,
-                summarizer,
-                opts.focus,
-                opts.min_saving,
-                opts.max_strikes,
-                opts.force,
-                refs=opts.refs,
-                recall_hint=opts.recall_hint,
-                instructions=opts.instructions,
-            )
+            t2, ss = summarized(t1)
         except CannotFit:
             if popts.protect_tokens == 0:
                 raise
             # Before giving up: prune the protected recent part too (never the last ask), then plan again.
             t1, harder = prune(t1, counter, dataclasses.replace(popts, protect_tokens=0))
             ps.archived += harder.archived
-            t2, ss = summarize(
-                t1,
-                counter,
-                opts.budget,
-                summarizer,
-                opts.focus,
-                opts.min_saving,
-                opts.max_strikes,
-                opts.force,
-                refs=opts.refs,
-                recall_hint=opts.recall_hint,
-                instructions=opts.instructions,
-            )
+            t2, ss = summarized(t1)
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.strip_unanswered)

@@ -82,3 +82,22 @@ def tool_session(n_turns: int = 6, out_chars: int = 3000) -> list[dict]:
     msgs.append({"role": "assistant", "content": "Done: the fix is in app.py."})
     msgs.append({"role": "user", "content": "Thanks. Now update the changelog."})
     return msgs
+
+
+@pytest.fixture
+def server():
+    """A local OpenAI-compatible server for the test (127.0.0.1; see llm_server.py)."""
+    from .llm_server import Server
+
+    with Server() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers():
+    """No circuit-breaker state or pending cancellation carried from one test to the next (only when the
+    LLM summarizer was loaded: other tests do not pay for importing it)."""
+    llm_mod = sys.modules.get("compactctl.summarizers.llm")
+    if llm_mod is not None:
+        llm_mod._breakers.clear()
+        llm_mod.CANCEL.clear()

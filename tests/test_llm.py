@@ -8,28 +8,15 @@ from compactctl import api
 from compactctl.errors import LLMAuthError
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_MARKER, Transcript
-from compactctl.summarizers import llm as llm_mod
 from compactctl.summarizers.llm import LLMSummarizer
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.summarizers.redact import redact
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES, cli, read_jsonl, tool_session
-from .llm_server import Server
 
 COUNTER = make_counter("gpt-4o")
 BUDGET = api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=800)
-
-
-@pytest.fixture
-def server():
-    with Server() as s:
-        yield s
-
-
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    llm_mod._breakers.clear()
 
 
 def transcript():

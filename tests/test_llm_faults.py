@@ -14,28 +14,14 @@ import pytest
 from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Transcript
-from compactctl.summarizers import llm as llm_mod
 from compactctl.summarizers.llm import LLMSummarizer
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
 from .conftest import tool_session, write_jsonl
-from .llm_server import Server
 
 COUNTER = make_counter("gpt-4o")
 BUDGET = api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=800)
-
-
-@pytest.fixture
-def server():
-    with Server() as s:
-        yield s
-
-
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    llm_mod._breakers.clear()
-    llm_mod.CANCEL.clear()
 
 
 def transcript():

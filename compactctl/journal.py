@@ -151,6 +151,17 @@ class Journal:
 
     def load(self) -> tuple[list[dict], int]:
         """The entries after the header, checked against this run's header; and the bytes that hold them."""
+        entries, valid = self._read_lines()
+        if not entries or entries[0].get("journal") != "compactctl":
+            raise UsageError(f"{self.path}: not a compactctl journal; refusing to resume")
+        self._check_header(entries.pop(0))
+        for entry in entries:
+            if not _valid_entry(entry):
+                raise UsageError(f"{self.path}: corrupt journal entry {entry!r:.80}; refusing to resume")
+        return entries, valid
+
+    def _read_lines(self) -> tuple[list[dict], int]:
+        """Every complete line as an object (a torn last line left out); the bytes they take."""
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
@@ -158,7 +169,6 @@ class Journal:
             raise IOFailure(f"{self.path}: {e.strerror or e}") from e
         lines = data.split(b"\n")
         torn = lines.pop()  # b"" when the file ends with a newline; else a line cut by a kill
-        valid = len(data) - len(torn)
         entries = []
         for k, line in enumerate(lines):
             try:
@@ -171,9 +181,10 @@ class Journal:
                     f"refusing to resume (remove it and the .compactctl-part files to start over)"
                 )
             entries.append(obj)
-        if not entries or entries[0].get("journal") != "compactctl":
-            raise UsageError(f"{self.path}: not a compactctl journal; refusing to resume")
-        head = entries.pop(0)
+        return entries, len(data) - len(torn)
+
+    def _check_header(self, head: dict) -> None:
+        """Refuse a journal of another version, command, options, inputs or output."""
         if head.get("version") != VERSION:
             raise UsageError(f"{self.path}: journal version {head.get('version')} (this compactctl writes {VERSION}); refusing to resume")
         mine = self.header
@@ -186,19 +197,20 @@ class Journal:
             raise UsageError(f"{self.path}: written for other inputs (or they changed since: size or mtime); refusing to resume")
         if head.get("output") != mine["output"]:
             raise UsageError(f"{self.path}: written for another output ({head.get('output')}); refusing to resume")
-        for entry in entries:
-            ok = entry.get("t") in ("done", "end") or (
-                entry.get("t") == "ck"
-                and isinstance(entry.get("n"), int)
-                and isinstance(entry.get("fn"), int)
-                and isinstance(entry.get("key"), str)
-                and isinstance(entry.get("file"), (str, type(None)))
-                and isinstance(entry.get("off"), dict)
-                and all(isinstance(v, int) for v in entry["off"].values())
-            )
-            if not ok:
-                raise UsageError(f"{self.path}: corrupt journal entry {entry!r:.80}; refusing to resume")
-        return entries, valid
+
+
+def _valid_entry(entry: dict) -> bool:
+    if entry.get("t") in ("done", "end"):
+        return True
+    return (
+        entry.get("t") == "ck"
+        and isinstance(entry.get("n"), int)
+        and isinstance(entry.get("fn"), int)
+        and isinstance(entry.get("key"), str)
+        and isinstance(entry.get("file"), (str, type(None)))
+        and isinstance(entry.get("off"), dict)
+        and all(isinstance(v, int) for v in entry["off"].values())
+    )
 
 
 def _fsync_dir(path: str) -> None:

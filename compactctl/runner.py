@@ -387,11 +387,21 @@ class _Sinks:
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
         if io.resume and not journaled:
             raise UsageError("--resume needs -o FILE or -o DIR/ (stdout cannot be resumed)")
-        if not journaled:
+        if not journaled:  # stdout, or a device: written whole (spooled), not resumable
             self.out = Output(out, spool=io.on_error != "skip")
             self.sides = {k: (archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
             return
         assert out is not None  # journaled: -o FILE or -o DIR/
+        ck = self._open_journal(out, files, desc)
+        self._open_sides(ck)
+        self._open_output(out, ck)
+        self.stats = RunStats(ck.get("n", 0), ck.get("changed", 0))
+        self.key = ck.get("key", "")
+        self.first_seq = dict(ck.get("fs", {}))
+
+    def _open_journal(self, out: str, files: list[str], desc: str) -> dict:
+        """Start a journal, or (--resume) load the interrupted run's: its last checkpoint ({} if none)."""
+        io, to_dir = self.io, self.to_dir
         header = {
             "journal": "compactctl",
             "version": 1,
@@ -403,48 +413,55 @@ class _Sinks:
         if to_dir:
             os.makedirs(out, exist_ok=True)
         self.journal = Journal(journal_path(out, to_dir), header)
-        ck: dict = {}
-        if io.resume and os.path.exists(self.journal.path):
-            if "-" in files:
-                raise UsageError("cannot resume a run that reads stdin")
-            entries, valid = self.journal.load()
-            for e in entries:
-                if e["t"] == "ck":
-                    ck = e
-                elif e["t"] == "done":
-                    self.done_files.add(e["file"])
-                else:
-                    self.ended = True
-            self.state = ck
-            self.journal.reopen(valid)
-        else:
+        if not (io.resume and os.path.exists(self.journal.path)):
             if os.path.exists(self.journal.path) and not io.quiet:
                 warn(f"{self.journal.path}: an interrupted run's journal; starting over (use --resume to continue it)")
             self.journal.start()
+            return {}
+        if "-" in files:
+            raise UsageError("cannot resume a run that reads stdin")
+        entries, valid = self.journal.load()
+        ck: dict = {}
+        for e in entries:
+            if e["t"] == "ck":
+                ck = e
+            elif e["t"] == "done":
+                self.done_files.add(e["file"])
+            else:
+                self.ended = True
+        self.state = ck
+        self.journal.reopen(valid)
+        return ck
+
+    def _open_sides(self, ck: dict) -> None:
+        """The side files as part files, truncated to the checkpoint when resuming (an SQLite archive is written whole)."""
         offs = ck.get("off", {})
         for k in self.SIDES:
-            p = getattr(io, k)
-            if p and k == "archive" and is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
-                if io.resume and ck:
+            p = getattr(self.io, k)
+            if not p:
+                continue
+            if k == "archive" and is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
+                if self.io.resume and ck:
                     raise UsageError(
                         f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
                     )
                 self.sides[k] = SqliteSink(p)
-            elif p:
+            else:
                 self.sides[k] = PartFile(p, offs.get(k) if ck else None) if not self.ended else None
-        if not to_dir:
+
+    def _open_output(self, out: str, ck: dict) -> None:
+        """-o FILE: its part file. -o DIR/: finish the renames a kill left, reopen the file that was being written."""
+        offs = ck.get("off", {})
+        if not self.to_dir:
             self.out = PartFile(out, offs.get("out") if ck else None) if not self.ended else None
-        else:
-            for f in sorted(self.done_files):
-                finish_part(targets[f])  # a kill between "done" and the rename
-            if ck and ck.get("file") not in self.done_files and not self.ended:
-                self.current = ck["file"]
-                self.file_n = ck["fn"]
-                os.makedirs(os.path.dirname(targets[self.current]) or ".", exist_ok=True)
-                self.out = PartFile(targets[self.current], offs.get("out"))
-        self.stats = RunStats(ck.get("n", 0), ck.get("changed", 0))
-        self.key = ck.get("key", "")
-        self.first_seq = dict(ck.get("fs", {}))
+            return
+        for f in sorted(self.done_files):
+            finish_part(self.targets[f])  # a kill between "done" and the rename
+        if ck and ck.get("file") not in self.done_files and not self.ended:
+            self.current = ck["file"]
+            self.file_n = ck["fn"]
+            os.makedirs(os.path.dirname(self.targets[self.current]) or ".", exist_ok=True)
+            self.out = PartFile(self.targets[self.current], offs.get("out"))
 
     # where to start reading
     def plan_reading(self, files: list[str]) -> tuple[list[str], int, int, str | None]:

@@ -210,19 +210,92 @@ def run_files(
     ctx.execution_options.preserve_order = True  # the output in input order, as the local engine writes it
     ctx.enable_progress_bars = not quiet
     paths = [os.path.abspath(f) for f in files]
-    # Reading is light: reads take no CPU slot, so that `workers` actors can hold every core without starving them.
-    ds = ray.data.read_text(paths, include_paths=True, num_cpus=0)
-    # Tasks, not an actor pool: Ray keeps its task workers (and so each one's Compactor) from run to run.
-    out = ds.map_batches(
-        compact_batch,
-        fn_kwargs={"options": options, "column": "text"},
-        batch_size=batch_size,
-        num_cpus=1,
-        **({"compute": ray.data.TaskPoolStrategy(size=workers)} if workers else {}),
-    )
+    cpus = workers or int(ray.cluster_resources().get("CPU", 1))
+    # The files cut into byte ranges; one Ray task per range reads its lines and compacts them (Ray keeps its
+    # task workers, and so each one's Compactor, from task to task and run to run). Nothing is read on the
+    # driver, no whole file is held anywhere, and compaction starts with the first range.
+    source = jsonl_ranges(paths, chunk_bytes(paths, cpus), options, batch_size)
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
+    if not source.ranges:  # empty files only
+        return _write(iter(()), by_abs, report, rejects, stats)
+    out = ray.data.read_datasource(
+        source, num_cpus=1, override_num_blocks=len(source.ranges), **({"concurrency": workers} if workers else {})
+    )
     return _write(_rows(out), by_abs, report, rejects, stats)
+
+
+def chunk_bytes(paths: list[str], cpus: int) -> int:
+    """About 16 ranges per CPU (a short tail: the last range is small), each 1-128 MB."""
+    total = sum(os.path.getsize(p) for p in paths)
+    return min(128 << 20, max(1 << 20, total // (16 * max(cpus, 1))))
+
+
+def range_lines(path: str, start: int, end: int) -> list[bytes]:
+    """The non-blank lines of `path` that begin in [start, end), without their ending (and the file's BOM):
+    ranges that tile a file give each line once, in order, as the local engine reads them."""
+    from .jsonl import BOM
+
+    out: list[bytes] = []
+    with open(path, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":
+                f.readline()  # the rest of a line that began in the range before
+        while (pos := f.tell()) < end:
+            line = f.readline()
+            if not line:
+                break
+            if pos == 0 and line.startswith(BOM):
+                line = line[len(BOM) :]
+            line = line.rstrip(b"\n").rstrip(b"\r")
+            if line.strip():
+                out.append(line)
+    return out
+
+
+def _compact_range(path: str, start: int, end: int, options: Options, batch_size: int) -> Iterator[Any]:
+    """One range's lines, compacted: tables of path, text (the output line, or the input line when status
+    is "error"), status, report; `batch_size` lines at a time (Ray Data moves each table on as it comes)."""
+    import pyarrow as pa
+
+    lines = range_lines(path, start, end)
+    for k in range(0, len(lines), max(batch_size, 1)):
+        part = lines[k : k + batch_size]
+        batch = pa.table({"path": pa.array([path] * len(part), pa.string()), "text": pa.array(part, pa.binary())})
+        yield compact_batch(batch, options, "text")
+
+
+def jsonl_ranges(paths: list[str], chunk: int, options: Options, batch_size: int) -> Any:
+    """A Ray Data datasource that compacts as it reads: each file cut into byte ranges of about `chunk`
+    bytes, one read task each, in file order (a line belongs to the range its first byte is in)."""
+    import functools
+
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+
+    class JsonlRanges(Datasource):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ranges = [(p, a, min(a + chunk, size)) for p in paths for size in [os.path.getsize(p)] for a in range(0, size, chunk)]
+
+        def get_name(self) -> str:
+            return "CompactJsonlRanges"
+
+        def estimate_inmemory_data_size(self) -> int:
+            return sum(b - a for _, a, b in self.ranges)
+
+        def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None) -> list:
+            return [
+                ReadTask(
+                    functools.partial(_compact_range, p, a, b, options, batch_size),
+                    BlockMetadata(num_rows=None, size_bytes=b - a, exec_stats=None, input_files=[p]),
+                    per_task_row_limit=per_task_row_limit,
+                )
+                for p, a, b in self.ranges
+            ]
+
+    return JsonlRanges()
 
 
 def _rows(ds) -> Iterator[dict]:
@@ -231,6 +304,10 @@ def _rows(ds) -> Iterator[dict]:
         cols = {k: b.column(k).to_pylist() for k in ("path", "text", STATUS, REPORT)}
         for i in range(b.num_rows):
             yield {k: v[i] for k, v in cols.items()}
+
+
+def _bytes(v: str | bytes) -> bytes:
+    return v if isinstance(v, bytes) else v.encode()
 
 
 def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int]) -> dict[str, int]:
@@ -258,9 +335,9 @@ def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, re
             if row[STATUS] == "error":
                 stats["errors"] += 1
                 if rej is not None:
-                    rej.write(row["text"].encode() + b"\n")
+                    rej.write(_bytes(row["text"]) + b"\n")
             else:
-                out.write(row["text"].encode() + b"\n")
+                out.write(_bytes(row["text"]) + b"\n")
                 if rep is not None:
                     rep.write(row[REPORT].encode() + b"\n")
         for p in (out, rep, rej):

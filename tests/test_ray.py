@@ -44,8 +44,9 @@ def data(tmp_path_factory) -> Path:
     return d
 
 
-def test_same_records_on_every_path(local_ray, data, tmp_path):
+def test_same_records_on_every_path(local_ray, data, tmp_path, monkeypatch):
     """CLI (one process), --workers 2, Ray (the CLI engine and map_batches), the library: the same bytes."""
+    monkeypatch.setattr(cray, "chunk_bytes", lambda paths, cpus: 40_000)  # several byte ranges per file
     outs = {}
     for w in ("1", "2"):
         r = cli("compact", str(data), *OPTS, "-o", f"{tmp_path}/w{w}/", "--workers", w, "-q")
@@ -127,3 +128,19 @@ def test_datasets_map_example(data):
     c = compactctl.Compactor(**LIB)
     assert ok == [c.compact_line(ln.encode())[0].decode() for ln in lines if c.compact(ln).status != "error"]
     assert out["compactctl_status"].count("error") == 1
+
+
+def test_byte_ranges_give_every_line_once(tmp_path):
+    """The Ray engine's read: ranges that tile a file give its non-blank lines once, in order, as the local
+    reader gives them (BOM, CRLF, blank lines, a line longer than a range, no final newline), wherever it cuts."""
+    from compactctl.jsonl import iter_lines
+
+    f = tmp_path / "x.jsonl"
+    f.write_bytes(b'\xef\xbb\xbf{"a": 1}\r\n\n  \n{"b": "' + b"x" * 40 + b'"}\n{"c": "\xe2\x80\xa8"}\r\n\n{"d": 4}')
+    with open(f, "rb") as fh:
+        want = [ln for _, ln in iter_lines(fh)]
+    size = f.stat().st_size
+    for chunk in (1, 2, 3, 7, 11, size - 1, size, size + 5):
+        got = [ln for a in range(0, size, chunk) for ln in cray.range_lines(str(f), a, min(a + chunk, size))]
+        assert got == want, chunk
+    assert cray.chunk_bytes([str(f)], 2) == 1 << 20

@@ -15,8 +15,9 @@ lossless, the compacted line is the same bytes the CLI writes), or rows whose co
 keys (`column=None`, e.g. `from_items([{"messages": [...]}, ...])`; values come back through Arrow, which
 may add null keys to messages).
 
-`compactctl compact --engine ray IN... -o OUT/` runs this over JSONL files and writes one output file
-per input file under OUT/ (the same files, byte for byte, as `compactctl compact IN... -o OUT/`).
+`compactctl compact --engine ray IN... -o OUT/` runs this over JSONL files cut into byte ranges (one Ray
+task reads and compacts each range) and writes one output file per input file under OUT/ (the same files,
+byte for byte, as `compactctl compact IN... -o OUT/`).
 """
 
 from __future__ import annotations

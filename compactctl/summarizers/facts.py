@@ -139,9 +139,10 @@ def rank_names(messages: list[Message]) -> list[str]:
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
         text = m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls)
-        for name in names_in(text):
+        for name in names_in(refs.REF_RE.sub("", text) if "[ref " in text else text):
             score[name] = score.get(name, 0.0) + 1.0 + k / n
-    return sorted(score, key=lambda x: -score[x])
+    # A long name costs more of the index than a short one: rank by use per (rough) token.
+    return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
 
 
 def action_for(call: ToolCall, result: Message | None) -> Action:
@@ -239,7 +240,9 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
                         _add(f.errors, e, seen_e)
                         for ident in identifiers_in(e):
                             _add(f.identifiers, ident, seen_i)
-    f.names = rank_names(span)
+    # The index lists names the kept turns (head and tail) do not already show: those stay in context.
+    shown = {n for m in messages[:start] + messages[end:] for n in names_in(m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls))}
+    f.names = [n for n in rank_names(span) if n not in shown]
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):
         m = messages[k]

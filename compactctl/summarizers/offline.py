@@ -57,7 +57,23 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
 
 
 NAMES_PER_LINE = 12
+INDEX_LINE = "- names: "
 INDEX_SHARE = 0.3  # of the room left after the ask and goal
+
+
+_TERSE = [
+    (re.compile(r"^\[[^\]]+\] ran `"), "`"),
+    (re.compile(r"^\[(?:Read|read_file|view)\] read "), "read "),
+    (re.compile(r" lines output\b"), " lines"),
+    (re.compile(r" chars output\b"), " chars"),
+    (re.compile(r"` -> "), "` "),
+]
+
+
+def _terse(line: str) -> str:
+    for rx, rep in _TERSE:
+        line = rx.sub(rep, line)
+    return line
 
 
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
@@ -113,6 +129,7 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
             continue
         times = f" (x{repeats[a.line]})" if repeats[a.line] > 1 else ""
         first, _, rest = a.line.partition("\n")
+        first = _terse(first)
         tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
         add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
     failed = [a for a in facts.actions if a.failed]
@@ -141,12 +158,6 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         add("Critical Context", "- identifiers: " + ", ".join(facts.identifiers), 2)
     for note in facts.notices[-5:]:
         add("Critical Context", "- harness note: " + " ".join(note.split())[:300], 3)
-    # The identifier index: the vocabulary of the replaced turns, most used first, as filler for the room left.
-    written = "\n".join(it.text for it in items if it.tier <= 1)
-    names = [n for n in facts.names if n not in written]
-    for k in range(0, len(names), NAMES_PER_LINE):
-        add("Critical Context", "- names: " + ", ".join(names[k : k + NAMES_PER_LINE]), 5)
-
     if focus:
         words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
         for it in items:
@@ -155,7 +166,21 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
                 it.tier = 0
             elif it.section == "Completed Actions":
                 it.tier = 4
-    return _fit(items, counter, budget)
+    # The identifier index: the vocabulary of the replaced turns, most used first, in its share of the room.
+    # It lists only names the rest of the summary does not show: a first fit tells what that is.
+    written = "\n".join(it.text for it in items if it.tier <= 1)
+    names = [n for n in facts.names if n not in written]
+    text = _fit(items + _index_items(names, len(items)), counter, budget)
+    shown = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
+    names = [n for n in names if n not in shown]
+    return _fit(items + _index_items(names, len(items)), counter, budget)
+
+
+def _index_items(names: list[str], order: int) -> list[Item]:
+    return [
+        Item("Critical Context", INDEX_LINE + ", ".join(names[k : k + NAMES_PER_LINE]), 5, order + k // NAMES_PER_LINE)
+        for k in range(0, len(names), NAMES_PER_LINE)
+    ]
 
 
 def _section_order(it: Item) -> int:

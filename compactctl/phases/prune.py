@@ -14,7 +14,9 @@ from tool names alone:
    (paths, identifiers, values) ranked by how often the rest of the transcript uses them;
 5. old tool-call arguments over `arg_limit` characters (code the agent wrote): long strings are cut to
    `arg_keep` characters, the JSON stays valid, and the names of the cut part (paths, symbols) are kept;
-   the latest todo / plan call is never cut.
+   the latest todo / plan call is never cut;
+6. last, old outputs that describe work (an issue a tracker printed, a spec read: a list of items
+   naming files and symbols, see `names.is_task_document`): their digest keeps 4x the names, in order.
 With no `target` every step runs over everything outside the protected part. No message is removed,
 the last user ask and `--keep-tool` outputs are never touched, tool pairs stay intact.
 """
@@ -28,9 +30,9 @@ from typing import Any
 import orjson
 
 from .. import refs, tools
-from ..markers import DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
-from ..names import count_names, top_names
+from ..names import count_names, is_task_document, top_names
 from ..pairs import calls_for_results
 from ..summarizers.redact import redact
 from ..tokens import Counter
@@ -40,6 +42,7 @@ SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
 NAMES_KEPT = 48  # names a digest keeps
+DOC_NAMES_FACTOR = 4  # ... times that for an output that describes work, in its own order
 
 
 @dataclass
@@ -100,8 +103,9 @@ def protected_start(counts, budget: int) -> int:
     return min(i, max(n - 1, 0))
 
 
-# Steps, in the order their candidates are applied (lowest value first).
-DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS = range(7)
+# Steps, in the order their candidates are applied (lowest value first). OLD_DOC: an old output that
+# describes work (names.is_task_document), digested last and with all its names.
+DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS, OLD_DOC = range(8)
 
 
 def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> tuple[Transcript, PruneStats]:
@@ -208,13 +212,12 @@ class _Context:
                         (call.name, call.arguments) in later_calls or any(a == "read" and p in later_files for a, p in tools.files_of(call))
                     )
                     failed = self.outcome(i).failed
-                    out.append(
-                        (
-                            SUPERSEDE if superseded and not failed else OLD_FAILED if failed else OLD_OK,
-                            i,
-                            SUPERSEDE if superseded and not failed else OLD_OK,
-                        )
-                    )
+                    if superseded and not failed:
+                        out.append((SUPERSEDE, i, SUPERSEDE))
+                    elif is_task_document(text):
+                        out.append((OLD_DOC, i, OLD_DOC))
+                    else:
+                        out.append((OLD_FAILED if failed else OLD_OK, i, OLD_OK))
                 if o.dedup and len(text) >= o.min_dedup_chars:
                     seen_text.add(_digest(text))
             if m.role == "assistant":
@@ -258,22 +261,25 @@ class _Context:
         if step == SUPERSEDE:
             line = f"{line} {SUPERSEDED}"
         else:
-            names = safe_names(text, self.weight, exclude=line, limit=self.opts.digest_names)
+            doc = step == OLD_DOC
+            limit = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+            names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
             if names:
-                line += "\n" + NAMES_LINE + ", ".join(names)
+                line += "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + ", ".join(names)
         if len(line) >= len(text):
             return None
         return m.evolve(content=_same_shape(m.content, line))
 
 
-def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT) -> list[str]:
+def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
     """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
     with key material (whose base64 lines split into path-like names) is redacted first."""
     if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         text = redact(text)
     if limit <= 0:
         return []
-    return [n for n in top_names(text, weight, limit + 8, exclude=exclude) if not _secret_shaped(n) or redact(n) == n][:limit]
+    found = top_names(text, weight if ranked else None, limit + 8, exclude=exclude)
+    return [n for n in found if not _secret_shaped(n) or redact(n) == n][:limit]
 
 
 def _secret_shaped(name: str) -> bool:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from .. import refs, tools
 from ..harness import human_text, is_injected
-from ..markers import DUPLICATE, NAMES_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE
 from ..model import Message, ToolCall, is_summary
-from ..names import names_in
+from ..names import is_task_document, names_in
 from ..pairs import match
 
 # Sentences that constrain, in the languages agents' users write in.
@@ -72,6 +72,7 @@ class Facts:
     plan: list[str] = field(default_factory=list)  # the latest todo / plan of the span, one line per item, verbatim
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
     names: list[str] = field(default_factory=list)  # the span's vocabulary, most used and most recent first
+    documents: list[tuple[str, list[str]]] = field(default_factory=list)  # (what showed it, its names): outputs that describe work
 
 
 def sentences(text: str) -> list[str]:
@@ -145,6 +146,17 @@ def rank_names(messages: list[Message]) -> list[str]:
     return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
 
 
+def document_names(result: Message | None) -> list[str]:
+    """The names of an output that describes work (its prune digest's list, or found in it), in order."""
+    if result is None or result.role != "tool":
+        return []
+    text = result.text()
+    for ln in text.split("\n"):
+        if ln.startswith(DOC_NAMES_LINE):
+            return [n for n in refs.REF_RE.sub("", ln[len(DOC_NAMES_LINE) :]).strip().split(", ") if n]
+    return names_in(text) if is_task_document(text) else []
+
+
 def action_for(call: ToolCall, result: Message | None) -> Action:
     """The action of a call and its result; an output prune digested keeps its reference (`[ref ...]`, see
     refs.py) on the action's line, so the item points at what `recall` gives back. (Outputs summarized whole
@@ -155,8 +167,8 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
         text = text[len(DUPLICATE) :].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
         # Already a digest (from prune): its line and error lines; its names go to the identifier index.
-        kept = [ln for ln in text.split("\n") if not ln.startswith(NAMES_LINE)]
-        cited = [r for ln in text.split("\n") if ln.startswith(NAMES_LINE) for r in refs.found(ln)]
+        kept = [ln for ln in text.split("\n") if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE))]
+        cited = [r for ln in text.split("\n") if ln.startswith((NAMES_LINE, DOC_NAMES_LINE)) for r in refs.found(ln)]
         if cited and kept:  # the digest's reference stood at the end of its names line
             kept[0] += "".join(f" {refs.mark(r)}" for r in cited)
         line = "\n".join(kept)
@@ -228,6 +240,9 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
                     f.plan = plan_lines(c) or f.plan
                 a = action_for(c, result_of.get((i, pos)))
                 f.actions.append(a)
+                doc = document_names(result_of.get((i, pos)))
+                if doc:
+                    f.documents.append((f"`{a.command}`" if a.command else a.line.split(" (")[0].split("\n")[0], doc))
                 for action, path in a.files:
                     f.files.setdefault(path, set()).add(action)
                 if a.command:

@@ -58,6 +58,8 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
 
 NAMES_PER_LINE = 12
 INDEX_LINE = "- names: "
+DOCUMENTS = 3  # the latest outputs that describe work whose names the summary lists
+DOCUMENT_NAMES = 120
 INDEX_SHARE = 0.3  # of the room left after the ask and goal
 
 
@@ -76,8 +78,28 @@ def _terse(line: str) -> str:
     return line
 
 
+def common_root(paths: list[str], share: float = 0.5) -> str | None:
+    """The deepest directory (3 segments or more) that at least `share` of the absolute paths (and 3
+    or more) sit under: the project's root, said once instead of in front of every path."""
+    paths = [p for p in paths if p.startswith("/") and p.count("/") >= 4]
+    if len(paths) < 3:
+        return None
+    under: dict[str, int] = {}
+    for p in paths:
+        parts = p.split("/")
+        for k in range(4, len(parts)):
+            d = "/".join(parts[:k]) + "/"
+            under[d] = under.get(d, 0) + 1
+    fits = [d for d, c in under.items() if c >= max(3, share * len(paths))]
+    return max(fits, key=len) if fits else None
+
+
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
     items: list[Item] = []
+    root = common_root(list(facts.files))
+
+    def rel(text: str) -> str:
+        return text.replace(root, "") if root else text
 
     def add(section: str, text: str, tier: int) -> None:
         if text and text.strip():
@@ -130,6 +152,8 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         times = f" (x{repeats[a.line]})" if repeats[a.line] > 1 else ""
         first, _, rest = a.line.partition("\n")
         first = _terse(first)
+        if not first.startswith("`"):  # commands stay verbatim
+            first = rel(first)
         tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
         add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
     failed = [a for a in facts.actions if a.failed]
@@ -154,6 +178,12 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
             add("Remaining Work", "\n".join(open_items), 2)
     if facts.pending:
         add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
+    # Outputs that described work (a ticket, a spec): the agent works through them after reading them.
+    written = "\n".join(it.text for it in items if it.tier <= 1)
+    for label, doc in facts.documents[-DOCUMENTS:]:
+        doc = [n for n in doc if n not in written]
+        if doc:
+            add("Remaining Work", f"- named by {rel(label)} (a description of work): " + ", ".join(doc[:DOCUMENT_NAMES]), 2)
     if facts.identifiers:
         add("Critical Context", "- identifiers: " + ", ".join(facts.identifiers), 2)
     for note in facts.notices[-5:]:
@@ -169,7 +199,9 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     # The identifier index: the vocabulary of the replaced turns, most used first, in its share of the room.
     # It lists only names the rest of the summary does not show: a first fit tells what that is.
     written = "\n".join(it.text for it in items if it.tier <= 1)
-    names = [n for n in facts.names if n not in written]
+    names = list(dict.fromkeys(rel(n) for n in facts.names if n not in written))
+    if root:
+        add("Critical Context", f"- project root: {root} (paths in actions and names are relative to it)", 1)
     text = _fit(items + _index_items(names, len(items)), counter, budget)
     shown = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
     names = [n for n in names if n not in shown]

@@ -54,9 +54,14 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
     out: dict[str, None] = {}
+    get = _CACHE.get
     for tok in dict.fromkeys(_TOKEN.findall(text)):
-        for s in _names_of_token(tok):
-            out.setdefault(s)
+        found = get(tok)
+        if found is None:
+            found = _names_of_token(tok)
+        if found:  # most tokens are plain words and name nothing
+            for s in found:
+                out[s] = None
     return list(out)
 
 

@@ -23,6 +23,7 @@ the last user ask and `--keep-tool` outputs are never touched, tool pairs stay i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -279,12 +280,14 @@ def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ra
     if limit <= 0:
         return []
     found = top_names(text, weight if ranked else None, limit + 8, exclude=exclude)
-    return [n for n in found if not _secret_shaped(n) or redact(n) == n][:limit]
+    return [n for n in found if len(n) < 16 or _passes_redaction(n)][:limit]
 
 
-def _secret_shaped(name: str) -> bool:
-    """Long enough and mixing digits in: what a key or token looks like (identifiers and paths rarely do)."""
-    return len(name) >= 16 and any(c.isdigit() for c in name)
+@functools.lru_cache(maxsize=1 << 16)
+def _passes_redaction(name: str) -> bool:
+    """Not secret-shaped (long enough and mixing digits in: what a key or token looks like, identifiers and
+    paths rarely do), or unchanged by redaction. Cached: the same names recur across a dataset."""
+    return not any(c.isdigit() for c in name) or redact(name) == name
 
 
 def _digest(text: str) -> bytes:

@@ -351,3 +351,18 @@ def test_index_skips_names_the_kept_turns_or_the_summary_show():
     text = offline.summarize(f, COUNTER, 2000)
     index = [ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE)]
     assert index and "src/mod0.py" not in index[0] and "handler_0" in index[0]
+
+
+def test_an_earlier_summary_in_the_head_leaves_its_room_to_the_new_one():
+    from compactctl.phases.assemble import summary_text
+    from compactctl.phases.plan import Budget, plan
+
+    prior = {"role": "user", "content": summary_text("## Goal\nbuild it\n\n## Critical Context\n" + "- old fact\n" * 400)}
+    rows = [{"role": "system", "content": "You are a coding agent."}, prior, *session(6, 1500)[1:]]
+    t = T(rows)
+    counts = COUNTER.messages(t.messages)
+    p = plan(t, COUNTER, Budget(context_window=2 * (sum(counts) // 3), summary_min=200))
+    assert p.prior_summary == 1 and p.head_end == 2 and p.needs_compaction
+    # The new summary replaces the earlier one, so the room counts its tokens: head + tail + summary <= target.
+    assert p.summary_budget > p.target - p.tokens["head"] - p.tokens["tail"]
+    assert p.summary_budget <= p.target - p.tokens["head"] - p.tokens["tail"] + counts[1]

@@ -154,6 +154,11 @@ def _zones(
     return _Zones(h_end, max(start, h_end), prior, True, False)
 
 
+def _freed(counts: list[int], z: _Zones) -> int:
+    """Tokens of the earlier summary kept in the head, which assembly replaces with the new summary."""
+    return counts[z.prior] if z.prior is not None and z.prior < z.head_end else 0
+
+
 def plan(
     t: Transcript,
     counter: Counter,
@@ -198,14 +203,16 @@ def plan(
             ]
         for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
             z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
-            room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :])
+            room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
             need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
             if total <= target or room >= need:
                 break
 
     h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
-    summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), summary_min), budget.summary_max)
+    # An earlier summary in the head is replaced by the new one: its tokens are the new summary's to use.
+    freed = _freed(counts, z)
+    summary_budget = min(max(int((zone_tokens["middle"] + freed) * budget.summary_ratio), summary_min), budget.summary_max)
     p = Plan(
         t.id,
         n,
@@ -233,7 +240,7 @@ def plan(
             f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if z.anchor_forced else ''}) to summarize, and together "
             f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens."
         )
-    room = target - zone_tokens["head"] - zone_tokens["tail"]
+    room = target - zone_tokens["head"] - zone_tokens["tail"] + freed
     if room < summary_min:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "

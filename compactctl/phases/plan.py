@@ -159,6 +159,33 @@ def _freed(counts: list[int], z: _Zones) -> int:
     return counts[z.prior] if z.prior is not None and z.prior < z.head_end else 0
 
 
+def _give_ground(
+    t: Transcript, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, lu: int | None
+) -> tuple[_Zones, int]:
+    """The zones (and minimum summary) of the first attempt that leaves the summary its room, in the order
+    `plan` documents; the last attempt when none does (plan then refuses with the reason)."""
+    summary_min, tail = budget.summary_min, budget.tail
+    attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True, tail)]
+    if budget.last_ask != "tail":
+        attempts.append((budget.protect_first, True, summary_min, True, tail))
+        attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
+        small = min(summary_min, max(target // 4, 100))
+        attempts += [
+            (0, True, small, True, tail),
+            (0, True, small, False, tail),
+            (0, True, small, False, tail // 2),
+            (0, True, small, False, 0),
+        ]
+    total = sum(counts)
+    for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
+        z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
+        room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
+        need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
+        if total <= target or room >= need:
+            break
+    return z, summary_min
+
+
 def plan(
     t: Transcript,
     counter: Counter,
@@ -189,24 +216,7 @@ def plan(
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
     else:
-        tail = budget.tail
-        attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True, tail)]
-        if budget.last_ask != "tail":
-            attempts.append((budget.protect_first, True, summary_min, True, tail))
-            attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
-            small = min(summary_min, max(target // 4, 100))
-            attempts += [
-                (0, True, small, True, tail),
-                (0, True, small, False, tail),
-                (0, True, small, False, tail // 2),
-                (0, True, small, False, 0),
-            ]
-        for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
-            z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
-            room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
-            need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
-            if total <= target or room >= need:
-                break
+        z, summary_min = _give_ground(t, counts, spans, budget, target, lu)
 
     h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}

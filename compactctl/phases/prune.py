@@ -162,6 +162,26 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     return t.evolve(messages=msgs), st
 
 
+class _Later:
+    """What the messages after the one being looked at did: output texts seen, calls made, files touched."""
+
+    def __init__(self) -> None:
+        self.texts: set[bytes] = set()
+        self.calls: set[tuple[str, str]] = set()
+        self.files: set[str] = set()
+
+    def saw_calls(self, m: Message) -> None:
+        for c in m.tool_calls:
+            self.calls.add((c.name, c.arguments))
+            self.files.update(p for _, p in tools.files_of(c))
+
+    def supersedes(self, call: ToolCall | None) -> bool:
+        """A later call repeats this one, or reads or writes a file this one read."""
+        return call is not None and (
+            (call.name, call.arguments) in self.calls or any(a == "read" and p in self.files for a, p in tools.files_of(call))
+        )
+
+
 class _Context:
     """What the steps need to know about a transcript: calls and results, what recurs, what is newer."""
 
@@ -173,6 +193,7 @@ class _Context:
         self._outcomes: dict[int, tools.Outcome] = {}
         keep = {k.lower() for k in opts.keep_tools}
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
+        self.drop = {d.lower() for d in opts.drop_tools}
         self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
 
     def outcome(self, i: int) -> tools.Outcome:
@@ -194,43 +215,46 @@ class _Context:
         """(step, index, step) for every reduction that may apply; sorted, the cheapest value goes first."""
         out: list[tuple[int, int, int]] = []
         o, msgs = self.opts, self.msgs
-        drop = {d.lower() for d in o.drop_tools}
-        seen_text: set[bytes] = set()
-        later_files: set[str] = set()
-        later_calls: set[tuple[str, str]] = set()
+        later = _Later()
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             old = i < self.protect
             if m.role == "tool" and i != self.keep_user and i not in self.kept:
-                call = self.call_of.get(i)
-                text = m.text()
-                if call is not None and call.name.lower() in drop and len(text) >= o.min_summary_chars:
-                    out.append((DROP, i, DROP))
-                elif o.dedup and len(text) >= o.min_dedup_chars and _digest(text) in seen_text:
-                    out.append((DEDUP, i, DEDUP))
-                elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
-                    superseded = call is not None and (
-                        (call.name, call.arguments) in later_calls or any(a == "read" and p in later_files for a, p in tools.files_of(call))
-                    )
-                    failed = self.outcome(i).failed
-                    if superseded and not failed:
-                        out.append((SUPERSEDE, i, SUPERSEDE))
-                    elif is_task_document(text):
-                        out.append((OLD_DOC, i, OLD_DOC))
-                    else:
-                        out.append((OLD_FAILED if failed else OLD_OK, i, OLD_OK))
-                if o.dedup and len(text) >= o.min_dedup_chars:
-                    seen_text.add(_digest(text))
+                step = self._output_step(i, m, old, later)
+                if step is not None:
+                    out.append(step)
             if m.role == "assistant":
-                for c in m.tool_calls:
-                    later_calls.add((c.name, c.arguments))
-                    later_files.update(p for _, p in tools.files_of(c))
+                later.saw_calls(m)
                 if old and o.args and i != self.latest_todo and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
                     out.append((ARGS, i, ARGS))
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))
         # Oldest first within a step (the list was built newest first).
         return [(s, i, k) for s, i, k in sorted(out, key=lambda x: (x[0], x[1]))]
+
+    def _output_step(self, i: int, m: Message, old: bool, later: _Later) -> tuple[int, int, int] | None:
+        """The reduction of tool output i, given what later messages did (`later`, which it updates)."""
+        o = self.opts
+        call = self.call_of.get(i)
+        text = m.text()
+        long_enough = o.dedup and len(text) >= o.min_dedup_chars
+        digest = _digest(text) if long_enough else None
+        step: tuple[int, int, int] | None = None
+        if call is not None and call.name.lower() in self.drop and len(text) >= o.min_summary_chars:
+            step = (DROP, i, DROP)
+        elif digest is not None and digest in later.texts:
+            step = (DEDUP, i, DEDUP)
+        elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
+            failed = self.outcome(i).failed
+            if later.supersedes(call) and not failed:
+                step = (SUPERSEDE, i, SUPERSEDE)
+            elif is_task_document(text):
+                step = (OLD_DOC, i, OLD_DOC)
+            else:
+                step = (OLD_FAILED if failed else OLD_OK, i, OLD_OK)
+        if digest is not None:
+            later.texts.add(digest)
+        return step
 
     def reduce(self, i: int, step: int) -> Message | None:
         m = self.msgs[i]

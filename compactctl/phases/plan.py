@@ -51,8 +51,10 @@ class Budget:
         return self.tail_tokens if self.tail_tokens is not None else int(self.target * self.tail_share)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
+    """What to keep and what to summarize; built once by `plan` (frozen)."""
+
     transcript: str
     messages: int
     head_end: int  # head = [0, head_end)
@@ -242,8 +244,7 @@ def plan(
         last_ask_in_summary=z.last_ask_in_summary,
     )
     if total <= target:
-        p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
-        return p
+        return dataclasses.replace(p, reason=f"no compaction needed: {total:,} tokens is within the target of {target:,}")
     if zone_tokens["middle"] == 0:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: nothing between head ({zone_tokens['head']:,} tokens) and tail "
@@ -258,7 +259,7 @@ def plan(
             f"{summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + summary_min:,} tokens, "
             f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
         )
-    p.summary_budget = min(summary_budget, room)
+    summary_budget = min(summary_budget, room)
     if z.last_ask_in_summary and lu is not None:
         need = counts[lu] + summary_min  # the ask verbatim, and room for the rest
         if room < need:
@@ -266,12 +267,11 @@ def plan(
                 f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
                 f"message alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold."
             )
-        p.summary_budget = min(max(p.summary_budget, need), room)
-    p.needs_compaction = True
-    p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
+        summary_budget = min(max(summary_budget, need), room)
+    reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {summary_budget:,}"
     if p.last_ask_in_summary:
-        p.reason += "; the last user message is kept verbatim in the summary's Active Task"
-    return p
+        reason += "; the last user message is kept verbatim in the summary's Active Task"
+    return dataclasses.replace(p, summary_budget=summary_budget, needs_compaction=True, reason=reason)
 
 
 def annotate(t: Transcript, p: Plan) -> Transcript:

@@ -60,7 +60,7 @@ NAMES_PER_LINE = 12
 INDEX_LINE = "- names: "
 DOCUMENTS = 3  # the latest outputs that describe work whose names the summary lists
 DOCUMENT_NAMES = 120
-INDEX_SHARE = 0.3  # of the room left after the ask and goal
+INDEX_SHARE = 0.25  # of the room left after the ask and goal
 
 
 _TERSE = [
@@ -308,7 +308,7 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
     mandatory = len(ch.chosen)
     ch.fill([it for it in items if it.tier == 5], int(max(budget - ch.used, 0) * INDEX_SHARE), stop_at_first_miss=True)
     _shares(ch, budget)
-    for tier in sorted({it.tier for it in items if it.tier > 0}):
+    for tier in sorted({it.tier for it in items if it.tier > 0}, key=lambda k: 2.5 if k == 5 else k):
         for it in sorted((it for it in items if it.tier == tier and it.order not in ch.taken), key=_section_order):
             if ch.used + ch.cost(it) <= budget:
                 ch.take(it)
@@ -326,7 +326,7 @@ def _shares(ch: _Choice, budget: int) -> None:
         return
     share = max(budget - ch.used, 0) // len(sections)
     for s in sections:
-        own = sorted((it for it in ch.items if it.section == s and 0 < it.tier < 5), key=_section_order)
+        own = sorted((it for it in ch.items if it.section == s and 0 < it.tier < 5), key=lambda it: (it.tier, _section_order(it)))
         ch.fill(own, min(share, budget - ch.used))
 
 

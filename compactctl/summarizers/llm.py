@@ -24,9 +24,9 @@ from typing import TypedDict
 from ..cache import SummaryCache, key_of
 from ..errors import LLMAuthError
 from ..model import Message
-from ..phases.summarize import SummaryRequest, SummaryResult
 from ..tokens import Counter
 from . import offline
+from .base import SummaryRequest, SummaryResult
 from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
 from .redact import redact, redact_json_text

@@ -78,7 +78,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     (
         "compactctl.pipeline",
         "compactctl.formats",
-    ): "compact() asks the input's format for `dropped_records` (getattr) to report lines dropped inside the compacted region",
+    ): "compact() asks the input's Format for `dropped_records` (line logs) to report lines dropped inside the compacted region",
 }
 
 

@@ -65,7 +65,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     content = d.get("content", MISSING)
     if not (content is MISSING or content is None or isinstance(content, (str, list))):
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
-    calls = _calls_from(d, source, lineno)
+    calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
     note = d.get(NOTE_KEY)
     extra = {k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))}
@@ -97,9 +97,10 @@ def _calls_from(d: dict, source: str, lineno: int) -> list[ToolCall]:
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                 raise DataError(source, lineno, "a tool call needs function.name")
             extra = {k: v for k, v in c.items() if k not in ("id", "function")}
-            fn_extra = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
-            if fn_extra:
-                extra["_function_extra"] = fn_extra
+            if len(fn) > 2 or "arguments" not in fn:  # keys besides name and arguments (rare)
+                fn_extra = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
+                if fn_extra:
+                    extra["_function_extra"] = fn_extra
             calls.append(ToolCall(c.get("id"), fn["name"], _arguments(fn, extra), extra))
     fc = d.get("function_call")
     if fc is not None:

@@ -177,6 +177,10 @@ class _Repair:
     def group(self, i: int, m: Message, placed: list[Message]) -> None:
         """Place assistant message i (its calls fixed) and its results, in call order, on `placed`."""
         calls = m.tool_calls
+        if self.intact(i, calls):  # the common case, checked fast: nothing to change
+            placed.append(m)
+            placed.extend(self.t.messages[i + 1 : i + 1 + len(calls)])
+            return
         results: list[Message] = []
         kept_calls = []
         renamed = False
@@ -200,6 +204,21 @@ class _Repair:
         if order != list(range(i + 1, i + 1 + len(order))):
             self.st.results_moved += len(order)
         placed.extend(results)
+
+    def intact(self, i: int, calls: list[ToolCall]) -> bool:
+        """Every call of message i has an id not given out before and its result, with that id, right
+        after the message in call order (no legacy call): then `group` changes nothing. Marks the ids seen."""
+        msgs, result_for = self.t.messages, self.result_for
+        ids = set()
+        for pos, c in enumerate(calls):
+            cid = c.id
+            if not (isinstance(cid, str) and cid) or cid in self.seen or cid in ids or c.extra.get(LEGACY):
+                return False
+            if result_for.get((i, pos)) != i + 1 + pos or msgs[i + 1 + pos].tool_call_id != cid:
+                return False
+            ids.add(cid)
+        self.seen.update(ids)
+        return True
 
     def call(self, c: ToolCall) -> ToolCall:
         """The call with an id unique over the transcript (legacy calls keep their form)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from . import formats
 from .errors import DataError
@@ -191,20 +191,23 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
                     f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run",
                 )
             lines = next((e for e in got if e.get("type") == "lines"), None)
-            if lines is not None:
-                written = list(formats.write(t))
-                for x in lines["lines"]:
-                    if isinstance(x, int):
-                        if x >= len(written):
-                            raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
-                        out.write(written[x] + b"\n")
-                    else:
-                        out.write(x.encode("utf-8") + b"\n")
-                continue
-            for line in formats.write(restore(t, got)):
+            restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, compacted_path)
+            for line in restored:
                 out.write(line + b"\n")
     if seqs and first_seq + len(transcripts) <= max(seqs):
         raise DataError(archive_path, 0, f"the archive holds more transcripts than {compacted_path}: is it the right file?")
+
+
+def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:
+    """The original lines of a line-log transcript: a number is a line as written now, a string a line the archive kept."""
+    written = list(formats.write(t))
+    for x in record["lines"]:
+        if isinstance(x, int):
+            if x >= len(written):
+                raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
+            yield written[x]
+        else:
+            yield x.encode("utf-8")
 
 
 def _source_for(compacted_path: str, sources: list[str]) -> str | None:

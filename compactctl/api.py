@@ -8,7 +8,7 @@ from . import formats
 from .errors import DataError
 from .formats.openai import message_from_dict
 from .jsonl import Output
-from .model import Message, Transcript, fingerprint
+from .model import Message, Transcript, content_print, fingerprint
 from .phases.plan import Budget, Plan, annotate, plan
 from .phases.prune import PruneOptions, prune
 from .phases.repair import check, repair
@@ -105,12 +105,17 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n
     by_print: dict[str, list[Message]] = {}
-    for m in compacted.messages:
-        by_print.setdefault(fingerprint(m), []).append(m)
+    for m in compacted.messages:  # archives hold content_print (ids left out); older ones fingerprint
+        for p in dict.fromkeys((content_print(m), fingerprint(m))):
+            by_print.setdefault(p, []).append(m)
+    taken: set[int] = set()
     for orig, out, digest in mapping["kept"]:
         found = compacted.messages[out] if out < len(compacted.messages) else None
-        if found is None or fingerprint(found) != digest:  # a writer may order lines as its format does
-            found = by_print[digest].pop(0) if by_print.get(digest) else None
+        if found is None or digest not in (content_print(found), fingerprint(found)) or id(found) in taken:
+            # a writer may order lines as its format does
+            found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
+        if found is not None:
+            taken.add(id(found))
         originals[orig] = found
     for e in entries:
         if e.get("type") != "map":

@@ -32,7 +32,9 @@ ROLE = {
     "function": "tool",
 }
 CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
+# The writer puts the text on its own lines between the tags: one newline on each side is the tags', the rest
+# (a leading indent of the output) is the text's, so a record re-written after compaction restores byte for byte.
+RESPONSE = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.S)
 THINK = re.compile(r"^\s*<think>\n?(.*?)\n?</think>\n?", re.S)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from . import formats
 from .errors import DataError
 from .formats.openai import message_from_dict
 from .jsonl import Output
-from .model import Message, Transcript, fingerprint
+from .model import Message, Transcript, content_print, fingerprint
 from .phases.plan import Budget, Plan, annotate, plan
 from .phases.prune import PruneOptions, prune
 from .phases.repair import check, repair
@@ -105,12 +105,17 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n
     by_print: dict[str, list[Message]] = {}
-    for m in compacted.messages:
-        by_print.setdefault(fingerprint(m), []).append(m)
+    for m in compacted.messages:  # archives hold content_print (ids left out); older ones fingerprint
+        for p in dict.fromkeys((content_print(m), fingerprint(m))):
+            by_print.setdefault(p, []).append(m)
+    taken: set[int] = set()
     for orig, out, digest in mapping["kept"]:
         found = compacted.messages[out] if out < len(compacted.messages) else None
-        if found is None or fingerprint(found) != digest:  # a writer may order lines as its format does
-            found = by_print[digest].pop(0) if by_print.get(digest) else None
+        if found is None or digest not in (content_print(found), fingerprint(found)) or id(found) in taken:
+            # a writer may order lines as its format does
+            found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
+        if found is not None:
+            taken.add(id(found))
         originals[orig] = found
     for e in entries:
         if e.get("type") != "map":
@@ -191,20 +196,23 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
                     f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run",
                 )
             lines = next((e for e in got if e.get("type") == "lines"), None)
-            if lines is not None:
-                written = list(formats.write(t))
-                for x in lines["lines"]:
-                    if isinstance(x, int):
-                        if x >= len(written):
-                            raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
-                        out.write(written[x] + b"\n")
-                    else:
-                        out.write(x.encode("utf-8") + b"\n")
-                continue
-            for line in formats.write(restore(t, got)):
+            restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, compacted_path)
+            for line in restored:
                 out.write(line + b"\n")
     if seqs and first_seq + len(transcripts) <= max(seqs):
         raise DataError(archive_path, 0, f"the archive holds more transcripts than {compacted_path}: is it the right file?")
+
+
+def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:
+    """The original lines of a line-log transcript: a number is a line as written now, a string a line the archive kept."""
+    written = list(formats.write(t))
+    for x in record["lines"]:
+        if isinstance(x, int):
+            if x >= len(written):
+                raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
+            yield written[x]
+        else:
+            yield x.encode("utf-8")
 
 
 def _source_for(compacted_path: str, sources: list[str]) -> str | None:

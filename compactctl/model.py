@@ -135,6 +135,13 @@ def fingerprint(m: Message) -> str:
     return hashlib.blake2b(body, digest_size=8).hexdigest()
 
 
+def content_print(m: Message) -> str:
+    """`fingerprint` without call and result ids: formats that store none (ShareGPT, Hermes) number them by
+    position when read, so a message read back from a compacted file has other ids than the original."""
+    body = orjson.dumps([m.role, m.text(), [[c.name, c.arguments] for c in m.tool_calls]])
+    return hashlib.blake2b(body, digest_size=8).hexdigest()
+
+
 def last_user_index(messages: list[Message]) -> int | None:
     """Index of the last ask of the person: a user message that is not a summary, not blank and not
     written by the harness (see harness.py); the last non-blank user message when every one is injected."""

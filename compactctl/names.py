@@ -26,6 +26,8 @@ _NAME = re.compile(
 )
 # Dotted matches that are only prose ("e.g", "i.e") or a sentence's last word and the next one.
 _SKIP = {"e.g", "i.e", "etc", "vs"}
+# "open/closed", "URL/port": two words and one slash, prose rather than a path (no dot, no leading / ~ .).
+_PROSE_PAIR = re.compile(r"[A-Za-z][A-Za-z-]*/[A-Za-z][A-Za-z-]*$")
 
 
 # Names never hold these characters: a text is first split on them (one fast pass), then each distinct
@@ -38,7 +40,11 @@ _CACHE_MAX = 200_000
 def _names_of_token(tok: str) -> tuple[str, ...]:
     found = _CACHE.get(tok)
     if found is None:
-        found = tuple(s for s in (m.group(0).rstrip(".,;:") for m in _NAME.finditer(tok)) if len(s) >= 3 and s.lower() not in _SKIP)
+        found = tuple(
+            s
+            for s in (m.group(0).rstrip(".,;:") for m in _NAME.finditer(tok))
+            if len(s) >= 3 and s.lower() not in _SKIP and not _PROSE_PAIR.match(s)
+        )
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         _CACHE[tok] = found
@@ -48,9 +54,14 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
     out: dict[str, None] = {}
+    get = _CACHE.get
     for tok in dict.fromkeys(_TOKEN.findall(text)):
-        for s in _names_of_token(tok):
-            out.setdefault(s)
+        found = get(tok)
+        if found is None:
+            found = _names_of_token(tok)
+        if found:  # most tokens are plain words and name nothing
+            for s in found:
+                out[s] = None
     return list(out)
 
 
@@ -70,3 +81,18 @@ def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude
         order = {n: k for k, n in enumerate(found)}
         found.sort(key=lambda n: (-weight.get(n, 0), order[n]))
     return found[:limit]
+
+
+# A list item, after an optional line-number prefix of a file read ("  12→", "12\t").
+_ITEM = re.compile(r"^[ \t]*(?:\d+(?:→|\t))?[ \t]*(?:[-*•]|\d+[.)])[ \t]+\S", re.M)
+
+
+def is_task_document(text: str) -> bool:
+    """Whether a tool output reads as a description of work: mostly a list of items naming things in
+    `code` spans (an issue or ticket a tracker printed, a plan or spec file read), not code or a log.
+    The agent works through such a list after reading it, so compaction keeps its names longest."""
+    if not 300 <= len(text) <= 40_000 or text.count("`") < 10:
+        return False
+    items = len(_ITEM.findall(text))
+    lines = sum(1 for ln in text.split("\n") if ln.strip())
+    return items >= 5 and items * 4 >= lines

@@ -313,6 +313,12 @@ def facts_in(text: str) -> Iterator[tuple[str, str]]:
         for a, b in spans:
             buf[a:b] = " " * (b - a)
         text = "".join(buf)
+    yield from _paths_in(text)
+    yield from _identifiers_in(text)
+    yield from _values_in(text)
+
+
+def _paths_in(text: str) -> Iterator[tuple[str, str]]:
     for mo in _PATH.finditer(text):
         tok = mo.group(0)
         if _is_path(tok):
@@ -324,6 +330,9 @@ def facts_in(text: str) -> Iterator[tuple[str, str]]:
             k = path_key(mo.group(0))
             if k:
                 yield "path", k
+
+
+def _identifiers_in(text: str) -> Iterator[tuple[str, str]]:
     for rx in (_SNAKE, _CAMEL, _PASCAL):
         for mo in rx.finditer(text):
             s = mo.group(0)
@@ -344,6 +353,9 @@ def facts_in(text: str) -> Iterator[tuple[str, str]]:
         yield "identifier", s
     for mo in _ERRNO.finditer(text):
         yield "identifier", mo.group(0)
+
+
+def _values_in(text: str) -> Iterator[tuple[str, str]]:
     for mo in _UUID.finditer(text):
         yield "value", mo.group(0)
     for mo in _HEX.finditer(text):
@@ -355,24 +367,33 @@ def facts_in(text: str) -> Iterator[tuple[str, str]]:
     for mo in _NUMBER.finditer(text):
         yield "value", mo.group(0)
     for mo in _MIXED.finditer(text):
-        s = mo.group(0)
-        if (
-            len(s) >= 4
-            and any(c.isdigit() for c in s)
-            and any(c.isalpha() for c in s)
-            and s.lower() not in STOP_VALUES
-            and not _UNIT.match(s)
-            and not (s.split(".")[-1].lower() in EXTENSIONS and "." in s)
-        ):
-            yield "value", s
+        if _mixed_ok(mo.group(0)):
+            yield "value", mo.group(0)
     for mo in _QUOTED.finditer(text):
         s = mo.group(1) or mo.group(2)
-        if s[0].isspace() or s[-1].isspace() or s[0] in ",;:)]}." or s[-1] in "([{,":
-            continue
-        if ("/" in s and " " not in s) or _UNIT.match(s):
-            continue  # a quoted path or URL: the path and URL rules have it
-        if len(s) >= 6 and any(c.isalpha() for c in s) and re.search(r"[\s:,;=()\[\]{}/<>!?+*&%$#@-]", s):
+        if _quoted_ok(s):
             yield "value", s
+
+
+def _mixed_ok(s: str) -> bool:
+    """An id mixing letters and digits, not a unit, an encoding-like stop word or a file name."""
+    return (
+        len(s) >= 4
+        and any(c.isdigit() for c in s)
+        and any(c.isalpha() for c in s)
+        and s.lower() not in STOP_VALUES
+        and not _UNIT.match(s)
+        and not (s.split(".")[-1].lower() in EXTENSIONS and "." in s)
+    )
+
+
+def _quoted_ok(s: str) -> bool:
+    """A quoted literal worth a fact: not cut at punctuation, not a path or URL, with a space or punctuation."""
+    if s[0].isspace() or s[-1].isspace() or s[0] in ",;:)]}." or s[-1] in "([{,":
+        return False
+    if ("/" in s and " " not in s) or _UNIT.match(s):
+        return False  # a quoted path or URL: the path and URL rules have it
+    return len(s) >= 6 and any(c.isalpha() for c in s) and re.search(r"[\s:,;=()\[\]{}/<>!?+*&%$#@-]", s) is not None
 
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2(?=\s|$|\))", re.S)
@@ -540,8 +561,29 @@ def needed_facts(messages: Sequence[Message], cut: int) -> list[Fact]:
     system_text = " ".join(
         s.text for i, m in enumerate(messages) if m.role in ("system", "developer") for s in segments(messages, i, text_actions)
     )
+    cands = _prefix_facts(messages, start, cut, text_actions)
+    later: list[tuple[int, list[Segment]]] = [(j, segments(messages, j, text_actions)) for j in range(cut, len(messages))]
+    written_all = " \n ".join(s.text for _, segs in later for s in segs if s.source == "written")
+    out = []
+    for (kind, key), f in cands.items():
+        if not occurs(kind, key, written_all) or (system_text and occurs(kind, key, system_text)):
+            continue
+        _first_use(f, later)
+        if f.used_at < 0:  # matched only across a segment join: not a use
+            continue
+        i0, _, src0 = f.where[0]
+        f.seen = next((x for x in (snippet(kind, key, s.text) for s in segments(messages, i0, text_actions) if s.source == src0) if x), "")
+        out.append(f)
+    out.sort(key=lambda f: (KINDS.index(f.kind), f.key))
+    return out
+
+
+_RANK = {"written": 0, "output": 1, "injected": 2, "system": 3}
+
+
+def _prefix_facts(messages: Sequence[Message], start: int, cut: int, text_actions: bool) -> dict[tuple[str, str], Fact]:
+    """Every fact of messages[start:cut], with where it sat (written wins, then output)."""
     cands: dict[tuple[str, str], Fact] = {}
-    rank = {"written": 0, "output": 1, "injected": 2, "system": 3}
     for i in range(start, cut):
         role = messages[i].role
         for kind, key, src in _message_facts(messages, i, text_actions):
@@ -550,31 +592,23 @@ def needed_facts(messages: Sequence[Message], cut: int) -> list[Fact]:
             f = cands.get((kind, key))
             if f is None:
                 f = cands[(kind, key)] = Fact(kind, key, src)
-            elif rank[src] < rank[f.source]:
+            elif _RANK[src] < _RANK[f.source]:
                 f.source = src
             if len(f.where) < 20 and (not f.where or f.where[-1][0] != i or f.where[-1][2] != src):
                 f.where.append((i, role, src))
-    later: list[tuple[int, list[Segment]]] = [(j, segments(messages, j, text_actions)) for j in range(cut, len(messages))]
-    written_all = " \n ".join(s.text for _, segs in later for s in segs if s.source == "written")
-    out = []
-    for (kind, key), f in cands.items():
-        if not occurs(kind, key, written_all) or (system_text and occurs(kind, key, system_text)):
-            continue
-        for j, segs in later:
-            hit = next((s for s in segs if s.source == "written" and occurs(kind, key, s.text)), None)
-            if hit is not None:
-                f.used_at = j
-                f.used = snippet(kind, key, hit.text)
-                break
-            if any(s.source != "written" and occurs(kind, key, s.text) for s in segs):
-                f.rediscovered = True
-        if f.used_at < 0:  # matched only across a segment join: not a use
-            continue
-        i0, _, src0 = f.where[0]
-        f.seen = next((x for x in (snippet(kind, key, s.text) for s in segments(messages, i0, text_actions) if s.source == src0) if x), "")
-        out.append(f)
-    out.sort(key=lambda f: (KINDS.index(f.kind), f.key))
-    return out
+    return cands
+
+
+def _first_use(f: Fact, later: list[tuple[int, list[Segment]]]) -> None:
+    """Set where the continuation first writes the fact, and whether an output showed it before."""
+    for j, segs in later:
+        hit = next((s for s in segs if s.source == "written" and occurs(f.kind, f.key, s.text)), None)
+        if hit is not None:
+            f.used_at = j
+            f.used = snippet(f.kind, f.key, hit.text)
+            return
+        if any(s.source != "written" and occurs(f.kind, f.key, s.text) for s in segs):
+            f.rediscovered = True
 
 
 def kept(f: Fact, hay: str) -> bool:

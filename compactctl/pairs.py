@@ -64,9 +64,20 @@ def match(messages: list[Message]) -> tuple[list[Pair], list[int]]:
     """(pairs sorted by result index, indices of results that answer no call)."""
     found: dict[int, tuple[int, int]] = {}  # result index -> (call message, call position)
     offset: dict[int, tuple[int, int]] = {}  # result index -> (call message, position in the run right after it)
+    _pair_runs(messages, found, offset)
+    idless = _pair_by_id(messages, found, offset)
+    if idless:
+        _pair_idless(messages, found, offset, idless)
+    pairs = [Pair(found[r][0], found[r][1], r) for r in sorted(found)]
+    orphans = [i for i, m in enumerate(messages) if m.role == "tool" and i not in found]
+    return pairs, orphans
+
+
+def _pair_runs(messages: list[Message], found: dict[int, tuple[int, int]], offset: dict[int, tuple[int, int]]) -> None:
+    """Rule 0: runs of results right after their calls; aligned ones pair by position outright."""
     n = len(messages)
     i = 0
-    while i < n:  # runs of results right after their calls: aligned ones pair by position outright
+    while i < n:
         m = messages[i]
         if m.role == "assistant" and m.tool_calls:
             j = i + 1
@@ -79,10 +90,13 @@ def match(messages: list[Message]) -> tuple[list[Pair], list[int]]:
             i = max(j, i + 1)
             continue
         i += 1
+
+
+def _pair_by_id(messages: list[Message], found: dict[int, tuple[int, int]], offset: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:
+    """Rule 1: results with an id. Returns the results with none: (result index, nearest earlier call message or -1)."""
     taken = set(found.values())
     by_id: dict[str, list[tuple[int, list[int]]]] = {}  # call id -> [(assistant message, unanswered positions)]
-    open_in: dict[int, list[int]] = {}  # assistant message -> its unanswered call positions (built lazily)
-    idless: list[tuple[int, int]] = []  # (result index, nearest earlier call message or -1)
+    idless: list[tuple[int, int]] = []
     last_call_msg = -1
     for i, m in enumerate(messages):
         if m.role == "assistant" and m.tool_calls:
@@ -106,21 +120,25 @@ def match(messages: list[Message]) -> tuple[list[Pair], list[int]]:
                 if not positions:
                     entries.pop()
                 found[i] = (j, p)
-    if idless:
-        taken = set(found.values())
-        for i, j in idless:
-            if j < 0:
-                continue
-            calls = messages[j].tool_calls
-            cands = open_in.get(j)
-            if cands is None:
-                cands = open_in[j] = [p for p in range(len(calls)) if (j, p) not in taken]
-            if cands:
-                at = offset[i][1] if i in offset and offset[i][0] == j else None
-                found[i] = (j, cands.pop(_pick(cands, calls, messages[i].name, at)))
-    pairs = [Pair(found[r][0], found[r][1], r) for r in sorted(found)]
-    orphans = [i for i, m in enumerate(messages) if m.role == "tool" and i not in found]
-    return pairs, orphans
+    return idless
+
+
+def _pair_idless(
+    messages: list[Message], found: dict[int, tuple[int, int]], offset: dict[int, tuple[int, int]], idless: list[tuple[int, int]]
+) -> None:
+    """Rule 2: a result with no id answers an unanswered call of the nearest earlier message that made calls."""
+    taken = set(found.values())
+    open_in: dict[int, list[int]] = {}  # assistant message -> its unanswered call positions (built lazily)
+    for i, j in idless:
+        if j < 0:
+            continue
+        calls = messages[j].tool_calls
+        cands = open_in.get(j)
+        if cands is None:
+            cands = open_in[j] = [p for p in range(len(calls)) if (j, p) not in taken]
+        if cands:
+            at = offset[i][1] if i in offset and offset[i][0] == j else None
+            found[i] = (j, cands.pop(_pick(cands, calls, messages[i].name, at)))
 
 
 def calls_for_results(messages: list[Message]) -> dict[int, ToolCall]:

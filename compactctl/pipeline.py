@@ -88,7 +88,7 @@ def compact(
     report = summarize_report(t, before, after, ss, ps, rs)
     if harder is not None:
         report["prune_recent"] = harder.as_dict()  # the recent part was pruned too, to fit
-    counted = getattr(get_format(t.format), "dropped_records", None)
+    counted = get_format(t.format).dropped_records  # line logs only (formats.Format)
     if counted is not None:
         report["records_dropped"] = counted(t3)  # lines never sent to a model, dropped inside the compacted region
     report["_archived"] = ps.archived + ss.archived + rs.archived

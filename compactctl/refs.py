@@ -34,7 +34,7 @@ RECALL_HINT = (
 def body_of(m: Message) -> Any:
     """The original as the archive stores it: its source object for OpenAI chat, else the canonical
     message in OpenAI chat shape."""
-    from .formats.openai import message_to_dict
+    from .chat import message_to_dict
 
     return m.origin if isinstance(m.origin, dict) else message_to_dict(m.evolve())
 

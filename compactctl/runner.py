@@ -25,7 +25,7 @@ from .archive import sink as archive_sink
 from .errors import CannotFit, CompactError, UsageError
 from .journal import Journal, PartFile, finish_part, input_ids, journal_path
 from .jsonl import JsonlSink, Output, expand_inputs, open_input
-from .model import Transcript, fingerprint
+from .model import Transcript, content_print
 from .phases import Archived
 
 
@@ -724,8 +724,9 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
 
 
 def _kept(t: Transcript) -> list[list]:
-    """[original index, output index, fingerprint] of every original written unchanged."""
-    return [[m.index, j, fingerprint(m)] for j, m in enumerate(t.messages) if m.untouched]
+    """[original index, output index, content print] of every original written unchanged (ids left out: see
+    model.content_print; `restore` also reads archives that hold model.fingerprint)."""
+    return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
 
 
 def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:

@@ -8,6 +8,7 @@ lines in the output are looked for in every case.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,55 +153,41 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
     return text, None
 
 
+# Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
+ERROR_HINTS = (
+    "rror",
+    "ERR",
+    "ail",
+    "AIL",
+    "not found",
+    "denied",
+    "annot",
+    "atal",
+    "anic",
+    "xception",
+    "nable",
+    "ndefined",
+    "Traceback",
+    "✗",
+    "✘",
+    "×",
+)
+EXIT_HINTS = ("xit", "XIT", "eturn", "ETURN")  # every exit pattern needs one
+
+
 def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     if result is None:
         return Outcome(failed=False)
-    raw = result.text()
-    text, code = unwrap_output(raw)
-    if "\x1b" in text:
-        text = ANSI.sub("", text)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-    head, tail = text[:400], text[-400:]
-    if code is None and any(h in head or h in tail for h in ("xit", "XIT", "eturn", "ETURN")):  # every exit pattern needs one
-        for pat in EXIT_PATTERNS:
-            m = pat.search(tail) or pat.search(head)
-            if m:
-                code = int(m.group(1))
-                break
+    text, code = unwrap_output(result.text())
+    text = _clean(text)
+    if code is None:
+        code = _exit_code(text)
     errors = []
     m = TOOL_USE_ERROR.search(text)
     if m:
         errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
-    # Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
-    hinted = (
-        "rror" in text
-        or "ERR" in text
-        or "ail" in text
-        or "AIL" in text
-        or "not found" in text
-        or "denied" in text
-        or "annot" in text
-        or "atal" in text
-        or "anic" in text
-        or "xception" in text
-        or "nable" in text
-        or "ndefined" in text
-        or "Traceback" in text
-        or "✗" in text
-        or "✘" in text
-        or "×" in text
-    )
-    for hit in ERROR_LINE.finditer(text) if hinted else ():
-        if len(errors) >= max_error_lines:
-            break
-        start = hit.start()
-        end = text.find("\n", start)
-        line = text[start:] if end < 0 else text[start:end]
-        if len(line) < 400 and not _benign(line):
-            s = line.strip()
-            if s and s not in errors:
-                errors.append(s[:300])
+    if any(h in text for h in ERROR_HINTS):
+        _error_lines(text, errors, max_error_lines)
     failed = bool(result.is_error) or (code is not None and code != 0) or m is not None
     if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):
         failed = True
@@ -212,6 +199,40 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
         len(text),
         text,
     )
+
+
+def _clean(text: str) -> str:
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def _exit_code(text: str) -> int | None:
+    """An exit code written in the first or last 400 characters of the output."""
+    head, tail = text[:400], text[-400:]
+    if not any(h in head or h in tail for h in EXIT_HINTS):
+        return None
+    for pat in EXIT_PATTERNS:
+        m = pat.search(tail) or pat.search(head)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _error_lines(text: str, errors: list[str], limit: int) -> None:
+    """Append the output's error lines (not benign ones, not repeated) to `errors`, up to `limit`."""
+    for hit in ERROR_LINE.finditer(text):
+        if len(errors) >= limit:
+            break
+        start = hit.start()
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        if len(line) < 400 and not _benign(line):
+            s = line.strip()
+            if s and s not in errors:
+                errors.append(s[:300])
 
 
 def _benign(line: str) -> bool:
@@ -234,57 +255,109 @@ def describe(call: ToolCall, result: Message | None, out: Outcome | None = None,
     return line
 
 
+@dataclass
+class _Seen:
+    """What every describer gets: the call, its parsed arguments, its outcome and the common pieces."""
+
+    call: ToolCall
+    result: Message | None
+    out: Outcome
+    args: dict[str, Any]
+    tag: str
+    size: str  # "N lines output" or "N chars output"
+    err: str  # "" or " -> error..." or " -> no result recorded"
+
+
 def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
-    kind = kind_of(call.name)
-    args = parse_args(call)
-    tag = f"[{call.name}]"
     size = f"{out.lines:,} lines output" if out.lines > 1 else f"{out.chars:,} chars output"
     err = f" -> error: {_short(out.error_lines[0], 120)}" if out.failed and out.error_lines else (" -> error" if out.failed else "")
     if result is None:
         err = " -> no result recorded"
-    if kind == "shell":
-        cmd = command_of(call) or "?"
-        if out.exit_code is not None:
-            status = f"exit {out.exit_code}"
-            if out.exit_code != 0 and out.error_lines:
-                status += f": {_short(out.error_lines[0], 120)}"
-            return f"{tag} ran `{_short(cmd, 160)}` -> {status}, {size}"
-        if result is None:
-            return f"{tag} ran `{_short(cmd, 160)}`{err}"
-        return f"{tag} ran `{_short(cmd, 160)}`{err or ' -> ok'}, {size}"
-    files = files_of(call)
-    if kind in ("read", "write", "edit", "editor") and files:
-        action, path = files[0]
-        verb = {"read": "read", "write": "wrote", "edit": "edited"}[action]
-        extra = f" (+{len(files) - 1} more files)" if len(files) > 1 else ""
-        where = ""
-        off = args.get("offset", args.get("view_range", args.get("start_line")))
-        if action == "read" and off not in (None, ""):
-            where = f" from line {off[0] if isinstance(off, list) and off else off}"
-        what = f"({out.chars:,} chars)" if action == "read" else f"({len(call.arguments):,} chars of arguments)"
-        return f"{tag} {verb} {path}{extra}{where} {what}{err}"
-    if kind == "search":
-        pat = _first_str(args, "pattern", "query", "regex", "search_term", "glob", "file_name") or "?"
-        scope = _first_str(args, "path", "dir", "directory")
-        n = out.lines if out.text.strip() else 0
-        return f"{tag} searched `{_short(pat, 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{err}"
-    if kind == "fetch":
-        url = _first_str(args, "url", "urls", "ref", "element") or "?"
-        return f"{tag} fetched {_short(url, 120)} ({out.chars:,} chars){err}"
-    if kind == "websearch":
-        q = _first_str(args, "query", "q") or "?"
-        return f"{tag} searched the web for `{_short(q, 100)}` ({out.chars:,} chars){err}"
-    if kind == "delegate":
-        d = _first_str(args, "description", "goal", "prompt", "task") or "?"
-        return f"{tag} delegated `{_short(d, 100)}` -> {out.chars:,} chars back{err}"
-    if kind == "todo":
-        todos = args.get("todos") or args.get("plan") or []
-        return f"{tag} updated the plan ({len(todos) if isinstance(todos, list) else '?'} items){err}"
-    if kind == "code":
-        code = _first_str(args, "code", "source", "_raw") or ""
-        return f"{tag} ran {len(code.splitlines())} lines of code -> {out.status}, {size}{err if out.exit_code is None else ''}"
-    brief = ", ".join(f"{k}={_short(str(v), 40)}" for k, v in list(args.items())[:3] if not k.startswith("_"))
-    if not brief and "_raw" in args:
-        brief = _short(args["_raw"], 60)
-    status = err or f" -> {out.status}"
-    return f"{tag} called({_short(brief, 140)}){status}, {size}"
+    seen = _Seen(call, result, out, parse_args(call), f"[{call.name}]", size, err)
+    describer = DESCRIBERS.get(kind_of(call.name))
+    line = describer(seen) if describer else None
+    return line if line is not None else _describe_generic(seen)
+
+
+def _describe_shell(s: _Seen) -> str:
+    cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
+    if s.out.exit_code is not None:
+        status = f"exit {s.out.exit_code}"
+        if s.out.exit_code != 0 and s.out.error_lines:
+            status += f": {_short(s.out.error_lines[0], 120)}"
+        return f"{s.tag} ran {cmd} -> {status}, {s.size}"
+    if s.result is None:
+        return f"{s.tag} ran {cmd}{s.err}"
+    return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {s.size}"
+
+
+def _describe_file(s: _Seen) -> str | None:
+    files = files_of(s.call)
+    if not files:
+        return None
+    action, path = files[0]
+    verb = {"read": "read", "write": "wrote", "edit": "edited"}[action]
+    extra = f" (+{len(files) - 1} more files)" if len(files) > 1 else ""
+    where = ""
+    off = s.args.get("offset", s.args.get("view_range", s.args.get("start_line")))
+    if action == "read" and off not in (None, ""):
+        where = f" from line {off[0] if isinstance(off, list) and off else off}"
+    what = f"({s.out.chars:,} chars)" if action == "read" else f"({len(s.call.arguments):,} chars of arguments)"
+    return f"{s.tag} {verb} {path}{extra}{where} {what}{s.err}"
+
+
+def _describe_search(s: _Seen) -> str:
+    pat = _first_str(s.args, "pattern", "query", "regex", "search_term", "glob", "file_name") or "?"
+    scope = _first_str(s.args, "path", "dir", "directory")
+    n = s.out.lines if s.out.text.strip() else 0
+    return f"{s.tag} searched `{_short(pat, 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
+
+
+def _describe_fetch(s: _Seen) -> str:
+    url = _first_str(s.args, "url", "urls", "ref", "element") or "?"
+    return f"{s.tag} fetched {_short(url, 120)} ({s.out.chars:,} chars){s.err}"
+
+
+def _describe_websearch(s: _Seen) -> str:
+    q = _first_str(s.args, "query", "q") or "?"
+    return f"{s.tag} searched the web for `{_short(q, 100)}` ({s.out.chars:,} chars){s.err}"
+
+
+def _describe_delegate(s: _Seen) -> str:
+    d = _first_str(s.args, "description", "goal", "prompt", "task") or "?"
+    return f"{s.tag} delegated `{_short(d, 100)}` -> {s.out.chars:,} chars back{s.err}"
+
+
+def _describe_todo(s: _Seen) -> str:
+    todos = s.args.get("todos") or s.args.get("plan") or []
+    return f"{s.tag} updated the plan ({len(todos) if isinstance(todos, list) else '?'} items){s.err}"
+
+
+def _describe_code(s: _Seen) -> str:
+    code = _first_str(s.args, "code", "source", "_raw") or ""
+    tail = s.err if s.out.exit_code is None else ""
+    return f"{s.tag} ran {len(code.splitlines())} lines of code -> {s.out.status}, {s.size}{tail}"
+
+
+def _describe_generic(s: _Seen) -> str:
+    brief = ", ".join(f"{k}={_short(str(v), 40)}" for k, v in list(s.args.items())[:3] if not k.startswith("_"))
+    if not brief and "_raw" in s.args:
+        brief = _short(s.args["_raw"], 60)
+    status = s.err or f" -> {s.out.status}"
+    return f"{s.tag} called({_short(brief, 140)}){status}, {s.size}"
+
+
+# A describer per kind of tool (kind_of); None from a describer, or a kind not here: the generic form.
+DESCRIBERS: dict[str, Callable[[_Seen], str | None]] = {
+    "shell": _describe_shell,
+    "read": _describe_file,
+    "write": _describe_file,
+    "edit": _describe_file,
+    "editor": _describe_file,
+    "search": _describe_search,
+    "fetch": _describe_fetch,
+    "websearch": _describe_websearch,
+    "delegate": _describe_delegate,
+    "todo": _describe_todo,
+    "code": _describe_code,
+}

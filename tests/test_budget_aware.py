@@ -293,3 +293,76 @@ def test_digest_names_zero_gives_one_liners():
     rows[3] = res("r0", "class SessionRegistry:\n    def start_link(self): ...\n" + "x = 1\n" * 400)
     out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10, digest_names=0))
     assert "names:" not in out.messages[3].text() and out.messages[3].text().startswith("[read_file] read src/mod0.py")
+
+
+# ---- outputs that describe work, the index, names
+
+
+TICKET = (
+    "spotter-7 · Launch the review conversation  [OPEN]\n\nDESCRIPTION\nOutput files:\n"
+    "- `lib/web/router.ex` (modify)\n- `lib/web/controllers/review_controller.ex` (new)\n"
+    "- `lib/services/review_builder.ex` (new)\n- `test/services/review_builder_test.exs` (new)\n"
+    "- `test/web/controllers/review_controller_test.exs` (new)\n\nTechnical specs:\n"
+    "- the hook outputs JSON with `hookSpecificOutput.additionalContext`\n- tokens expire after `ttl_seconds`\n"
+)
+
+
+def test_is_task_document():
+    from compactctl.names import is_task_document
+
+    assert is_task_document(TICKET)
+    assert not is_task_document("def handler():\n    return 1\n" * 40)  # code
+    assert not is_task_document("PASS test_a\nPASS test_b\n" * 40)  # a log
+    assert not is_task_document("- item\n" * 60)  # a list naming nothing
+
+
+def test_a_task_document_is_digested_last_with_all_its_names_and_reaches_the_summary():
+    rows = session(3)
+    rows[3] = res("r0", TICKET + "\n".join(f"- step {k}: wire `handler_{k}`" for k in range(30)))
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=total - 1000))
+    assert out.messages[3] is t.messages[3]  # the other old outputs go first
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "names (task description): " in digest and "review_builder_test.exs" in digest and "handler_29" in digest
+    f = extract(out.messages, 2, len(out.messages) - 1)
+    assert f.documents and "lib/services/review_builder.ex" in f.documents[0][1]
+    text = offline.summarize(f, COUNTER, 2000)
+    assert "test/web/controllers/review_controller_test.exs" in parse_sections(text)["Remaining Work"]
+
+
+def test_prose_pairs_are_not_names():
+    from compactctl.names import names_in
+
+    found = names_in("on failure/invalid token see URL/port in lib/web/router.ex or src/a/b")
+    assert "failure/invalid" not in found and "URL/port" not in found
+    assert "lib/web/router.ex" in found and "src/a/b" in found
+
+
+def test_index_skips_names_the_kept_turns_or_the_summary_show():
+    rows = session(2)
+    rows += [{"role": "assistant", "content": "Next: call handler_1 from the CLI."}]
+    t = T(rows)
+    f = extract(t.messages, 2, 6)  # the tail (message 6 on) names handler_1
+    assert "handler_0" in f.names and "handler_1" not in f.names
+    f.files = {"src/mod0.py": {"read"}}
+    f.names = ["src/mod0.py", "handler_0"]
+    text = offline.summarize(f, COUNTER, 2000)
+    index = [ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE)]
+    assert index and "src/mod0.py" not in index[0] and "handler_0" in index[0]
+
+
+def test_an_earlier_summary_in_the_head_leaves_its_room_to_the_new_one():
+    from compactctl.phases.assemble import summary_text
+    from compactctl.phases.plan import Budget, plan
+
+    prior = {"role": "user", "content": summary_text("## Goal\nbuild it\n\n## Critical Context\n" + "- old fact\n" * 400)}
+    rows = [{"role": "system", "content": "You are a coding agent."}, prior, *session(6, 1500)[1:]]
+    t = T(rows)
+    counts = COUNTER.messages(t.messages)
+    p = plan(t, COUNTER, Budget(context_window=2 * (sum(counts) // 3), summary_min=200))
+    assert p.prior_summary == 1 and p.head_end == 2 and p.needs_compaction
+    # The new summary replaces the earlier one, so the room counts its tokens: head + tail + summary <= target.
+    assert p.summary_budget > p.target - p.tokens["head"] - p.tokens["tail"]
+    assert p.summary_budget <= p.target - p.tokens["head"] - p.tokens["tail"] + counts[1]

@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.names",
             "compactctl.pairs",
             "compactctl.refs",
+            "compactctl.chat",  # a message as an OpenAI chat dict (the archive's and the openai format's shape)
             "compactctl.archive",
         ],
     ),
@@ -75,17 +76,9 @@ FORMAT_USERS = {"compactctl.formats", "compactctl.formats.*", "compactctl.archiv
 # (importer, imported): why it is still there. Shrink this list; never grow it without a reason.
 ALLOWED: dict[tuple[str, str], str] = {
     (
-        "compactctl.summarizers.llm",
-        "compactctl.phases.summarize",
-    ): "imports SummaryRequest/SummaryResult from their old home (re-exported there); llm.py is being changed on issue 14's branch",
-    (
         "compactctl.pipeline",
         "compactctl.formats",
-    ): "compact() asks the input's format for `dropped_records` (getattr) to report lines dropped inside the compacted region",
-    (
-        "compactctl.refs",
-        "compactctl.formats.openai",
-    ): "an archive record's body is the message in OpenAI chat shape (message_to_dict); phases reach it via refs and Archived.record",
+    ): "compact() asks the input's Format for `dropped_records` (line logs) to report lines dropped inside the compacted region",
 }
 
 

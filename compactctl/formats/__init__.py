@@ -1,8 +1,12 @@
 """Format readers and writers at the edge, and detection.
 
-Every format module has `NAME`, `sniff(first_record) -> layout | None`, `read(records, source, layout,
-reader) -> Iterator[Transcript]` and `write(transcript) -> Iterator[bytes]` (output lines without
-newlines). Detection is per file, from its first record; `--from` forces a format.
+A format is a module `formats/<name>.py` that provides what `FormatModule` says (`NAME`,
+`CARRIER_KEYS`, `sniff(first_record) -> layout | None`, `read(records, source, layout, reader) ->
+Iterator[Transcript]`), plus `write(transcript) -> Iterator[bytes]` (output lines without newlines)
+unless it is read-only, and `dropped_records(transcript)` if it is a line log. `REGISTRY` lists every
+format once, with what it provides; `get_format(name)` gives its `Format` (the module's members, typed,
+the optional ones None when absent), and mypy checks each module against its protocol (below).
+Detection is per file, from its first record; `--from` forces a format.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -22,25 +26,109 @@ from ..model import Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
-# Order matters: the most specific sniffers first.
-FORMAT_NAMES = ("claude_code", "codex", "gemini", "openhands", "sharegpt", "anthropic", "openai")
+
+class FormatModule(Protocol):
+    """What every format module provides."""
+
+    NAME: str
+    CARRIER_KEYS: tuple[str, ...]  # record keys that hold the messages (dropped when converting to another format)
+
+    def sniff(self, obj: dict, /) -> str | None:
+        """The layout ("session" or "dataset") if this first record is in this format, else None."""
+        ...
+
+    def read(self, records: Iterator[Record], source: str, layout: str, reader: Reader, /) -> Iterator[Transcript]: ...
 
 
-def get_format(name: str):
+class WritableFormat(FormatModule, Protocol):
+    def write(self, t: Transcript, /) -> Iterator[bytes]: ...
+
+
+class LineLogFormat(WritableFormat, Protocol):
+    def dropped_records(self, t: Transcript, /) -> int:
+        """Lines never sent to a model (progress, snapshots, ...) that compaction dropped."""
+        ...
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A format in the registry: its module's name and which optional members it provides."""
+
+    name: str
+    writes: bool = True  # False: read-only, written as OpenAI chat
+    line_log: bool = False  # one record per line (formats/linelog.py): it has dropped_records
+
+
+# Every format, once. Order matters: detection tries the most specific sniffers first.
+REGISTRY: tuple[Registered, ...] = (
+    Registered("claude_code", line_log=True),
+    Registered("codex", line_log=True),
+    Registered("gemini", writes=False),
+    Registered("openhands", writes=False),
+    Registered("sharegpt"),
+    Registered("anthropic"),
+    Registered("openai"),
+)
+FORMAT_NAMES = tuple(r.name for r in REGISTRY)
+
+if TYPE_CHECKING:  # mypy checks each module against what the registry says it provides
+    from . import anthropic, claude_code, codex, gemini, openai, openhands, sharegpt
+
+    _read_only: list[FormatModule] = [gemini, openhands]
+    _writable: list[WritableFormat] = [sharegpt, anthropic, openai]
+    _line_logs: list[LineLogFormat] = [claude_code, codex]
+
+
+@dataclass(frozen=True)
+class Format:
+    """A registered format's members (what get_format gives)."""
+
+    name: str
+    carrier_keys: tuple[str, ...]
+    sniff: Callable[[dict], str | None]
+    read: Callable[[Iterator[Record], str, str, Reader], Iterator[Transcript]]
+    write: Callable[[Transcript], Iterator[bytes]] | None  # None: read-only
+    dropped_records: Callable[[Transcript], int] | None  # None: not a line log
+
+    @property
+    def NAME(self) -> str:  # noqa: N802 (the module constant's name, for callers that read it)
+        return self.name
+
+
+_loaded: dict[str, Format] = {}
+
+
+def get_format(name: str) -> Format:
     key = name.replace("-", "_")
-    if key not in FORMAT_NAMES:
-        raise UsageError(f"unknown format {name!r} (known: {', '.join(n.replace('_', '-') for n in FORMAT_NAMES)})")
-    return import_module(f"{__name__}.{key}")
+    fmt = _loaded.get(key)
+    if fmt is None:
+        fmt = _loaded[key] = _load(key)
+    return fmt
 
 
-def detect(obj: Any) -> tuple[Any, str] | None:
+def _load(key: str) -> Format:
+    entry = next((r for r in REGISTRY if r.name == key), None)
+    if entry is None:
+        raise UsageError(f"unknown format {key!r} (known: {', '.join(n.replace('_', '-') for n in FORMAT_NAMES)})")
+    mod = import_module(f"{__name__}.{key}")  # imported when first used: start-up stays fast
+    return Format(
+        mod.NAME,
+        mod.CARRIER_KEYS,
+        mod.sniff,
+        mod.read,
+        mod.write if entry.writes else None,
+        mod.dropped_records if entry.line_log else None,
+    )
+
+
+def detect(obj: Any) -> tuple[Format, str] | None:
     if not isinstance(obj, dict):
         return None
     for name in FORMAT_NAMES:
-        mod = get_format(name)
-        layout = mod.sniff(obj)
+        fmt = get_format(name)
+        layout = fmt.sniff(obj)
         if layout:
-            return mod, layout
+            return fmt, layout
     return None
 
 
@@ -155,18 +243,23 @@ def _json_kind(v: Any) -> str:
 def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
     """Output lines for one transcript, in its own format or converted with `to`. Formats that are
     read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise."""
-    if not to and not hasattr(get_format(t.format), "write"):
+    source = get_format(t.format)
+    if not to and source.write is None:
         to = "openai"
     if to and to.replace("-", "_") != t.format:
         target = get_format(to)
-        drop = getattr(get_format(t.format), "CARRIER_KEYS", ())
-        meta = {k: v for k, v in (t.metadata or {}).items() if k not in drop}
-        t = t.evolve(format=target.NAME, native=None, raw=None, metadata=meta)
+        if target.write is None:
+            writable = ", ".join(r.name.replace("_", "-") for r in REGISTRY if r.writes)
+            raise UsageError(f"{target.name.replace('_', '-')} is read-only: it cannot be written (--to one of {writable})")
+        meta = {k: v for k, v in (t.metadata or {}).items() if k not in source.carrier_keys}
+        t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
         t.messages = [m.evolve() if m.origin is not None else m for m in t.messages]  # origins are the old format's
-        if target.NAME != "openai":
+        if target.name != "openai":
             t.messages = _with_ids(t.messages)
         return target.write(t)
-    return get_format(t.format).write(t)
+    if source.write is None:  # to names the read-only input format itself
+        raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
+    return source.write(t)
 
 
 def _with_ids(messages: list) -> list:

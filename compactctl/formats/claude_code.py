@@ -68,23 +68,9 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
         with reader.guard(linenos[i], raw):
             if typ == "assistant":
                 mid = msg.get("id")
-                if (
-                    mid is not None
-                    and mid in last_assistant
-                    and last_assistant[mid] == len(msgs) - 1
-                    or (mid is not None and mid in last_assistant and all(x.role == "tool" for x in msgs[last_assistant[mid] + 1 :]))
-                ):
-                    k = last_assistant[mid]
-                    part = assistant_from_blocks(msg.get("content"), source, linenos[i])
-                    base = msgs[k]
-                    base.content = (base.content if isinstance(base.content, list) else []) + (
-                        part.content if isinstance(part.content, list) else []
-                    )
-                    base.tool_calls += part.tool_calls
-                    if part.reasoning:
-                        base.reasoning = (base.reasoning + "\n" if base.reasoning else "") + part.reasoning
-                    if part.extra.get("_thinking_blocks"):
-                        base.extra.setdefault("_thinking_blocks", []).extend(part.extra["_thinking_blocks"])
+                k = last_assistant.get(mid, -1) if mid is not None else -1
+                if k >= 0 and (k == len(msgs) - 1 or all(x.role == "tool" for x in msgs[k + 1 :])):
+                    _merge(msgs[k], assistant_from_blocks(msg.get("content"), source, linenos[i]))
                     msg_lines[k].append(i)
                     continue
                 m = assistant_from_blocks(msg.get("content"), source, linenos[i])
@@ -102,6 +88,16 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     yield Transcript(
         msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines)
     )
+
+
+def _merge(base: Message, part: Message) -> None:
+    """Add a later line of the same API message (same message.id: one line per content block) to it."""
+    base.content = (base.content if isinstance(base.content, list) else []) + (part.content if isinstance(part.content, list) else [])
+    base.tool_calls += part.tool_calls
+    if part.reasoning:
+        base.reasoning = (base.reasoning + "\n" if base.reasoning else "") + part.reasoning
+    if part.extra.get("_thinking_blocks"):
+        base.extra.setdefault("_thinking_blocks", []).extend(part.extra["_thinking_blocks"])
 
 
 def _envelope(template: dict) -> dict:

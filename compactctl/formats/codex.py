@@ -74,37 +74,18 @@ def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
         typ = it.get("type")
         if typ == "message" and it.get("role") in ("user", "developer", "system"):
             cur = None
-            role = "user" if it["role"] == "user" else "system"
-            m = Message(role=role, content=it.get("content"))
+            m = Message(role="user" if it["role"] == "user" else "system", content=it.get("content"))
             msgs.append(m)
             anchor(m, j)
         elif typ in ("reasoning", "message") or typ in CALLS:
             if cur is None or (typ == "message" and (cur.tool_calls or cur.content)):
                 cur = Message(role="assistant", content=[])
                 msgs.append(cur)
-            if typ == "reasoning":
-                text = "\n".join(s.get("text", "") for s in it.get("summary") or [] if isinstance(s, dict))
-                cur.reasoning = (cur.reasoning + "\n" if cur.reasoning else "") + text if text else cur.reasoning
-            elif typ == "message":
-                cur.content = (cur.content or []) + list(it.get("content") or [])
-            else:
-                cur.tool_calls.append(_call(it))
+            _add_to_assistant(cur, typ, it)
             anchor(cur, j)
         elif typ in OUTPUTS:
             cur = None
-            out = it.get("output", "")
-            if isinstance(out, dict):  # {"content": ..., "success": ...}
-                text = out.get("content", "")
-                m = Message(
-                    role="tool",
-                    content=text if isinstance(text, str) else orjson.dumps(text).decode(),
-                    tool_call_id=it.get("call_id"),
-                    is_error=out.get("success") is False,
-                )
-            else:
-                m = Message(
-                    role="tool", content=out if isinstance(out, str) else orjson.dumps(out).decode(), tool_call_id=it.get("call_id")
-                )
+            m = _output_message(it)
             msgs.append(m)
             anchor(m, j)
     for m in msgs:
@@ -112,6 +93,30 @@ def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
         if ls:
             m.origin = m.anchor = ("lines", tuple(ls))
     return msgs
+
+
+def _add_to_assistant(cur: Message, typ: str, it: dict) -> None:
+    """Add a reasoning, message or call item to the assistant message being built."""
+    if typ == "reasoning":
+        text = "\n".join(s.get("text", "") for s in it.get("summary") or [] if isinstance(s, dict))
+        cur.reasoning = (cur.reasoning + "\n" if cur.reasoning else "") + text if text else cur.reasoning
+    elif typ == "message":
+        cur.content = (cur.content or []) + list(it.get("content") or [])
+    else:
+        cur.tool_calls.append(_call(it))
+
+
+def _output_message(it: dict) -> Message:
+    out = it.get("output", "")
+    if isinstance(out, dict):  # {"content": ..., "success": ...}
+        text = out.get("content", "")
+        return Message(
+            role="tool",
+            content=text if isinstance(text, str) else orjson.dumps(text).decode(),
+            tool_call_id=it.get("call_id"),
+            is_error=out.get("success") is False,
+        )
+    return Message(role="tool", content=out if isinstance(out, str) else orjson.dumps(out).decode(), tool_call_id=it.get("call_id"))
 
 
 def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -> Iterator[Transcript]:
@@ -218,50 +223,59 @@ def write(t: Transcript) -> Iterator[bytes]:
         for raw, _ in log.lines:
             yield raw
         return
-    plan = layout(t)
-    template = next((o for _, o in log.lines if _item(o) is not None), None)
-    message_lines = {j for ls in log.msg_lines for j in ls}
-    out: list[tuple[bytes | None, dict]] = []
-    emitted: set[int] = set()
-    pos = log.context_start
+    for line, obj in _Rewrite(t, log).lines():
+        yield line if line is not None else orjson.dumps(obj)
 
-    def flush_until(limit: int) -> None:
-        nonlocal pos
-        while pos < limit:
-            if pos not in message_lines and pos not in plan.dropped_lines:
-                out.append(log.lines[pos])
-            pos += 1
 
-    def emit(m: Message) -> None:
+class _Rewrite:
+    """A changed rollout: its lines in order, untouched messages as they were read, the summary as a
+    `compacted` record, and the lines that are not messages where they stood."""
+
+    def __init__(self, t: Transcript, log: LineLog) -> None:
+        self.log = log
+        self.plan = layout(t)
+        self.template = next((o for _, o in log.lines if _item(o) is not None), None)
+        self.message_lines = {j for ls in log.msg_lines for j in ls}
+        self.out: list[tuple[bytes | None, dict]] = []
+        self.emitted: set[int] = set()
+        self.pos = log.context_start
+
+    def lines(self) -> list[tuple[bytes | None, dict]]:
+        log, plan = self.log, self.plan
+        self.out.extend(log.lines[: log.context_start])
+        for m in plan.head:
+            self.emit(m)
+        if plan.summary is not None:
+            self.out.append((None, self.compacted(plan.head, plan.summary, plan.tail)))
+        for m in plan.tail:
+            self.emit(m)
+        self.flush_until(len(log.lines))
+        return self.out
+
+    def flush_until(self, limit: int) -> None:
+        while self.pos < limit:
+            if self.pos not in self.message_lines and self.pos not in self.plan.dropped_lines:
+                self.out.append(self.log.lines[self.pos])
+            self.pos += 1
+
+    def emit(self, m: Message) -> None:
         ls = lines_of(m)
         if ls:
-            flush_until(min(ls))
+            self.flush_until(min(ls))
         if m.untouched and ls:
-            out.extend(log.lines[j] for j in ls if j not in emitted)
+            self.out.extend(self.log.lines[j] for j in ls if j not in self.emitted)
         elif ls:
-            out.extend(_rebuild(m, log))
+            self.out.extend(_rebuild(m, self.log))
         else:
-            out.extend((None, _wrap(template, it)) for it in items_of(m))
-        emitted.update(ls)
+            self.out.extend((None, _wrap(self.template, it)) for it in items_of(m))
+        self.emitted.update(ls)
 
-    out.extend(log.lines[: log.context_start])
-    for m in plan.head:
-        emit(m)
-    if plan.summary is not None:
-        history = [it for m in plan.head for it in items_of(m)] + items_of(plan.summary)
-        first_tail = next((min(lines_of(m)) for m in plan.tail if lines_of(m)), len(log.lines))
-        ts = log.lines[first_tail][1].get("timestamp") if first_tail < len(log.lines) else None
-        compacted = {"message": plan.summary.text(), "replacement_history": history}
-        out.append(
-            (
-                None,
-                {"timestamp": ts, "type": "compacted", "payload": compacted}
-                if template is None or "payload" in template
-                else {"type": "compacted", **compacted},
-            )
-        )
-    for m in plan.tail:
-        emit(m)
-    flush_until(len(log.lines))
-    for line, obj in out:
-        yield line if line is not None else orjson.dumps(obj)
+    def compacted(self, head: list[Message], summary: Message, tail: list[Message]) -> dict:
+        lines = self.log.lines
+        history = [it for m in head for it in items_of(m)] + items_of(summary)
+        first_tail = next((min(lines_of(m)) for m in tail if lines_of(m)), len(lines))
+        ts = lines[first_tail][1].get("timestamp") if first_tail < len(lines) else None
+        compacted = {"message": summary.text(), "replacement_history": history}
+        if self.template is None or "payload" in self.template:
+            return {"timestamp": ts, "type": "compacted", "payload": compacted}
+        return {"type": "compacted", **compacted}

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
+from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
 from ..model import LEGACY, MISSING, ROLES, Message, ToolCall, Transcript
 from . import Reader, Record
@@ -14,7 +16,6 @@ from . import Reader, Record
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
 MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
-NOTE_KEY = "_compactctl"
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "function_call", NOTE_KEY}
 
 
@@ -64,45 +65,9 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     content = d.get("content", MISSING)
     if not (content is MISSING or content is None or isinstance(content, (str, list))):
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
-    calls = []
-    raw_calls = d.get("tool_calls")
-    if raw_calls is not None:
-        if not isinstance(raw_calls, list):
-            raise DataError(source, lineno, "tool_calls must be a list")
-        for c in raw_calls:
-            fn = c.get("function") if isinstance(c, dict) else None
-            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                raise DataError(source, lineno, "a tool call needs function.name")
-            args = fn.get("arguments", "")
-            extra = {k: v for k, v in c.items() if k not in ("id", "function")}
-            fn_extra = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
-            if fn_extra:
-                extra["_function_extra"] = fn_extra
-            if not isinstance(args, str):
-                extra["_arguments_object"] = True
-                args = orjson.dumps(args).decode()
-            calls.append(ToolCall(c.get("id"), fn["name"], args, extra))
-    fc = d.get("function_call")
-    if fc is not None:  # legacy OpenAI function calling: one call, no id
-        if not isinstance(fc, dict) or not isinstance(fc.get("name"), str):
-            raise DataError(source, lineno, "function_call needs a name")
-        args = fc.get("arguments", "")
-        extra = {LEGACY: True}
-        if not isinstance(args, str):
-            extra["_arguments_object"] = True
-            args = orjson.dumps(args).decode()
-        fn_extra = {k: v for k, v in fc.items() if k not in ("name", "arguments")}
-        if fn_extra:
-            extra["_function_extra"] = fn_extra
-        calls.append(ToolCall(None, fc["name"], args, extra))
+    calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
     note = d.get(NOTE_KEY)
-    call_id = d.get("tool_call_id")
-    ids = d.get("tool_call_ids")  # SWE-agent: a list of ids
-    if call_id is None and isinstance(ids, list) and ids and isinstance(ids[0], str):
-        call_id = ids[0]
-    if call_id is not None and not isinstance(call_id, str):
-        raise DataError(source, lineno, f"tool_call_id must be a string, got {type(call_id).__name__}")
     extra = {k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))}
     if legacy:
         extra[LEGACY] = True
@@ -110,7 +75,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         role=role,
         content=content,
         tool_calls=calls,
-        tool_call_id=call_id,
+        tool_call_id=_result_id(d, source, lineno),
         name=d.get("name"),
         reasoning=reasoning if isinstance(reasoning, str) else None,
         extra=extra,
@@ -120,60 +85,58 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     )
 
 
-def message_to_dict(m: Message) -> dict:
-    if isinstance(m.origin, dict):
-        d = dict(m.origin)
-    else:
-        extra = dict(m.extra)
-        legacy_result = extra.pop(LEGACY, False) and m.role == "tool" and m.tool_call_id is None
-        d = {"role": "function" if legacy_result else m.role}
-        if m.content is not MISSING:
-            d["content"] = m.content
-        if m.name is not None:
-            d["name"] = m.name
-        calls = [c for c in m.tool_calls if not c.extra.get(LEGACY)]
-        legacy_calls = [c for c in m.tool_calls if c.extra.get(LEGACY)]
-        if calls:
-            d["tool_calls"] = [_call_to_dict(c) for c in calls]
-        if legacy_calls:
-            fc = _call_to_dict(legacy_calls[0])["function"]
-            d["function_call"] = fc
-            for c in legacy_calls[1:]:  # only one legacy call fits in a message: the rest as tool calls
-                d.setdefault("tool_calls", []).append(_call_to_dict(c))
-        ids = extra.get("tool_call_ids")
-        if m.tool_call_id is not None and isinstance(ids, list) and ids and isinstance(ids[0], str):
-            if ids[0] != m.tool_call_id:  # SWE-agent's list of ids: a repaired id replaces the first
-                extra["tool_call_ids"] = [m.tool_call_id, *ids[1:]]
-        elif m.tool_call_id is not None:
-            d["tool_call_id"] = m.tool_call_id
-        if m.reasoning is not None:
-            d["reasoning_content"] = m.reasoning
-        d.update(extra)
-    if m.note:
-        d[NOTE_KEY] = m.note
-    return d
+def _calls_from(d: dict, source: str, lineno: int) -> list[ToolCall]:
+    """The message's `tool_calls`, then its legacy `function_call` (one call, no id)."""
+    calls = []
+    raw_calls = d.get("tool_calls")
+    if raw_calls is not None:
+        if not isinstance(raw_calls, list):
+            raise DataError(source, lineno, "tool_calls must be a list")
+        for c in raw_calls:
+            fn = c.get("function") if isinstance(c, dict) else None
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise DataError(source, lineno, "a tool call needs function.name")
+            extra = {k: v for k, v in c.items() if k not in ("id", "function")}
+            if len(fn) > 2 or "arguments" not in fn:  # keys besides name and arguments (rare)
+                fn_extra = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
+                if fn_extra:
+                    extra["_function_extra"] = fn_extra
+            calls.append(ToolCall(c.get("id"), fn["name"], _arguments(fn, extra), extra))
+    fc = d.get("function_call")
+    if fc is not None:
+        calls.append(_legacy_call(fc, source, lineno))
+    return calls
 
 
-def _call_to_dict(c: ToolCall) -> dict:
-    extra = dict(c.extra)
-    extra.pop(LEGACY, None)
-    obj_args = extra.pop("_arguments_object", False)
-    fn_extra = extra.pop("_function_extra", {})
-    fn: dict[str, Any] = {"name": c.name, "arguments": orjson.loads(c.arguments) if obj_args and _is_json(c.arguments) else c.arguments}
-    fn.update(fn_extra)
-    d: dict[str, Any] = {"id": c.id} if c.id is not None else {}
-    d.update(extra)
-    d.setdefault("type", "function")
-    d["function"] = fn
-    return d
+def _legacy_call(fc: Any, source: str, lineno: int) -> ToolCall:
+    """Legacy OpenAI function calling: one call, no id."""
+    if not isinstance(fc, dict) or not isinstance(fc.get("name"), str):
+        raise DataError(source, lineno, "function_call needs a name")
+    extra: dict[str, Any] = {LEGACY: True}
+    args = _arguments(fc, extra)
+    fn_extra = {k: v for k, v in fc.items() if k not in ("name", "arguments")}
+    if fn_extra:
+        extra["_function_extra"] = fn_extra
+    return ToolCall(None, fc["name"], args, extra)
 
 
-def _is_json(s: str) -> bool:
-    try:
-        orjson.loads(s)
-        return True
-    except orjson.JSONDecodeError:
-        return False
+def _arguments(fn: dict, extra: dict) -> str:
+    """A call's arguments as JSON text (an object is serialized, and `extra` says so)."""
+    args = fn.get("arguments", "")
+    if not isinstance(args, str):
+        extra["_arguments_object"] = True
+        args = orjson.dumps(args).decode()
+    return args
+
+
+def _result_id(d: dict, source: str, lineno: int) -> str | None:
+    call_id = d.get("tool_call_id")
+    ids = d.get("tool_call_ids")  # SWE-agent: a list of ids
+    if call_id is None and isinstance(ids, list) and ids and isinstance(ids[0], str):
+        call_id = ids[0]
+    if call_id is not None and not isinstance(call_id, str):
+        raise DataError(source, lineno, f"tool_call_id must be a string, got {type(call_id).__name__}")
+    return call_id
 
 
 def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:

@@ -49,60 +49,65 @@ def _args(e: dict) -> dict:
 
 def messages_from(events: list) -> list[Message]:
     out: list[Message] = []
-    call_of: dict = {}  # event id -> call id
-    last_call: str | None = None
+    links = _Links()
     for k, e in enumerate(events):
         if not isinstance(e, dict):
             continue
-        args = _args(e)
         if "action" in e:
-            act = e["action"]
-            if act in SKIP:
-                continue
-            text = args.get("content") or e.get("message") or args.get("thought") or ""
-            if act == "system":
-                out.append(Message(role="system", content=text))
-            elif act in TEXT_ACTIONS:
-                role = "user" if e.get("source") == "user" or (act == "message" and e.get("source") is None and k == 0) else "assistant"
-                out.append(
-                    Message(
-                        role=role, content=args.get("content") or args.get("final_thought") or e.get("message") or args.get("thought") or ""
-                    )
-                )
-            else:
-                meta = e.get("tool_call_metadata") or {}
-                cid = meta.get("tool_call_id") or f"oh_{e.get('id', k)}"
-                name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act) or act
-                call_args = {key: v for key, v in args.items() if key != "thought"}
-                out.append(
-                    Message(
-                        role="assistant",
-                        content=args.get("thought") or "",
-                        tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())],
-                    )
-                )
-                call_of[e.get("id", k)] = cid
-                last_call = cid
+            m = None if e["action"] in SKIP else _action(k, e, _args(e), links)
         elif "observation" in e:
-            obs = e["observation"]
-            if obs in SKIP:
-                continue
-            cid = call_of.get(e.get("cause")) or ((e.get("tool_call_metadata") or {}).get("tool_call_id")) or last_call
-            if cid is None:
-                continue
-            content = e.get("content", args.get("content", ""))
-            extras = e["extras"] if isinstance(e.get("extras"), dict) else args
-            code = extras.get(
-                "exit_code", (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None
-            )
-            text = content if isinstance(content, str) else orjson.dumps(content).decode()
-            if code not in (None, "", -1, "-1"):
-                text += f"\n[exit code: {code}]"
-            out.append(Message(role="tool", content=text, tool_call_id=cid, is_error=obs == "error" or None))
-            last_call = None
+            m = None if e["observation"] in SKIP else _observation(e, _args(e), links)
+        else:
+            m = None
+        if m is not None:
+            out.append(m)
     for i, m in enumerate(out):
         m.index = i
     return out
+
+
+class _Links:
+    """Which call each action event became, to link observations (by `cause`, else the last call)."""
+
+    def __init__(self) -> None:
+        self.call_of: dict = {}  # event id -> call id
+        self.last_call: str | None = None
+
+
+def _action(k: int, e: dict, args: dict, links: _Links) -> Message:
+    act = e["action"]
+    if act in TEXT_ACTIONS:
+        return _text_action(k, e, args)
+    meta = e.get("tool_call_metadata") or {}
+    cid = meta.get("tool_call_id") or f"oh_{e.get('id', k)}"
+    name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act) or act
+    call_args = {key: v for key, v in args.items() if key != "thought"}
+    links.call_of[e.get("id", k)] = cid
+    links.last_call = cid
+    return Message(role="assistant", content=args.get("thought") or "", tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())])
+
+
+def _text_action(k: int, e: dict, args: dict) -> Message:
+    """The system message, or what the user or the agent said (message, finish, think)."""
+    act = e["action"]
+    if act == "system":
+        return Message(role="system", content=args.get("content") or e.get("message") or args.get("thought") or "")
+    role = "user" if e.get("source") == "user" or (act == "message" and e.get("source") is None and k == 0) else "assistant"
+    return Message(role=role, content=args.get("content") or args.get("final_thought") or e.get("message") or args.get("thought") or "")
+
+
+def _observation(e: dict, args: dict, links: _Links) -> Message | None:
+    cid = links.call_of.get(e.get("cause")) or ((e.get("tool_call_metadata") or {}).get("tool_call_id")) or links.last_call
+    if cid is None:
+        return None
+    content = e.get("content", args.get("content", ""))
+    extras = e["extras"] if isinstance(e.get("extras"), dict) else args
+    code = extras.get("exit_code", (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None)
+    text = content if isinstance(content, str) else orjson.dumps(content).decode()
+    if code not in (None, "", -1, "-1"):
+        text += f"\n[exit code: {code}]"
+    links.last_call = None
+    return Message(role="tool", content=text, tool_call_id=cid, is_error=e["observation"] == "error" or None)
 
 
 def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:

@@ -32,7 +32,9 @@ ROLE = {
     "function": "tool",
 }
 CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
+# The writer puts the text on its own lines between the tags: one newline on each side is the tags', the rest
+# (a leading indent of the output) is the text's, so a record re-written after compaction restores byte for byte.
+RESPONSE = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.S)
 THINK = re.compile(r"^\s*<think>\n?(.*?)\n?</think>\n?", re.S)
 
 
@@ -75,41 +77,52 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
             pending = [call]
             out.append(Message(role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, origin=origin))
         elif role == "assistant":
-            reasoning = None
-            mo = THINK.match(value)
-            text = value
-            if mo:
-                reasoning, text = mo.group(1), value[mo.end() :]
-            calls = [_call_from_json(c, turn, k) for k, c in enumerate(CALL.findall(text))]
-            text = CALL.sub("", text).strip() if calls else text
-            pending = list(calls)
-            msg = Message(
-                role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra={"_from": frm, **extra}, origin=origin
-            )
-            if mo is not None:
-                msg.extra["_think"] = True
+            msg = _assistant_turn(value, turn, {"_from": frm, **extra}, origin)
+            pending = list(msg.tool_calls)
             out.append(msg)
         elif role == "tool":
-            bodies = RESPONSE.findall(value) if frm == "tool" else [value]
-            if not bodies:
-                bodies = [value]
-            for k, body in enumerate(bodies):
-                answered = pending.pop(0) if pending else None
-                out.append(
-                    Message(
-                        role="tool",
-                        content=body,
-                        tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
-                        name=answered.name if answered else None,
-                        extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
-                        origin=origin,
-                    )
-                )
+            out.extend(_tool_turns(frm, value, turn, extra, origin, pending))
         else:
             out.append(Message(role=role, content=value, extra={"_from": frm, **extra}, origin=origin))
     for i, m in enumerate(out):
         m.index = i
         m.anchor = m.origin
+    return out
+
+
+def _assistant_turn(value: str, turn: int, extra: dict, origin: tuple) -> Message:
+    """An assistant turn: optional <think> reasoning first, then text with <tool_call> blocks."""
+    reasoning = None
+    mo = THINK.match(value)
+    text = value
+    if mo:
+        reasoning, text = mo.group(1), value[mo.end() :]
+    calls = [_call_from_json(c, turn, k) for k, c in enumerate(CALL.findall(text))]
+    text = CALL.sub("", text).strip() if calls else text
+    msg = Message(role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra=extra, origin=origin)
+    if mo is not None:
+        msg.extra["_think"] = True
+    return msg
+
+
+def _tool_turns(frm: str, value: str, turn: int, extra: dict, origin: tuple, pending: list[ToolCall]) -> list[Message]:
+    """A tool or observation turn: one result per <tool_response> block, answering the pending calls in order."""
+    bodies = RESPONSE.findall(value) if frm == "tool" else [value]
+    if not bodies:
+        bodies = [value]
+    out = []
+    for k, body in enumerate(bodies):
+        answered = pending.pop(0) if pending else None
+        out.append(
+            Message(
+                role="tool",
+                content=body,
+                tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
+                name=answered.name if answered else None,
+                extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
+                origin=origin,
+            )
+        )
     return out
 
 

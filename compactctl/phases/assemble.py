@@ -57,21 +57,28 @@ def assemble(t: Transcript, head_end: int, tail_start: int, body: str, prior: in
     role = "assistant" if prev is not None and prev.role == "user" else "user"
     nxt = tail[0] if tail else None
     if nxt is not None and nxt.role == role:
-        flipped = "user" if role == "assistant" else "assistant"
-        if prev is None and flipped == "assistant":
-            flipped = role  # a conversation cannot open with the assistant
-        if prev is None or prev.role != flipped and not (flipped == "assistant" and prev.role == "tool"):
-            role = flipped
-        else:
-            last_ask = last_user_index(msgs)
-            if last_ask == tail_start:
+        flipped = _flipped(role, prev)
+        if flipped is None:  # both roles collide: merge into the first tail message, or stand before the last ask
+            if last_user_index(msgs) == tail_start:
                 summary = Message(role="user", content=text)
                 return t.evolve(messages=head + [summary] + tail), replaced
             replaced.append(nxt)
             tail[0] = _prepend_text(nxt, text + "\n\n" + MERGED + "\n\n")
             return t.evolve(messages=head + tail), replaced
+        role = flipped
     summary = Message(role=role, content=text)
     return t.evolve(messages=head + [summary] + tail), replaced
+
+
+def _flipped(role: str, prev: Message | None) -> str | None:
+    """The summary's other role when `role` collides with the first tail message, or None when that
+    collides with the message before it too."""
+    flipped = "user" if role == "assistant" else "assistant"
+    if prev is None and flipped == "assistant":
+        flipped = role  # a conversation cannot open with the assistant
+    if prev is None or prev.role != flipped and not (flipped == "assistant" and prev.role == "tool"):
+        return flipped
+    return None
 
 
 def _append_text(m: Message, extra: str) -> Message:

@@ -51,8 +51,10 @@ class Budget:
         return self.tail_tokens if self.tail_tokens is not None else int(self.target * self.tail_share)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
+    """What to keep and what to summarize; built once by `plan` (frozen)."""
+
     transcript: str
     messages: int
     head_end: int  # head = [0, head_end)
@@ -154,6 +156,38 @@ def _zones(
     return _Zones(h_end, max(start, h_end), prior, True, False)
 
 
+def _freed(counts: list[int], z: _Zones) -> int:
+    """Tokens of the earlier summary kept in the head, which assembly replaces with the new summary."""
+    return counts[z.prior] if z.prior is not None and z.prior < z.head_end else 0
+
+
+def _give_ground(
+    t: Transcript, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, lu: int | None
+) -> tuple[_Zones, int]:
+    """The zones (and minimum summary) of the first attempt that leaves the summary its room, in the order
+    `plan` documents; the last attempt when none does (plan then refuses with the reason)."""
+    summary_min, tail = budget.summary_min, budget.tail
+    attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True, tail)]
+    if budget.last_ask != "tail":
+        attempts.append((budget.protect_first, True, summary_min, True, tail))
+        attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
+        small = min(summary_min, max(target // 4, 100))
+        attempts += [
+            (0, True, small, True, tail),
+            (0, True, small, False, tail),
+            (0, True, small, False, tail // 2),
+            (0, True, small, False, 0),
+        ]
+    total = sum(counts)
+    for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
+        z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
+        room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
+        need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
+        if total <= target or room >= need:
+            break
+    return z, summary_min
+
+
 def plan(
     t: Transcript,
     counter: Counter,
@@ -184,28 +218,13 @@ def plan(
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
     else:
-        tail = budget.tail
-        attempts = [(budget.protect_first, budget.last_ask == "summary", summary_min, True, tail)]
-        if budget.last_ask != "tail":
-            attempts.append((budget.protect_first, True, summary_min, True, tail))
-            attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
-            small = min(summary_min, max(target // 4, 100))
-            attempts += [
-                (0, True, small, True, tail),
-                (0, True, small, False, tail),
-                (0, True, small, False, tail // 2),
-                (0, True, small, False, 0),
-            ]
-        for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
-            z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
-            room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :])
-            need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
-            if total <= target or room >= need:
-                break
+        z, summary_min = _give_ground(t, counts, spans, budget, target, lu)
 
     h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
-    summary_budget = min(max(int(zone_tokens["middle"] * budget.summary_ratio), summary_min), budget.summary_max)
+    # An earlier summary in the head is replaced by the new one: its tokens are the new summary's to use.
+    freed = _freed(counts, z)
+    summary_budget = min(max(int((zone_tokens["middle"] + freed) * budget.summary_ratio), summary_min), budget.summary_max)
     p = Plan(
         t.id,
         n,
@@ -225,15 +244,14 @@ def plan(
         last_ask_in_summary=z.last_ask_in_summary,
     )
     if total <= target:
-        p.reason = f"no compaction needed: {total:,} tokens is within the target of {target:,}"
-        return p
+        return dataclasses.replace(p, reason=f"no compaction needed: {total:,} tokens is within the target of {target:,}")
     if zone_tokens["middle"] == 0:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: nothing between head ({zone_tokens['head']:,} tokens) and tail "
             f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if z.anchor_forced else ''}) to summarize, and together "
             f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens."
         )
-    room = target - zone_tokens["head"] - zone_tokens["tail"]
+    room = target - zone_tokens["head"] - zone_tokens["tail"] + freed
     if room < summary_min:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "
@@ -241,7 +259,7 @@ def plan(
             f"{summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + summary_min:,} tokens, "
             f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
         )
-    p.summary_budget = min(summary_budget, room)
+    summary_budget = min(summary_budget, room)
     if z.last_ask_in_summary and lu is not None:
         need = counts[lu] + summary_min  # the ask verbatim, and room for the rest
         if room < need:
@@ -249,12 +267,11 @@ def plan(
                 f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
                 f"message alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold."
             )
-        p.summary_budget = min(max(p.summary_budget, need), room)
-    p.needs_compaction = True
-    p.reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {p.summary_budget:,}"
+        summary_budget = min(max(summary_budget, need), room)
+    reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {summary_budget:,}"
     if p.last_ask_in_summary:
-        p.reason += "; the last user message is kept verbatim in the summary's Active Task"
-    return p
+        reason += "; the last user message is kept verbatim in the summary's Active Task"
+    return dataclasses.replace(p, summary_budget=summary_budget, needs_compaction=True, reason=reason)
 
 
 def annotate(t: Transcript, p: Plan) -> Transcript:

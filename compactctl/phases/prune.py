@@ -14,13 +14,16 @@ from tool names alone:
    (paths, identifiers, values) ranked by how often the rest of the transcript uses them;
 5. old tool-call arguments over `arg_limit` characters (code the agent wrote): long strings are cut to
    `arg_keep` characters, the JSON stays valid, and the names of the cut part (paths, symbols) are kept;
-   the latest todo / plan call is never cut.
+   the latest todo / plan call is never cut;
+6. last, old outputs that describe work (an issue a tracker printed, a spec read: a list of items
+   naming files and symbols, see `names.is_task_document`): their digest keeps 4x the names, in order.
 With no `target` every step runs over everything outside the protected part. No message is removed,
 the last user ask and `--keep-tool` outputs are never touched, tool pairs stay intact.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,9 +31,9 @@ from typing import Any
 import orjson
 
 from .. import refs, tools
-from ..markers import DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
-from ..names import count_names, top_names
+from ..names import count_names, is_task_document, top_names
 from ..pairs import calls_for_results
 from ..summarizers.redact import redact
 from ..tokens import Counter
@@ -40,6 +43,7 @@ SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
 NAMES_KEPT = 48  # names a digest keeps
+DOC_NAMES_FACTOR = 4  # ... times that for an output that describes work, in its own order
 
 
 @dataclass
@@ -100,8 +104,9 @@ def protected_start(counts, budget: int) -> int:
     return min(i, max(n - 1, 0))
 
 
-# Steps, in the order their candidates are applied (lowest value first).
-DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS = range(7)
+# Steps, in the order their candidates are applied (lowest value first). OLD_DOC: an old output that
+# describes work (names.is_task_document), digested last and with all its names.
+DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS, OLD_DOC = range(8)
 
 
 def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> tuple[Transcript, PruneStats]:
@@ -157,6 +162,26 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     return t.evolve(messages=msgs), st
 
 
+class _Later:
+    """What the messages after the one being looked at did: output texts seen, calls made, files touched."""
+
+    def __init__(self) -> None:
+        self.texts: set[bytes] = set()
+        self.calls: set[tuple[str, str]] = set()
+        self.files: set[str] = set()
+
+    def saw_calls(self, m: Message) -> None:
+        for c in m.tool_calls:
+            self.calls.add((c.name, c.arguments))
+            self.files.update(p for _, p in tools.files_of(c))
+
+    def supersedes(self, call: ToolCall | None) -> bool:
+        """A later call repeats this one, or reads or writes a file this one read."""
+        return call is not None and (
+            (call.name, call.arguments) in self.calls or any(a == "read" and p in self.files for a, p in tools.files_of(call))
+        )
+
+
 class _Context:
     """What the steps need to know about a transcript: calls and results, what recurs, what is newer."""
 
@@ -168,6 +193,7 @@ class _Context:
         self._outcomes: dict[int, tools.Outcome] = {}
         keep = {k.lower() for k in opts.keep_tools}
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
+        self.drop = {d.lower() for d in opts.drop_tools}
         self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
 
     def outcome(self, i: int) -> tools.Outcome:
@@ -189,44 +215,46 @@ class _Context:
         """(step, index, step) for every reduction that may apply; sorted, the cheapest value goes first."""
         out: list[tuple[int, int, int]] = []
         o, msgs = self.opts, self.msgs
-        drop = {d.lower() for d in o.drop_tools}
-        seen_text: set[bytes] = set()
-        later_files: set[str] = set()
-        later_calls: set[tuple[str, str]] = set()
+        later = _Later()
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             old = i < self.protect
             if m.role == "tool" and i != self.keep_user and i not in self.kept:
-                call = self.call_of.get(i)
-                text = m.text()
-                if call is not None and call.name.lower() in drop and len(text) >= o.min_summary_chars:
-                    out.append((DROP, i, DROP))
-                elif o.dedup and len(text) >= o.min_dedup_chars and _digest(text) in seen_text:
-                    out.append((DEDUP, i, DEDUP))
-                elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
-                    superseded = call is not None and (
-                        (call.name, call.arguments) in later_calls or any(a == "read" and p in later_files for a, p in tools.files_of(call))
-                    )
-                    failed = self.outcome(i).failed
-                    out.append(
-                        (
-                            SUPERSEDE if superseded and not failed else OLD_FAILED if failed else OLD_OK,
-                            i,
-                            SUPERSEDE if superseded and not failed else OLD_OK,
-                        )
-                    )
-                if o.dedup and len(text) >= o.min_dedup_chars:
-                    seen_text.add(_digest(text))
+                step = self._output_step(i, m, old, later)
+                if step is not None:
+                    out.append(step)
             if m.role == "assistant":
-                for c in m.tool_calls:
-                    later_calls.add((c.name, c.arguments))
-                    later_files.update(p for _, p in tools.files_of(c))
+                later.saw_calls(m)
                 if old and o.args and i != self.latest_todo and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
                     out.append((ARGS, i, ARGS))
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))
         # Oldest first within a step (the list was built newest first).
         return [(s, i, k) for s, i, k in sorted(out, key=lambda x: (x[0], x[1]))]
+
+    def _output_step(self, i: int, m: Message, old: bool, later: _Later) -> tuple[int, int, int] | None:
+        """The reduction of tool output i, given what later messages did (`later`, which it updates)."""
+        o = self.opts
+        call = self.call_of.get(i)
+        text = m.text()
+        long_enough = o.dedup and len(text) >= o.min_dedup_chars
+        digest = _digest(text) if long_enough else None
+        step: tuple[int, int, int] | None = None
+        if call is not None and call.name.lower() in self.drop and len(text) >= o.min_summary_chars:
+            step = (DROP, i, DROP)
+        elif digest is not None and digest in later.texts:
+            step = (DEDUP, i, DEDUP)
+        elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
+            failed = self.outcome(i).failed
+            if later.supersedes(call) and not failed:
+                step = (SUPERSEDE, i, SUPERSEDE)
+            elif is_task_document(text):
+                step = (OLD_DOC, i, OLD_DOC)
+            else:
+                step = (OLD_FAILED if failed else OLD_OK, i, OLD_OK)
+        if digest is not None:
+            later.texts.add(digest)
+        return step
 
     def reduce(self, i: int, step: int) -> Message | None:
         m = self.msgs[i]
@@ -258,27 +286,32 @@ class _Context:
         if step == SUPERSEDE:
             line = f"{line} {SUPERSEDED}"
         else:
-            names = safe_names(text, self.weight, exclude=line, limit=self.opts.digest_names)
+            doc = step == OLD_DOC
+            limit = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+            names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
             if names:
-                line += "\n" + NAMES_LINE + ", ".join(names)
+                line += "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + ", ".join(names)
         if len(line) >= len(text):
             return None
         return m.evolve(content=_same_shape(m.content, line))
 
 
-def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT) -> list[str]:
+def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
     """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
     with key material (whose base64 lines split into path-like names) is redacted first."""
     if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         text = redact(text)
     if limit <= 0:
         return []
-    return [n for n in top_names(text, weight, limit + 8, exclude=exclude) if not _secret_shaped(n) or redact(n) == n][:limit]
+    found = top_names(text, weight if ranked else None, limit + 8, exclude=exclude)
+    return [n for n in found if len(n) < 16 or _passes_redaction(n)][:limit]
 
 
-def _secret_shaped(name: str) -> bool:
-    """Long enough and mixing digits in: what a key or token looks like (identifiers and paths rarely do)."""
-    return len(name) >= 16 and any(c.isdigit() for c in name)
+@functools.lru_cache(maxsize=1 << 16)
+def _passes_redaction(name: str) -> bool:
+    """Not secret-shaped (long enough and mixing digits in: what a key or token looks like, identifiers and
+    paths rarely do), or unchanged by redaction. Cached: the same names recur across a dataset."""
+    return not any(c.isdigit() for c in name) or redact(name) == name
 
 
 def _digest(text: str) -> bytes:

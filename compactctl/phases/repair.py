@@ -14,6 +14,7 @@ not one: real OpenAI transcripts do it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..model import LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
@@ -100,18 +101,7 @@ def check(t: Transcript) -> list[Violation]:
             )
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:
-            seen: set = set()  # within one message (both APIs reject it); reuse across turns is OpenAI-valid
-            for pos, c in enumerate(m.tool_calls):
-                if (i, pos) not in answered:
-                    out.append(Violation(t.id, i, "missing-result", f"call {c.id!r} ({c.name}) has no result"))
-                if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
-                    out.append(Violation(t.id, i, "missing-id", f"call {c.name!r} has no id"))
-                elif c.id is not None and c.id in seen:
-                    out.append(Violation(t.id, i, "duplicate-id", f"call id {c.id!r} appears twice in one message"))
-                seen.add(c.id)
-            res = sorted(results_of.get(i, []))
-            if res and res != list(range(i + 1, i + 1 + len(res))):
-                out.append(Violation(t.id, i, "placement", "tool results do not directly follow their calls"))
+            out.extend(_call_violations(t.id, i, m, answered, sorted(results_of.get(i, []))))
         if _empty(m):
             out.append(Violation(t.id, i, "empty-message", f"{m.role} message has no content"))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
@@ -120,77 +110,37 @@ def check(t: Transcript) -> list[Violation]:
     return out
 
 
+def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]], res: list[int]) -> Iterator[Violation]:
+    """What is wrong with the calls of assistant message i and the placement of their results `res`."""
+    seen: set = set()  # within one message (both APIs reject it); reuse across turns is OpenAI-valid
+    for pos, c in enumerate(m.tool_calls):
+        if (i, pos) not in answered:
+            yield Violation(tid, i, "missing-result", f"call {c.id!r} ({c.name}) has no result")
+        if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
+            yield Violation(tid, i, "missing-id", f"call {c.name!r} has no id")
+        elif c.id is not None and c.id in seen:
+            yield Violation(tid, i, "duplicate-id", f"call id {c.id!r} appears twice in one message")
+        seen.add(c.id)
+    if res and res != list(range(i + 1, i + 1 + len(res))):
+        yield Violation(tid, i, "placement", "tool results do not directly follow their calls")
+
+
 def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, RepairStats]:
-    st = RepairStats()
     msgs = t.messages
-    pairs, orphans = match(msgs)
-    for i in orphans:
-        archive(t, msgs[i], "repair", st.archived)
-    st.orphan_results_removed = len(orphans)
-    result_for: dict[tuple[int, int], int] = {(p.call_msg, p.call_pos): p.result for p in pairs}
-    used_ids = {c.id for m in msgs for c in m.tool_calls if isinstance(c.id, str)}
-    seen: set = set()  # call ids given out so far: unique over the whole transcript
-    fresh = 0
-
-    def new_id(base: str | None) -> str:
-        nonlocal fresh
-        while True:
-            fresh += 1
-            cand = f"{base}__{fresh}" if base else f"call_cc{fresh}"
-            if cand not in used_ids and cand not in seen:
-                return cand
-
+    fix = _Repair(t, strip_unanswered)
     placed: list[Message] = []
     for i, m in enumerate(msgs):
         if m.role == "tool":
             continue  # placed with its call, or dropped as an orphan
         if _empty(m):
-            archive(t, m, "repair", st.archived)
-            st.empty_removed += 1
+            archive(t, m, "repair", fix.st.archived)
+            fix.st.empty_removed += 1
             continue
         if not (m.role == "assistant" and m.tool_calls):
             placed.append(m)
             continue
-        calls = list(m.tool_calls)
-        results: list[Message] = []
-        kept_calls = []
-        renamed = False
-        for pos, c in enumerate(calls):
-            r = result_for.get((i, pos))
-            rmsg = msgs[r] if r is not None else None
-            legacy = is_legacy(c)
-            if not legacy and (not (isinstance(c.id, str) and c.id) or c.id in seen):
-                c = ToolCall(new_id(c.id if isinstance(c.id, str) and c.id else None), c.name, c.arguments, dict(c.extra))
-                renamed = True
-                st.ids_renamed += 1
-            if not legacy:
-                seen.add(c.id)
-            if rmsg is None:
-                if strip_unanswered:
-                    st.calls_stripped += 1
-                    continue
-                extra = {LEGACY: True} if legacy else {}
-                rmsg = Message(
-                    role="tool", content=STUB, tool_call_id=None if legacy else c.id, name=c.name if legacy else None, extra=extra
-                )
-                st.stubs_added += 1
-            elif not legacy and rmsg.tool_call_id != c.id:
-                archive(t, rmsg, "repair", st.archived)
-                rmsg = rmsg.evolve(tool_call_id=c.id)
-                st.result_ids_set += 1
-            kept_calls.append(c)
-            results.append(rmsg)
-        if renamed or len(kept_calls) != len(calls):
-            archive(t, m, "repair", st.archived)
-            if not kept_calls and not (m.text().strip() or m.reasoning):
-                st.empty_removed += 1
-                continue
-            m = m.evolve(tool_calls=kept_calls)
-        placed.append(m)
-        order = [result_for[(i, pos)] for pos in range(len(calls)) if (i, pos) in result_for]
-        if order != list(range(i + 1, i + 1 + len(order))):
-            st.results_moved += len(order)
-        placed.extend(results)
+        fix.group(i, m, placed)
+    st = fix.st
     first = next((j for j, m in enumerate(placed) if m.role not in SYSTEM_ROLES), None)
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
@@ -198,3 +148,100 @@ def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, R
     if not st.changed and len(placed) == len(msgs) and all(a is b for a, b in zip(placed, msgs, strict=True)):
         return t, st
     return t.evolve(messages=placed), st
+
+
+class _Repair:
+    """The state of one repair: the pairing, the ids given out so far, the stats."""
+
+    def __init__(self, t: Transcript, strip_unanswered: bool) -> None:
+        self.t = t
+        self.strip = strip_unanswered
+        self.st = RepairStats()
+        msgs = t.messages
+        pairs, orphans = match(msgs)
+        for i in orphans:
+            archive(t, msgs[i], "repair", self.st.archived)
+        self.st.orphan_results_removed = len(orphans)
+        self.result_for: dict[tuple[int, int], int] = {(p.call_msg, p.call_pos): p.result for p in pairs}
+        self.used_ids = {c.id for m in msgs for c in m.tool_calls if isinstance(c.id, str)}
+        self.seen: set = set()  # call ids given out so far: unique over the whole transcript
+        self.fresh = 0
+
+    def new_id(self, base: str | None) -> str:
+        while True:
+            self.fresh += 1
+            cand = f"{base}__{self.fresh}" if base else f"call_cc{self.fresh}"
+            if cand not in self.used_ids and cand not in self.seen:
+                return cand
+
+    def group(self, i: int, m: Message, placed: list[Message]) -> None:
+        """Place assistant message i (its calls fixed) and its results, in call order, on `placed`."""
+        calls = m.tool_calls
+        if self.intact(i, calls):  # the common case, checked fast: nothing to change
+            placed.append(m)
+            placed.extend(self.t.messages[i + 1 : i + 1 + len(calls)])
+            return
+        results: list[Message] = []
+        kept_calls = []
+        renamed = False
+        for pos, c in enumerate(calls):
+            fixed = self.call(c)
+            renamed = renamed or fixed is not c
+            r = self.result_for.get((i, pos))
+            rmsg = self.result(fixed, self.t.messages[r] if r is not None else None)
+            if rmsg is None:
+                continue
+            kept_calls.append(fixed)
+            results.append(rmsg)
+        if renamed or len(kept_calls) != len(calls):
+            archive(self.t, m, "repair", self.st.archived)
+            if not kept_calls and not (m.text().strip() or m.reasoning):
+                self.st.empty_removed += 1
+                return
+            m = m.evolve(tool_calls=kept_calls)
+        placed.append(m)
+        order = [self.result_for[(i, pos)] for pos in range(len(calls)) if (i, pos) in self.result_for]
+        if order != list(range(i + 1, i + 1 + len(order))):
+            self.st.results_moved += len(order)
+        placed.extend(results)
+
+    def intact(self, i: int, calls: list[ToolCall]) -> bool:
+        """Every call of message i has an id not given out before and its result, with that id, right
+        after the message in call order (no legacy call): then `group` changes nothing. Marks the ids seen."""
+        msgs, result_for = self.t.messages, self.result_for
+        ids = set()
+        for pos, c in enumerate(calls):
+            cid = c.id
+            if not (isinstance(cid, str) and cid) or cid in self.seen or cid in ids or c.extra.get(LEGACY):
+                return False
+            if result_for.get((i, pos)) != i + 1 + pos or msgs[i + 1 + pos].tool_call_id != cid:
+                return False
+            ids.add(cid)
+        self.seen.update(ids)
+        return True
+
+    def call(self, c: ToolCall) -> ToolCall:
+        """The call with an id unique over the transcript (legacy calls keep their form)."""
+        if is_legacy(c):
+            return c
+        if not (isinstance(c.id, str) and c.id) or c.id in self.seen:
+            c = ToolCall(self.new_id(c.id if isinstance(c.id, str) and c.id else None), c.name, c.arguments, dict(c.extra))
+            self.st.ids_renamed += 1
+        self.seen.add(c.id)
+        return c
+
+    def result(self, c: ToolCall, rmsg: Message | None) -> Message | None:
+        """The call's result carrying its id, a stub when it has none, or None when the call is stripped."""
+        legacy = is_legacy(c)
+        if rmsg is None:
+            if self.strip:
+                self.st.calls_stripped += 1
+                return None
+            extra = {LEGACY: True} if legacy else {}
+            self.st.stubs_added += 1
+            return Message(role="tool", content=STUB, tool_call_id=None if legacy else c.id, name=c.name if legacy else None, extra=extra)
+        if not legacy and rmsg.tool_call_id != c.id:
+            archive(self.t, rmsg, "repair", self.st.archived)
+            self.st.result_ids_set += 1
+            return rmsg.evolve(tool_call_id=c.id)
+        return rmsg

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .. import refs as _refs
 from ..model import Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
-from ..summarizers.facts import constraint_sentences, extract, request_text
+from ..summarizers.facts import Facts, constraint_sentences, extract, request_text
 from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
 from .assemble import assemble, framing_cost, strip_zone, summary_text
@@ -66,6 +66,35 @@ def _clean(t: Transcript) -> Transcript:
     return dataclasses.replace(t, messages=[strip_zone(m) for m in t.messages], raw=None)
 
 
+def facts_for(t: Transcript, p: Plan) -> Facts:
+    """The facts of the middle the plan replaces, with what the whole transcript tells: the person's first
+    and latest asks, the rules they set in the head, an earlier summary."""
+    lu = last_user_index(t.messages)
+    last = t.messages[lu] if lu is not None else None
+    facts = extract(t.messages, p.head_end, p.tail_start, last_request=(request_text(last) or last.text()) if last is not None else None)
+    first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
+    if first is not None:
+        facts.first_request = first
+    head_rules = [
+        c for m in t.messages[: p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))
+    ]
+    facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
+    facts.last_request_verbatim = p.last_ask_in_summary
+    if p.prior_summary is not None:
+        facts.prior_summary = t.messages[p.prior_summary].text()
+    return facts
+
+
+def _plan(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zones: tuple[int, int] | None) -> Plan:
+    """The plan, leaving free what repair will add after this phase (stubs for unanswered calls)."""
+    p = plan(t, counter, budget, counts=counts, zones=zones)
+    if p.needs_compaction:
+        reserve = sum(counter.messages(repair(t)[0].messages)) - sum(counts)
+        if reserve > 0:
+            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
+    return p
+
+
 def summarize(
     t: Transcript,
     counter: Counter,
@@ -89,30 +118,12 @@ def summarize(
         st.status = "skipped"
         st.reason = f"skipped: the last {strikes} compactions saved under {min_saving:.0%} each (use --force to try again)"
         return t, st
-    p = plan(t, counter, budget, counts=counts, zones=zones)
-    if p.needs_compaction:
-        # Repair runs after this phase: what it will add (stubs for unanswered calls) must fit the target too.
-        reserve = sum(counter.messages(repair(t)[0].messages)) - st.tokens_before
-        if reserve > 0:
-            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
-    st.plan = p
+    p = st.plan = _plan(t, counter, budget, counts, zones)
     if not p.needs_compaction:
         st.status = "not-needed"
         st.reason = p.reason
         return t, st
-    lu = last_user_index(t.messages)
-    last = t.messages[lu] if lu is not None else None
-    facts = extract(t.messages, p.head_end, p.tail_start, last_request=(request_text(last) or last.text()) if last is not None else None)
-    first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
-    if first is not None:
-        facts.first_request = first
-    head_rules = [
-        c for m in t.messages[: p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))
-    ]
-    facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
-    facts.last_request_verbatim = p.last_ask_in_summary
-    if p.prior_summary is not None:
-        facts.prior_summary = t.messages[p.prior_summary].text()
+    facts = facts_for(t, p)
     members = t.messages[p.head_end : p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
     span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs else None
     trailer = _refs.span_line(span[0] if span else None, recall_hint)

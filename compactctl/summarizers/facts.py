@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from .. import refs, tools
 from ..harness import human_text, is_injected
-from ..markers import DUPLICATE, NAMES_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE
 from ..model import Message, ToolCall, is_summary
-from ..names import names_in
+from ..names import is_task_document, names_in
 from ..pairs import match
 
 # Sentences that constrain, in the languages agents' users write in.
@@ -72,6 +72,7 @@ class Facts:
     plan: list[str] = field(default_factory=list)  # the latest todo / plan of the span, one line per item, verbatim
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
     names: list[str] = field(default_factory=list)  # the span's vocabulary, most used and most recent first
+    documents: list[tuple[str, list[str]]] = field(default_factory=list)  # (what showed it, its names): outputs that describe work
 
 
 def sentences(text: str) -> list[str]:
@@ -139,9 +140,21 @@ def rank_names(messages: list[Message]) -> list[str]:
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
         text = m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls)
-        for name in names_in(text):
+        for name in names_in(refs.REF_RE.sub("", text) if "[ref " in text else text):
             score[name] = score.get(name, 0.0) + 1.0 + k / n
-    return sorted(score, key=lambda x: -score[x])
+    # A long name costs more of the index than a short one: rank by use per (rough) token.
+    return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
+
+
+def document_names(result: Message | None) -> list[str]:
+    """The names of an output that describes work (its prune digest's list, or found in it), in order."""
+    if result is None or result.role != "tool":
+        return []
+    text = result.text()
+    for ln in text.split("\n"):
+        if ln.startswith(DOC_NAMES_LINE):
+            return [n for n in refs.REF_RE.sub("", ln[len(DOC_NAMES_LINE) :]).strip().split(", ") if n]
+    return names_in(text) if is_task_document(text) else []
 
 
 def action_for(call: ToolCall, result: Message | None) -> Action:
@@ -154,8 +167,8 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
         text = text[len(DUPLICATE) :].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
         # Already a digest (from prune): its line and error lines; its names go to the identifier index.
-        kept = [ln for ln in text.split("\n") if not ln.startswith(NAMES_LINE)]
-        cited = [r for ln in text.split("\n") if ln.startswith(NAMES_LINE) for r in refs.found(ln)]
+        kept = [ln for ln in text.split("\n") if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE))]
+        cited = [r for ln in text.split("\n") if ln.startswith((NAMES_LINE, DOC_NAMES_LINE)) for r in refs.found(ln)]
         if cited and kept:  # the digest's reference stood at the end of its names line
             kept[0] += "".join(f" {refs.mark(r)}" for r in cited)
         line = "\n".join(kept)
@@ -173,73 +186,97 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
     )
 
 
+class _Extractor:
+    """Fills a Facts message by message; each list is kept free of repeats (the `_seen` sets)."""
+
+    def __init__(self, f: Facts) -> None:
+        self.f = f
+        self._seen: dict[str, set] = {"constraints": set(), "errors": set(), "decisions": set(), "identifiers": set()}
+
+    def keep(self, field_name: str, item: str) -> None:
+        _add(getattr(self.f, field_name), item, self._seen[field_name])
+
+    def idents(self, text: str) -> None:
+        for ident in identifiers_in(text):
+            self.keep("identifiers", ident)
+
+    def user(self, m: Message) -> None:
+        f = self.f
+        text = request_text(m)
+        if not text:
+            if is_injected(m) and m.text().strip():
+                f.notices.append(m.text().strip())
+                for s in constraint_sentences(m.text()):  # rules the harness set (skills, reminders) still bind
+                    self.keep("constraints", s)
+            return
+        f.requests.append(text)
+        if f.first_request is None:
+            f.first_request = text
+        for s in constraint_sentences(text):
+            self.keep("constraints", s)
+        for s in sentences(text):
+            if s.endswith(("?", "？")) and len(s) < 400:
+                f.questions.append((s, None))
+        self.idents(text)
+
+    def assistant_text(self, text: str) -> None:
+        f = self.f
+        f.last_assistant = text
+        said = sentences(text)
+        for q, (question, ans) in enumerate(f.questions):
+            if ans is None:
+                f.questions[q] = (question, said[0][:300] if said else None)
+        for s in said:
+            if 12 <= len(s) <= 300 and DECISION.search(s):
+                self.keep("decisions", s)
+        self.idents(text)
+
+    def call(self, c: ToolCall, result: Message | None) -> None:
+        f = self.f
+        if tools.kind_of(c.name) == "todo":
+            f.plan = plan_lines(c) or f.plan
+        a = action_for(c, result)
+        f.actions.append(a)
+        doc = document_names(result)
+        if doc:
+            f.documents.append((f"`{a.command}`" if a.command else a.line.split(" (")[0].split("\n")[0], doc))
+        for action, path in a.files:
+            f.files.setdefault(path, set()).add(action)
+        if a.command:
+            f.commands.append((a.command, a.exit_code, a.failed))
+        self.idents(a.command or c.arguments[:2000])
+        if a.failed:
+            for e in a.line.split("\n")[1:]:
+                e = e.strip()
+                self.keep("errors", e)
+                self.idents(e)
+
+
 def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None) -> Facts:
     """Facts of messages[start:end]; `last_request` is the latest user message of the whole transcript."""
     end = len(messages) if end is None else end
     f = Facts(last_request=last_request)
+    ex = _Extractor(f)
     span = messages[start:end]
     pairs, _ = match(messages)
     result_of = {(p.call_msg, p.call_pos): messages[p.result] for p in pairs}
-    seen_c: set = set()
-    seen_e: set = set()
-    seen_d: set = set()
-    seen_i: set = set()
     last_final = -1  # index of the latest assistant message that answered without calling tools
-    for k, m in enumerate(span):
-        i = start + k
+    for i, m in enumerate(span, start):
         if is_summary(m):
             f.prior_summary = m.text()
-            continue
-        if m.role == "user":
-            text = request_text(m)
-            if not text:
-                if is_injected(m) and m.text().strip():
-                    f.notices.append(m.text().strip())
-                    for s in constraint_sentences(m.text()):  # rules the harness set (skills, reminders) still bind
-                        _add(f.constraints, s, seen_c)
-                continue
-            f.requests.append(text)
-            if f.first_request is None:
-                f.first_request = text
-            for s in constraint_sentences(text):
-                _add(f.constraints, s, seen_c)
-            for s in sentences(text):
-                if s.endswith(("?", "？")) and len(s) < 400:
-                    f.questions.append((s, None))
-            for ident in identifiers_in(text):
-                _add(f.identifiers, ident, seen_i)
+        elif m.role == "user":
+            ex.user(m)
         elif m.role == "assistant":
             text = m.text().strip()
             if text:
-                f.last_assistant = text
-                for q, (question, ans) in enumerate(f.questions):
-                    if ans is None:
-                        f.questions[q] = (question, sentences(text)[0][:300] if sentences(text) else None)
-                for s in sentences(text):
-                    if 12 <= len(s) <= 300 and DECISION.search(s):
-                        _add(f.decisions, s, seen_d)
-                for ident in identifiers_in(text):
-                    _add(f.identifiers, ident, seen_i)
+                ex.assistant_text(text)
                 if not m.tool_calls:
                     last_final = i
             for pos, c in enumerate(m.tool_calls):
-                if tools.kind_of(c.name) == "todo":
-                    f.plan = plan_lines(c) or f.plan
-                a = action_for(c, result_of.get((i, pos)))
-                f.actions.append(a)
-                for action, path in a.files:
-                    f.files.setdefault(path, set()).add(action)
-                if a.command:
-                    f.commands.append((a.command, a.exit_code, a.failed))
-                for ident in identifiers_in(a.command or c.arguments[:2000]):
-                    _add(f.identifiers, ident, seen_i)
-                if a.failed:
-                    for e in a.line.split("\n")[1:]:
-                        e = e.strip()
-                        _add(f.errors, e, seen_e)
-                        for ident in identifiers_in(e):
-                            _add(f.identifiers, ident, seen_i)
-    f.names = rank_names(span)
+                ex.call(c, result_of.get((i, pos)))
+    # The index lists names the kept turns (head and tail) do not already show: those stay in context.
+    shown = {n for m in messages[:start] + messages[end:] for n in names_in(m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls))}
+    f.names = [n for n in rank_names(span) if n not in shown]
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):
         m = messages[k]

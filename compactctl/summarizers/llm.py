@@ -24,9 +24,9 @@ from typing import TypedDict
 from ..cache import SummaryCache, key_of
 from ..errors import LLMAuthError
 from ..model import Message
-from ..phases.summarize import SummaryRequest, SummaryResult
 from ..tokens import Counter
 from . import offline
+from .base import SummaryRequest, SummaryResult
 from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
 from .redact import redact, redact_json_text
@@ -352,11 +352,8 @@ class LLMSummarizer:
     def _guard(self, answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> tuple[str, float | None]:
         """Complete missing sections from the offline summary, put back missing key facts, fit the budget."""
         secs = parse_sections(answer)
-        low = _norm(answer)
         wanted = key_facts(facts)
-        total = sum(len(v) for v in wanted.values())
-        kept = sum(1 for v in wanted.values() for f in v if _norm(f) in low)
-        retention = kept / total if total else None
+        retention = _retention(answer, wanted)
         empty = [s for s in SECTIONS if s not in secs or not secs[s].strip()]
         if empty:  # sections the answer left out are filled from the offline summary
             fallback = parse_sections(offline.summarize(facts, counter, req.budget, req.focus))
@@ -365,15 +362,28 @@ class LLMSummarizer:
         if facts.last_request:  # verbatim when the plan moved the ask into the summary (--last-ask summary)
             verbatim = getattr(facts, "last_request_verbatim", False)
             secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
-        for section, items in wanted.items():
-            if section == "Active Task":
-                continue
-            missing = [f for f in items if _norm(f) not in _norm(secs.get(section, ""))]
-            if missing:
-                body = secs.get(section, "")
-                body = "" if body.strip() == "None" else body
-                secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
+        _put_back(secs, wanted)
         return _trim(secs, counter, req.budget), retention
+
+
+def _retention(answer: str, wanted: dict[str, list[str]]) -> float | None:
+    """The share of the key facts that the model's answer kept (None when there are none)."""
+    low = _norm(answer)
+    total = sum(len(v) for v in wanted.values())
+    kept = sum(1 for v in wanted.values() for f in v if _norm(f) in low)
+    return kept / total if total else None
+
+
+def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
+    """Append the key facts a section is missing to it, as bullets (Active Task is set verbatim instead)."""
+    for section, items in wanted.items():
+        if section == "Active Task":
+            continue
+        missing = [f for f in items if _norm(f) not in _norm(secs.get(section, ""))]
+        if missing:
+            body = secs.get(section, "")
+            body = "" if body.strip() == "None" else body
+            secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
 
 
 def _trim(secs: dict[str, str], counter: Counter, budget: int) -> str:

@@ -57,105 +57,202 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
 
 
 NAMES_PER_LINE = 12
-INDEX_SHARE = 0.3  # of the room left after the ask and goal
+INDEX_LINE = "- names: "
+DOCUMENTS = 3  # the latest outputs that describe work whose names the summary lists
+DOCUMENT_NAMES = 120
+INDEX_SHARE = 0.25  # of the room left after the ask and goal
 
 
-def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
-    items: list[Item] = []
+_TERSE = [
+    (re.compile(r"^\[[^\]]+\] ran `"), "`"),
+    (re.compile(r"^\[(?:Read|read_file|view)\] read "), "read "),
+    (re.compile(r" lines output\b"), " lines"),
+    (re.compile(r" chars output\b"), " chars"),
+    (re.compile(r"` -> "), "` "),
+]
 
-    def add(section: str, text: str, tier: int) -> None:
+
+def _terse(line: str) -> str:
+    for rx, rep in _TERSE:
+        line = rx.sub(rep, line)
+    return line
+
+
+def common_root(paths: list[str], share: float = 0.5) -> str | None:
+    """The deepest directory (3 segments or more) that at least `share` of the absolute paths (and 3
+    or more) sit under: the project's root, said once instead of in front of every path."""
+    paths = [p for p in paths if p.startswith("/") and p.count("/") >= 4]
+    if len(paths) < 3:
+        return None
+    under: dict[str, int] = {}
+    for p in paths:
+        parts = p.split("/")
+        for k in range(4, len(parts)):
+            d = "/".join(parts[:k]) + "/"
+            under[d] = under.get(d, 0) + 1
+    fits = [d for d, c in under.items() if c >= max(3, share * len(paths))]
+    return max(fits, key=len) if fits else None
+
+
+class _Items:
+    """The summary's candidate items, in the order the section builders add them."""
+
+    def __init__(self, facts: Facts, counter: Counter) -> None:
+        self.facts, self.counter = facts, counter
+        self.items: list[Item] = []
+        self.root = common_root(list(facts.files))
+        self.prior, self.number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
+
+    def add(self, section: str, text: str, tier: int) -> None:
         if text and text.strip():
-            items.append(Item(section, text.rstrip(), tier, len(items)))
+            self.items.append(Item(section, text.rstrip(), tier, len(self.items)))
 
-    prior_items, number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
+    def carry(self, section: str, tier: int) -> None:
+        """The earlier summary's lines of `section`."""
+        for line in self.prior.get(section, []):
+            self.add(section, line, tier)
 
-    if facts.last_request:
-        add("Active Task", facts.last_request if facts.last_request_verbatim else _cap(facts.last_request, counter, ANCHOR_CAP), 0)
-    goal = facts.first_request or facts.last_request
-    if prior_items.get("Goal"):
-        add("Goal", "\n".join(prior_items["Goal"]), 0)
+    def rel(self, text: str) -> str:
+        return text.replace(self.root, "") if self.root else text
+
+    def written(self) -> str:
+        """What the first tiers (always or nearly always kept) already say."""
+        return "\n".join(it.text for it in self.items if it.tier <= 1)
+
+
+def _asks(b: _Items) -> None:
+    f, counter = b.facts, b.counter
+    if f.last_request:
+        b.add("Active Task", f.last_request if f.last_request_verbatim else _cap(f.last_request, counter, ANCHOR_CAP), 0)
+    goal = f.first_request or f.last_request
+    if b.prior.get("Goal"):
+        b.add("Goal", "\n".join(b.prior["Goal"]), 0)
     elif goal:
-        add("Goal", _cap(goal, counter, 600), 0)
-    for p in facts.pending:
-        if p != facts.last_request:
-            add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
-    for name in ("Constraints & Preferences",):
-        for line in prior_items.get(name, []):
-            add(name, line, 1)
-    for c in facts.constraints:
-        add("Constraints & Preferences", f"- {c}", 1)
-    for line in prior_items.get("Critical Context", []):
-        add("Critical Context", line, 2)
-    if facts.prior_summary and not prior_items:  # another tool's summary: its lines, as room allows
-        for line in facts.prior_summary.split("\n"):
+        b.add("Goal", _cap(goal, counter, 600), 0)
+    for p in f.pending:
+        if p != f.last_request:
+            b.add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
+    b.carry("Constraints & Preferences", 1)
+    for c in f.constraints:
+        b.add("Constraints & Preferences", f"- {c}", 1)
+
+
+def _context(b: _Items) -> None:
+    f = b.facts
+    b.carry("Critical Context", 2)
+    if f.prior_summary and not b.prior:  # another tool's summary: its lines, as room allows
+        for line in f.prior_summary.split("\n"):
             if line.strip() and not line.lstrip().startswith(("This session is being continued", "<")):
-                add("Critical Context", "> " + line.strip()[:400], 3)
-    for e in facts.errors:
-        add("Critical Context", f"- error: {e}", 1)
-    for line in prior_items.get("Relevant Files", []):
-        add("Relevant Files", line, 2)
-    for path, acts in facts.files.items():
+                b.add("Critical Context", "> " + line.strip()[:400], 3)
+    for e in f.errors:
+        b.add("Critical Context", f"- error: {e}", 1)
+    b.carry("Relevant Files", 2)
+    for path, acts in f.files.items():
         verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts)
-        add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1)
-    if facts.plan:
-        add("In Progress", "Latest plan (verbatim):\n" + "\n".join(facts.plan), 1)
-    for line in prior_items.get("Completed Actions", []):
-        add("Completed Actions", line, 3)
-    # Repeated identical actions (the same command, the same outcome) collapse into their latest one.
+        b.add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1)
+    if f.plan:
+        b.add("In Progress", "Latest plan (verbatim):\n" + "\n".join(f.plan), 1)
+
+
+def _actions(b: _Items) -> None:
+    """Completed actions, terse, numbered after the earlier summary's; repeated identical actions (the
+    same command, the same outcome) collapse into their latest one."""
+    f = b.facts
+    b.carry("Completed Actions", 3)
     repeats: dict[str, int] = {}
-    for a in facts.actions:
+    for a in f.actions:
         repeats[a.line] = repeats.get(a.line, 0) + 1
     seen: dict[str, int] = {}
-    for a in facts.actions:
+    number = b.number
+    for a in f.actions:
         number += 1
         seen[a.line] = seen.get(a.line, 0) + 1
         if seen[a.line] < repeats[a.line]:
             continue
         times = f" (x{repeats[a.line]})" if repeats[a.line] > 1 else ""
         first, _, rest = a.line.partition("\n")
+        first = _terse(first)
+        if not first.startswith("`"):  # commands stay verbatim
+            first = b.rel(first)
         tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
-        add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
-    failed = [a for a in facts.actions if a.failed]
+        b.add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
+    failed = [a for a in f.actions if a.failed]
     if failed:
-        last = failed[-1]
-        add("Blocked", f"- last failure: {last.line.split(chr(10))[0]}", 2)
-    for name in ("Key Decisions", "Resolved Questions", "Active State", "In Progress", "Blocked", "Remaining Work", "Pending User Asks"):
-        for line in prior_items.get(name, []):
-            add(name, line, 3)
-    for d in facts.decisions:
-        add("Key Decisions", f"- {d}", 2)
-    for q, answer in facts.questions:
-        if answer:
-            add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
-    if facts.last_assistant:
-        add("Active State", _cap(facts.last_assistant, counter, 600), 2)
-    if facts.actions:
-        add("In Progress", f"- last action: {facts.actions[-1].line.split(chr(10))[0]}", 2)
-    if facts.plan:
-        open_items = [ln for ln in facts.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
-        if open_items:
-            add("Remaining Work", "\n".join(open_items), 2)
-    if facts.pending:
-        add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
-    if facts.identifiers:
-        add("Critical Context", "- identifiers: " + ", ".join(facts.identifiers), 2)
-    for note in facts.notices[-5:]:
-        add("Critical Context", "- harness note: " + " ".join(note.split())[:300], 3)
-    # The identifier index: the vocabulary of the replaced turns, most used first, as filler for the room left.
-    written = "\n".join(it.text for it in items if it.tier <= 1)
-    names = [n for n in facts.names if n not in written]
-    for k in range(0, len(names), NAMES_PER_LINE):
-        add("Critical Context", "- names: " + ", ".join(names[k : k + NAMES_PER_LINE]), 5)
+        b.add("Blocked", f"- last failure: {failed[-1].line.split(chr(10))[0]}", 2)
 
-    if focus:
-        words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
-        for it in items:
-            low = it.text.lower()
-            if words and any(w in low for w in words):
-                it.tier = 0
-            elif it.section == "Completed Actions":
-                it.tier = 4
-    return _fit(items, counter, budget)
+
+def _state(b: _Items) -> None:
+    f = b.facts
+    for name in ("Key Decisions", "Resolved Questions", "Active State", "In Progress", "Blocked", "Remaining Work", "Pending User Asks"):
+        b.carry(name, 3)
+    for d in f.decisions:
+        b.add("Key Decisions", f"- {d}", 2)
+    for q, answer in f.questions:
+        if answer:
+            b.add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
+    if f.last_assistant:
+        b.add("Active State", _cap(f.last_assistant, b.counter, 600), 2)
+    if f.actions:
+        b.add("In Progress", f"- last action: {f.actions[-1].line.split(chr(10))[0]}", 2)
+    if f.plan:
+        open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
+        if open_items:
+            b.add("Remaining Work", "\n".join(open_items), 2)
+    if f.pending:
+        b.add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
+
+
+def _work_and_notes(b: _Items) -> None:
+    f = b.facts
+    # Outputs that described work (a ticket, a spec): the agent works through them after reading them.
+    written = b.written()
+    for label, doc in f.documents[-DOCUMENTS:]:
+        doc = [n for n in doc if n not in written]
+        if doc:
+            b.add("Remaining Work", f"- named by {b.rel(label)} (a description of work): " + ", ".join(doc[:DOCUMENT_NAMES]), 2)
+    if f.identifiers:
+        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers), 2)
+    for note in f.notices[-5:]:
+        b.add("Critical Context", "- harness note: " + " ".join(note.split())[:300], 3)
+
+
+def _apply_focus(items: list[Item], focus: str | None) -> None:
+    """`focus` promotes every item that mentions the topic to the first tier, and actions that do not
+    below the rest."""
+    if not focus:
+        return
+    words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
+    for it in items:
+        low = it.text.lower()
+        if words and any(w in low for w in words):
+            it.tier = 0
+        elif it.section == "Completed Actions":
+            it.tier = 4
+
+
+def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
+    b = _Items(facts, counter)
+    for build in (_asks, _context, _actions, _state, _work_and_notes):
+        build(b)
+    _apply_focus(b.items, focus)
+    # The identifier index: the vocabulary of the replaced turns, most used first, in its share of the room.
+    # It lists only names the rest of the summary does not show: a first fit tells what that is.
+    written = b.written()
+    names = list(dict.fromkeys(b.rel(n) for n in facts.names if n not in written))
+    if b.root:
+        b.add("Critical Context", f"- project root: {b.root} (paths in actions and names are relative to it)", 1)
+    items = b.items
+    text = _fit(items + _index_items(names, len(items)), counter, budget)
+    shown = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
+    names = [n for n in names if n not in shown]
+    return _fit(items + _index_items(names, len(items)), counter, budget)
+
+
+def _index_items(names: list[str], order: int) -> list[Item]:
+    return [
+        Item("Critical Context", INDEX_LINE + ", ".join(names[k : k + NAMES_PER_LINE]), 5, order + k // NAMES_PER_LINE)
+        for k in range(0, len(names), NAMES_PER_LINE)
+    ]
 
 
 def _section_order(it: Item) -> int:
@@ -163,59 +260,74 @@ def _section_order(it: Item) -> int:
     return -it.order if it.section == "Completed Actions" else it.order
 
 
+class _Choice:
+    """Items chosen so far and the tokens they take (headings of all sections included)."""
+
+    def __init__(self, items: list[Item], counter: Counter) -> None:
+        self.items, self.counter = items, counter
+        self.used = sum(counter.text(f"## {s}\nNone\n\n") for s in SECTIONS)
+        self.chosen: list[int] = []
+        self.taken: set[int] = set()
+
+    def cost(self, it: Item) -> int:
+        return self.counter.text(it.text) + 1
+
+    def take(self, it: Item) -> None:
+        self.used += self.cost(it)
+        self.chosen.append(it.order)
+        self.taken.add(it.order)
+
+    def fill(self, candidates, room: int, stop_at_first_miss: bool = False) -> None:
+        """Take candidates in order while they fit `room` (and the whole budget check is the caller's)."""
+        spent = 0
+        for it in candidates:
+            c = self.cost(it)
+            if spent + c > room:
+                if stop_at_first_miss:
+                    return
+                continue
+            self.take(it)
+            spent += c
+
+
 def _fit(items: list[Item], counter: Counter, budget: int) -> str:
     """Choose what fits the budget, then render in order.
 
     1. Tier 0 (the ask, the goal) is always kept.
-    2. Every other section that has content gets an equal share of what is left, filled in its own
+    2. The identifier index (tier 5) gets INDEX_SHARE of what is left: names are what a continuation
+       reuses most, and a name costs a few tokens where an action line costs tens.
+    3. Every other section that has content gets an equal share of what is left, filled in its own
        order (so decisions and state are never starved by a long list of actions).
-    3. What is still left goes by tier, newest actions first.
+    4. What is still left goes by tier, newest actions first.
     The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding the
     last-chosen items until it fits."""
-    used = sum(counter.text(f"## {s}\nNone\n\n") for s in SECTIONS)
-    chosen: list[int] = []
-    taken: set[int] = set()
-
-    def take(it: Item) -> None:
-        nonlocal used
-        used += counter.text(it.text) + 1
-        chosen.append(it.order)
-        taken.add(it.order)
-
+    ch = _Choice(items, counter)
     for it in items:
         if it.tier == 0:
-            take(it)
-    mandatory = len(chosen)
-    # The identifier index first gets its own share: names are what a continuation reuses most, and a
-    # name costs a few tokens where an action line costs tens.
-    index_room = int(max(budget - used, 0) * INDEX_SHARE)
-    spent = 0
-    for it in items:
-        if it.tier == 5:
-            cost = counter.text(it.text) + 1
-            if spent + cost > index_room:
-                break
-            take(it)
-            spent += cost
-    sections = [s for s in SECTIONS if any(it.section == s and it.tier > 0 for it in items)]
-    if sections:
-        share = max(budget - used, 0) // len(sections)
-        for s in sections:
-            spent = 0
-            for it in sorted((it for it in items if it.section == s and it.tier > 0 and it.tier < 5), key=_section_order):
-                cost = counter.text(it.text) + 1
-                if spent + cost <= share and used + cost <= budget:
-                    take(it)
-                    spent += cost
-    for tier in sorted({it.tier for it in items if it.tier > 0}):
-        for it in sorted((it for it in items if it.tier == tier and it.order not in taken), key=_section_order):
-            if used + counter.text(it.text) + 1 <= budget:
-                take(it)
+            ch.take(it)
+    mandatory = len(ch.chosen)
+    ch.fill([it for it in items if it.tier == 5], int(max(budget - ch.used, 0) * INDEX_SHARE), stop_at_first_miss=True)
+    _shares(ch, budget)
+    for tier in sorted({it.tier for it in items if it.tier > 0}, key=lambda k: 2.5 if k == 5 else k):
+        for it in sorted((it for it in items if it.tier == tier and it.order not in ch.taken), key=_section_order):
+            if ch.used + ch.cost(it) <= budget:
+                ch.take(it)
     while True:
-        text = _render(items, set(chosen))
-        if counter.text(text) <= budget or len(chosen) <= mandatory:
+        text = _render(items, set(ch.chosen))
+        if counter.text(text) <= budget or len(ch.chosen) <= mandatory:
             return text
-        chosen.pop()
+        ch.chosen.pop()
+
+
+def _shares(ch: _Choice, budget: int) -> None:
+    """Every section with content (the index apart) gets an equal share of what is left, in its own order."""
+    sections = [s for s in SECTIONS if any(it.section == s and it.tier > 0 for it in ch.items)]
+    if not sections:
+        return
+    share = max(budget - ch.used, 0) // len(sections)
+    for s in sections:
+        own = sorted((it for it in ch.items if it.section == s and 0 < it.tier < 5), key=lambda it: (it.tier, _section_order(it)))
+        ch.fill(own, min(share, budget - ch.used))
 
 
 def _render(items: list[Item], chosen: set[int]) -> str:

@@ -96,6 +96,24 @@ def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None)
     return s
 
 
+def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[int, Message | None]]:
+    """(original index, the compacted message that is it) for each [original, output, print] of the map.
+    Archives hold model.content_print (ids left out), older ones model.fingerprint; a writer may order lines
+    as its format does, so a message not at its output index is looked up by its print."""
+    by_print: dict[str, list[Message]] = {}
+    for m in messages:
+        for p in dict.fromkeys((content_print(m), fingerprint(m))):
+            by_print.setdefault(p, []).append(m)
+    taken: set[int] = set()
+    for orig, out, digest in kept:
+        found = messages[out] if out < len(messages) else None
+        if found is None or digest not in (content_print(found), fingerprint(found)) or id(found) in taken:
+            found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
+        if found is not None:
+            taken.add(id(found))
+        yield orig, found
+
+
 def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     """The original transcript from a compacted one and its archive entries (same `seq`)."""
     mapping = next((e for e in entries if e.get("type") == "map"), None)
@@ -104,18 +122,7 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     n = mapping["messages"]
     native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n
-    by_print: dict[str, list[Message]] = {}
-    for m in compacted.messages:  # archives hold content_print (ids left out); older ones fingerprint
-        for p in dict.fromkeys((content_print(m), fingerprint(m))):
-            by_print.setdefault(p, []).append(m)
-    taken: set[int] = set()
-    for orig, out, digest in mapping["kept"]:
-        found = compacted.messages[out] if out < len(compacted.messages) else None
-        if found is None or digest not in (content_print(found), fingerprint(found)) or id(found) in taken:
-            # a writer may order lines as its format does
-            found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
-        if found is not None:
-            taken.add(id(found))
+    for orig, found in _kept_messages(compacted.messages, mapping["kept"]):
         originals[orig] = found
     for e in entries:
         if e.get("type") != "map":

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from ..errors import CheckFailed, CompactError, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, prune_options
@@ -21,13 +24,42 @@ if TYPE_CHECKING:
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
 # orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
 
+
+
+@contextmanager
+def exit_codes() -> Iterator[None]:
+    """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr."""
+    try:
+        yield
+    except CompactError as e:
+        print(f"compactctl: error: {e}", file=sys.stderr)
+        raise typer.Exit(int(e.exit_code)) from e
+
+
+class _App(TyperGroup):
+    """The top-level command group. Exit codes and the config-file defaults are applied here, inside
+    the app, so that `CliRunner().invoke(app, args)` exits as the real process does."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        if "default_map" not in extra and not extra.get("resilient_parsing"):  # not while completing
+            with exit_codes():
+                extra["default_map"] = _default_map(list(args))
+        return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with exit_codes():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=_App,
     name="compactctl",
     help="Compact LLM-agent transcripts (JSONL) to a token budget, keeping what the agent needs to carry on.\n\n"
     "Example: compactctl compact session.jsonl -o compacted.jsonl",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help and errors, as in a pipe; main() turns rich on for a terminal
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -583,14 +615,11 @@ def app_for(argv: list[str]) -> typer.Typer:
 
 def main() -> None:
     # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.
-    app.rich_markup_mode = "rich" if sys.stdout.isatty() else None
+    if sys.stdout.isatty():
+        app.rich_markup_mode = "rich"
     try:
-        argv = sys.argv[1:]
-        app_for(argv)(default_map=_default_map(argv))  # standalone: typer handles --help and usage errors (exit 2)
-    except CompactError as e:
-        print(f"compactctl: error: {e}", file=sys.stderr)
-        sys.exit(int(e.exit_code))
+        app_for(sys.argv[1:])()  # standalone: exit codes (errors.Exit, usage errors 2, Ctrl-C 130) come from the app
     except BrokenPipeError:
         sys.exit(0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the app runs (while importing); inside it, typer exits 130 itself
         sys.exit(130)

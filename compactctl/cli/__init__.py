@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 # orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
 
 
-
 @contextmanager
 def exit_codes() -> Iterator[None]:
     """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr."""

@@ -57,9 +57,8 @@ def read_jsonl(data: bytes) -> list:
     return [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
 
 
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a connection fails the test."""
+def refuse_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a connection fails (until `monkeypatch` is undone)."""
 
     def refuse(*a, **k):
         raise AssertionError("network access attempted")
@@ -67,6 +66,12 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    refuse_network(monkeypatch)
 
 
 @pytest.fixture(scope="session")

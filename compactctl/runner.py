@@ -13,7 +13,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,6 +192,8 @@ def _serial(work, items: Iterable[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done
 def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
     # Twice as many threads as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
     # calls in flight at `jobs`), the others prepare the next transcripts.
+    from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which a run without --jobs never needs
+
     def one(seq, t):
         return _process(seq, t, work, ctx)
 

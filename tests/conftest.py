@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import orjson
@@ -16,11 +17,35 @@ CORPUS = Path(os.environ.get("COMPACTCTL_CORPUS", ROOT.parent / "shared" / "corp
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
 
 
-def cli(*args: str, input: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, input: bytes | None = None, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`compactctl ARGS` run in this process through typer's CliRunner, which gives the same exit codes,
+    stdout and stderr as the real command (the app raises its exit codes itself). An exception that
+    escapes the app ends the run with exit 1 and its traceback on stderr, as the interpreter would.
+    Use `proc` for what needs a real process: pipes between stages, signals, start-up."""
+    from typer.testing import CliRunner
+
+    from compactctl.cli import app
+
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(app, list(args), input=input, env=env)
+    finally:
+        os.chdir(old)
+    err = r.stderr_bytes
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        assert r.exc_info is not None
+        err += "".join(traceback.format_exception(*r.exc_info)).encode()
+    return subprocess.CompletedProcess(["compactctl", *args], r.exit_code, r.stdout_bytes, err)
+
+
+def proc(*args: str, input: bytes | None = None, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`compactctl ARGS` as a real process (python -m compactctl)."""
     e = {**os.environ, **(env or {})}
     e.pop("OPENAI_API_KEY", None) if not (env and "OPENAI_API_KEY" in env) else None
     e.pop("OPENAI_BASE_URL", None) if not (env and "OPENAI_BASE_URL" in env) else None
-    return subprocess.run([sys.executable, "-m", "compactctl", *args], input=input, capture_output=True, env=e, timeout=300)
+    return subprocess.run([sys.executable, "-m", "compactctl", *args], input=input, capture_output=True, env=e, cwd=cwd, timeout=300)
 
 
 def write_jsonl(path: Path, rows: list) -> Path:
@@ -32,9 +57,8 @@ def read_jsonl(data: bytes) -> list:
     return [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
 
 
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a connection fails the test."""
+def refuse_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a connection fails (until `monkeypatch` is undone)."""
 
     def refuse(*a, **k):
         raise AssertionError("network access attempted")
@@ -42,6 +66,12 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    refuse_network(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The CLI end to end: pipes, the chain equals compact, archive and restore, plan output."""
+"""The CLI end to end: the chain of stages equals compact (in process, and once through real pipes), archive
+and restore, plan output."""
 
 from __future__ import annotations
 
@@ -35,23 +36,41 @@ def pipe(*stages: list[str], src: bytes) -> bytes:
     return out
 
 
+def chain(*stages: list[str], src: bytes) -> bytes:
+    """The stages run one after the other in this process, each reading the previous one's stdout."""
+    for args in stages:
+        r = cli(*args, "-q", input=src)
+        assert r.returncode == 0, r.stderr
+        src = r.stdout
+    return src
+
+
+STAGES = (["prune", *OPTS], ["plan", *OPTS], ["summarize", *OPTS], ["repair", *OPTS])
+
+
 @pytest.mark.parametrize("sample", ["long_session.jsonl", "parallel_calls.jsonl", "broken_pairs.jsonl", "dataset.jsonl"])
-def test_pipe_chain_equals_compact(sample):
+def test_chain_equals_compact(sample):
     src = (SAMPLES / sample).read_bytes()
-    chained = pipe(["prune", *OPTS], ["plan", *OPTS], ["summarize", *OPTS], ["repair", *OPTS], src=src)
+    chained = chain(*STAGES, src=src)
     direct = cli("compact", *OPTS, "-", input=src)
     assert direct.returncode == 0, direct.stderr
     assert chained == direct.stdout
     assert cli("repair", "--check", "-", input=chained).returncode == 0
 
 
-def test_prune_then_repair_pipe_equals_in_process():
+def test_real_pipe_of_four_processes_equals_compact():
+    """The README's pipe, as real processes through real pipes."""
+    src = (SAMPLES / "dataset.jsonl").read_bytes()
+    assert pipe(*STAGES, src=src) == cli("compact", *OPTS, "-", input=src).stdout
+
+
+def test_prune_then_repair_chain_equals_in_process():
     from compactctl import api
     from compactctl.phases.prune import PruneOptions
     from compactctl.tokens import make_counter
 
     src = SAMPLES / "broken_pairs.jsonl"
-    piped = pipe(["prune", "--protect-tokens", "500", "--prune-all"], ["repair"], src=src.read_bytes())
+    piped = chain(["prune", "--protect-tokens", "500", "--prune-all"], ["repair"], src=src.read_bytes())
     [t] = api.read([str(src)])
     c = make_counter("gpt-4o")
     out, _ = api.prune(t, c, PruneOptions(protect_tokens=500))

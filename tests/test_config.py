@@ -14,7 +14,7 @@ import pytest
 from compactctl import __version__, config
 from compactctl.errors import UsageError
 
-from .conftest import write_jsonl
+from .conftest import cli, write_jsonl
 
 OPTS = [
     ("model", str, "gpt-4o"),
@@ -99,8 +99,7 @@ def test_env_values_are_checked(tmp_path):
 
 
 def run_in(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "compactctl", *args], cwd=cwd, capture_output=True, env=e, timeout=120)
+    return cli(*args, env=env, cwd=cwd)
 
 
 def test_cli_uses_config_defaults_and_flags_win(tmp_path):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
 from compactctl import api
 from compactctl.errors import CannotFit
 from compactctl.harness import human_text
-from compactctl.model import last_user_index
+from compactctl.model import Transcript, last_user_index
 from compactctl.tokens import make_counter
 
 from .conftest import CORPUS, cli, needs_corpus
@@ -42,15 +44,34 @@ def test_round_trip_is_lossless(path):
     ]
 
 
+BUDGET = api.Budget(context_window=32000)
+_COMPACTED: dict[Path, list] = {}
+
+
+def compacted(path: Path, take: bool = False) -> list[tuple[Transcript, Transcript | None, dict | None, CannotFit | None]]:
+    """(transcript, output, report, cannot-fit error) for each transcript of a corpus file, compacted
+    offline at a 32,000-token window: computed once for the tests of this module and of
+    test_recall_corpus.py (which takes it, `take`, to free it)."""
+    if path not in _COMPACTED:
+        got = []
+        for t in api.read([str(path)]):
+            try:
+                out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(BUDGET))
+                got.append((t, out, rep, None))
+            except CannotFit as e:
+                got.append((t, None, None, e))
+        _COMPACTED[path] = got
+    return _COMPACTED.pop(path) if take else _COMPACTED[path]
+
+
 @pytest.mark.parametrize("path", EVERY, ids=lambda p: str(p.relative_to(CORPUS)))
 def test_compact_is_valid_rereads_and_keeps_the_last_ask(path, tmp_path):
-    budget = api.Budget(context_window=32000)
-    for k, t in enumerate(api.read([str(path)])):
-        try:
-            out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
-        except CannotFit as e:  # what --on-error skip writes: pruned and repaired, valid
-            assert e.fallback is not None and api.check(e.fallback[0]) == []
+    budget = BUDGET
+    for k, (t, out, rep, err) in enumerate(compacted(path)):
+        if err is not None:  # what --on-error skip writes: pruned and repaired, valid
+            assert err.fallback is not None and api.check(err.fallback[0]) == []
             continue
+        assert out is not None and rep is not None
         assert api.check(out) == []
         assert rep["tokens_after"] <= budget.target or rep["status"] != "compacted"
         written = tmp_path / f"out{k}.jsonl"

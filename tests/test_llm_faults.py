@@ -18,7 +18,7 @@ from compactctl.summarizers.llm import LLMSummarizer
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
-from .conftest import tool_session, write_jsonl
+from .conftest import cli, tool_session, write_jsonl
 
 COUNTER = make_counter("gpt-4o")
 BUDGET = api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=800)
@@ -164,7 +164,7 @@ def test_ctrl_c_with_jobs_exits_promptly(server, tmp_path):
 def test_negative_timeout_and_retries_are_usage_errors(tmp_path):
     f = write_jsonl(tmp_path / "s.jsonl", tool_session(3, 100))
     for flag in (["--timeout", "-1"], ["--retries", "-2"], ["--timeout", "nan"]):
-        p = subprocess.run([sys.executable, "-m", "compactctl", "compact", str(f), *flag], capture_output=True)
+        p = cli("compact", str(f), *flag)
         assert p.returncode == 2 and b"Traceback" not in p.stderr, (flag, p.stderr)
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from compactctl import api, archive, refs
-from compactctl.errors import CannotFit
 
-from .test_corpus import COUNTER, EVERY, needs_corpus
+from .test_corpus import EVERY, compacted, needs_corpus
 
 pytestmark = [needs_corpus, pytest.mark.corpus]
 
@@ -16,14 +15,13 @@ pytestmark = [needs_corpus, pytest.mark.corpus]
 def test_every_reference_resolves_to_its_original(path, tmp_path):
     db = tmp_path / "a.sqlite"
     sink = archive.SqliteSink(str(db))
-    budget = api.Budget(context_window=32000)
     outputs = []
-    for seq, t in enumerate(api.read([str(path)])):
-        try:
-            out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    for seq, (t, out, rep, err) in enumerate(compacted(path, take=True)):  # compacted at 32,000 tokens, as test_corpus checks it
+        if err is not None:
+            assert err.fallback is not None
+            out, archived = err.fallback
+        else:
             archived = rep["_archived"]
-        except CannotFit as e:
-            out, archived = e.fallback
         for a in archived:
             sink.add({"seq": seq, **a.record()})
         outputs.append((t, out))

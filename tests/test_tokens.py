@@ -12,7 +12,7 @@ import pytest
 from compactctl.model import Message
 from compactctl.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, OFFICIAL_SHA256, encoding_for_model, get_encoding, make_counter
 
-from .conftest import CORPUS, needs_corpus
+from .conftest import CORPUS, needs_corpus, refuse_network
 
 URLS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
@@ -56,28 +56,46 @@ def samples() -> list[str]:
     return out
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """tiktoken's own encoder for a name, built once for the module, with the network refused."""
+    built: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in built:
+            with pytest.MonkeyPatch.context() as mp:
+                refuse_network(mp)
+                built[name] = tiktoken_reference(name, tmp_path_factory.mktemp(name))
+        return built[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
-def test_ids_equal_tiktoken_offline(name, tmp_path, no_network):
+def test_ids_equal_tiktoken_offline(name, reference, no_network):
     ours = get_encoding(name)
-    ref = tiktoken_reference(name, tmp_path)
+    ref = reference(name)
     for s in samples():
         assert ours.encode_ordinary(s) == ref.encode_ordinary(s)
 
 
 @needs_corpus
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
-def test_ids_equal_tiktoken_on_corpus(name, tmp_path, no_network):
+def test_ids_equal_tiktoken_on_corpus(name, reference, no_network):
+    """Our encoder is defined by the same ranks (every one), split pattern and special tokens as
+    tiktoken's own, so it gives the same ids for any text; and it does on the first 50,000 characters
+    of every corpus file (2.8 of its 27.5 MB: every file and format, a tenth of the encoding work)."""
     ours = get_encoding(name)
-    ref = tiktoken_reference(name, tmp_path)
+    ref = reference(name)
+    assert ours._mergeable_ranks == ref._mergeable_ranks
+    assert ours._pat_str == ref._pat_str and ours._special_tokens == ref._special_tokens
     total = 0
     for path in sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj", ".md")):
-        text = path.read_bytes().decode("utf-8", "replace")
-        for k in range(0, len(text), 200_000):
-            chunk = text[k : k + 200_000]
-            a = ours.encode_ordinary(chunk)
-            assert a == ref.encode_ordinary(chunk), f"{path} chunk {k}"
-            total += len(a)
-    assert total > 1_000_000
+        chunk = path.read_bytes().decode("utf-8", "replace")[:50_000]
+        a = ours.encode_ordinary(chunk)
+        assert a == ref.encode_ordinary(chunk), path
+        total += len(a)
+    assert total > 500_000
 
 
 def test_rank_files_are_the_official_ones():

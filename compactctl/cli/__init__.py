@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from ..errors import CheckFailed, CompactError, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, prune_options
@@ -21,13 +24,41 @@ if TYPE_CHECKING:
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
 # orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
 
+
+@contextmanager
+def exit_codes() -> Iterator[None]:
+    """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr."""
+    try:
+        yield
+    except CompactError as e:
+        print(f"compactctl: error: {e}", file=sys.stderr)
+        raise typer.Exit(int(e.exit_code)) from e
+
+
+class _App(TyperGroup):
+    """The top-level command group. Exit codes and the config-file defaults are applied here, inside
+    the app, so that `CliRunner().invoke(app, args)` exits as the real process does."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        if "default_map" not in extra and not extra.get("resilient_parsing"):  # not while completing
+            with exit_codes():
+                extra["default_map"] = _default_map(list(args))
+        return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with exit_codes():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=_App,
     name="compactctl",
     help="Compact LLM-agent transcripts (JSONL) to a token budget, keeping what the agent needs to carry on.\n\n"
     "Example: compactctl compact session.jsonl -o compacted.jsonl",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help and errors, as in a pipe; main() turns rich on for a terminal
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -395,83 +426,23 @@ def eval_(
 
     Example: compactctl eval ~/.claude/projects/x/ --cuts 0.4,0.6,0.8 --explain 10
     """
-    import orjson
-
-    from .. import api, continuation, evaluate, formats
-    from ..runner import warn
+    from . import evaluation
 
     if continuation_only and (probes_only or compacted is not None):
         raise CompactError("--continuation cannot go with --probes or --compacted")
-    do_cont = not probes_only and compacted is None
-    do_probes = not continuation_only
-    counter = budget.counter(inputs)
-    originals = list(formats.Reader(warn=warn).read(inputs))
-    out: dict = {}
-    if do_cont:
-        try:
-            fracs = [float(x) for x in cuts.split(",") if x.strip()]
-        except ValueError:
-            raise CompactError(f"--cuts must be comma-separated fractions, not {cuts!r}") from None
-        names = [x for x in (strategies or ",".join(continuation.STRATEGIES)).split(",") if x in continuation.STRATEGIES]
-        if "compactctl" not in names:
-            names.insert(0, "compactctl")  # the baselines are sized to its output
-        summarizer = api.make_summarizer(summary, budget.model, warn=warn) if summary.summarizer == "llm" else None  # offline unless asked
-        opts = api.CompactOptions(budget.budget, min_saving=summary.min_saving)
-        out["continuation"] = continuation.evaluate(originals, counter, names, fracs, window_ratio, summarizer, opts)
-    if do_probes:
-        given = None
-        if compacted is not None:
-            given = dict(enumerate(formats.Reader(warn=warn).read([compacted])))
-            if len(given) != len(originals):
-                raise CompactError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
-        wanted = strategies or "compactctl,head-tail,masking"
-        factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in wanted else None
-        strats = {
-            k: v
-            for k, v in evaluate.strategies(
-                counter,
-                ratio,
-                factory,
-                budget.budget.last_ask,
-                budget.budget.summary_min,
-                budget.budget.summary_max,
-                budget.budget.summary_ratio,
-            ).items()
-            if k in wanted.split(",")
-        }
-        rows, agg = evaluate.run(originals, counter, strats, given)
-        out["probes"] = {"rows": rows, "aggregate": agg}
-    if as_json:
-        print(orjson.dumps(out if len(out) > 1 else next(iter(out.values()))).decode())
-        return
-    if "continuation" in out:
-        c = out["continuation"]
-        for line in continuation.cut_lines(c["rows"]):
-            print(line)
-        print(
-            f"\n## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n"
-        )
-        print(continuation.tables(c["aggregate"]))
-        if explain:
-            lost = continuation.explain(c["rows"], explain)
-            print(f"\nFacts compactctl lost ({len(lost)} shown):")
-            for line in lost:
-                print("- " + line)
-        print()
-    if "probes" in out:
-        rows = out["probes"]["rows"]
-        if "continuation" in out:
-            print(f"## Probe eval (budget {ratio:.0%} of each transcript's tokens)\n")
-        else:
-            for name, rs in rows.items():
-                for r in rs:
-                    print(
-                        f"{name:<15} {r['transcript']}: retention {r['retention']:.1%} of {r['probes']} probes, "
-                        f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens ({r['reduction']:.1%} fewer){'' if r['valid'] else ', INVALID'}"
-                        f"{', cannot fit' if r.get('error') else ''}"
-                    )
-            print()
-        print(evaluate.table(out["probes"]["aggregate"]))
+    out = evaluation.measure(
+        inputs,
+        budget,
+        summary,
+        continuation=not probes_only and compacted is None,
+        probes=not continuation_only,
+        compacted=compacted,
+        strategies=strategies,
+        cuts=cuts,
+        window_ratio=window_ratio,
+        ratio=ratio,
+    )
+    evaluation.show(out, as_json=as_json, cuts=cuts, window_ratio=window_ratio, explain=explain, ratio=ratio)
 
 
 def _settings(warn=None):
@@ -583,14 +554,11 @@ def app_for(argv: list[str]) -> typer.Typer:
 
 def main() -> None:
     # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.
-    app.rich_markup_mode = "rich" if sys.stdout.isatty() else None
+    if sys.stdout.isatty():
+        app.rich_markup_mode = "rich"
     try:
-        argv = sys.argv[1:]
-        app_for(argv)(default_map=_default_map(argv))  # standalone: typer handles --help and usage errors (exit 2)
-    except CompactError as e:
-        print(f"compactctl: error: {e}", file=sys.stderr)
-        sys.exit(int(e.exit_code))
+        app_for(sys.argv[1:])()  # standalone: exit codes (errors.Exit, usage errors 2, Ctrl-C 130) come from the app
     except BrokenPipeError:
         sys.exit(0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the app runs (while importing); inside it, typer exits 130 itself
         sys.exit(130)

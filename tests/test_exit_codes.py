@@ -1,0 +1,97 @@
+"""Every documented exit code (errors.Exit, README "exit | meaning") comes out of the typer app itself:
+typer's CliRunner gets the code the real process exits with."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from compactctl.cli import app
+from compactctl.errors import Exit
+
+from .conftest import SAMPLES, proc, tool_session, write_jsonl
+
+BROKEN = str(SAMPLES / "broken_pairs.jsonl")
+LONG = str(SAMPLES / "long_session.jsonl")
+
+
+def _args(code: Exit, tmp_path) -> list[str]:
+    """Arguments that end `compactctl` with `code`."""
+    if code == Exit.OK:
+        return ["repair", LONG, "-q"]
+    if code == Exit.USAGE:
+        return ["compact", LONG, "--workers", "0"]  # checked by the command (a UsageError), not by typer
+    if code == Exit.DATA:
+        bad = tmp_path / "bad.jsonl"
+        bad.write_bytes(b'{"role": "user", "content": "hi"}\n{"role": "user", "content": \n')
+        return ["repair", str(bad)]
+    if code == Exit.IO:
+        return ["prune", str(tmp_path / "missing.jsonl")]
+    if code == Exit.CANNOT_FIT:
+        return ["plan", LONG, "--context-window", "3000", "--last-ask", "tail"]
+    if code == Exit.CHECK_FAILED:
+        return ["repair", "--check", BROKEN]
+    if code == Exit.NOT_FOUND:
+        arch = tmp_path / "a.jsonl"
+        out = tmp_path / "c.jsonl"
+        assert (
+            CliRunner().invoke(app, ["compact", LONG, "--context-window", "8000", "-q", "-o", str(out), "--archive", str(arch)]).exit_code
+            == 0
+        )
+        return ["recall", "deadbeef", "--archive", str(arch)]
+    raise AssertionError(code)
+
+
+IN_APP = [Exit.OK, Exit.USAGE, Exit.DATA, Exit.IO, Exit.CANNOT_FIT, Exit.CHECK_FAILED, Exit.NOT_FOUND]
+
+
+@pytest.mark.parametrize("code", IN_APP, ids=[c.name for c in IN_APP])
+def test_cli_runner_gets_each_exit_code(code, tmp_path):
+    r = CliRunner().invoke(app, _args(code, tmp_path))
+    assert r.exit_code == code, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)  # the app exited; nothing escaped it
+    if code != Exit.OK:
+        assert "compactctl: error: " in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("code", [Exit.USAGE, Exit.DATA, Exit.CHECK_FAILED], ids=lambda c: c.name)
+def test_the_real_process_exits_the_same(code, tmp_path):
+    args = _args(code, tmp_path)
+    assert proc(*args).returncode == CliRunner().invoke(app, args).exit_code == code
+
+
+def test_a_bad_option_is_a_usage_error_in_the_app():
+    r = CliRunner().invoke(app, ["prune", "--threshold"])
+    assert r.exit_code == Exit.USAGE and "requires an argument" in r.stderr
+
+
+def test_a_broken_config_file_is_a_usage_error_in_the_app(tmp_path, monkeypatch):
+    (tmp_path / "compactctl.toml").write_text("threshold = [\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["repair", LONG])
+    assert r.exit_code == Exit.USAGE and "compactctl: error: " in r.stderr and "compactctl.toml" in r.stderr
+
+
+def test_llm_auth(server, tmp_path):
+    args = ["compact", LONG, "--context-window", "8000", "--summarizer", "llm", "--llm-model", "denied", "--base-url", server.url]
+    r = CliRunner().invoke(app, [*args, "--no-cache"], env={"OPENAI_API_KEY": "k"})
+    assert r.exit_code == Exit.LLM_AUTH and "compactctl: error: " in r.stderr
+
+
+def test_a_bug_is_exit_1_and_ctrl_c_is_130(tmp_path, monkeypatch):
+    from compactctl.phases import repair
+
+    f = write_jsonl(tmp_path / "s.jsonl", tool_session(2, 100))
+
+    def bug(*a, **k):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(repair, "repair", bug)
+    r = CliRunner().invoke(app, ["repair", str(f)])
+    assert r.exit_code == Exit.INTERNAL and isinstance(r.exception, RuntimeError)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(repair, "repair", interrupted)
+    assert CliRunner().invoke(app, ["repair", str(f)]).exit_code == 130

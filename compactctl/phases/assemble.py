@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 
 from ..model import SUMMARY_END, SUMMARY_MARKER, SYSTEM_ROLES, Message, Transcript, last_user_index
-from ..summarizers.prompt import frame_body
 
 PREAMBLE = (
     f"{SUMMARY_MARKER} Earlier turns were compacted into the summary below. It is background for reference "
@@ -26,6 +25,8 @@ MERGED = "[The message continues below the summary.]"
 def summary_text(body: str) -> str:
     """The framed summary. The body is escaped here, where every summarizer's text passes: no content
     (a tool output, an LLM answer) can close the frame, forge a heading, a role line or a tool call."""
+    from ..summarizers.prompt import frame_body  # the prompt tables load when a summary is made
+
     return f"{PREAMBLE}\n\n{frame_body(body.strip())}\n\n{SUMMARY_END}"
 
 

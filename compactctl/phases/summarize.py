@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import refs as _refs
 from ..model import Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
-from ..summarizers.facts import Facts, constraint_sentences, extract, request_text
 from ..tokens import MESSAGE_OVERHEAD, Counter
 from . import Archived, archive
 from .assemble import assemble, framing_cost, strip_zone, summary_text
 from .plan import Budget, Plan, from_annotations, plan
 from .repair import repair
+
+if TYPE_CHECKING:
+    from ..summarizers.facts import Facts
 
 STRIKES_KEY = "strikes"
 
@@ -69,6 +72,8 @@ def _clean(t: Transcript) -> Transcript:
 def facts_for(t: Transcript, p: Plan) -> Facts:
     """The facts of the middle the plan replaces, with what the whole transcript tells: the person's first
     and latest asks, the rules they set in the head, an earlier summary."""
+    from ..summarizers.facts import constraint_sentences, extract, request_text  # only when there is a middle
+
     lu = last_user_index(t.messages)
     last = t.messages[lu] if lu is not None else None
     facts = extract(t.messages, p.head_end, p.tail_start, last_request=(request_text(last) or last.text()) if last is not None else None)

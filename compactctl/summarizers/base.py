@@ -8,12 +8,13 @@ The contract lives here, below the phases, so that a summarizer depends on nothi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..model import Message
 from ..tokens import Counter
-from . import offline
-from .facts import Facts
+
+if TYPE_CHECKING:  # the fact extractor and the offline summarizer load when a summary is made, not at start-up
+    from .facts import Facts
 
 
 @dataclass
@@ -48,4 +49,6 @@ class OfflineSummarizer:
     name = "offline"
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
+        from . import offline
+
         return SummaryResult(offline.summarize(req.facts, counter, req.budget, req.focus), "offline")

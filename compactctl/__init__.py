@@ -22,6 +22,8 @@ _API = [
     "Counter",
     "Plan",
     "PruneOptions",
+    "RepairOptions",
+    "SummarizeOptions",
     "Transcript",
     "Message",
     "annotate",

@@ -11,8 +11,8 @@ from .jsonl import Output
 from .model import Message, Transcript, content_print, fingerprint
 from .phases.plan import Budget, Plan, annotate, plan
 from .phases.prune import PruneOptions, prune
-from .phases.repair import check, repair
-from .phases.summarize import summarize
+from .phases.repair import RepairOptions, check, repair
+from .phases.summarize import SummarizeOptions, summarize
 from .pipeline import CompactOptions, compact, summarize_report
 from .record import (
     Compactor,
@@ -37,6 +37,8 @@ __all__ = [
     "Counter",
     "Plan",
     "PruneOptions",
+    "RepairOptions",
+    "SummarizeOptions",
     "Transcript",
     "Message",
     "annotate",

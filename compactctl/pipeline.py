@@ -11,8 +11,8 @@ from .formats import get_format
 from .model import Transcript
 from .phases.plan import Budget
 from .phases.prune import PruneOptions, prune
-from .phases.repair import repair
-from .phases.summarize import Summarizer, summarize
+from .phases.repair import RepairOptions, repair
+from .phases.summarize import SummarizeOptions, Summarizer, summarize
 from .tokens import Counter
 
 
@@ -32,6 +32,14 @@ class CompactOptions:
     def prune_options(self) -> PruneOptions:
         return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target, refs=self.refs)
 
+    def summarize_options(self) -> SummarizeOptions:
+        return SummarizeOptions(
+            self.budget, self.focus, self.min_saving, self.max_strikes, self.force, self.refs, self.recall_hint, self.instructions
+        )
+
+    def repair_options(self) -> RepairOptions:
+        return RepairOptions(self.strip_unanswered)
+
 
 def compact(
     t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None
@@ -42,20 +50,10 @@ def compact(
     t1, ps = prune(t, counter, popts)
     harder = None
 
+    sopts = opts.summarize_options()
+
     def summarized(tx: Transcript):
-        return summarize(
-            tx,
-            counter,
-            opts.budget,
-            summarizer,
-            opts.focus,
-            opts.min_saving,
-            opts.max_strikes,
-            opts.force,
-            refs=opts.refs,
-            recall_hint=opts.recall_hint,
-            instructions=opts.instructions,
-        )
+        return summarize(tx, counter, summarizer, sopts)
 
     try:
         try:
@@ -69,10 +67,10 @@ def compact(
             t2, ss = summarized(t1)
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
-        fallback, rs = repair(t1, opts.strip_unanswered)
+        fallback, rs = repair(t1, opts.repair_options())
         e.fallback = (fallback, ps.archived + rs.archived)
         raise
-    t3, rs = repair(t2, opts.strip_unanswered)
+    t3, rs = repair(t2, opts.repair_options())
     # Counted last: with an LLM, the call goes out before this work.
     before = sum(counter.messages(t.messages))
     after = sum(counter.messages(t3.messages))

@@ -286,12 +286,11 @@ class Compactor:
         return Outcome(annotate(t, p), {"transcript": t.id, "status": "planned", "plan": p.as_dict()}, [], "planned")
 
     def summarize_transcript(self, t: Transcript) -> Outcome:
-        o = self.options
-        out, st = summarize_phase(t, self.counter, self.budget, self.summarizer, o.focus, o.min_saving, force=o.force)
+        out, st = summarize_phase(t, self.counter, self.summarizer, self.compact_opts.summarize_options())
         return Outcome(out, summarize_report(t, st.tokens_before, st.tokens_after, st), st.archived, st.status)
 
     def repair_transcript(self, t: Transcript) -> Outcome:
-        out, st = repair_phase(t, self.options.strip_unanswered)
+        out, st = repair_phase(t, self.compact_opts.repair_options())
         rep = {k: v for k, v in vars(st).items() if k != "archived"}
         return Outcome(out, {"transcript": t.id, "status": "repaired", "repair": rep}, st.archived, "repaired")
 

@@ -181,7 +181,7 @@ def test_repair_strip_duplicate_ids_empty_and_first_role():
     t = T(rows)
     rules = {v.rule for v in api.check(t)}
     assert {"duplicate-id", "empty-message", "first-role", "missing-result"} <= rules
-    out, st = api.repair(t, strip_unanswered=True)
+    out, st = api.repair(t, api.RepairOptions(strip_unanswered=True))
     assert api.check(out) == []
     assert out.messages[1].role == "user" and st.openings_added == 1 and st.ids_renamed == 1 and st.calls_stripped == 1
     ids = [c.id for c in out.messages[3].tool_calls]

@@ -179,19 +179,18 @@ def summarize(
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
     io.jobs = summary.jobs
 
+    sopts = api.SummarizeOptions(
+        budget.budget,
+        summary.focus,
+        summary.min_saving,
+        force=summary.force,
+        refs=refs,
+        recall_hint=recall_hint,
+        instructions=summary.instructions,
+    )
+
     def work(t):
-        out, st = api.summarize(
-            t,
-            counter,
-            budget.budget,
-            summarizer,
-            summary.focus,
-            summary.min_saving,
-            force=summary.force,
-            refs=refs,
-            recall_hint=recall_hint,
-            instructions=summary.instructions,
-        )
+        out, st = api.summarize(t, counter, summarizer, sopts)
         rep = api.summarize_report(t, st.tokens_before, st.tokens_after, st)
         _report_line(io, rep, as_json)
         return Result(out, rep, st.archived)
@@ -228,7 +227,7 @@ def repair(
                 print(str(v), file=sys.stderr)
             violations += len(found)
             return Result(None, lines=[])
-        out, st = phase.repair(t, strip_unanswered)
+        out, st = phase.repair(t, phase.RepairOptions(strip_unanswered))
         return Result(out, archived=st.archived)
 
     stats = run(inputs or ["-"], io, work, "repair")

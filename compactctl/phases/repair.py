@@ -125,9 +125,14 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
         yield Violation(tid, i, "placement", "tool results do not directly follow their calls")
 
 
-def repair(t: Transcript, strip_unanswered: bool = False) -> tuple[Transcript, RepairStats]:
+@dataclass(frozen=True)
+class RepairOptions:
+    strip_unanswered: bool = False  # remove calls that have no result instead of adding a stub result
+
+
+def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     msgs = t.messages
-    fix = _Repair(t, strip_unanswered)
+    fix = _Repair(t, (opts or RepairOptions()).strip_unanswered)
     placed: list[Message] = []
     for i, m in enumerate(msgs):
         if m.role == "tool":

@@ -100,19 +100,24 @@ def _plan(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zo
     return p
 
 
+@dataclass(frozen=True)
+class SummarizeOptions:
+    budget: Budget = field(default_factory=Budget)
+    focus: str | None = None  # items that mention it are kept first
+    min_saving: float = 0.10  # a compaction saving less (and still over target) is a strike, the input kept
+    max_strikes: int = 2  # after that many strikes in a row, skip (anti-thrash) unless `force`
+    force: bool = False
+    refs: bool = True  # the summary cites the span's reference (see refs)
+    recall_hint: bool = False  # the summary names the recall tools
+    instructions: str | None = None  # extra instructions for an LLM summarizer
+
+
 def summarize(
-    t: Transcript,
-    counter: Counter,
-    budget: Budget,
-    summarizer: Summarizer,
-    focus: str | None = None,
-    min_saving: float = 0.10,
-    max_strikes: int = 2,
-    force: bool = False,
-    refs: bool = True,
-    recall_hint: bool = False,
-    instructions: str | None = None,
+    t: Transcript, counter: Counter, summarizer: Summarizer, opts: SummarizeOptions | None = None
 ) -> tuple[Transcript, SummarizeStats]:
+    o = opts or SummarizeOptions()
+    budget, focus, min_saving, max_strikes, force = o.budget, o.focus, o.min_saving, o.max_strikes, o.force
+    refs, recall_hint, instructions = o.refs, o.recall_hint, o.instructions
     st = SummarizeStats()
     zones = from_annotations(t)
     t = _clean(t)

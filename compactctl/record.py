@@ -142,7 +142,7 @@ class Options:
         return dataclasses.replace(base, **kw) if kw else base
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompactResult:
     """What compacting one record gave; plain JSON types only (`json.dumps(dataclasses.asdict(r))` works).
 

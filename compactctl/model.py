@@ -3,10 +3,12 @@
 A `Transcript` is a list of `Message`s plus the record-level metadata of its source. Formats convert
 to and from it at the edge; phases only ever see this model.
 
-Untouched messages keep `origin` (the parsed source object) and `index` (their position in the
-transcript as read). A phase that changes a message makes a new one with `Message.evolve`, which
-drops both: writers then re-emit untouched messages exactly as they came, and the archive knows
-which originals were replaced.
+Where a message came from is one `Provenance`: untouched messages keep its `origin` (the parsed source
+object) and `index` (their position in the transcript as read); a phase that changes a message makes a
+new one with `Message.evolve`, which keeps only the `anchor` (its place in a line-based source): writers
+then re-emit untouched messages exactly as they came and put changed ones where their originals stood,
+and the archive knows which originals were replaced. (`message.origin`, `.index` and `.anchor` read and
+set the provenance's parts.)
 """
 
 from __future__ import annotations
@@ -53,6 +55,26 @@ class ToolCall:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. {"type": "function"}, unknown keys
 
 
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a message came from, in one place.
+
+    `origin` (the parsed source object, which a writer re-emits as it was) and `index` (the message's position
+    in the transcript as read) hold only while the message is untouched; `anchor` (where it stands in a
+    line-based source: the lines it came from, the record it was split from) survives a change, so a writer
+    puts the changed message back where its original stood."""
+
+    origin: Any = None
+    index: int | None = None
+    anchor: Any = None
+
+    def changed(self) -> Provenance:
+        return Provenance(anchor=self.anchor) if self.anchor is not None else NEW
+
+
+NEW = Provenance()  # a message compactctl made (a summary, a stub), or a format that records nothing
+
+
 @dataclass(slots=True)
 class Message:
     role: str
@@ -63,16 +85,38 @@ class Message:
     is_error: bool | None = None  # a tool result the source marked as failed
     reasoning: str | None = None  # replayed reasoning text (reasoning_content, thinking)
     extra: dict[str, Any] = field(default_factory=dict)  # every key we do not model, in order
-    origin: Any = None  # the parsed source object while the message is untouched
     note: dict[str, Any] = field(default_factory=dict)  # compactctl's own annotation ("_compactctl" key)
-    index: int | None = None  # position in the transcript as read, while untouched
-    anchor: Any = None  # where in its source it stands (line-based formats); kept when changed
     injected: bool = False  # a user-role message the harness wrote (the source flags it, e.g. Claude Code's isMeta)
+    provenance: Provenance = field(default_factory=lambda: NEW)  # where it came from (see Provenance)
+
+    # The provenance's parts, read and set on the message (setting one replaces the frozen Provenance).
+    @property
+    def origin(self) -> Any:
+        return self.provenance.origin
+
+    @origin.setter
+    def origin(self, value: Any) -> None:
+        self.provenance = dataclasses.replace(self.provenance, origin=value)
+
+    @property
+    def index(self) -> int | None:
+        return self.provenance.index
+
+    @index.setter
+    def index(self, value: int | None) -> None:
+        self.provenance = dataclasses.replace(self.provenance, index=value)
+
+    @property
+    def anchor(self) -> Any:
+        return self.provenance.anchor
+
+    @anchor.setter
+    def anchor(self, value: Any) -> None:
+        self.provenance = dataclasses.replace(self.provenance, anchor=value)
 
     def evolve(self, **changes: Any) -> Message:
-        """A changed copy: no longer an untouched original."""
-        changes.setdefault("origin", None)
-        changes.setdefault("index", None)
+        """A changed copy: no longer an untouched original (its provenance keeps only the anchor)."""
+        changes.setdefault("provenance", self.provenance.changed())
         if "tool_calls" not in changes:
             changes["tool_calls"] = list(self.tool_calls)
         if "extra" not in changes:

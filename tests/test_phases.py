@@ -374,3 +374,15 @@ def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
             api.OfflineSummarizer(),
             api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)),
         )
+
+
+def test_a_changed_message_keeps_only_the_anchor_of_its_provenance():
+    from compactctl.model import Provenance
+
+    m = Message(role="user", content="hi", provenance=Provenance(origin={"role": "user", "content": "hi"}, index=3, anchor=("lines", (7,))))
+    e = m.evolve(content="changed")
+    assert m.untouched and m.origin == {"role": "user", "content": "hi"}
+    assert not e.untouched and e.origin is None and e.anchor == ("lines", (7,))
+    assert Message(role="user", content="new").evolve().provenance == Provenance()
+    m.index = 4  # setting a part replaces the frozen provenance
+    assert m.provenance.index == 4 and m.provenance.anchor == ("lines", (7,))

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import orjson
 
 from ..errors import DataError
-from ..model import Message, Transcript
+from ..model import Message, Provenance, Transcript
 from . import Reader, Record
 from .blocks import assistant_blocks, assistant_from_blocks, tool_result_block, user_from_blocks
 
@@ -51,11 +51,11 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
         extra = {key: v for key, v in d.items() if key not in ("role", "content")}
         origin = ("msg", start + k)
         if role == "assistant":
-            m = assistant_from_blocks(d.get("content"), source, lineno, origin=origin, anchor=origin, index=None)
+            m = assistant_from_blocks(d.get("content"), source, lineno, provenance=Provenance(origin=origin, anchor=origin))
             m.extra.update(extra)
             out.append(m)
         elif role == "user":
-            for m in user_from_blocks(d.get("content"), source, lineno, origin=origin, anchor=origin, index=None):
+            for m in user_from_blocks(d.get("content"), source, lineno, provenance=Provenance(origin=origin, anchor=origin)):
                 m.extra.update(extra) if m.role == "user" else None
                 out.append(m)
         elif role is None:
@@ -67,7 +67,7 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
 
 def _finish(msgs: list[Message], system) -> list[Message]:
     if system is not None:
-        msgs.insert(0, Message(role="system", content=system, origin=("system", 0)))
+        msgs.insert(0, Message(role="system", content=system, provenance=Provenance(origin=("system", 0))))
     for i, m in enumerate(msgs):
         m.index = i
     return msgs

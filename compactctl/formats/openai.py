@@ -10,7 +10,7 @@ import orjson
 from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
 from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
-from ..model import LEGACY, MISSING, ROLES, Message, ToolCall, Transcript
+from ..model import LEGACY, MISSING, ROLES, Message, Provenance, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "openai"
@@ -79,8 +79,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         name=d.get("name"),
         reasoning=reasoning if isinstance(reasoning, str) else None,
         extra=extra,
-        origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY},
-        index=index,
+        provenance=Provenance(origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY}, index=index),
         note=dict(note) if isinstance(note, dict) else {},
     )
 

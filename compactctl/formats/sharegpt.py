@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import orjson
 
 from ..errors import DataError
-from ..model import Message, ToolCall, Transcript
+from ..model import Message, Provenance, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "sharegpt"
@@ -75,7 +75,11 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
         if frm == "function_call":
             call = _call_from_json(value, turn, 0)
             pending = [call]
-            out.append(Message(role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, origin=origin))
+            out.append(
+                Message(
+                    role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, provenance=Provenance(origin=origin)
+                )
+            )
         elif role == "assistant":
             msg = _assistant_turn(value, turn, {"_from": frm, **extra}, origin)
             pending = list(msg.tool_calls)
@@ -83,7 +87,7 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
         elif role == "tool":
             out.extend(_tool_turns(frm, value, turn, extra, origin, pending))
         else:
-            out.append(Message(role=role, content=value, extra={"_from": frm, **extra}, origin=origin))
+            out.append(Message(role=role, content=value, extra={"_from": frm, **extra}, provenance=Provenance(origin=origin)))
     for i, m in enumerate(out):
         m.index = i
         m.anchor = m.origin
@@ -99,7 +103,7 @@ def _assistant_turn(value: str, turn: int, extra: dict, origin: tuple) -> Messag
         reasoning, text = mo.group(1), value[mo.end() :]
     calls = [_call_from_json(c, turn, k) for k, c in enumerate(CALL.findall(text))]
     text = CALL.sub("", text).strip() if calls else text
-    msg = Message(role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra=extra, origin=origin)
+    msg = Message(role="assistant", content=text, tool_calls=calls, reasoning=reasoning, extra=extra, provenance=Provenance(origin=origin))
     if mo is not None:
         msg.extra["_think"] = True
     return msg
@@ -120,7 +124,7 @@ def _tool_turns(frm: str, value: str, turn: int, extra: dict, origin: tuple, pen
                 tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
                 name=answered.name if answered else None,
                 extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
-                origin=origin,
+                provenance=Provenance(origin=origin),
             )
         )
     return out

@@ -87,16 +87,18 @@ class Message:
     extra: dict[str, Any] = field(default_factory=dict)  # every key we do not model, in order
     note: dict[str, Any] = field(default_factory=dict)  # compactctl's own annotation ("_compactctl" key)
     injected: bool = False  # a user-role message the harness wrote (the source flags it, e.g. Claude Code's isMeta)
-    provenance: Provenance = field(default_factory=lambda: NEW)  # where it came from (see Provenance)
+    provenance: Provenance = NEW  # where it came from (see Provenance; frozen, so one shared default)
 
-    # The provenance's parts, read and set on the message (setting one replaces the frozen Provenance).
+    # The provenance's parts, read and set on the message (setting one replaces the frozen Provenance; the
+    # readers set them once per message read, so directly rather than through dataclasses.replace).
     @property
     def origin(self) -> Any:
         return self.provenance.origin
 
     @origin.setter
     def origin(self, value: Any) -> None:
-        self.provenance = dataclasses.replace(self.provenance, origin=value)
+        p = self.provenance
+        self.provenance = Provenance(value, p.index, p.anchor)
 
     @property
     def index(self) -> int | None:
@@ -104,7 +106,8 @@ class Message:
 
     @index.setter
     def index(self, value: int | None) -> None:
-        self.provenance = dataclasses.replace(self.provenance, index=value)
+        p = self.provenance
+        self.provenance = Provenance(p.origin, value, p.anchor)
 
     @property
     def anchor(self) -> Any:
@@ -112,7 +115,8 @@ class Message:
 
     @anchor.setter
     def anchor(self, value: Any) -> None:
-        self.provenance = dataclasses.replace(self.provenance, anchor=value)
+        p = self.provenance
+        self.provenance = Provenance(p.origin, p.index, value)
 
     def evolve(self, **changes: Any) -> Message:
         """A changed copy: no longer an untouched original (its provenance keeps only the anchor)."""

@@ -102,14 +102,15 @@ def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[
     """(original index, the compacted message that is it) for each [original, output, print] of the map.
     Archives hold model.content_print (ids left out), older ones model.fingerprint; a writer may order lines
     as its format does, so a message not at its output index is looked up by its print."""
+    prints = [(content_print(m), fingerprint(m)) for m in messages]
     by_print: dict[str, list[Message]] = {}
-    for m in messages:
-        for p in dict.fromkeys((content_print(m), fingerprint(m))):
+    for m, both in zip(messages, prints, strict=True):
+        for p in dict.fromkeys(both):
             by_print.setdefault(p, []).append(m)
     taken: set[int] = set()
     for orig, out, digest in kept:
         found = messages[out] if out < len(messages) else None
-        if found is None or digest not in (content_print(found), fingerprint(found)) or id(found) in taken:
+        if found is None or digest not in prints[out] or id(found) in taken:
             found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
         if found is not None:
             taken.add(id(found))

@@ -11,6 +11,7 @@ from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, last_user_index
 from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
 from compactctl.phases.repair import STUB
+from compactctl.summarizers.offline import KEPT_LAST_ASK
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
@@ -249,7 +250,8 @@ def test_offline_summary_sections_budget_and_anchor():
     assert text.rstrip().endswith(SUMMARY_END)
     secs = parse_sections(text)
     assert list(secs) == list(SECTIONS)
-    assert secs["Active Task"] == "Thanks. Now update the changelog."
+    # The ask is in the tail: the summary points to it instead of repeating it.
+    assert secs["Active Task"] == KEPT_LAST_ASK
     assert "You must not touch tests/." in secs["Constraints & Preferences"]
     assert COUNTER.text(text) <= rep["summary_budget"] + 80
     assert api.check(out) == []

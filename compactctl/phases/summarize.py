@@ -78,9 +78,12 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
     last = t.messages[lu] if lu is not None else None
     ask = (request_text(last) or last.text()) if last is not None else None
     facts = extract(t.messages, p.head_end, p.tail_start, last_request=ask, prior=p.prior_summary)
-    first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
+    first = next(
+        ((k, text) for k, m in enumerate(t.messages) if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None
+    )
     if first is not None:
-        facts.first_request = first
+        facts.first_request = first[1]
+        facts.first_request_kept = not p.head_end <= first[0] < p.tail_start
     head_rules = [
         c for m in t.messages[: p.head_end] if m.role == "user" and not is_summary(m) for c in constraint_sentences(request_text(m))
     ]

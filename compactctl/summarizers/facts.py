@@ -57,6 +57,7 @@ class Facts:
     first_request: str | None = None
     last_request: str | None = None  # the latest user message of the whole transcript, verbatim
     last_request_verbatim: bool = False  # it is not in the tail: the summary must carry all of it
+    first_request_kept: bool = False  # the message that holds first_request is kept verbatim (in the head or tail)
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)

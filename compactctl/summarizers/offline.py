@@ -22,6 +22,9 @@ from .facts import Facts
 from .prompt import SECTIONS, parse_sections
 
 FOREIGN_GOAL_CAP = 600
+KEPT_LAST_ASK = "the person's latest message, kept verbatim (not summarized)"
+KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
+ONLY_ASK = "the Active Task (the person's only ask)"
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
 
@@ -127,13 +130,19 @@ class _Items:
 
 def _asks(b: _Items) -> None:
     f, counter = b.facts, b.counter
+    # What the kept turns hold verbatim is pointed to, not repeated (a repeated ask can cost a third of a small summary).
     if f.last_request:
-        b.add("Active Task", f.last_request if f.last_request_verbatim else _cap(f.last_request, counter, ANCHOR_CAP), 0)
+        verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_ASK
+        b.add("Active Task", verbatim, 0)
     goal = f.first_request or f.last_request
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
     elif b.foreign_goal:  # the request as the earlier summary states it: the session's goal, before any later ask
         b.add("Goal", _cap(b.foreign_goal, counter, FOREIGN_GOAL_CAP), 0)
+    elif goal and goal == f.last_request:
+        b.add("Goal", ONLY_ASK, 0)
+    elif goal and f.first_request_kept:
+        b.add("Goal", KEPT_FIRST_ASK, 0)
     elif goal:
         b.add("Goal", _cap(goal, counter, 600), 0)
     for p in f.pending:
@@ -225,7 +234,7 @@ def _state(b: _Items) -> None:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
         if open_items:
             b.add("Remaining Work", "\n".join(open_items), 2)
-    if f.pending:
+    if any(p != f.last_request for p in f.pending):
         b.add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
 
 

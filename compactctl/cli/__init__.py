@@ -230,7 +230,9 @@ def repair(
         out, st = phase.repair(t, phase.RepairOptions(strip_unanswered))
         return Result(out, archived=st.archived)
 
-    stats = run(inputs or ["-"], io, work, "repair")
+    from ..passthrough import repair_keeps
+
+    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check else repair_keeps)
     if check:
         if violations:
             raise CheckFailed(f"{violations} violation(s) in {stats.transcripts} transcript(s)")

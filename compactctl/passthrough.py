@@ -35,33 +35,39 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
     i, n = 0, len(msgs)
     while i < n:
         d = msgs[i]
-        if type(d) is not dict or _unusual(d) or d.get("tool_call_id") is not None:
+        calls = _plain(d)
+        if calls is None:
             return False
-        role = d.get("role")
-        if role not in _PLAIN_ROLES:  # a result here answers no call before it; "function", unknown or missing roles
-            return False
-        if not opened and role not in SYSTEM_ROLES:
-            if role != "user":
+        if not opened and d["role"] not in SYSTEM_ROLES:
+            if d["role"] != "user":
                 return False
             opened = True
-        content = d.get("content")
-        if not (content is None or type(content) is str or type(content) is list):
-            return False
-        calls = d.get("tool_calls")
-        if not calls:  # absent, null or [] (not a list: {} or "" read as an error)
-            if calls is not None and type(calls) is not list:
-                return False
-            if role in ("user", "assistant") and _empty(d, content):
-                return False
-            i += 1
-            continue
-        if role != "assistant" or type(calls) is not list or i + len(calls) >= n:
+        if i + len(calls) >= n:  # a result is missing at the end
             return False
         for pos, c in enumerate(calls):
             if not _intact_call(c, msgs[i + 1 + pos], seen):
                 return False
         i += 1 + len(calls)
     return True
+
+
+def _plain(d: Any) -> list | None:
+    """A message (not a result) that reads without error and that repair keeps where it is: its calls
+    ([] if none); None otherwise."""
+    if type(d) is not dict or _unusual(d) or d.get("tool_call_id") is not None:
+        return None
+    role = d.get("role")
+    if role not in _PLAIN_ROLES:  # a result here answers no call before it; "function", unknown or missing roles
+        return None
+    content = d.get("content")
+    if not (content is None or type(content) is str or type(content) is list):
+        return None
+    calls = d.get("tool_calls")
+    if not calls:  # absent, null or [] (not a list: {} or "" read as an error)
+        if calls is not None and type(calls) is not list:
+            return None
+        return None if role in ("user", "assistant") and _empty(d, content) else []
+    return calls if role == "assistant" and type(calls) is list else None
 
 
 def _unusual(d: dict) -> bool:

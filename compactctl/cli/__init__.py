@@ -110,6 +110,7 @@ def prune(
     counter = budget.counter(inputs)
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
+    opts.exact_totals = stats  # without --stats no token figure is shown: count only what pruning needs
     opts.refs = refs
 
     def work(t):

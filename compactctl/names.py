@@ -73,6 +73,21 @@ def count_names(texts) -> Counter:
     return c
 
 
+# A quoted literal that reads as a phrase: a test's name, a message, a label ("excludes closed annotations").
+# No comma inside (a names line is a comma-separated list); single quotes only around, never inside, a word.
+_LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|(?<![\w\'])\'([^\'\n\\,]{6,60})\'(?![\w\'])')
+
+
+def literals_in(text: str) -> list[str]:
+    """The quoted phrases of `text` (with a space, a letter, no padding), quoted, in order, each once."""
+    out: dict[str, None] = {}
+    for mo in _LITERAL.finditer(text):
+        q = mo.group(1) or mo.group(2)
+        if " " in q and q.strip() == q and any(c.isalpha() for c in q):
+            out['"' + q + '"'] = None
+    return list(out)
+
+
 def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude: str = "") -> list[str]:
     """The names of `text` most worth keeping: those named most often elsewhere first (`weight`),
     then in order of appearance; names already in `exclude` are left out."""

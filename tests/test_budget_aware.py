@@ -366,3 +366,54 @@ def test_an_earlier_summary_in_the_head_leaves_its_room_to_the_new_one():
     # The new summary replaces the earlier one, so the room counts its tokens: head + tail + summary <= target.
     assert p.summary_budget > p.target - p.tokens["head"] - p.tokens["tail"]
     assert p.summary_budget <= p.target - p.tokens["head"] - p.tokens["tail"] + counts[1]
+
+
+def test_digest_keeps_quoted_phrases_but_never_a_secret():
+    rows = session(1)
+    code = (
+        'test "excludes closed annotations" do\n'
+        "  assert msg == 'Team not found'\n"
+        '  login("user", "password=hunter2hunter2 now")\n'
+        "  it's the user's, not a phrase\n"
+    )
+    rows[3] = res("r0", code + "x = 1\n" * 400)
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert '"excludes closed annotations"' in digest and '"Team not found"' in digest
+    assert "hunter2" not in digest  # a phrase redaction would change is never kept
+    assert "s the user" not in digest  # apostrophes are not quotes
+    one_liners, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10, digest_names=0))
+    assert "excludes closed" not in one_liners.messages[3].text()
+
+
+def test_an_earlier_summary_the_new_one_replaces_gives_its_names_to_the_index():
+    from compactctl.phases.assemble import summary_text
+
+    prior = {"role": "user", "content": summary_text("## Goal\nbuild it\n\n## Critical Context\n- uses legacy_loader and OldRegistry\n")}
+    rows = [{"role": "system", "content": "You are a coding agent."}, prior, *session(3, 600)[1:]]
+    t = T(rows)
+    # The earlier summary (message 1) sits in the head; the new summary replaces it, so its names are not "shown".
+    f = extract(t.messages, 2, len(rows) - 1, prior=1)
+    assert "legacy_loader" in f.names and "OldRegistry" in f.names
+    kept = extract(t.messages, 2, len(rows) - 1)  # without it the head would keep them in context
+    assert "legacy_loader" not in kept.names
+
+
+def test_another_tools_summary_gives_the_goal_from_its_request():
+    from compactctl.model import is_summary
+
+    foreign = (
+        "This session is being continued from a previous conversation that ran out of context.\n\n"
+        "Analysis:\nLet me go through it.\n\nSummary:\n1. Primary Request and Intent:\n"
+        "   The user asked to add OpenTelemetry tracing to the hooks controller.\n\n"
+        "2. Key Technical Concepts:\n   - W3C trace context\n\n7. Pending Tasks:\n   - spotter-4te.6: controller tests\n"
+    )
+    assert offline.foreign_request(foreign) == "The user asked to add OpenTelemetry tracing to the hooks controller."
+    rows = [{"role": "user", "content": foreign}, *session(3, 600)[2:], {"role": "user", "content": "check again"}]
+    t = T(rows)
+    assert is_summary(t.messages[0])
+    f = extract(t.messages, 1, len(rows) - 1, last_request="check again")
+    f.prior_summary = foreign
+    sections = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert "OpenTelemetry tracing" in sections["Goal"] and "check again" in sections["Active Task"]
+    assert sections["Critical Context"].count("OpenTelemetry tracing") == 0  # said once, as the goal

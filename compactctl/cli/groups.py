@@ -185,7 +185,7 @@ BUDGET = Group(
         Opt(
             "threshold", float, 0.5, ("--threshold",), "Compact when the transcript exceeds this share of the window; also the target size."
         ),
-        Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 40% of the target)."),
+        Opt("tail_tokens", int, None, ("--tail-tokens",), "Tokens of recent messages kept verbatim (default: 20% of the target)."),
         Opt("protect_first", int, 3, ("--protect-first",), "Messages after the system message(s) kept verbatim at the head."),
         Opt("summary_ratio", float, 1.0, ("--summary-ratio",), "Summary budget as a share of the middle's tokens (then clamped)."),
         Opt("summary_min", int, 2000, ("--summary-min",), "Smallest summary budget in tokens."),

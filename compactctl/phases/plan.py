@@ -34,7 +34,7 @@ class Budget:
     context_window: int = 128_000
     threshold: float = 0.5
     tail_tokens: int | None = None  # default: `tail_share` of the target
-    tail_share: float = 0.4
+    tail_share: float = 0.2
     protect_first: int = 3
     min_tail_messages: int = 3
     summary_ratio: float = 1.0

@@ -10,8 +10,9 @@ from tool names alone:
    with the same arguments;
 3. old images (a short placeholder);
 4. old outputs (outside the protected recent part), oldest first, successful before failed: each
-   becomes a digest: what the call did and how it ended, its error lines, and the names it holds
-   (paths, identifiers, values) ranked by how often the rest of the transcript uses them;
+   becomes a digest: what the call did and how it ended, its error lines, the names it holds
+   (paths, identifiers, values) ranked by how often the rest of the transcript uses them, then its
+   quoted phrases (a test's name, a message; never one redaction would change);
 5. old tool-call arguments over `arg_limit` characters (code the agent wrote): long strings are cut to
    `arg_keep` characters, the JSON stays valid, and the names of the cut part (paths, symbols) are kept;
    the latest todo / plan call is never cut;
@@ -33,7 +34,7 @@ import orjson
 from .. import refs, tools
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
-from ..names import count_names, is_task_document, top_names
+from ..names import count_names, is_task_document, literals_in, top_names
 from ..pairs import calls_for_results
 from ..summarizers.redact import redact
 from ..tokens import Counter
@@ -43,6 +44,7 @@ SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
 NAMES_KEPT = 48  # names a digest keeps
+LITERALS_KEPT = 16  # ... and quoted phrases (a test's name, a message), after the names
 DOC_NAMES_FACTOR = 4  # ... times that for an output that describes work, in its own order
 
 
@@ -397,17 +399,19 @@ class _Context:
             line = tools.describe(call, m, error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
-        if step == SUPERSEDE:
-            line = f"{line} {SUPERSEDED}"
-        else:
-            doc = step == OLD_DOC
-            limit = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
-            names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
-            if names:
-                line += "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + ", ".join(names)
+        line = f"{line} {SUPERSEDED}" if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC)
         if len(line) >= len(text):
             return None
         return m.evolve(content=_same_shape(m.content, line))
+
+    def _with_names(self, line: str, text: str, doc: bool) -> str:
+        """A digest's line and the names of the output it replaces (a document's: 4x, in order; any other's:
+        ranked by use, then its quoted phrases)."""
+        limit = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+        names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
+        if not doc and self.opts.digest_names:
+            names += safe_literals(text, exclude=line, limit=LITERALS_KEPT)
+        return line + "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + ", ".join(names) if names else line
 
 
 def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
@@ -419,6 +423,18 @@ def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ra
         return []
     found = top_names(text, weight if ranked else None, limit + 8, exclude=exclude)
     return [n for n in found if len(n) < 16 or _passes_redaction(n)][:limit]
+
+
+def safe_literals(text: str, exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
+    """The quoted phrases a digest keeps, in order, never one that redaction would change (a password in a message)."""
+    if limit <= 0 or ('"' not in text and "'" not in text):
+        return []
+    return [q for q in literals_in(text) if q[1:-1] not in exclude and _unchanged_by_redaction(q)][:limit]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _unchanged_by_redaction(text: str) -> bool:
+    return redact(text) == text
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -76,7 +76,8 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
 
     lu = last_user_index(t.messages)
     last = t.messages[lu] if lu is not None else None
-    facts = extract(t.messages, p.head_end, p.tail_start, last_request=(request_text(last) or last.text()) if last is not None else None)
+    ask = (request_text(last) or last.text()) if last is not None else None
+    facts = extract(t.messages, p.head_end, p.tail_start, last_request=ask, prior=p.prior_summary)
     first = next((text for m in t.messages if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None)
     if first is not None:
         facts.first_request = first

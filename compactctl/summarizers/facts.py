@@ -252,8 +252,20 @@ class _Extractor:
                 self.idents(e)
 
 
-def extract(messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None) -> Facts:
-    """Facts of messages[start:end]; `last_request` is the latest user message of the whole transcript."""
+def index_names(messages: list[Message], start: int, end: int, prior: int | None = None) -> list[str]:
+    """The names of what the summary replaces (messages[start:end] and an earlier summary at `prior`, whose
+    names count as the oldest), ranked, minus those the kept turns (head and tail) show: they stay in context."""
+    replaced = [messages[prior]] if prior is not None and not start <= prior < end else []
+    kept = [m for m in messages[:start] + messages[end:] if not replaced or m is not replaced[0]]
+    shown = {n for m in kept for n in names_in(m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls))}
+    return [n for n in rank_names(replaced + messages[start:end]) if n not in shown]
+
+
+def extract(
+    messages: list[Message], start: int = 0, end: int | None = None, last_request: str | None = None, prior: int | None = None
+) -> Facts:
+    """Facts of messages[start:end]; `last_request` is the latest user message of the whole transcript; `prior`
+    the index of an earlier summary outside the span that the new summary replaces (its names are removed too)."""
     end = len(messages) if end is None else end
     f = Facts(last_request=last_request)
     ex = _Extractor(f)
@@ -274,9 +286,7 @@ def extract(messages: list[Message], start: int = 0, end: int | None = None, las
                     last_final = i
             for pos, c in enumerate(m.tool_calls):
                 ex.call(c, result_of.get((i, pos)))
-    # The index lists names the kept turns (head and tail) do not already show: those stay in context.
-    shown = {n for m in messages[:start] + messages[end:] for n in names_in(m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls))}
-    f.names = [n for n in rank_names(span) if n not in shown]
+    f.names = index_names(messages, start, end, prior)
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):
         m = messages[k]

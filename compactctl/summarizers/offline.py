@@ -7,7 +7,9 @@ actions, newest first. What does not fit is counted in a "(+N more ...)" line. `
 every item that mentions the topic to the first tier.
 
 When the transcript already holds a compaction summary, its sections are carried over and updated
-(numbering continues) rather than summarized again.
+(numbering continues) rather than summarized again. Another tool's summary (Claude Code's "This session
+is being continued ...") gives the Goal from the request it states, and its lines as room allows; the
+names of any earlier summary the new one replaces join the identifier index.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..tokens import Counter
 from .facts import Facts
 from .prompt import SECTIONS, parse_sections
 
+FOREIGN_GOAL_CAP = 600
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
 
@@ -102,6 +105,8 @@ class _Items:
         self.items: list[Item] = []
         self.root = common_root(list(facts.files))
         self.prior, self.number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
+        # Another tool's summary (none of our sections): the request it states is the session's goal.
+        self.foreign_goal = foreign_request(facts.prior_summary) if facts.prior_summary and not self.prior else ""
 
     def add(self, section: str, text: str, tier: int) -> None:
         if text and text.strip():
@@ -127,6 +132,8 @@ def _asks(b: _Items) -> None:
     goal = f.first_request or f.last_request
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
+    elif b.foreign_goal:  # the request as the earlier summary states it: the session's goal, before any later ask
+        b.add("Goal", _cap(b.foreign_goal, counter, FOREIGN_GOAL_CAP), 0)
     elif goal:
         b.add("Goal", _cap(goal, counter, 600), 0)
     for p in f.pending:
@@ -137,12 +144,32 @@ def _asks(b: _Items) -> None:
         b.add("Constraints & Preferences", f"- {c}", 1)
 
 
+# The heading of another tool's summary that states the person's request (Claude Code: "1. Primary Request and
+# Intent:"), and any heading after it.
+_FOREIGN_HEADING = re.compile(r"^\s{0,3}(?:#{1,4}\s*|\d{1,2}\.\s+)\**([A-Z][\w &/,'-]{2,60}?)\**:?\**\s*$")
+
+
+def foreign_request(text: str) -> str:
+    """The request as another tool's summary states it (the lines under its request/intent heading), or ""."""
+    out: list[str] = []
+    inside = False
+    for raw in text.split("\n"):
+        head = _FOREIGN_HEADING.match(raw)
+        if head:
+            title = head.group(1).lower()
+            inside = "request" in title or "intent" in title
+        elif inside and raw.strip():
+            out.append(raw.strip())
+    return "\n".join(out)
+
+
 def _context(b: _Items) -> None:
     f = b.facts
     b.carry("Critical Context", 2)
     if f.prior_summary and not b.prior:  # another tool's summary: its lines, as room allows
+        goal = set(b.foreign_goal.split("\n"))  # already the Goal
         for line in f.prior_summary.split("\n"):
-            if line.strip() and not line.lstrip().startswith(("This session is being continued", "<")):
+            if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
                 b.add("Critical Context", "> " + line.strip()[:400], 3)
     for e in f.errors:
         b.add("Critical Context", f"- error: {e}", 1)

@@ -135,7 +135,7 @@ def _slow(raw: bytes, obj: dict) -> bytes | None:
     return b"\n".join(lines)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records())
 def test_a_record_the_fast_path_keeps_comes_out_of_repair_as_it_went_in(rec):
     raw = orjson.dumps(rec)

@@ -66,13 +66,13 @@ def test_a_cut_splits_the_count_exactly(text, enc):
         assert len(c.encode(text[:p])) + len(c.encode(text[p:])) == n, (text, p)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(PIECES, min_size=300, max_size=1200).map("".join), st.integers(-5, 600))
 def test_text_bound_is_exact_or_at_least_the_need(text, need):
-    c = make_counter(encoding="o200k_base")
-    exact = c.text(text)
-    c2 = make_counter(encoding="o200k_base")  # no memo: the bound counts a prefix
-    got = c2.text_bound(text, need)
+    c = COUNTERS["o200k_base"]
+    exact = len(c.encode(text))
+    c._memo.clear()  # not memoized: the bound counts a prefix
+    got = c.text_bound(text, need)
     assert got <= exact
     assert got == exact or got >= need
 

@@ -292,6 +292,8 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             except CompactError as e:  # a bad line read ahead: errors of the transcripts before it come first
                 late = e
                 break
+            if isinstance(t, Lazy):
+                t.obj = None  # a worker parses the bytes: the parent does not hold parsed records in flight
             batch.append((seq, t))
             metas.append((seq, t.source, t.id, rej))
             size += _size(t)

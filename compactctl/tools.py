@@ -173,7 +173,6 @@ ERROR_HINTS = (
     "×",
 )
 EXIT_HINTS = ("xit", "XIT", "eturn", "ETURN")  # every exit pattern needs one
-_ANY_ERROR_HINT = re.compile("|".join(re.escape(h) for h in ERROR_HINTS))  # one scan of the text, not one a hint
 
 
 def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
@@ -187,7 +186,7 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     m = TOOL_USE_ERROR.search(text)
     if m:
         errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
-    if _ANY_ERROR_HINT.search(text):
+    if any(h in text for h in ERROR_HINTS):
         _error_lines(text, errors, max_error_lines)
     failed = bool(result.is_error) or (code is not None and code != 0) or m is not None
     if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):

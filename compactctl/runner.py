@@ -78,6 +78,7 @@ class _Ctx:
     many: bool
     archive: bool
     on_error: str
+    keeps: Callable[[str, Any], bool] | None = None  # (format, parsed record) -> the work writes it as it came
 
 
 def warn(msg: str) -> None:
@@ -154,10 +155,14 @@ class Lazy:
     lineno: int
     n: int  # its number in the file, as the format reader counts it
     fmt: str
+    obj: Any = field(default=None, repr=False, compare=False)  # the record as the reader parsed it (not sent to workers)
 
     @property
     def id(self) -> str:
         return f"{self.source}#{self.n + 1}"
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "obj": None}  # to a worker: the bytes only (it parses them there)
 
 
 def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | None, list[bytes]]:
@@ -165,7 +170,10 @@ def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | N
         return item, []
     rejects = _Rejects()
     reader = formats.Reader(on_error=on_error, rejects=rejects, warn=warn)
-    found = list(formats.get_format(item.fmt).read(iter([(item.lineno, item.raw, orjson.loads(item.raw))]), item.source, "dataset", reader))
+    obj, item.obj = item.obj, None
+    if obj is None:
+        obj = orjson.loads(item.raw)
+    found = list(formats.get_format(item.fmt).read(iter([(item.lineno, item.raw, obj)]), item.source, "dataset", reader))
     if not found:  # rejected (--on-error skip): the reader kept its raw line
         return None, rejects.take()
     t = found[0]
@@ -173,7 +181,13 @@ def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | N
     return t, []
 
 
+def _kept_as_read(item: Lazy, ctx: _Ctx) -> bool:
+    return ctx.keeps is not None and item.obj is not None and ctx.fmt_to in (None, item.fmt) and ctx.keeps(item.fmt, item.obj)
+
+
 def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
+    if isinstance(item, Lazy) and _kept_as_read(item, ctx):  # the work would write it as it came: nothing to build
+        return Done([item.raw], [], None, False)
     t, rejected = _materialize(item, ctx.on_error)
     if t is None:
         return Done([], [], None, False, rejected)
@@ -278,6 +292,8 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             except CompactError as e:  # a bad line read ahead: errors of the transcripts before it come first
                 late = e
                 break
+            if isinstance(t, Lazy):
+                t.obj = None  # a worker parses the bytes: the parent does not hold parsed records in flight
             batch.append((seq, t))
             metas.append((seq, t.source, t.id, rej))
             size += _size(t)
@@ -330,8 +346,8 @@ def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Laz
             if layout != "dataset" or mod.NAME not in LAZY_FORMATS:
                 yield from mod.read(_chain(first, records), name, layout, reader)
                 continue
-            for n, (lineno, raw, _obj) in enumerate(_chain(first, records)):
-                yield Lazy(raw, name, lineno, n, mod.NAME)
+            for n, (lineno, raw, obj) in enumerate(_chain(first, records)):
+                yield Lazy(raw, name, lineno, n, mod.NAME, obj)
         finally:
             stream.close()
 
@@ -609,18 +625,21 @@ def run(
     desc: str = "compactctl",
     job: Any = None,
     on_report: Callable[[dict], None] | None = None,
+    keeps: Callable[[str, Any], bool] | None = None,
 ) -> RunStats:
     """Read `inputs`, apply `work` to each transcript, write in input order.
 
     `job`: a picklable object whose `build()` returns `work`; with it and `io.workers > 1` the work runs
-    in worker processes (each builds it once). `on_report`: called here, in order, with each report."""
+    in worker processes (each builds it once). `on_report`: called here, in order, with each report.
+    `keeps(format, record)`: True for a parsed dataset record that `work` would write back byte for
+    byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt."""
     files = expand_inputs(inputs)
     output = io.output or ""
     to_dir = bool(output) and (output.endswith(os.sep) or os.path.isdir(output))
     targets = _targets(inputs, output) if to_dir else {}
     check_collisions(files, io, targets, to_dir)
     many = len(files) > 1 and not to_dir
-    ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error)
+    ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error, keeps)
     sinks = _Sinks(io, files, to_dir, targets, desc)
     stats = sinks.stats
     slow = float(os.environ.get("COMPACTCTL_SLOW_DOWN", "0"))  # seconds per transcript: a test hook (kill points)

@@ -19,6 +19,7 @@ reasoning, and a flat cost per image. Counts are memoized by text, within a boun
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,6 +38,11 @@ MESSAGE_OVERHEAD = 4  # role and delimiters, per OpenAI's chat format accounting
 IMAGE_TOKENS = 765  # a 1024x1024 image at high detail under OpenAI's tile formula; documented flat cost
 MEMO_CHARS = 32 << 20  # memoized text kept at most (characters)
 FAST_CHARS = 2 << 20  # text counted in pure Python (about half tiktoken's speed) before building tiktoken's encoder pays off
+BOUND_MIN_CHARS = 1024  # text_bound counts shorter texts whole
+# Where both encodings' pre-tokenizers must split a text: after an ASCII letter or digit that a space or a
+# newline follows (no piece holds a letter or digit and a space or newline after it, and no rule looks
+# behind), so that tokens(s) = tokens(s[:p]) + tokens(s[p:]) at p = match.end().
+_CUT = re.compile(r"[A-Za-z0-9](?=[ \n])")
 
 # Known context windows (tokens). Unknown models need --context-window.
 CONTEXT_WINDOWS = {
@@ -258,6 +264,39 @@ class Counter:
 
     def messages(self, msgs: list[Message]) -> list[int]:
         return [self.message(m) for m in msgs]
+
+    def text_bound(self, s: str, need: int) -> int:
+        """A lower bound of text(s) that is either exact or at least `need`: 0 when `need` <= 0; for a long
+        text, the count of a prefix that ends where the pre-tokenizer must split it (see _CUT), once a prefix
+        reaches `need` (tried at about 4 characters a token, then twice as long); else text(s) itself.
+        Deciding "more than n tokens" this way reads a prefix of a long tool output, not all of it."""
+        if need <= 0:
+            return 0
+        if self.approx or len(s) < BOUND_MIN_CHARS:
+            return self.text(s)
+        n = self._memo.get(s)
+        if n is not None:
+            return n
+        size = 4 * need + 64
+        while 2 * size < len(s):
+            m = _CUT.search(s, size - 1)
+            if m is None or 2 * m.end() >= len(s):
+                break
+            n = self._count(s[: m.end()])  # not memoized: a prefix is never asked for again
+            if n >= need:
+                return n
+            size = 2 * m.end()
+        return self.text(s)
+
+    def message_bound(self, m: Message, need: int) -> int:
+        """A lower bound of message(m) that is either exact or at least `need` (long texts: see text_bound)."""
+        n = MESSAGE_OVERHEAD + (1 if m.name else 0) + sum(self.text(c.name) + 3 for c in m.tool_calls)
+        if m.reasoning:
+            n += self.text(m.reasoning)
+        n += self.text_bound(m.content, need - n) if isinstance(m.content, str) else self.content(m.content)
+        for c in m.tool_calls:
+            n += self.text_bound(c.arguments, need - n)
+        return n
 
 
 def make_counter(model: str | None = None, encoding: str | None = None, tokenizer: str = "exact") -> Counter:

@@ -60,7 +60,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("pipeline", ["compactctl.pipeline"]),
     # The library's face and I/O orchestration. `compactctl` is the package (lazy re-exports of api);
     # record (the record API) and ray (Ray Data workers) come with issue 10.
-    ("api", ["compactctl", "compactctl.api", "compactctl.runner", "compactctl.record", "compactctl.ray"]),
+    # passthrough: records a phase writes back as they came, told from the parsed JSON (the runner's fast path).
+    ("api", ["compactctl", "compactctl.api", "compactctl.runner", "compactctl.record", "compactctl.ray", "compactctl.passthrough"]),
     # The evals judge compaction from outside: they call the pipeline and read the archive.
     ("eval", ["compactctl.evaluate", "compactctl.continuation", "compactctl.recovery"]),
     ("cli", ["compactctl.cli", "compactctl.cli.*", "compactctl.entry", "compactctl.__main__", "compactctl.mcp_server"]),

@@ -110,6 +110,7 @@ def prune(
     counter = budget.counter(inputs)
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
+    opts.exact_totals = stats  # without --stats no token figure is shown: count only what pruning needs
     opts.refs = refs
 
     def work(t):
@@ -230,7 +231,9 @@ def repair(
         out, st = phase.repair(t, phase.RepairOptions(strip_unanswered))
         return Result(out, archived=st.archived)
 
-    stats = run(inputs or ["-"], io, work, "repair")
+    from ..passthrough import repair_keeps
+
+    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check else repair_keeps)
     if check:
         if violations:
             raise CheckFailed(f"{violations} violation(s) in {stats.transcripts} transcript(s)")

@@ -65,6 +65,10 @@ class PruneOptions:
     digest_names: int = NAMES_KEPT  # names a digest or a cut argument keeps (0: one-liners only, the fastest)
     drop_tools: tuple[str, ...] = ()  # tools whose outputs are pruned first, wherever they stand
     refs: bool = True  # tag each pruned message with the reference of its archived original
+    # With a target: count every message, for tokens_before/tokens_after and each pass's tokens. False:
+    # count only what the decisions need (the same transcript and counts of steps and characters, much
+    # less tokenizing on a transcript well over its target), those token figures left out (None, 0).
+    exact_totals: bool = True
 
 
 @dataclass
@@ -106,6 +110,11 @@ def protected_start(counts, budget: int) -> int:
     return min(i, max(n - 1, 0))
 
 
+# _prune_bounded's way only for a transcript of this many characters a target token (about twice the
+# target at 4 characters a token): nearer the target, reducing beyond the stopping point costs more than
+# counting everything.
+BOUNDED_MIN_CHARS = 8
+
 # Steps, in the order their candidates are applied (lowest value first). OLD_DOC: an old output that
 # describes work (names.is_task_document), digested last and with all its names.
 DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS, OLD_DOC = range(8)
@@ -119,6 +128,10 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     if not n:
         return t, st
     if opts.target is not None:
+        if not opts.exact_totals:
+            done = _prune_bounded(t, counter, opts)
+            if done is not None:
+                return done
         counts = counter.messages(msgs)
         total = sum(counts)
         st.tokens_before = st.tokens_after = total
@@ -144,13 +157,12 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         if new is None:
             continue
         old = msgs[i]
-        if opts.refs and old.untouched:  # the first change of a message carries its original's reference
-            new = refs.tag(old, new, refs.ref_of(old))
+        new = _tagged(old, new, opts)
         delta = counter.message(old) - counter.message(new) if (opts.count_tokens or opts.target is not None) else 0
         if opts.target is not None and delta <= 0:
             continue
         archive(t, old, "prune", st.archived)
-        stats = {DROP: st.summaries, DEDUP: st.dedup, SUPERSEDE: st.summaries, IMAGE: st.images, ARGS: st.args}.get(step, st.summaries)
+        stats = _pass_stats(st, step)
         stats.count += 1
         stats.chars += _chars(old) - _chars(new)
         stats.tokens += delta
@@ -162,6 +174,108 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     if not changed:
         return t, st
     return t.evolve(messages=msgs), st
+
+
+def _tagged(old: Message, new: Message, opts: PruneOptions) -> Message:
+    """The first change of a message carries its original's reference."""
+    return refs.tag(old, new, refs.ref_of(old)) if opts.refs and old.untouched else new
+
+
+def _pass_stats(st: PruneStats, step: int) -> PassStats:
+    return {DROP: st.summaries, DEDUP: st.dedup, SUPERSEDE: st.summaries, IMAGE: st.images, ARGS: st.args}.get(step, st.summaries)
+
+
+@dataclass(slots=True)
+class _Applied:
+    """A reduction `_prune_bounded` applied, and how to take it back."""
+
+    i: int
+    old: Message
+    tokens: int  # of the new message, exactly
+    stats: PassStats
+    chars: int
+    archived: int  # len(st.archived) before it
+
+
+def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple[Transcript, PruneStats] | None:
+    """`prune` with a target, counting only what its decisions need (opts.exact_totals False): the same
+    transcript and stats but the token figures. None: the transcript does not look well over its target
+    (by its size), where counting everything (the exact path) costs less than reducing beyond the stopping point.
+
+    The exact path applies the candidates in order, skipping those that save no token, until the total
+    fits. Here every candidate is applied, each decided "saves tokens" on a lower bound of its original
+    (counter.message_bound: a prefix of a long output settles it); then, from the total at the end (the
+    remaining originals counted exactly, the reduced messages' counts known), the applied reductions are
+    taken back from the last while the total before one was already within the target, which is where
+    the exact loop stops (totals only fall, so the ones it applied are the first ones here)."""
+    assert opts.target is not None
+    target = opts.target
+    msgs = list(t.messages)
+    n = len(msgs)
+    if sum(_chars(m) for m in msgs) < BOUNDED_MIN_CHARS * target:  # a guess: it picks the way, not the result
+        return None
+    exact: dict[int, int] = {}  # message index -> its current version's tokens, exactly
+
+    def count_at(i: int) -> int:
+        c = exact.get(i)
+        if c is None:
+            c = exact[i] = counter.message(msgs[i])
+        return c
+
+    protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, exact)
+    st = PruneStats(protected_from=protect)
+    ctx = _Context(t, msgs, counter, opts, protect)
+    applied: list[_Applied] = []
+    for _, i, step in sorted(ctx.candidates()):
+        new = ctx.reduce(i, step)
+        if new is None:
+            continue
+        old = msgs[i]
+        new = _tagged(old, new, opts)
+        tokens = counter.message(new)
+        if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
+            continue  # saves no token (message_bound is exact when under its need)
+        done = _Applied(i, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
+        archive(t, old, "prune", st.archived)
+        done.stats.count += 1
+        done.stats.chars += done.chars
+        applied.append(done)
+        msgs[i] = new
+        exact[i] = tokens
+    total = sum(count_at(i) for i in range(n))
+    while applied:
+        a = applied[-1]
+        need = target - total + a.tokens + 1  # the total before it is over the target when its original has this many tokens
+        before = total + counter.message_bound(a.old, need) - a.tokens  # exact when within the target
+        if before > target:
+            break
+        applied.pop()  # the exact loop stops before it
+        msgs[a.i] = a.old
+        del st.archived[a.archived :]
+        a.stats.count -= 1
+        a.stats.chars -= a.chars
+        total = before
+    if not applied:
+        if total <= target:  # it fitted as it came
+            st.protected_from = n
+        return t, st
+    return t.evolve(messages=msgs), st
+
+
+def _protected_start_bounded(msgs: list[Message], counter: Counter, budget: int, exact: dict[int, int]) -> int:
+    """protected_start, counting the message that no longer fits only as far as it takes (message_bound);
+    the counts of the ones that fit go into `exact`."""
+    n = len(msgs)
+    total = 0
+    i = n
+    while i > 0:
+        c = counter.message_bound(msgs[i - 1], budget - total + 1)  # exact when it fits
+        if total + c > budget:
+            break
+        exact[i - 1] = c
+        total += c
+        i -= 1
+    return min(i, max(n - 1, 0))
 
 
 class _Later:

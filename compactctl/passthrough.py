@@ -1,0 +1,108 @@
+"""Records a phase would write back byte for byte, told from the parsed JSON alone.
+
+Building the model (a `Message` per message, a `ToolCall` per call) costs more than reading and
+parsing the record; for a record that is already valid, `repair` then changes nothing and the writer
+re-emits the line as it came. `repair_keeps(fmt, obj)` decides that on the record's dicts: True only
+when reading it into the model raises no error and `repair` changes nothing (see `phases/repair.py`),
+so that the runner may write the line as it is without building anything. It is conservative: anything
+unusual (a legacy `function_call`, a role `function`, SWE-agent's `tool_call_ids`, a compactctl note, a
+result that does not directly follow its call with its id, an empty message, ...) answers False, and
+the record takes the ordinary path. `tests/test_passthrough.py` checks it against that path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .formats.openai import NOTE_KEY, messages_key
+from .model import LEGACY, SYSTEM_ROLES
+
+_PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
+
+
+def repair_keeps(fmt: str, obj: Any) -> bool:
+    """An OpenAI chat dataset record (`obj`, as parsed) that reads without error and that `repair` leaves
+    exactly as it is: every call with an id not used before in the record, its result right after the
+    call's message with that id, in call order; no empty user/assistant message; the first message
+    after the system ones from the user."""
+    if fmt != "openai" or type(obj) is not dict:
+        return False
+    msgs = obj.get(messages_key(obj) or "messages")
+    if type(msgs) is not list:
+        return False
+    seen: set[str] = set()  # call ids so far: each must be new (repair renames a reused one)
+    opened = False  # the first non-system message was seen (and is from the user)
+    i, n = 0, len(msgs)
+    while i < n:
+        d = msgs[i]
+        calls = _plain(d)
+        if calls is None:
+            return False
+        if not opened and d["role"] not in SYSTEM_ROLES:
+            if d["role"] != "user":
+                return False
+            opened = True
+        if i + len(calls) >= n:  # a result is missing at the end
+            return False
+        for pos, c in enumerate(calls):
+            if not _intact_call(c, msgs[i + 1 + pos], seen):
+                return False
+        i += 1 + len(calls)
+    return True
+
+
+def _plain(d: Any) -> list | None:
+    """A message (not a result) that reads without error and that repair keeps where it is: its calls
+    ([] if none); None otherwise."""
+    if type(d) is not dict or _unusual(d) or d.get("tool_call_id") is not None:
+        return None
+    role = d.get("role")
+    if role not in _PLAIN_ROLES:  # a result here answers no call before it; "function", unknown or missing roles
+        return None
+    content = d.get("content")
+    if not (content is None or type(content) is str or type(content) is list):
+        return None
+    calls = d.get("tool_calls")
+    if not calls:  # absent, null or [] (not a list: {} or "" read as an error)
+        if calls is not None and type(calls) is not list:
+            return None
+        return None if role in ("user", "assistant") and _empty(d, content) else []
+    return calls if role == "assistant" and type(calls) is list else None
+
+
+def _unusual(d: dict) -> bool:
+    """Keys the ordinary path handles specially: a compactctl note, a legacy call, SWE-agent's list of ids."""
+    return NOTE_KEY in d or "function_call" in d or "tool_call_ids" in d
+
+
+def _empty(d: dict, content: Any) -> bool:
+    """repair's `_empty` for a user or assistant message without calls."""
+    reasoning = d.get("reasoning_content")
+    reasoned = type(reasoning) is str and bool(reasoning)
+    if content is None:  # null or absent
+        return not reasoned
+    if type(content) is str:
+        return not content.strip() and not reasoned
+    return len(content) == 0
+
+
+def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
+    """Call `c` reads without error, has an id new to the record, and `r` (the message at its position
+    after the calls) is its result: role tool, that id, no other tool's name."""
+    if type(c) is not dict or LEGACY in c:
+        return False
+    fn = c.get("function")
+    if type(fn) is not dict:
+        return False
+    name = fn.get("name")
+    cid = c.get("id")
+    if type(name) is not str or type(cid) is not str or not cid or cid in seen or type(fn.get("arguments", "")) is not str:
+        return False
+    seen.add(cid)
+    if type(r) is not dict or r.get("role") != "tool" or r.get("tool_call_id") != cid or _unusual(r):
+        return False
+    content = r.get("content")
+    if not (content is None or type(content) is str or type(content) is list) or r.get("tool_calls") is not None:
+        return False
+    rname = r.get("name")
+    return not (rname and name and rname != name)

@@ -1,0 +1,166 @@
+"""prune with a target counting only what its decisions need (PruneOptions.exact_totals False, the
+`prune` command without --stats): the same transcript, archive and counts of steps and characters as
+counting everything; and the token bounds it rests on."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compactctl.formats.openai import message_from_dict
+from compactctl.model import Message, ToolCall, Transcript
+from compactctl.phases import prune as P
+from compactctl.tokens import _CUT, make_counter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from gen import session  # noqa: E402  (bench/gen.py: the benchmark's generated sessions)
+
+COUNTERS = {e: make_counter(encoding=e) for e in ("o200k_base", "cl100k_base")}
+PIECES = st.sampled_from(
+    [
+        "a",
+        "Z",
+        "9",
+        "42",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "\t",
+        "'s",
+        "'T",
+        "don't",
+        "_x",
+        ".",
+        "->",
+        "{",
+        '"',
+        "é",
+        "e\u0301",
+        "日本",
+        "ß",
+        "١٢",
+        "😀",
+        "/",
+        "\u00a0",
+        "  \n",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, min_size=2, max_size=60).map("".join), st.sampled_from(sorted(COUNTERS)))
+def test_a_cut_splits_the_count_exactly(text, enc):
+    """Where _CUT matches, the pre-tokenizer must split: the count of the text is the sum of its two parts."""
+    c = COUNTERS[enc]
+    n = len(c.encode(text))
+    for m in _CUT.finditer(text):
+        p = m.end()
+        assert len(c.encode(text[:p])) + len(c.encode(text[p:])) == n, (text, p)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, min_size=300, max_size=1200).map("".join), st.integers(-5, 600))
+def test_text_bound_is_exact_or_at_least_the_need(text, need):
+    c = COUNTERS["o200k_base"]
+    exact = len(c.encode(text))
+    c._memo.clear()  # not memoized: the bound counts a prefix
+    got = c.text_bound(text, need)
+    assert got <= exact
+    assert got == exact or got >= need
+
+
+def test_message_bound_reads_a_prefix_of_a_long_output():
+    c = make_counter(encoding="o200k_base")
+    text = "\n".join(f"line {i}: value_{i} ok" for i in range(5000))
+    m = Message(role="tool", content=text, tool_call_id="a")
+    got = c.message_bound(m, 100)
+    assert 100 <= got < c.message(m) // 10
+    assert c.message_bound(m, 10**9) == c.message(m)
+    call = Message(role="assistant", content=None, tool_calls=[ToolCall("a", "write", orjson.dumps({"text": text}).decode())])
+    assert 100 <= c.message_bound(call, 100) < c.message(call)
+
+
+def _transcript(seed: int, turns: int, scale: float) -> Transcript:
+    rows = session(seed, turns=turns, scale=scale)
+    return Transcript([message_from_dict(d, "gen", i + 1, i) for i, d in enumerate(rows)], id=f"gen{seed}")
+
+
+@pytest.fixture(autouse=True)
+def _always_bounded(monkeypatch):
+    """The bounded way for every transcript, not only those well over their target (a guess that only
+    picks the way): each test compares it with the exact one."""
+    monkeypatch.setattr(P, "BOUNDED_MIN_CHARS", 0)
+
+
+def _same(t: Transcript, opts: P.PruneOptions) -> tuple[Transcript, P.PruneStats]:
+    c = make_counter("gpt-4o")
+    want, ws = P.prune(t, c, opts)
+    got, gs = P.prune(t, make_counter("gpt-4o"), replace(opts, exact_totals=False))
+    assert (got is t) == (want is t)
+    assert [m.provenance for m in got.messages] == [m.provenance for m in want.messages]
+    assert [(m.content, m.tool_calls) for m in got.messages] == [(m.content, m.tool_calls) for m in want.messages]
+    assert [a.record() for a in gs.archived] == [a.record() for a in ws.archived]
+    for k in ("dedup", "summaries", "args", "images"):
+        assert (getattr(gs, k).count, getattr(gs, k).chars) == (getattr(ws, k).count, getattr(ws, k).chars)
+    assert gs.protected_from == ws.protected_from
+    assert gs.tokens_before is None and ws.tokens_before is not None
+    return want, ws
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounded_prune_equals_exact_prune_at_every_stopping_point(seed):
+    """Targets from under the transcript's size (nothing to do) to far below what pruning reaches (every
+    step applies): the stopping point moves over the whole candidate list."""
+    t = _transcript(seed, turns=14, scale=0.3)
+    c = make_counter("gpt-4o")
+    total = sum(c.messages(t.messages))
+    floor = P.prune(t, c, P.PruneOptions(protect_tokens=400, target=0))[1].tokens_after
+    assert floor is not None and floor < total
+    steps = 0
+    for k in range(12):
+        target = floor - 200 + (total - floor + 400) * k // 11
+        for protect in (0, 400, 3000):
+            out, ws = _same(t, P.PruneOptions(protect_tokens=protect, target=target, min_dedup_chars=50, min_summary_chars=50))
+            steps += sum(getattr(ws, x).count for x in ("dedup", "summaries", "args", "images"))
+    assert steps > 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.integers(3, 16), st.floats(0.05, 0.6), st.floats(0.0, 1.1), st.integers(0, 4000), st.booleans())
+def test_bounded_prune_equals_exact_prune(seed, turns, scale, where, protect, refs):
+    t = _transcript(seed, turns, scale)
+    c = make_counter("gpt-4o")
+    total = sum(c.messages(t.messages))
+    _same(t, P.PruneOptions(protect_tokens=protect, target=int(total * where), refs=refs, arg_limit=300))
+
+
+def test_the_prune_command_counts_less_without_stats(tmp_path, monkeypatch):
+    """Same bytes with and without --stats; without, far less text goes through the tokenizer."""
+    from compactctl import tokens
+
+    from .conftest import cli
+
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b"".join(orjson.dumps({"messages": session(s, turns=30, scale=1.0)}) + b"\n" for s in range(3)))
+    counted = [0]
+    real = tokens.Counter._count
+
+    def counting(self, s):
+        counted[0] += len(s)
+        return real(self, s)
+
+    monkeypatch.setattr(tokens.Counter, "_count", counting)
+    a = cli("prune", str(data), "--context-window", "16000", "-q")
+    without = counted[0]
+    counted[0] = 0
+    b = cli("prune", str(data), "--context-window", "16000", "-q", "--stats")
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and a.stdout != data.read_bytes()
+    assert without < counted[0] / 2

@@ -93,12 +93,15 @@ class CompactBatch:
 _PER_PROCESS: dict[tuple, CompactBatch] = {}
 
 
-def compact_batch(batch: Any, options: Options | dict | None = None, column: str | None = "text") -> Any:
+def compact_batch(batch: Any, options: Options | dict | None = None, column: str | None = "text", run: str | None = None) -> Any:
     """The same as a function, for Ray tasks (`map_batches(compact_batch, fn_kwargs=...)`): the Compactor is
-    built once per worker process and kept while the process lives (Ray reuses its task workers)."""
-    key = (repr(_options(options)), column)
+    built once per worker process and kept while the process lives (Ray reuses its task workers), one at a
+    time: other options (or another `run`: the CLI engine gives each run its own Compactor, as `--workers`
+    does) replace it, so a worker never holds the token-count memo of more than one."""
+    key = (repr(_options(options)), column, run)
     fn = _PER_PROCESS.get(key)
     if fn is None:
+        _PER_PROCESS.clear()
         fn = _PER_PROCESS[key] = CompactBatch(options, column)
     return fn(batch)
 
@@ -217,8 +220,8 @@ def run_files(
     paths = [os.path.abspath(f) for f in files]
     cpus = workers or int(ray.cluster_resources().get("CPU", 1))
     # The files cut into byte ranges; one Ray task per range reads its lines and compacts them (Ray keeps its
-    # task workers, and so each one's Compactor, from task to task and run to run). Nothing is read on the
-    # driver, no whole file is held anywhere, and compaction starts with the first range.
+    # task workers from task to task and run to run; each builds one Compactor per run). Nothing is read on
+    # the driver, no whole file is held anywhere, and compaction starts with the first range.
     source = jsonl_ranges(plan_ranges(paths, cpus), options, batch_size)
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
@@ -276,7 +279,7 @@ def range_lines(path: str, start: int, end: int) -> Iterator[bytes]:
                 yield line
 
 
-def _compact_range(path: str, start: int, end: int, options: Options, batch_size: int) -> Iterator[Any]:
+def _compact_range(path: str, start: int, end: int, options: Options, batch_size: int, run: str) -> Iterator[Any]:
     """One range's lines, compacted: tables of path, text (the output line, or the input line when status
     is "error"), status, report; `batch_size` lines at a time (Ray Data moves each table on as it comes),
     read as they are needed (a range is never held whole)."""
@@ -284,7 +287,7 @@ def _compact_range(path: str, start: int, end: int, options: Options, batch_size
 
     def table(part: list[bytes]) -> Any:
         return compact_batch(
-            pa.table({"path": pa.array([path] * len(part), pa.string()), "text": pa.array(part, pa.binary())}), options, "text"
+            pa.table({"path": pa.array([path] * len(part), pa.string()), "text": pa.array(part, pa.binary())}), options, "text", run
         )
 
     part: list[bytes] = []
@@ -299,8 +302,11 @@ def _compact_range(path: str, start: int, end: int, options: Options, batch_size
 
 def jsonl_ranges(ranges: list[tuple[str, int, int]], options: Options, batch_size: int) -> Any:
     """A Ray Data datasource that compacts as it reads: one read task per byte range (path, start, end), in
-    order (a line belongs to the range its first byte is in)."""
+    order (a line belongs to the range its first byte is in). Each worker builds one Compactor for it."""
     import functools
+    import uuid
+
+    run = uuid.uuid4().hex
 
     from ray.data.block import BlockMetadata
     from ray.data.datasource import Datasource, ReadTask
@@ -319,7 +325,7 @@ def jsonl_ranges(ranges: list[tuple[str, int, int]], options: Options, batch_siz
         def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None) -> list:
             return [
                 ReadTask(
-                    functools.partial(_compact_range, p, a, b, options, batch_size),
+                    functools.partial(_compact_range, p, a, b, options, batch_size, run),
                     BlockMetadata(num_rows=None, size_bytes=b - a, exec_stats=None, input_files=[p]),
                     per_task_row_limit=per_task_row_limit,
                 )

@@ -165,3 +165,22 @@ def test_plan_ranges_tile_the_files_large_first(tmp_path):
     assert [b - a for _, a, b in cray.plan_ranges([files[0]], 2)] == [1 << 20, 1 << 20, 3_000_000 - (2 << 20)]
     (tmp_path / "e").write_bytes(b"x" * 1_400_000)
     assert cray.plan_ranges([str(tmp_path / "e")], 2) == [(str(tmp_path / "e"), 0, 1_400_000)]  # 1 MB + a sliver: one
+
+
+def test_compact_batch_keeps_one_compactor_per_process(monkeypatch):
+    """Built once and reused within a run; another run (or other options) replaces it: a worker never holds
+    two token-count memos, and a run never starts with the memo of the one before (as with --workers)."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(cray, "_PER_PROCESS", {})
+    line = orjson.dumps({"messages": tool_session(1, 50)})
+    batch = pa.table({"text": pa.array([line], pa.binary())})
+    out = cray.compact_batch(batch, LIB, "text", "run-1")
+    assert out.column("compactctl_status").to_pylist() == ["not-needed"]
+    (first,) = cray._PER_PROCESS.values()
+    cray.compact_batch(batch, LIB, "text", "run-1")
+    assert list(cray._PER_PROCESS.values()) == [first]
+    cray.compact_batch(batch, LIB, "text", "run-2")
+    assert len(cray._PER_PROCESS) == 1 and next(iter(cray._PER_PROCESS.values())) is not first
+    cray.compact_batch(batch, {**LIB, "context_window": 7000}, "text")
+    assert len(cray._PER_PROCESS) == 1

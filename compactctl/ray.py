@@ -168,13 +168,24 @@ def init(address: str | None = None, num_cpus: int | None = None) -> None:
     if address:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     else:
-        ray.init(
-            num_cpus=num_cpus or os.cpu_count() or 1,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-        )
+        cpus = num_cpus or os.cpu_count() or 1
+        ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False, logging_level=logging.WARNING)
+        # Ray starts its task workers bare: each imports Ray Data and compactctl at its first task (~2 s here).
+        # Done now, without waiting, it overlaps the driver's own set-up (importing Ray Data, starting its
+        # executor's actors), and the first run's tasks start at once.
+        warm = ray.remote(num_cpus=1)(_warm_worker)
+        for _ in range(cpus):
+            warm.remote()
+
+
+def _warm_worker() -> None:
+    import contextlib
+
+    import pyarrow  # noqa: F401
+    import ray.data  # noqa: F401
+
+    with contextlib.suppress(Exception):  # only a warm-up: a real run reports what is wrong
+        Compactor(Options.from_kwargs(None))  # the modules a Compactor loads (encoding, summarizer)
 
 
 def run_files(

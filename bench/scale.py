@@ -9,7 +9,9 @@
 Each round runs, one after the other, on the same file: `--workers 1`, `--workers 2`, "ideal 2" (the file cut
 in two halves at a line, two independent `--workers 1` processes at once: what two cores give this work
 here and now with no coordination at all) and the Ray engine (2 workers) in one driver process that runs it
-twice (start-up, first run, warm second run). Ratios are taken within a round (the same load on the machine)
+twice (start-up, first run, warm second run: Ray up and its task workers loaded; each run builds its own
+Compactors, so the second does not reuse the first one's token-count memo of the same records, which made
+repeating a record ~2x cheaper). Ratios are taken within a round (the same load on the machine)
 and reported as min and median over the rounds. Every run is its own process; its whole process tree is
 polled from /proc every 50 ms for CPU seconds and each process's peak RSS (VmHWM). The outputs of every run
 are compared byte for byte. The load average and CPU pressure before each run are recorded. Results go to

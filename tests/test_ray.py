@@ -46,7 +46,7 @@ def data(tmp_path_factory) -> Path:
 
 def test_same_records_on_every_path(local_ray, data, tmp_path, monkeypatch):
     """CLI (one process), --workers 2, Ray (the CLI engine and map_batches), the library: the same bytes."""
-    monkeypatch.setattr(cray, "chunk_bytes", lambda paths, cpus: 40_000)  # several byte ranges per file
+    monkeypatch.setattr(cray, "MIN_RANGE", 10_000)  # several byte ranges per file
     outs = {}
     for w in ("1", "2"):
         r = cli("compact", str(data), *OPTS, "-o", f"{tmp_path}/w{w}/", "--workers", w, "-q")
@@ -143,4 +143,44 @@ def test_byte_ranges_give_every_line_once(tmp_path):
     for chunk in (1, 2, 3, 7, 11, size - 1, size, size + 5):
         got = [ln for a in range(0, size, chunk) for ln in cray.range_lines(str(f), a, min(a + chunk, size))]
         assert got == want, chunk
-    assert cray.chunk_bytes([str(f)], 2) == 1 << 20
+
+
+def test_plan_ranges_tile_the_files_large_first(tmp_path):
+    """Guided self-scheduling: the ranges tile every file in order; large first, smaller toward the end."""
+    files = []
+    for name, size in (("a", 3_000_000), ("b", 10), ("c", 0), ("d", 700_000)):
+        (tmp_path / name).write_bytes(b"x" * size)
+        files.append(str(tmp_path / name))
+    ranges = cray.plan_ranges(files, 2, min_bytes=50_000, max_bytes=600_000)
+    for f in files:
+        mine = [(a, b) for p, a, b in ranges if p == f]
+        size = Path(f).stat().st_size
+        assert [a for a, _ in mine] == ([0] + [b for _, b in mine[:-1]] if size else []) and (mine[-1][1] if mine else 0) == size
+    assert [p for p, _, _ in ranges] == sorted(p for p, _, _ in ranges)  # file order
+    sizes = [b - a for _, a, b in ranges]
+    assert sizes[0] == 600_000 and max(sizes) == 600_000  # (3 MB + 0.7 MB) / 4, capped
+    in_a = sizes[: len([r for r in ranges if r[0] == files[0]]) - 1]  # file a but its remainder
+    assert in_a == sorted(in_a, reverse=True) and in_a[-1] < in_a[0] / 2  # less and less
+    assert sizes[-2] == 50_000 and min(s for s in sizes if s != 10) >= 25_000  # no sliver at the end of a file
+    assert [b - a for _, a, b in cray.plan_ranges([files[0]], 2)] == [1 << 20, 1 << 20, 3_000_000 - (2 << 20)]
+    (tmp_path / "e").write_bytes(b"x" * 1_400_000)
+    assert cray.plan_ranges([str(tmp_path / "e")], 2) == [(str(tmp_path / "e"), 0, 1_400_000)]  # 1 MB + a sliver: one
+
+
+def test_compact_batch_keeps_one_compactor_per_process(monkeypatch):
+    """Built once and reused within a run; another run (or other options) replaces it: a worker never holds
+    two token-count memos, and a run never starts with the memo of the one before (as with --workers)."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(cray, "_PER_PROCESS", {})
+    line = orjson.dumps({"messages": tool_session(1, 50)})
+    batch = pa.table({"text": pa.array([line], pa.binary())})
+    out = cray.compact_batch(batch, LIB, "text", "run-1")
+    assert out.column("compactctl_status").to_pylist() == ["not-needed"]
+    (first,) = cray._PER_PROCESS.values()
+    cray.compact_batch(batch, LIB, "text", "run-1")
+    assert list(cray._PER_PROCESS.values()) == [first]
+    cray.compact_batch(batch, LIB, "text", "run-2")
+    assert len(cray._PER_PROCESS) == 1 and next(iter(cray._PER_PROCESS.values())) is not first
+    cray.compact_batch(batch, {**LIB, "context_window": 7000}, "text")
+    assert len(cray._PER_PROCESS) == 1

@@ -417,3 +417,18 @@ def test_another_tools_summary_gives_the_goal_from_its_request():
     sections = parse_sections(offline.summarize(f, COUNTER, 2000))
     assert "OpenTelemetry tracing" in sections["Goal"] and sections["Active Task"] == offline.KEPT_LAST_ASK  # in the tail
     assert sections["Critical Context"].count("OpenTelemetry tracing") == 0  # said once, as the goal
+
+
+def test_the_summary_points_to_asks_the_kept_turns_hold_instead_of_repeating_them():
+    ask = "Find why handler_0 fails on empty input and report it."
+    rows = [{"role": "user", "content": ask}, *session(3, 600)[2:-1]]  # no final answer yet: the ask is pending
+    t = T(rows)
+    f = extract(t.messages, 0, len(rows), last_request=ask)
+    assert f.pending == [ask]
+    f.first_request, f.last_request_verbatim = ask, True  # the only ask, moved into the summary
+    sections = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert sections["Active Task"] == ask and sections["Goal"] == offline.ONLY_ASK  # written once
+    assert "finish the pending asks" not in sections["Remaining Work"]
+    f.first_request, f.last_request, f.first_request_kept, f.last_request_verbatim = "Fix the parser.", ask, True, False
+    sections = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert sections["Goal"] == offline.KEPT_FIRST_ASK and sections["Active Task"] == offline.KEPT_LAST_ASK

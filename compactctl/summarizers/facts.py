@@ -56,7 +56,7 @@ class Action:
 class Facts:
     first_request: str | None = None
     last_request: str | None = None  # the latest user message of the whole transcript, verbatim
-    last_request_verbatim: bool = False  # it is not in the tail: the summary must carry all of it
+    last_request_verbatim: bool = False  # not in the kept turns: the summary carries all of it (else it points to it)
     first_request_kept: bool = False  # the message that holds first_request is kept verbatim (in the head or tail)
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)

@@ -149,3 +149,15 @@ def test_output_directory_mirrors_the_inputs(tmp_path):
     [b] = api.read([str(out / "sub" / "b.jsonl")])
     assert b.format == "claude_code" and api.check(b) == []
     assert cli("compact", "-", "-o", f"{out}/").returncode == 2
+
+
+def test_prune_option_defaults_are_the_librarys():
+    import dataclasses
+
+    from compactctl.cli.groups import PRUNE
+    from compactctl.phases.prune import PruneOptions
+
+    lib = {f.name: f.default for f in dataclasses.fields(PruneOptions)}
+    shared = [o for o in PRUNE.opts if o.name in lib and o.default is not None]
+    assert {o.name for o in shared} >= {"digest_names", "min_dedup_chars", "arg_limit", "arg_keep"}
+    assert {o.name: o.default for o in shared} == {o.name: lib[o.name] for o in shared}

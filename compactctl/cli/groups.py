@@ -275,7 +275,7 @@ PRUNE = Group(
         Opt(
             "digest_names",
             int,
-            48,
+            64,  # phases.prune.NAMES_KEPT (not imported at start; a test checks they agree)
             ("--digest-names",),
             "Names (paths, identifiers, values) a digest of an old output or a cut argument keeps; 0: one-liners only (fastest).",
         ),

@@ -43,7 +43,7 @@ from . import Archived, archive
 SUPERSEDED = "[Superseded — a later call read or wrote the same]"
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
-NAMES_KEPT = 48  # names a digest keeps
+NAMES_KEPT = 64  # names a digest keeps
 LITERALS_KEPT = 16  # ... and quoted phrases (a test's name, a message), after the names
 DOC_NAMES_FACTOR = 4  # ... times that for an output that describes work, in its own order
 

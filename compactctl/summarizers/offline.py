@@ -67,6 +67,9 @@ INDEX_LINE = "- names: "
 DOCUMENTS = 3  # the latest outputs that describe work whose names the summary lists
 DOCUMENT_NAMES = 120
 INDEX_SHARE = 0.25  # of the room left after the ask and goal
+# When the 13 headings ("## Blocked\nNone" ...) would take more than this share of the budget, a section
+# with nothing chosen is left out: a summary of a few hundred tokens keeps its room for content.
+HEADINGS_SHARE = 0.1
 
 
 _TERSE = [
@@ -299,19 +302,25 @@ def _section_order(it: Item) -> int:
 class _Choice:
     """Items chosen so far and the tokens they take (headings of all sections included)."""
 
-    def __init__(self, items: list[Item], counter: Counter) -> None:
+    def __init__(self, items: list[Item], counter: Counter, budget: int) -> None:
         self.items, self.counter = items, counter
-        self.used = sum(counter.text(f"## {s}\nNone\n\n") for s in SECTIONS)
+        self.heading = {s: counter.text(f"## {s}\nNone\n\n") for s in SECTIONS}
+        # terse: only sections with something chosen are rendered, each paying its heading when it gets one
+        self.terse = sum(self.heading.values()) > budget * HEADINGS_SHARE
+        self.used = 0 if self.terse else sum(self.heading.values())
         self.chosen: list[int] = []
         self.taken: set[int] = set()
+        self.sections: set[str] = set()
 
     def cost(self, it: Item) -> int:
-        return self.counter.text(it.text) + 1
+        heading = self.heading[it.section] if self.terse and it.section not in self.sections else 0
+        return self.counter.text(it.text) + 1 + heading
 
     def take(self, it: Item) -> None:
         self.used += self.cost(it)
         self.chosen.append(it.order)
         self.taken.add(it.order)
+        self.sections.add(it.section)
 
     def fill(self, candidates, room: int, stop_at_first_miss: bool = False) -> None:
         """Take candidates in order while they fit `room` (and the whole budget check is the caller's)."""
@@ -337,7 +346,7 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
     4. What is still left goes by tier, newest actions first.
     The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding the
     last-chosen items until it fits."""
-    ch = _Choice(items, counter)
+    ch = _Choice(items, counter, budget)
     for it in items:
         if it.tier == 0:
             ch.take(it)
@@ -349,7 +358,7 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
             if ch.used + ch.cost(it) <= budget:
                 ch.take(it)
     while True:
-        text = _render(items, set(ch.chosen))
+        text = _render(items, set(ch.chosen), ch.terse)
         if counter.text(text) <= budget or len(ch.chosen) <= mandatory:
             return text
         ch.chosen.pop()
@@ -366,7 +375,8 @@ def _shares(ch: _Choice, budget: int) -> None:
         ch.fill(own, min(share, budget - ch.used))
 
 
-def _render(items: list[Item], chosen: set[int]) -> str:
+def _render(items: list[Item], chosen: set[int], terse: bool = False) -> str:
+    """The 13 sections in order ("None" under an empty one); terse: only the sections with something chosen."""
     by_section: dict[str, list[str]] = {s: [] for s in SECTIONS}
     dropped: dict[str, int] = {}
     for it in items:
@@ -376,6 +386,8 @@ def _render(items: list[Item], chosen: set[int]) -> str:
             dropped[it.section] = dropped.get(it.section, 0) + 1
     out = []
     for s in SECTIONS:
+        if terse and not by_section[s]:
+            continue
         body = "\n".join(by_section[s]) or "None"
         if dropped.get(s):
             body += f"\n(+{dropped[s]} more omitted to fit the budget)"

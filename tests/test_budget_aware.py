@@ -96,6 +96,25 @@ def test_digest_keeps_the_names_of_the_output():
     assert "SessionRegistry" in digest and "start_link" in digest and len(digest) < 600
 
 
+def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds():
+    rows = session(2)
+    body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
+    rows[3] = res("r0", body)
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))  # no target: 64 names
+    names64 = out64.messages[3].text().count("handler_")
+    size64 = total - COUNTER.message(t.messages[3]) + COUNTER.message(out64.messages[3])
+    target = size64 + 400  # room for more names, not for the whole output
+    for exact in (True, False):
+        out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, exact_totals=exact))
+        after = sum(COUNTER.messages(out.messages))
+        assert target - 40 <= after <= target, exact  # the room is used, never exceeded
+        assert out.messages[3].text().count("handler_") >= 2 * names64
+        assert out.messages[5] is t.messages[5]  # only as far as needed
+    assert st.tokens_after is None or st.tokens_after == after
+
+
 def test_keep_tool_and_drop_tool():
     rows = session(2)
     rows += [call("w", "web_search", {"query": "x"}), res("w", "result " * 400), {"role": "assistant", "content": "ok"}]

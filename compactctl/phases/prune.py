@@ -34,7 +34,7 @@ import orjson
 from .. import refs, tools
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
-from ..names import count_names, is_task_document, literals_in, top_names
+from ..names import count_names, is_task_document, literals_in, names_in, top_names
 from ..pairs import calls_for_results
 from ..summarizers.redact import redact
 from ..tokens import Counter
@@ -149,7 +149,7 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         total = 0
     st.protected_from = protect
     ctx = _Context(t, msgs, counter, opts, protect)
-    changed = False
+    last: tuple[int, int, Message] | None = None
     for _, i, step in sorted(ctx.candidates()):
         if opts.target is not None and total <= opts.target:
             break
@@ -168,12 +168,49 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         stats.tokens += delta
         total -= delta
         msgs[i] = new
-        changed = True
-    if opts.target is not None:
-        st.tokens_after = total
-    if not changed:
+        last = (i, step, old)
+    if last is None:
         return t, st
+    if opts.target is not None:
+        total += _use_room(ctx, *last, opts.target - total, _pass_stats(st, last[1]))
+        st.tokens_after = total
     return t.evolve(messages=msgs), st
+
+
+# The room a digest may grow into is used when it is at least this many tokens.
+MIN_ROOM = 16
+
+
+def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: PassStats) -> int:
+    """The last reduction took the transcript under its target with `room` tokens to spare: a digest
+    keeps as many more names as that room holds (the reduction goes only as far as the target needs).
+    Replaces ctx.msgs[i] and returns the tokens it added (0 when it stays as it was)."""
+    if step not in (OLD_OK, OLD_FAILED, OLD_DOC) or room < MIN_ROOM or not ctx.opts.digest_names:
+        return 0
+    counter, cur = ctx.counter, ctx.msgs[i]
+    base = counter.message(cur)
+    ctx.msgs[i] = old  # reduce() works from the original
+    try:
+        lo = ctx.opts.digest_names * (DOC_NAMES_FACTOR if step == OLD_DOC else 1)
+        hi = len(names_in(old.text()))
+        best, best_tokens = cur, base
+        while lo < hi:  # the most names whose digest fits base + room
+            mid = (lo + hi + 1) // 2
+            new = ctx.reduce(i, step, names=mid)
+            new = _tagged(old, new, ctx.opts) if new is not None else None
+            tokens = counter.message(new) if new is not None else None
+            if new is not None and tokens is not None and tokens - base <= room:
+                best, best_tokens, lo = new, tokens, mid
+            else:
+                hi = mid - 1
+    finally:
+        ctx.msgs[i] = cur
+    if best is cur:
+        return 0
+    stats.chars -= _chars(best) - _chars(cur)
+    stats.tokens -= best_tokens - base
+    ctx.msgs[i] = best
+    return best_tokens - base
 
 
 def _tagged(old: Message, new: Message, opts: PruneOptions) -> Message:
@@ -190,6 +227,7 @@ class _Applied:
     """A reduction `_prune_bounded` applied, and how to take it back."""
 
     i: int
+    step: int
     old: Message
     tokens: int  # of the new message, exactly
     stats: PassStats
@@ -235,7 +273,7 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
         tokens = counter.message(new)
         if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
             continue  # saves no token (message_bound is exact when under its need)
-        done = _Applied(i, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
+        done = _Applied(i, step, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
         archive(t, old, "prune", st.archived)
         done.stats.count += 1
         done.stats.chars += done.chars
@@ -259,6 +297,8 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
         if total <= target:  # it fitted as it came
             st.protected_from = n
         return t, st
+    last = applied[-1]
+    _use_room(ctx, last.i, last.step, last.old, target - total, last.stats)
     return t.evolve(messages=msgs), st
 
 
@@ -372,7 +412,8 @@ class _Context:
             later.texts.add(digest)
         return step
 
-    def reduce(self, i: int, step: int) -> Message | None:
+    def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
+        """Message i after `step`; `names`: the names its digest keeps (default: opts.digest_names)."""
         m = self.msgs[i]
         if step == IMAGE:
             if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
@@ -399,15 +440,15 @@ class _Context:
             line = tools.describe(call, m, error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
-        line = f"{line} {SUPERSEDED}" if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC)
+        line = f"{line} {SUPERSEDED}" if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
         if len(line) >= len(text):
             return None
         return m.evolve(content=_same_shape(m.content, line))
 
-    def _with_names(self, line: str, text: str, doc: bool) -> str:
+    def _with_names(self, line: str, text: str, doc: bool, names: int | None = None) -> str:
         """A digest's line and the names of the output it replaces (a document's: 4x, in order; any other's:
         ranked by use, then its quoted phrases)."""
-        limit = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+        limit = names if names is not None else self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
         if not doc and self.opts.digest_names:
             names += safe_literals(text, exclude=line, limit=LITERALS_KEPT)

@@ -445,10 +445,11 @@ class _Context:
             return None
         return m.evolve(content=_same_shape(m.content, line))
 
-    def _with_names(self, line: str, text: str, doc: bool, names: int | None = None) -> str:
+    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> str:
         """A digest's line and the names of the output it replaces (a document's: 4x, in order; any other's:
-        ranked by use, then its quoted phrases)."""
-        limit = names if names is not None else self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+        ranked by use, then its quoted phrases); `keep`: how many names, when not the default."""
+        default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+        limit = keep if keep is not None else default
         names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
         if not doc and self.opts.digest_names:
             names += safe_literals(text, exclude=line, limit=LITERALS_KEPT)

@@ -1,6 +1,6 @@
 """The vocabulary of a session: the names in a text that an agent reuses.
 
-Paths, code identifiers (snake_case, camelCase, PascalCase, dotted.names, CONSTANTS), URLs and
+Paths, code identifiers (snake_case, camelCase, PascalCase, kebab-case, dotted.names, CONSTANTS), URLs and
 distinctive values (versions, hashes, long numbers). Used by prune (the names a cut output or
 argument keeps) and by the offline summarizer (the identifier index of what the summary replaced).
 """
@@ -18,6 +18,7 @@ _NAME = re.compile(
     r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"  # dotted.names
     r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_[a-z0-9_]+\b"  # snake_case
     r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # camelCase
+    r"|(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])"  # kebab-case
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # PascalCase with two humps or more
     r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # CONSTANTS
     r"|\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b"  # versions

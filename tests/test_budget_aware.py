@@ -359,6 +359,14 @@ def test_prose_pairs_are_not_names():
     assert "lib/web/router.ex" in found and "src/a/b" in found
 
 
+def test_kebab_case_names():
+    from compactctl.names import names_in
+
+    found = names_in('<div class="is-active transcript-row"> tmux list-panes -a; hook x-spotter-hook-script v2-beta --no-verify')
+    assert {"is-active", "transcript-row", "list-panes", "x-spotter-hook-script", "v2-beta"} <= set(found)
+    assert not any(n.startswith("-") or n.endswith("-") for n in found)
+
+
 def test_index_skips_names_the_kept_turns_or_the_summary_show():
     rows = session(2)
     rows += [{"role": "assistant", "content": "Next: call handler_1 from the CLI."}]

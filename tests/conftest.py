@@ -131,3 +131,13 @@ def fresh_breakers():
     if llm_mod is not None:
         llm_mod._breakers.clear()
         llm_mod.CANCEL.clear()
+
+
+def assert_sections(summary: str, summarizer: str) -> None:
+    """An LLM's answer has the 13 sections in order; the offline summary at a small budget only those with
+    content, in that order (offline.HEADINGS_SHARE)."""
+    from compactctl.summarizers.prompt import SECTIONS, parse_sections
+
+    secs = list(parse_sections(summary))
+    expected = list(SECTIONS) if summarizer.startswith("llm:") else [s for s in SECTIONS if s in secs]
+    assert secs == expected and "Active Task" in secs

@@ -115,6 +115,29 @@ def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds(
     assert st.tokens_after is None or st.tokens_after == after
 
 
+def test_digests_keep_the_vocabulary_when_a_summary_must_follow():
+    rows = session(3)
+    body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
+    rows[3] = res("r0", body)
+    t = T(rows)
+    out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))  # no target: 64 names
+    names64 = out64.messages[3].text().count("handler_")
+    for exact in (True, False):
+        out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=100, exact_totals=exact))
+        assert sum(COUNTER.messages(out.messages)) > 100  # every reduction applied, still over
+        assert out.messages[3].text().count("handler_") >= 3 * names64, exact
+        assert api.write(out) == api.write(api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=100, exact_totals=not exact))[0])
+    assert st.tokens_after is None or st.tokens_after == sum(COUNTER.messages(out.messages))
+    # and the identifier index of the summary that follows gets them
+    rows = session(30)
+    rows[3] = res("r0", body)
+    t = T(rows)
+    budget = api.Budget(context_window=3000, tail_tokens=60, summary_min=300)
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    summary = next(m.text() for m in out.messages if "## Active Task" in m.text())
+    assert rep["status"] == "compacted" and summary.count("arg_") > 2 * out64.messages[3].text().count("arg_")
+
+
 def test_keep_tool_and_drop_tool():
     rows = session(2)
     rows += [call("w", "web_search", {"query": "x"}), res("w", "result " * 400), {"role": "assistant", "content": "ok"}]

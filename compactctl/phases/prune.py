@@ -150,6 +150,7 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     st.protected_from = protect
     ctx = _Context(t, msgs, counter, opts, protect)
     last: tuple[int, int, Message] | None = None
+    digests: list[tuple[int, int, Message, PassStats]] = []
     for _, i, step in sorted(ctx.candidates()):
         if opts.target is not None and total <= opts.target:
             break
@@ -169,12 +170,54 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         total -= delta
         msgs[i] = new
         last = (i, step, old)
+        if step in (OLD_OK, OLD_DOC):
+            digests.append((i, step, old, stats))
     if last is None:
         return t, st
     if opts.target is not None:
-        total += _use_room(ctx, *last, opts.target - total, _pass_stats(st, last[1]))
-        st.tokens_after = total
+        st.tokens_after = total + _settle(ctx, st, total, last, digests)
     return t.evolve(messages=msgs), st
+
+
+def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Message], digests) -> int:
+    """Where the reductions stopped, with a target: still over it, the digests keep the vocabulary; under it,
+    the last reduction uses the room left. Returns the tokens that adds."""
+    target = ctx.opts.target
+    assert target is not None
+    if total > target:
+        return _keep_vocabulary(ctx, digests, count=True)
+    return _use_room(ctx, *last, target - total, _pass_stats(st, last[1]))
+
+
+# Names a digest keeps when every reduction leaves the transcript over its target (a summary must follow).
+VOCABULARY_NAMES = 256
+
+
+def _keep_vocabulary(ctx: _Context, digests: list[tuple[int, int, Message, PassStats]], count: bool) -> int:
+    """Every reduction left the transcript over its target, so a summary must follow, and its identifier
+    index can only draw on the names the digests kept: each digest keeps up to VOCABULARY_NAMES (a
+    document's 4x that). The digests of a transcript that fits stay at opts.digest_names. Replaces
+    ctx.msgs[i] and returns the tokens added (0 without `count`)."""
+    if not ctx.opts.digest_names or ctx.opts.digest_names >= VOCABULARY_NAMES:
+        return 0
+    added = 0
+    for i, step, old, stats in digests:
+        cur = ctx.msgs[i]
+        ctx.msgs[i] = old  # reduce() works from the original
+        try:
+            new = ctx.reduce(i, step, names=VOCABULARY_NAMES * (DOC_NAMES_FACTOR if step == OLD_DOC else 1))
+        finally:
+            ctx.msgs[i] = cur
+        if new is None or new.text() == cur.text():
+            continue
+        new = _tagged(old, new, ctx.opts)
+        stats.chars -= _chars(new) - _chars(cur)
+        if count:
+            delta = ctx.counter.message(new) - ctx.counter.message(cur)
+            stats.tokens -= delta
+            added += delta
+        ctx.msgs[i] = new
+    return added
 
 
 # The room a digest may grow into is used when it is at least this many tokens.
@@ -297,8 +340,11 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
         if total <= target:  # it fitted as it came
             st.protected_from = n
         return t, st
-    last = applied[-1]
-    _use_room(ctx, last.i, last.step, last.old, target - total, last.stats)
+    if total > target:  # every reduction applied, still over
+        _keep_vocabulary(ctx, [(a.i, a.step, a.old, a.stats) for a in applied if a.step in (OLD_OK, OLD_DOC)], count=False)
+    else:
+        last = applied[-1]
+        _use_room(ctx, last.i, last.step, last.old, target - total, last.stats)
     return t.evolve(messages=msgs), st
 
 

@@ -66,7 +66,7 @@ NAMES_PER_LINE = 12
 INDEX_LINE = "- names: "
 DOCUMENTS = 3  # the latest outputs that describe work whose names the summary lists
 DOCUMENT_NAMES = 120
-INDEX_SHARE = 0.25  # of the room left after the ask and goal
+INDEX_SHARE = 0.3  # of the room left after the ask and goal
 # When the 13 headings ("## Blocked\nNone" ...) would take more than this share of the budget, a section
 # with nothing chosen is left out: a summary of a few hundred tokens keeps its room for content.
 HEADINGS_SHARE = 0.1

@@ -30,9 +30,10 @@ _SKIP = {"e.g", "i.e", "etc", "vs"}
 _PROSE_PAIR = re.compile(r"[A-Za-z][A-Za-z-]*/[A-Za-z][A-Za-z-]*$")
 
 
-# Names never hold these characters: a text is first split on them (one fast pass), then each distinct
-# token is searched once with `_NAME` (tokens repeat a lot: a session has a few thousand distinct ones).
-_TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;|*\\]{3,}")
+# Names never hold these characters: a text is first split on them (str.replace and str.split, faster than
+# a regex pass), then each distinct token is searched once with `_NAME` (tokens repeat a lot: a session has
+# a few thousand distinct ones). Tokens shorter than 3 characters name nothing (a name has 3 or more).
+_SEPARATORS = "\"'`<>()[]{},;|*\\"  # and whitespace (str.split's: the same Unicode set as the regex \s)
 _CACHE: dict[str, tuple[str, ...]] = {}
 _CACHE_MAX = 200_000
 
@@ -53,9 +54,12 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
+    for c in _SEPARATORS:
+        if c in text:
+            text = text.replace(c, " ")
     out: dict[str, None] = {}
     get = _CACHE.get
-    for tok in dict.fromkeys(_TOKEN.findall(text)):
+    for tok in dict.fromkeys(text.split()):
         found = get(tok)
         if found is None:
             found = _names_of_token(tok)
@@ -75,7 +79,9 @@ def count_names(texts) -> Counter:
 
 # A quoted literal that reads as a phrase: a test's name, a message, a label ("excludes closed annotations").
 # No comma inside (a names line is a comma-separated list); single quotes only around, never inside, a word.
-_LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|(?<![\w\'])\'([^\'\n\\,]{6,60})\'(?![\w\'])')
+# The lookbehind of a single-quoted one sits after its quote (the character before that quote is not a word
+# character nor a quote), so that both alternatives start with a literal quote: a regex scan that is ~3x faster.
+_LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|\'(?<![\w\']\')([^\'\n\\,]{6,60})\'(?![\w\'])')
 
 
 def literals_in(text: str) -> list[str]:

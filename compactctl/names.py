@@ -62,6 +62,8 @@ def names_in(text: str) -> list[str]:
     for tok in dict.fromkeys(text.split()):
         found = get(tok)
         if found is None:
+            if len(tok) < 3:  # names nothing; not cached (the cache is for the tokens worth a regex search)
+                continue
             found = _names_of_token(tok)
         if found:  # most tokens are plain words and name nothing
             for s in found:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import repeat
 
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
@@ -100,9 +101,9 @@ def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude
     """The names of `text` most worth keeping: those named most often elsewhere first (`weight`),
     then in order of appearance; names already in `exclude` are left out."""
     found = [n for n in names_in(text) if n not in exclude]
-    if weight is not None:
-        order = {n: k for k, n in enumerate(found)}
-        found.sort(key=lambda n: (-weight.get(n, 0), order[n]))
+    if weight is not None:  # a stable sort, most used first: equal weights keep their order (no per-name Python call)
+        keys = list(map(weight.get, found, repeat(0)))
+        return [found[k] for k in sorted(range(len(found)), key=keys.__getitem__, reverse=True)[:limit]]
     return found[:limit]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import repeat
 
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
@@ -31,9 +32,10 @@ _SKIP = {"e.g", "i.e", "etc", "vs"}
 _PROSE_PAIR = re.compile(r"[A-Za-z][A-Za-z-]*/[A-Za-z][A-Za-z-]*$")
 
 
-# Names never hold these characters: a text is first split on them (one fast pass), then each distinct
-# token is searched once with `_NAME` (tokens repeat a lot: a session has a few thousand distinct ones).
-_TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;|*\\]{3,}")
+# Names never hold these characters: a text is first split on them (str.replace and str.split, faster than
+# a regex pass), then each distinct token is searched once with `_NAME` (tokens repeat a lot: a session has
+# a few thousand distinct ones). Tokens shorter than 3 characters name nothing (a name has 3 or more).
+_SEPARATORS = "\"'`<>()[]{},;|*\\"  # and whitespace (str.split's: the same Unicode set as the regex \s)
 _CACHE: dict[str, tuple[str, ...]] = {}
 _CACHE_MAX = 200_000
 
@@ -54,11 +56,16 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
+    for c in _SEPARATORS:
+        if c in text:
+            text = text.replace(c, " ")
     out: dict[str, None] = {}
     get = _CACHE.get
-    for tok in dict.fromkeys(_TOKEN.findall(text)):
+    for tok in dict.fromkeys(text.split()):
         found = get(tok)
         if found is None:
+            if len(tok) < 3:  # names nothing; not cached (the cache is for the tokens worth a regex search)
+                continue
             found = _names_of_token(tok)
         if found:  # most tokens are plain words and name nothing
             for s in found:
@@ -76,7 +83,9 @@ def count_names(texts) -> Counter:
 
 # A quoted literal that reads as a phrase: a test's name, a message, a label ("excludes closed annotations").
 # No comma inside (a names line is a comma-separated list); single quotes only around, never inside, a word.
-_LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|(?<![\w\'])\'([^\'\n\\,]{6,60})\'(?![\w\'])')
+# The lookbehind of a single-quoted one sits after its quote (the character before that quote is not a word
+# character nor a quote), so that both alternatives start with a literal quote: a regex scan that is ~3x faster.
+_LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|\'(?<![\w\']\')([^\'\n\\,]{6,60})\'(?![\w\'])')
 
 
 def literals_in(text: str) -> list[str]:
@@ -93,9 +102,9 @@ def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude
     """The names of `text` most worth keeping: those named most often elsewhere first (`weight`),
     then in order of appearance; names already in `exclude` are left out."""
     found = [n for n in names_in(text) if n not in exclude]
-    if weight is not None:
-        order = {n: k for k, n in enumerate(found)}
-        found.sort(key=lambda n: (-weight.get(n, 0), order[n]))
+    if weight is not None:  # a stable sort, most used first: equal weights keep their order (no per-name Python call)
+        keys = list(map(weight.get, found, repeat(0)))
+        return [found[k] for k in sorted(range(len(found)), key=keys.__getitem__, reverse=True)[:limit]]
     return found[:limit]
 
 

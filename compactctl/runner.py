@@ -52,6 +52,7 @@ class Result:
     archived: list[Archived] = field(default_factory=list)
     lines: list[bytes] | None = None
     input_messages: int = 0
+    notes: list[str] = field(default_factory=list)  # lines for stderr, printed by the parent in input order (prune --stats)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Done:
     report: dict | None
     changed: bool
     rejects: list[bytes] = field(default_factory=list)  # a record found bad where it was parsed (a Lazy one)
+    notes: list[str] = field(default_factory=list)  # Result.notes
 
 
 @dataclass
@@ -137,7 +139,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             log = lines_record(t_in, written)  # line logs: every source line, record for record
             if log is not None:
                 archive.append({"seq": seq, "source": src, **log})
-    return Done(lines, archive, res.report, changed)
+    return Done(lines, archive, res.report, changed, notes=res.notes)
 
 
 # -- where the work runs -----------------------------------------------------------------------
@@ -308,6 +310,34 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             raise late
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class PruneJob:
+    """A picklable recipe for `prune`'s work, in this process or in each worker process (--workers):
+    each builds its token counter once. With `stats`, each transcript's figures are a note (stderr,
+    printed here in input order)."""
+
+    opts: Any  # phases.prune.PruneOptions
+    encoding: str
+    approx: bool = False
+    expect_bytes: int = 0  # the input's size (Counter.expect)
+    stats: bool = False
+
+    def build(self) -> Callable[[Transcript], Result]:
+        from .phases import prune as phase  # the phase alone: the library's api imports every phase
+        from .tokens import Counter
+
+        counter = Counter(self.encoding, approx=self.approx)
+        counter.expect(self.expect_bytes)
+        opts, stats = self.opts, self.stats
+
+        def work(t: Transcript) -> Result:
+            out, st = phase.prune(t, counter, opts)
+            notes = [orjson.dumps({"transcript": t.id, **st.as_dict()}).decode()] if stats else []
+            return Result(out, archived=st.archived, notes=notes)
+
+        return work
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -658,6 +688,8 @@ def run(
             else:
                 flow = _serial(work, items, ctx)
             for (seq, source, tid, rej), done in flow:
+                for note in done.notes:
+                    print(note, file=sys.stderr)
                 sinks.first_seq.setdefault(source, seq)
                 sinks.write(source, done, rej)
                 stats.transcripts += 1

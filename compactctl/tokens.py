@@ -298,6 +298,40 @@ class Counter:
             n += self.text_bound(c.arguments, need - n)
         return n
 
+    def message_upper(self, m: Message) -> int:
+        """An upper bound of message(m) with no tokenizing: a token is at least one byte of UTF-8 (and the
+        approximate count, a quarter of the characters, is at most that)."""
+        n = MESSAGE_OVERHEAD + _content_upper(m.content) + (1 if m.name else 0) + _upper(m.reasoning or "")
+        for c in m.tool_calls:
+            n += _upper(c.name) + _upper(c.arguments) + 3
+        return n
+
+
+def _upper(s: str) -> int:
+    return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+
+
+def _content_upper(content: Any) -> int:
+    """Counter.content's upper bound (the same parts, each text's UTF-8 bytes)."""
+    if isinstance(content, str):
+        return _upper(content)
+    if not isinstance(content, list):
+        return 0
+    n = 0
+    for part in content:
+        if is_image_part(part):
+            n += IMAGE_TOKENS
+        elif isinstance(part, dict):
+            for key in ("text", "thinking"):
+                v = part.get(key)
+                if isinstance(v, str):
+                    n += _upper(v)
+            if part.get("type") == "tool_result":
+                n += _content_upper(part.get("content"))
+        elif isinstance(part, str):
+            n += _upper(part)
+    return n
+
 
 def make_counter(model: str | None = None, encoding: str | None = None, tokenizer: str = "exact") -> Counter:
     if tokenizer not in ("exact", "approx"):

@@ -77,6 +77,29 @@ def test_text_bound_is_exact_or_at_least_the_need(text, need):
     assert got == exact or got >= need
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, min_size=0, max_size=80).map("".join), st.sampled_from(sorted(COUNTERS)), st.booleans())
+def test_message_upper_is_at_least_the_count(text, enc, approx):
+    c = make_counter(encoding=enc, tokenizer="approx" if approx else "exact")
+    msgs = [
+        Message(role="tool", content=text, tool_call_id="a", name="x"),
+        Message(role="user", content=[{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": "u"}}, text]),
+        Message(role="assistant", content=[{"type": "tool_result", "content": [{"type": "text", "text": text}]}], reasoning=text),
+        Message(role="assistant", content=None, tool_calls=[ToolCall("a", "bash" + text[:3], orjson.dumps({"c": text}).decode())]),
+    ]
+    for m in msgs:
+        assert c.message_upper(m) >= c.message(m)
+
+
+def test_a_transcript_that_fits_by_its_bytes_is_not_tokenized(monkeypatch):
+    t = _transcript(1, turns=6, scale=0.1)
+    c = make_counter("gpt-4o")
+    upper = sum(c.message_upper(m) for m in t.messages)
+    monkeypatch.setattr(type(c), "_count", lambda self, s: pytest.fail("tokenized"))
+    got, st = P.prune(t, c, P.PruneOptions(protect_tokens=100, target=upper, exact_totals=False))
+    assert got is t and st.protected_from == len(t.messages) and st.tokens_before is None
+
+
 def test_message_bound_reads_a_prefix_of_a_long_output():
     c = make_counter(encoding="o200k_base")
     text = "\n".join(f"line {i}: value_{i} ok" for i in range(5000))
@@ -158,9 +181,9 @@ def test_the_prune_command_counts_less_without_stats(tmp_path, monkeypatch):
         return real(self, s)
 
     monkeypatch.setattr(tokens.Counter, "_count", counting)
-    a = cli("prune", str(data), "--context-window", "16000", "-q")
+    a = cli("prune", str(data), "--context-window", "16000", "-q", "--workers", "1")  # counted in this process
     without = counted[0]
     counted[0] = 0
-    b = cli("prune", str(data), "--context-window", "16000", "-q", "--stats")
+    b = cli("prune", str(data), "--context-window", "16000", "-q", "--stats", "--workers", "1")
     assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and a.stdout != data.read_bytes()
     assert without < counted[0] / 2

@@ -173,6 +173,23 @@ def test_workers_on_session_files_and_directories(tmp_path):
     assert outs["1"] == outs["2"] and len(outs["1"]) == 5
 
 
+def test_prune_workers_give_the_same_bytes(dataset, tmp_path):
+    """prune --workers 2 (a dataset): output, archive, rejects and the --stats lines are those of --workers 1, in input order."""
+    outs = {}
+    for w in ("1", "2"):
+        b = tmp_path / f"p{w}"
+        r = cli(
+            "prune", str(dataset), "--context-window", "6000", "--on-error", "skip", "--stats", "-o", f"{b}.out",
+            "--archive", f"{b}.archive", "--rejects", f"{b}.rejects", "--workers", w,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+        stats = [orjson.loads(ln) for ln in r.stderr.split(b"\n") if ln.startswith(b"{")]
+        outs[w] = {k: (tmp_path / f"p{w}.{k}").read_bytes() for k in ("out", "archive", "rejects")} | {"stats": stats}
+    assert outs["1"] == outs["2"]
+    assert len(outs["1"]["stats"]) == 40 and outs["1"]["rejects"] and b"[ref " in outs["1"]["out"]
+    assert cli("prune", str(dataset), "--workers", "0").returncode == 2
+
+
 def test_workers_stop_on_the_first_error_and_write_nothing(dataset, tmp_path):
     out = tmp_path / "o.jsonl"
     r = cli("compact", str(dataset), "--context-window", "6000", "--no-summaries", "--summary-min", "500", "-o", str(out), "--workers", "2")

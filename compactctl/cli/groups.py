@@ -125,11 +125,11 @@ class BudgetOptions:
 
         counter = make_counter(self.model, self.encoding, self.tokenizer)
         if inputs:
-            counter.expect(_input_bytes(inputs))
+            counter.expect(input_bytes(inputs))
         return counter
 
 
-def _input_bytes(inputs: list[str]) -> int:
+def input_bytes(inputs: list[str]) -> int:
     total = 0
     for p in inputs:
         try:

@@ -283,6 +283,9 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     transcript and stats but the token figures. None: the transcript does not look well over its target
     (by its size), where counting everything (the exact path) costs less than reducing beyond the stopping point.
 
+    A transcript whose UTF-8 bytes (and the fixed costs) are within the target fits whatever its exact
+    count (a token is at least one byte): it is returned as it came, nothing tokenized.
+
     The exact path applies the candidates in order, skipping those that save no token, until the total
     fits. Here every candidate is applied, each decided "saves tokens" on a lower bound of its original
     (counter.message_bound: a prefix of a long output settles it); then, from the total at the end (the
@@ -293,6 +296,8 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     target = opts.target
     msgs = list(t.messages)
     n = len(msgs)
+    if sum(counter.message_upper(m) for m in msgs) <= target:  # it fits as it came, proven with no tokenizing
+        return t, PruneStats(protected_from=n)
     if sum(_chars(m) for m in msgs) < BOUNDED_MIN_CHARS * target:  # a guess: it picks the way, not the result
         return None
     exact: dict[int, int] = {}  # message index -> its current version's tokens, exactly

@@ -257,6 +257,15 @@ def test_identifier_index_fills_the_room():
     assert "handler_0" in small and large.count("handler_") > small.count("handler_") * 3
 
 
+def test_a_long_identifier_list_is_kept_as_far_as_the_room_goes():
+    f = Facts(last_request="go", first_request="go")
+    f.identifiers = [f"{k}.{k + 1}.{k + 2}" for k in range(60)]  # versions a pip log printed
+    text = offline.summarize(f, COUNTER, 260)
+    kept = sum(1 for v in f.identifiers if v in text)
+    assert 0 < kept < 60  # not dropped whole for want of room for all of it
+    assert sum(1 for v in f.identifiers if v in offline.summarize(f, COUNTER, 3000)) == 60
+
+
 def test_instructions_reach_the_llm_prompt_and_offline_says_it_cannot(tmp_path):
     from compactctl.summarizers.prompt import system_prompt
 

@@ -249,8 +249,10 @@ def _work_and_notes(b: _Items) -> None:
         doc = [n for n in doc if n not in written]
         if doc:
             b.add("Remaining Work", f"- named by {b.rel(label)} (a description of work): " + ", ".join(doc[:DOCUMENT_NAMES]), 2)
-    if f.identifiers:
-        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers), 2)
+    # In lines of a few, not one item: a long list (a pip log's versions and URLs) is kept as far as the room goes,
+    # not dropped whole when it does not fit.
+    for k in range(0, len(f.identifiers), NAMES_PER_LINE):
+        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
     for note in f.notices[-5:]:
         b.add("Critical Context", "- harness note: " + " ".join(note.split())[:300], 3)
 

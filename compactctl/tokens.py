@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -243,24 +244,7 @@ class Counter:
         return n
 
     def content(self, content: Any) -> int:
-        if isinstance(content, str):
-            return self.text(content)
-        if not isinstance(content, list):
-            return 0
-        n = 0
-        for part in content:
-            if is_image_part(part):
-                n += IMAGE_TOKENS
-            elif isinstance(part, dict):
-                for key in ("text", "thinking"):
-                    v = part.get(key)
-                    if isinstance(v, str):
-                        n += self.text(v)
-                if part.get("type") == "tool_result":
-                    n += self.content(part.get("content"))
-            elif isinstance(part, str):
-                n += self.text(part)
-        return n
+        return _content_cost(content, self.text)
 
     def messages(self, msgs: list[Message]) -> list[int]:
         return [self.message(m) for m in msgs]
@@ -313,8 +297,14 @@ def _upper(s: str) -> int:
 
 def _content_upper(content: Any) -> int:
     """Counter.content's upper bound (the same parts, each text's UTF-8 bytes)."""
+    return _content_cost(content, _upper)
+
+
+def _content_cost(content: Any, per_text: Callable[[str], int]) -> int:
+    """What the parts of a message's content cost: `per_text` of each text (text, thinking, a tool result's
+    content), IMAGE_TOKENS an image. The one walk Counter.content and its upper bound share."""
     if isinstance(content, str):
-        return _upper(content)
+        return per_text(content)
     if not isinstance(content, list):
         return 0
     n = 0
@@ -325,11 +315,11 @@ def _content_upper(content: Any) -> int:
             for key in ("text", "thinking"):
                 v = part.get(key)
                 if isinstance(v, str):
-                    n += _upper(v)
+                    n += per_text(v)
             if part.get("type") == "tool_result":
-                n += _content_upper(part.get("content"))
+                n += _content_cost(part.get("content"), per_text)
         elif isinstance(part, str):
-            n += _upper(part)
+            n += per_text(part)
     return n
 
 

@@ -58,6 +58,16 @@ def test_chain_equals_compact(sample):
     assert cli("repair", "--check", "-", input=chained).returncode == 0
 
 
+def test_chain_from_stdin_equals_compact_of_the_file_for_claude_code():
+    """Claude Code lines the compaction adds (boundary, summary) get uuids from the session, not the input's name."""
+    src = SAMPLES / "claude_code_session.jsonl"
+    opts = ["--context-window", "3000"]
+    chained = chain(*[[s[0], *opts] for s in STAGES], src=src.read_bytes())
+    direct = cli("compact", *opts, str(src))
+    assert direct.returncode == 0, direct.stderr
+    assert b"compact_boundary" in direct.stdout and chained == direct.stdout
+
+
 def test_real_pipe_of_four_processes_equals_compact():
     """The README's pipe, as real processes through real pipes."""
     src = (SAMPLES / "dataset.jsonl").read_bytes()

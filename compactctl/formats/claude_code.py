@@ -115,6 +115,9 @@ def write(t: Transcript) -> Iterator[bytes]:
         return
     plan = layout(t)
     template: dict = next((o for _, o in reversed(log.lines) if o.get("sessionId")), {})
+    # New lines' uuids come from the session and their content, never from the input's name: a file and the
+    # same bytes through stdin (the `prune | plan | summarize` chain) get the same lines.
+    seed = template.get("sessionId") or t.id
     out: list[tuple[bytes | None, dict]] = [log.lines[j] for j in range(log.context_start)]
     boundary_at = None
     if plan.summary is not None:
@@ -132,7 +135,7 @@ def write(t: Transcript) -> Iterator[bytes]:
                     "content": "Conversation compacted",
                     "isMeta": False,
                     "timestamp": template.get("timestamp"),
-                    "uuid": stable_uuid(t.id, "boundary", last_uuid),
+                    "uuid": stable_uuid(seed, "boundary", last_uuid),
                     "level": "info",
                     "compactMetadata": {"trigger": "auto", "compactctl": True},
                 },
@@ -147,12 +150,12 @@ def write(t: Transcript) -> Iterator[bytes]:
             "message": {"role": "user", "content": CONTINUED + plan.summary.text()},
             "isCompactSummary": True,
             "isVisibleInTranscriptOnly": True,
-            "uuid": stable_uuid(t.id, "summary", plan.summary.text()),
+            "uuid": stable_uuid(seed, "summary", plan.summary.text()),
             "timestamp": template.get("timestamp"),
         }
         items.insert(last_head + 1, (None, (None, summary), True))
     for _, payload, _ in items:
-        out.append(_materialize(payload, log, template, t))
+        out.append(_materialize(payload, log, template, seed))
     yield from _relink(out, boundary_at)
 
 
@@ -193,7 +196,7 @@ def _items(plan, log: LineLog) -> list[tuple[float, object, bool]]:
     return items
 
 
-def _materialize(payload, log: LineLog, template: dict, t: Transcript) -> tuple[bytes | None, dict]:
+def _materialize(payload, log: LineLog, template: dict, seed: str) -> tuple[bytes | None, dict]:
     if isinstance(payload[0], bytes) or payload[0] is None:
         return payload  # a source line, or an object built already
     _, msgs = payload
@@ -204,7 +207,7 @@ def _materialize(payload, log: LineLog, template: dict, t: Transcript) -> tuple[
     else:
         base = {
             **_envelope(template),
-            "uuid": stable_uuid(t.id, "new", first.role, first.tool_call_id, first.text()[:200]),
+            "uuid": stable_uuid(seed, "new", first.role, first.tool_call_id, first.text()[:200]),
             "timestamp": template.get("timestamp"),
         }
     message = base.setdefault("message", {})

@@ -214,6 +214,7 @@ def _has_substance(m: Message) -> bool:
 
 SUMMARY_MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
 SUMMARY_END = "[END OF CONTEXT COMPACTION]"
+SUMMARY_MERGED = "[The message continues below the summary.]"  # after a summary merged into the next message
 
 
 # How agents open their own compaction summaries (Claude Code's isCompactSummary turn, Codex's handoff).

@@ -88,6 +88,22 @@ def test_compact_is_valid_rereads_and_keeps_the_last_ask(path, tmp_path):
         assert api.write(again) == api.write(out)
 
 
+@pytest.mark.parametrize("path", EVERY, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_compact_at_small_windows_writes_files_the_apis_accept(path, tmp_path):
+    """Written in the input's format and read back, valid at windows where most sessions get a summary (a
+    summary merged into a tool-calling turn once lost that turn's line in Claude Code logs)."""
+    for window in (4000, 8000, 16000):
+        for k, t in enumerate(api.read([str(path)])):
+            try:
+                out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window)))
+            except CannotFit as e:
+                assert e.fallback is not None
+                out = e.fallback[0]
+            written = tmp_path / f"w{window}-{k}.jsonl"
+            written.write_bytes(api.write(out))
+            assert [v for back in api.read([str(written)]) for v in api.check(back)] == [], (window, t.id)
+
+
 def test_tau_bench_prune_and_check(tmp_path):
     src = tau_dataset(tmp_path)
     r = cli("prune", str(src), "--protect-tokens", "1000", "--prune-all", "--stats", "-o", str(tmp_path / "p.jsonl"))

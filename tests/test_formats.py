@@ -297,3 +297,22 @@ def test_special_output_paths_are_not_replaced(tmp_path):
 def test_linelog_kept_for_line_formats():
     [t] = api.read([str(SAMPLES / "claude_code_session.jsonl")])
     assert isinstance(t.native, LineLog)
+
+
+def test_a_summary_merged_into_a_tool_calling_turn_keeps_that_turn_in_a_claude_code_log(tmp_path):
+    """Head ending with a user ask and a tail opening with an assistant call: assembly merges the summary into
+    that turn; the log writer puts the summary on its own line and keeps the turn and its call."""
+    from compactctl.formats.linelog import split_merged
+    from compactctl.phases.assemble import MERGED, assemble
+
+    [t] = api.read([str(SAMPLES / "claude_code_session.jsonl")])
+    assert t.messages[16].role == "user" and t.messages[18].tool_calls
+    out, _ = assemble(t, 17, 18, "## Active Task\ncheck 2.4.1")
+    merged = out.messages[17]
+    assert MERGED in merged.text() and merged.tool_calls
+    frame, rest = split_merged(merged)
+    assert rest is not None and MERGED not in frame.text() + rest.text() and rest.tool_calls == merged.tool_calls
+    written = tmp_path / "c.jsonl"
+    written.write_bytes(api.write(out))
+    [back] = api.read([str(written)])
+    assert api.check(back) == [] and any(c.name == "terminal" for m in back.messages for c in m.tool_calls)

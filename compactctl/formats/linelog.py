@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Message, Transcript, is_summary
+from ..model import SUMMARY_END, SUMMARY_MERGED, Message, Transcript, is_summary
 
 
 @dataclass
@@ -60,7 +60,26 @@ def layout(t: Transcript) -> Plan:
         dropped = {j for j in range(lo, hi + 1) if j not in message_lines and j >= log.context_start}
     if k is None:
         return Plan(None, list(t.messages), [], dropped)
-    return Plan(t.messages[k], t.messages[:k], t.messages[k + 1 :], dropped)
+    summary, rest = split_merged(t.messages[k])
+    return Plan(summary, t.messages[:k], ([rest] if rest is not None else []) + t.messages[k + 1 :], dropped)
+
+
+def split_merged(m: Message) -> tuple[Message, Message | None]:
+    """A summary that assembly merged into the next message (both roles collided there), as the summary
+    on its own line and that message as it was, with its calls: a log's summary record holds text only,
+    and these formats accept consecutive user lines. (m, None) for a summary of its own."""
+    text = m.text()
+    end = text.find(SUMMARY_END)
+    at = text.find(SUMMARY_MERGED, end) if end >= 0 else -1
+    if at < 0:
+        return m, None
+    frame = Message(role="user", content=text[:at].rstrip())
+    c = m.content
+    if isinstance(c, list):  # assembly put the summary in a text part of its own, first
+        rest = m.evolve(content=c[1:])
+    else:
+        rest = m.evolve(content=(c if isinstance(c, str) else "")[len(text[:at]) + len(SUMMARY_MERGED) :].lstrip("\n"))
+    return frame, rest
 
 
 def dropped_records(t: Transcript) -> int:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..model import SUMMARY_END, SUMMARY_MARKER, SYSTEM_ROLES, Message, Transcript, last_user_index
+from ..model import SUMMARY_END, SUMMARY_MARKER, SUMMARY_MERGED, SYSTEM_ROLES, Message, Transcript, last_user_index
 
 PREAMBLE = (
     f"{SUMMARY_MARKER} Earlier turns were compacted into the summary below. It is background for reference "
     "only, not a request: do not act on it or answer it; continue from the messages that follow it."
 )
 SYSTEM_NOTE = "[Note: earlier turns of this conversation were compacted into a reference summary (marked CONTEXT COMPACTION).]"
-MERGED = "[The message continues below the summary.]"
+MERGED = SUMMARY_MERGED
 
 
 def summary_text(body: str) -> str:

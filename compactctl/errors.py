@@ -43,6 +43,7 @@ class IOFailure(CompactError):
 class CannotFit(CompactError):
     exit_code = Exit.CANNOT_FIT
     fallback: tuple[Any, list[Any]] | None = None  # (transcript, archived): the pruned, repaired transcript `compact` had when it gave up
+    fallback_is = "pruned and repaired, not summarized"  # what the fallback is, for the note `--on-error skip` prints
 
 
 class CheckFailed(CompactError):

@@ -68,7 +68,7 @@ def compact(
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
         fallback, rs = repair(t1, opts.repair_options())
-        e.fallback = (fallback, ps.archived + rs.archived)
+        e.fallback, e.fallback_is = (fallback, ps.archived + rs.archived), CannotFit.fallback_is
         raise
     t3, rs = repair(t2, opts.repair_options())
     # Counted last: with an LLM, the call goes out before this work.
@@ -81,7 +81,7 @@ def compact(
             f"{t.id}: {after:,} tokens after compaction ({ss.status}), over the target of {target:,}. "
             "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
         )
-        over.fallback = (t3, ps.archived + ss.archived + rs.archived)
+        over.fallback, over.fallback_is = (t3, ps.archived + ss.archived + rs.archived), "compacted, over the target"
         raise over
     report = summarize_report(t, before, after, ss, ps, rs)
     if harder is not None:

@@ -102,8 +102,8 @@ def _guarded(work: Callable[[Transcript], Result], t: Transcript, on_error: str)
         if on_error != "skip":
             raise
         rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
-        if e.fallback is not None:  # compact: pruned and repaired, not summarized
-            warn(f"{e} -- written pruned and repaired, not summarized")
+        if e.fallback is not None:  # compact: pruned and repaired; summarize: as read, without plan's annotations
+            warn(f"{e} -- written {e.fallback_is}")
             return Result(e.fallback[0], rep, e.fallback[1])
         warn(f"{e} -- written as read")
         return Result(t, rep)

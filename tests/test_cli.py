@@ -68,6 +68,15 @@ def test_chain_from_stdin_equals_compact_of_the_file_for_claude_code():
     assert b"compact_boundary" in direct.stdout and chained == direct.stdout
 
 
+def test_summarize_that_cannot_fit_writes_the_input_without_plans_annotations():
+    src = (SAMPLES / "dataset.jsonl").read_bytes()
+    planned = cli("plan", "--context-window", "8000", "-q", "-", input=src)
+    assert planned.returncode == 0 and b'"_compactctl"' in planned.stdout
+    r = cli("summarize", "--context-window", "300", "--on-error", "skip", "-", input=planned.stdout)
+    assert r.returncode == 0 and b"cannot fit" in r.stderr and b"written as read, not summarized" in r.stderr
+    assert b'"_compactctl"' not in r.stdout and cli("repair", "--check", "-", input=r.stdout).returncode == 0
+
+
 def test_real_pipe_of_four_processes_equals_compact():
     """The README's pipe, as real processes through real pipes."""
     src = (SAMPLES / "dataset.jsonl").read_bytes()

@@ -161,6 +161,11 @@ def _freed(counts: list[int], z: _Zones) -> int:
     return counts[z.prior] if z.prior is not None and z.prior < z.head_end else 0
 
 
+def _small_min(summary_min: int, target: int) -> int:
+    """The minimum summary once the plan has given ground on it: a quarter of the target."""
+    return min(summary_min, max(target // 4, 100))
+
+
 def _give_ground(
     t: Transcript, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, lu: int | None
 ) -> tuple[_Zones, int]:
@@ -171,7 +176,7 @@ def _give_ground(
     if budget.last_ask != "tail":
         attempts.append((budget.protect_first, True, summary_min, True, tail))
         attempts += [(k, True, summary_min, True, tail) for k in range(min(budget.protect_first, 2), -1, -1)]
-        small = min(summary_min, max(target // 4, 100))
+        small = _small_min(summary_min, target)
         attempts += [
             (0, True, small, True, tail),
             (0, True, small, False, tail),
@@ -217,6 +222,10 @@ def plan(
         z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
+        # The zones of a plan that gave ground: its smaller minimum summary too (as _give_ground chose it).
+        room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
+        if room < summary_min + (counts[lu] if in_summary and lu is not None else 0):
+            summary_min = _small_min(summary_min, target)
     else:
         z, summary_min = _give_ground(t, counts, spans, budget, target, lu)
 

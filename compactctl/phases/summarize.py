@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import refs as _refs
+from ..errors import CannotFit
 from ..model import Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
 from ..tokens import MESSAGE_OVERHEAD, Counter
@@ -104,6 +105,25 @@ def _plan(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zo
     return p
 
 
+def _planned(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zones: tuple[int, int] | None) -> Plan:
+    """_plan; when it cannot fit, what a caller that goes on writes is the input without `plan`'s annotations."""
+    try:
+        return _plan(t, counter, budget, counts, zones)
+    except CannotFit as e:
+        if e.fallback is None:
+            e.fallback, e.fallback_is = (t, []), "as read, not summarized"
+        raise
+
+
+def _archive_replaced(t: Transcript, replaced: list, members: list, span: tuple | None, st: SummarizeStats) -> None:
+    """Archive what the summary replaced; the originals of the summarized span carry its reference."""
+    in_span = {id(x) for x in members}
+    for m in replaced:
+        archive(t, m, "summarize", st.archived)
+        if span is not None and m.untouched and id(m) in in_span:
+            st.archived[-1].span = span
+
+
 @dataclass(frozen=True)
 class SummarizeOptions:
     budget: Budget = field(default_factory=Budget)
@@ -132,7 +152,7 @@ def summarize(
         st.status = "skipped"
         st.reason = f"skipped: the last {strikes} compactions saved under {min_saving:.0%} each (use --force to try again)"
         return t, st
-    p = st.plan = _plan(t, counter, budget, counts, zones)
+    p = st.plan = _planned(t, counter, budget, counts, zones)
     if not p.needs_compaction:
         st.status = "not-needed"
         st.reason = p.reason
@@ -159,11 +179,7 @@ def summarize(
         st.status = "ineffective"
         st.reason = f"ineffective: would save {(st.tokens_before - after) / st.tokens_before:.1%} (< {min_saving:.0%}); input kept (strike {strikes + 1})"
         return set_strikes(t, strikes + 1), st
-    in_span = {id(x) for x in members}
-    for m in replaced:
-        archive(t, m, "summarize", st.archived)
-        if span is not None and m.untouched and id(m) in in_span:
-            st.archived[-1].span = span
+    _archive_replaced(t, replaced, members, span, st)
     if strikes:
         out = set_strikes(out, 0)
     st.status = "compacted"

@@ -189,23 +189,24 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
     return _use_room(ctx, *last, target - total, _pass_stats(st, last[1]))
 
 
-# Names a digest keeps when every reduction leaves the transcript over its target (a summary must follow).
-VOCABULARY_NAMES = 256
+# How many times its names a digest keeps when every reduction leaves the transcript over its target (a summary must follow).
+VOCABULARY_FACTOR = 4  # x opts.digest_names: 256 by default
 
 
 def _keep_vocabulary(ctx: _Context, digests: list[tuple[int, int, Message, PassStats]], count: bool) -> int:
     """Every reduction left the transcript over its target, so a summary must follow, and its identifier
-    index can only draw on the names the digests kept: each digest keeps up to VOCABULARY_NAMES (a
+    index can only draw on the names the digests kept: each digest keeps up to VOCABULARY_FACTOR x its names (a
     document's 4x that). The digests of a transcript that fits stay at opts.digest_names. Replaces
     ctx.msgs[i] and returns the tokens added (0 without `count`)."""
-    if not ctx.opts.digest_names or ctx.opts.digest_names >= VOCABULARY_NAMES:
+    if not ctx.opts.digest_names:
         return 0
+    keep = ctx.opts.digest_names * VOCABULARY_FACTOR
     added = 0
     for i, step, old, stats in digests:
         cur = ctx.msgs[i]
         ctx.msgs[i] = old  # reduce() works from the original
         try:
-            new = ctx.reduce(i, step, names=VOCABULARY_NAMES * (DOC_NAMES_FACTOR if step == OLD_DOC else 1))
+            new = ctx.reduce(i, step, names=keep * (DOC_NAMES_FACTOR if step == OLD_DOC else 1))
         finally:
             ctx.msgs[i] = cur
         if new is None or new.text() == cur.text():

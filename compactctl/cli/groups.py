@@ -277,7 +277,8 @@ PRUNE = Group(
             int,
             64,  # phases.prune.NAMES_KEPT (not imported at start; a test checks they agree)
             ("--digest-names",),
-            "Names (paths, identifiers, values) a digest of an old output or a cut argument keeps; 0: one-liners only (fastest).",
+            "Names (paths, identifiers, values) a digest of an old output or a cut argument keeps; 0: one-liners only (fastest). "
+            "The digest that brings the transcript under its target keeps more if the room allows; when none does, 4x this.",
         ),
     ],
     _prune,

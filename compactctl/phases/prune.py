@@ -179,14 +179,15 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     return t.evolve(messages=msgs), st
 
 
-def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Message], digests) -> int:
-    """Where the reductions stopped, with a target: still over it, the digests keep the vocabulary; under it,
-    the last reduction uses the room left. Returns the tokens that adds."""
+def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Message], digests, count: bool = True) -> int:
+    """Where the reductions stopped, with a target (`total`: exact): still over it, the digests keep the
+    vocabulary; under it, the last reduction uses the room left. Returns the tokens that adds; `count`:
+    the pass stats get their token figures (not on _prune_bounded's way, which leaves them out)."""
     target = ctx.opts.target
     assert target is not None
     if total > target:
-        return _keep_vocabulary(ctx, digests, count=True)
-    return _use_room(ctx, *last, target - total, _pass_stats(st, last[1]))
+        return _keep_vocabulary(ctx, digests, count)
+    return _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
 
 
 # How many times its names a digest keeps when every reduction leaves the transcript over its target (a summary must follow).
@@ -204,14 +205,9 @@ def _keep_vocabulary(ctx: _Context, digests: list[tuple[int, int, Message, PassS
     added = 0
     for i, step, old, stats in digests:
         cur = ctx.msgs[i]
-        ctx.msgs[i] = old  # reduce() works from the original
-        try:
-            new = ctx.reduce(i, step, names=keep * (DOC_NAMES_FACTOR if step == OLD_DOC else 1))
-        finally:
-            ctx.msgs[i] = cur
+        new = ctx.reduce_from(old, i, step, keep * (DOC_NAMES_FACTOR if step == OLD_DOC else 1))
         if new is None or new.text() == cur.text():
             continue
-        new = _tagged(old, new, ctx.opts)
         stats.chars -= _chars(new) - _chars(cur)
         if count:
             delta = ctx.counter.message(new) - ctx.counter.message(cur)
@@ -225,7 +221,7 @@ def _keep_vocabulary(ctx: _Context, digests: list[tuple[int, int, Message, PassS
 MIN_ROOM = 16
 
 
-def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: PassStats) -> int:
+def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: PassStats, count: bool = True) -> int:
     """The last reduction took the transcript under its target with `room` tokens to spare: a digest
     keeps as many more names as that room holds (the reduction goes only as far as the target needs).
     Replaces ctx.msgs[i] and returns the tokens it added (0 when it stays as it was)."""
@@ -233,26 +229,22 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
         return 0
     counter, cur = ctx.counter, ctx.msgs[i]
     base = counter.message(cur)
-    ctx.msgs[i] = old  # reduce() works from the original
-    try:
-        lo = ctx.opts.digest_names * (DOC_NAMES_FACTOR if step == OLD_DOC else 1)
-        hi = len(names_in(old.text()))
-        best, best_tokens = cur, base
-        while lo < hi:  # the most names whose digest fits base + room
-            mid = (lo + hi + 1) // 2
-            new = ctx.reduce(i, step, names=mid)
-            new = _tagged(old, new, ctx.opts) if new is not None else None
-            tokens = counter.message(new) if new is not None else None
-            if new is not None and tokens is not None and tokens - base <= room:
-                best, best_tokens, lo = new, tokens, mid
-            else:
-                hi = mid - 1
-    finally:
-        ctx.msgs[i] = cur
+    lo = ctx.opts.digest_names * (DOC_NAMES_FACTOR if step == OLD_DOC else 1)
+    hi = len(names_in(old.text()))
+    best, best_tokens = cur, base
+    while lo < hi:  # the most names whose digest fits base + room
+        mid = (lo + hi + 1) // 2
+        new = ctx.reduce_from(old, i, step, mid)
+        tokens = counter.message(new) if new is not None else room + base + 1
+        if new is not None and tokens - base <= room:
+            best, best_tokens, lo = new, tokens, mid
+        else:
+            hi = mid - 1
     if best is cur:
         return 0
     stats.chars -= _chars(best) - _chars(cur)
-    stats.tokens -= best_tokens - base
+    if count:
+        stats.tokens -= best_tokens - base
     ctx.msgs[i] = best
     return best_tokens - base
 
@@ -346,11 +338,9 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
         if total <= target:  # it fitted as it came
             st.protected_from = n
         return t, st
-    if total > target:  # every reduction applied, still over
-        _keep_vocabulary(ctx, [(a.i, a.step, a.old, a.stats) for a in applied if a.step in (OLD_OK, OLD_DOC)], count=False)
-    else:
-        last = applied[-1]
-        _use_room(ctx, last.i, last.step, last.old, target - total, last.stats)
+    last = applied[-1]
+    digests = [(a.i, a.step, a.old, a.stats) for a in applied if a.step in (OLD_OK, OLD_DOC)]
+    _settle(ctx, st, total, (last.i, last.step, last.old), digests, count=False)
     return t.evolve(messages=msgs), st
 
 
@@ -463,6 +453,17 @@ class _Context:
         if digest is not None:
             later.texts.add(digest)
         return step
+
+    def reduce_from(self, old: Message, i: int, step: int, names: int) -> Message | None:
+        """What `step` makes of message i's original `old` with `names` names, tagged as the first change
+        (message i may be a reduction of it already; it is left as it is)."""
+        cur = self.msgs[i]
+        self.msgs[i] = old
+        try:
+            new = self.reduce(i, step, names)
+        finally:
+            self.msgs[i] = cur
+        return _tagged(old, new, self.opts) if new is not None else None
 
     def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
         """Message i after `step`; `names`: the names its digest keeps (default: opts.digest_names)."""

@@ -222,10 +222,6 @@ def plan(
         z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
-        # The zones of a plan that gave ground: its smaller minimum summary too (as _give_ground chose it).
-        room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
-        if room < summary_min + (counts[lu] if in_summary and lu is not None else 0):
-            summary_min = _small_min(summary_min, target)
     else:
         z, summary_min = _give_ground(t, counts, spans, budget, target, lu)
 
@@ -233,6 +229,9 @@ def plan(
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
     # An earlier summary in the head is replaced by the new one: its tokens are the new summary's to use.
     freed = _freed(counts, z)
+    room = target - zone_tokens["head"] - zone_tokens["tail"] + freed
+    if zones is not None and room < summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0):
+        summary_min = _small_min(summary_min, target)  # the zones of a plan that gave ground: its minimum too
     summary_budget = min(max(int((zone_tokens["middle"] + freed) * budget.summary_ratio), summary_min), budget.summary_max)
     p = Plan(
         t.id,
@@ -260,7 +259,6 @@ def plan(
             f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if z.anchor_forced else ''}) to summarize, and together "
             f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens."
         )
-    room = target - zone_tokens["head"] - zone_tokens["tail"] + freed
     if room < summary_min:
         raise CannotFit(
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "

@@ -36,6 +36,7 @@ _PROSE_PAIR = re.compile(r"[A-Za-z][A-Za-z-]*/[A-Za-z][A-Za-z-]*$")
 # a regex pass), then each distinct token is searched once with `_NAME` (tokens repeat a lot: a session has
 # a few thousand distinct ones). Tokens shorter than 3 characters name nothing (a name has 3 or more).
 _SEPARATORS = "\"'`<>()[]{},;|*\\"  # and whitespace (str.split's: the same Unicode set as the regex \s)
+_ESCAPES = ("\\n", "\\r", "\\t")  # the two characters backslash and n, as JSON inside a text shows them
 _CACHE: dict[str, tuple[str, ...]] = {}
 _CACHE_MAX = 200_000
 
@@ -56,6 +57,10 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
+    if "\\" in text:  # escaped text inside a text (JSON in a tool output): `\n` ends a name, it does not start one with "n"
+        for esc in _ESCAPES:
+            if esc in text:
+                text = text.replace(esc, " ")
     for c in _SEPARATORS:
         if c in text:
             text = text.replace(c, " ")

@@ -399,6 +399,15 @@ def test_kebab_case_names():
     assert not any(n.startswith("-") or n.endswith("-") for n in found)
 
 
+def test_names_in_escaped_json_do_not_start_with_the_escape_letter():
+    from compactctl.names import names_in
+
+    # A Codex output holding JSON: a diff's "\\n" is two characters, a backslash and an n.
+    found = names_in('{"output": "M src/app.ts\\napps/web/src/route.ts\\n\\tmake_report()"}')
+    assert "apps/web/src/route.ts" in found and "make_report" in found
+    assert not any(n.startswith(("napps", "tmake")) for n in found)
+
+
 def test_index_skips_names_the_kept_turns_or_the_summary_show():
     rows = session(2)
     rows += [{"role": "assistant", "content": "Next: call handler_1 from the CLI."}]

@@ -82,6 +82,16 @@ def _root(
     pass
 
 
+def _check_workers(workers: int | None) -> None:
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be at least 1")
+
+
+def _workers(workers: int | None) -> int:
+    """--workers, or the machine's cores."""
+    return workers or os.cpu_count() or 1
+
+
 def _say(io, msg: str) -> None:
     if not io.quiet:
         print(msg, file=sys.stderr)
@@ -114,15 +124,14 @@ def prune(
     """
     from ..runner import PruneJob, run
 
-    if workers is not None and workers < 1:
-        raise UsageError("--workers must be at least 1")
+    _check_workers(workers)
     counter = budget.counter()  # an unknown encoding or a bad rank file fails here, before any worker starts
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
     opts.exact_totals = stats  # without --stats no token figure is shown: count only what pruning needs
     opts.refs = refs
     job = PruneJob(opts, counter.encoding, counter.approx, input_bytes(inputs or []), stats)
-    io.workers = workers or os.cpu_count() or 1
+    io.workers = _workers(workers)
     run(inputs or ["-"], io, job.build(), "prune", job=job)
 
 
@@ -290,8 +299,7 @@ def compact(
     from ..runner import Result, run, warn
     from ..summarizers.base import OfflineSummarizer
 
-    if workers is not None and workers < 1:
-        raise UsageError("--workers must be at least 1")
+    _check_workers(workers)
     if engine not in ("local", "ray"):
         raise UsageError("--engine must be local or ray")
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn)
@@ -347,7 +355,7 @@ def compact(
         return
     compactor = Compactor(options, summarizer=summarizer, counter=budget.counter(inputs))
     io.jobs = summary.jobs
-    io.workers = (workers or os.cpu_count() or 1) if offline else 1
+    io.workers = _workers(workers) if offline else 1
 
     def work(t):
         oc = compactor.compact_transcript(t, on_cannot_fit="raise")  # the runner applies --on-error

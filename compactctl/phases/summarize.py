@@ -168,7 +168,7 @@ def summarize(
         - (counter.text(trailer) + 1 if trailer else 0)
         - framing_cost(t, p.head_end, p.tail_start, counter)
     )
-    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 100), facts, focus, instructions)
+    req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 1), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result
     out, replaced = assemble(

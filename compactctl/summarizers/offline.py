@@ -14,6 +14,7 @@ names of any earlier summary the new one replaces join the identifier index.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -282,18 +283,34 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     names = list(dict.fromkeys(b.rel(n) for n in facts.names if n not in written))
     if b.root:
         b.add("Critical Context", f"- project root: {b.root} (paths in actions and names are relative to it)", 1)
-    items = b.items
-    text = _fit(items + _index_items(names, len(items)), counter, budget)
+    text = _fit(b.items, counter, budget, names)
     shown = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
-    names = [n for n in names if n not in shown]
-    return _fit(items + _index_items(names, len(items)), counter, budget)
+    return _fit(b.items, counter, budget, [n for n in names if n not in shown])
 
 
-def _index_items(names: list[str], order: int) -> list[Item]:
-    return [
-        Item("Critical Context", INDEX_LINE + ", ".join(names[k : k + NAMES_PER_LINE]), 5, order + k // NAMES_PER_LINE)
-        for k in range(0, len(names), NAMES_PER_LINE)
-    ]
+def _index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> list[Item]:
+    """The index in lines of NAMES_PER_LINE names; the first `first` names close a line of their own (so a
+    room smaller than one full line still takes the most used names)."""
+    cuts = [*range(0, first, NAMES_PER_LINE), *range(first, len(names), NAMES_PER_LINE), len(names)]
+    return [Item("Critical Context", INDEX_LINE + ", ".join(names[a:e]), 5, order + k) for k, (a, e) in enumerate(itertools.pairwise(cuts))]
+
+
+def _index_fit(names: list[str], counter: Counter, room: int) -> int:
+    """How many of the ranked names the index lines (NAMES_PER_LINE each) show in `room` tokens: whole lines
+    while they fit, then as much of the next line as fits."""
+
+    def cost(a: int, e: int) -> int:
+        return counter.text(INDEX_LINE + ", ".join(names[a:e])) + 1
+
+    start = 0
+    while start < len(names) and cost(start, start + NAMES_PER_LINE) <= room:
+        room -= cost(start, start + NAMES_PER_LINE)
+        start += NAMES_PER_LINE
+    lo, hi = start, min(start + NAMES_PER_LINE, len(names))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if cost(start, mid) <= room else (lo, mid - 1)
+    return lo
 
 
 def _section_order(it: Item) -> int:
@@ -337,7 +354,7 @@ class _Choice:
             spent += c
 
 
-def _fit(items: list[Item], counter: Counter, budget: int) -> str:
+def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None) -> str:
     """Choose what fits the budget, then render in order.
 
     1. Tier 0 (the ask, the goal) is always kept.
@@ -353,17 +370,37 @@ def _fit(items: list[Item], counter: Counter, budget: int) -> str:
         if it.tier == 0:
             ch.take(it)
     mandatory = len(ch.chosen)
-    ch.fill([it for it in items if it.tier == 5], int(max(budget - ch.used, 0) * INDEX_SHARE), stop_at_first_miss=True)
+    room = int(max(budget - ch.used, 0) * INDEX_SHARE)
+    heading = ch.heading["Critical Context"] if ch.terse and "Critical Context" not in ch.sections else 0
+    index = _index_items(names, len(items), _index_fit(names, counter, room - heading)) if names else []
+    items = ch.items = items + index
+    ch.fill(index, room, stop_at_first_miss=True)
     _shares(ch, budget)
     for tier in sorted({it.tier for it in items if it.tier > 0}, key=lambda k: 2.5 if k == 5 else k):
         for it in sorted((it for it in items if it.tier == tier and it.order not in ch.taken), key=_section_order):
             if ch.used + ch.cost(it) <= budget:
                 ch.take(it)
+    _top_up(ch, budget)
     while True:
         text = _render(items, set(ch.chosen), ch.terse)
         if counter.text(text) <= budget or len(ch.chosen) <= mandatory:
             return text
         ch.chosen.pop()
+
+
+def _top_up(ch: _Choice, budget: int) -> None:
+    """The room the rendered summary leaves takes the first index line that did not fit, as far as its names go."""
+    k = next((k for k, it in enumerate(ch.items) if it.tier == 5 and it.order not in ch.taken), None)
+    if k is None:
+        return
+    it = ch.items[k]
+    names = it.text[len(INDEX_LINE) :].split(", ")
+    heading = ch.heading[it.section] if ch.terse and it.section not in ch.sections else 0
+    left = budget - ch.counter.text(_render(ch.items, set(ch.chosen), ch.terse)) - heading  # exact: the "(+N more)" notes too
+    fit = _index_fit(names, ch.counter, left)
+    if fit:
+        ch.items[k] = Item(it.section, INDEX_LINE + ", ".join(names[:fit]), 5, it.order)
+        ch.take(ch.items[k])
 
 
 def _shares(ch: _Choice, budget: int) -> None:

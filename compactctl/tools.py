@@ -68,6 +68,26 @@ def parse_args(call: ToolCall) -> dict[str, Any]:
     return v if isinstance(v, dict) else {"_value": v}
 
 
+def argument_text(call: ToolCall) -> str:
+    """The string values of a call's arguments, one per line: what the agent wrote, without the JSON keys
+    ("file_path", "command") the harness defines. Arguments that are not JSON come back as they are."""
+    try:
+        v = orjson.loads(call.arguments) if call.arguments else {}
+    except orjson.JSONDecodeError:
+        return call.arguments
+    out: list[str] = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, dict):
+            stack.extend(reversed(list(x.values())))
+        elif isinstance(x, list):
+            stack.extend(reversed(x))
+    return "\n".join(out)
+
+
 def _first_str(args: dict, *keys: str) -> str | None:
     for k in keys:
         v = args.get(k)

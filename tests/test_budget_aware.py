@@ -255,6 +255,8 @@ def test_identifier_index_fills_the_room():
     small = offline.summarize(f, COUNTER, 300)
     large = offline.summarize(f, COUNTER, 3000)
     assert "handler_0" in small and large.count("handler_") > small.count("handler_") * 3
+    # the room a whole line of names leaves takes part of the next line: nothing left unused
+    assert 772 <= COUNTER.text(offline.summarize(f, COUNTER, 777)) <= 777
 
 
 def test_a_long_identifier_list_is_kept_as_far_as_the_room_goes():
@@ -500,3 +502,37 @@ def test_the_summary_points_to_asks_the_kept_turns_hold_instead_of_repeating_the
     f.first_request, f.last_request, f.first_request_kept, f.last_request_verbatim = "Fix the parser.", ask, True, False
     sections = parse_sections(offline.summarize(f, COUNTER, 2000))
     assert sections["Goal"] == offline.KEPT_FIRST_ASK and sections["Active Task"] == offline.KEPT_LAST_ASK
+
+
+def test_a_small_target_is_met_when_the_summary_has_under_100_tokens_of_room():
+    # The summary's room (its budget less the marker) was raised to 100 tokens: a 120-180 token target
+    # then ended over the target ("cannot fit") though the plan had found room for it.
+    rows = [
+        {"role": "user", "content": "search the web for the response types"},
+        {"role": "assistant", "content": "I'll search the web for the response types."},
+        call("w1", "WebSearch", {"query": "response types"}),
+        res("w1", " ".join(f"stop_reason_{k} see src/mod_{k}.py" for k in range(60))),
+        {"role": "assistant", "content": "The stop reasons are end_turn, tool_use, max_tokens and stop_sequence."},
+    ]
+    for window in (240, 280, 320, 360):
+        out, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window)))
+        assert rep["status"] == "compacted" and rep["tokens_after"] <= window // 2 and api.check(out) == []
+
+
+def test_the_index_takes_part_of_a_line_when_a_whole_line_does_not_fit():
+    f = Facts(last_request="go", first_request="go")
+    f.names = [f"lib/spotter_web/controllers/session_hook_controller_{k}.ex" for k in range(40)]
+    from compactctl.summarizers.facts import Action
+
+    f.actions = [Action(f"[Bash] ran `mix test test/case_{k}_test.exs` -> ok", False, "shell", f"mix test {k}", 0) for k in range(40)]
+    text = offline.summarize(f, COUNTER, 260)
+    index = [ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE)]
+    assert index and 0 < sum(ln.count("session_hook_controller_") for ln in index) < offline.NAMES_PER_LINE
+    assert COUNTER.text(text) <= 260
+
+
+def test_argument_keys_are_not_names_the_agent_wrote():
+    rows = session(2) + [call("e1", "Edit", {"file_path": "src/mod0.py", "old_string": "x", "new_string": "handler_zero"})]
+    rows += [res("e1", "ok"), {"role": "user", "content": "thanks"}]
+    f = extract(T(rows).messages, 2, len(rows) - 1)
+    assert "handler_zero" in f.names and "file_path" not in f.names and "old_string" not in f.names

@@ -402,11 +402,13 @@ class _Context:
 
     @property
     def weight(self):
-        """How many messages the person and the agent wrote name each name (text and call arguments;
+        """How many messages the person and the agent wrote name each name (text and call arguments' values;
         computed once, when a digest first needs it). Outputs are left out: they are most of the bytes,
         and a name the agent never wrote is weak evidence of use."""
         if self._weight is None:
-            self._weight = count_names(m.text() + "".join(c.arguments for c in m.tool_calls) for m in self.msgs if m.role != "tool")
+            self._weight = count_names(
+                "\n".join([m.text(), *map(tools.argument_text, m.tool_calls)]) for m in self.msgs if m.role != "tool"
+            )
         return self._weight
 
     def candidates(self) -> list[tuple[int, int, int]]:

@@ -140,7 +140,7 @@ def rank_names(messages: list[Message]) -> list[str]:
     score: dict[str, float] = {}
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
-        text = m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls)
+        text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
         for name in names_in(refs.REF_RE.sub("", text) if "[ref " in text else text):
             score[name] = score.get(name, 0.0) + 1.0 + k / n
     # A long name costs more of the index than a short one: rank by use per (rough) token.
@@ -258,7 +258,7 @@ def index_names(messages: list[Message], start: int, end: int, prior: int | None
     names count as the oldest), ranked, minus those the kept turns (head and tail) show: they stay in context."""
     replaced = [messages[prior]] if prior is not None and not start <= prior < end else []
     kept = [m for m in messages[:start] + messages[end:] if not replaced or m is not replaced[0]]
-    shown = {n for m in kept for n in names_in(m.text() + "\n" + "\n".join(c.arguments for c in m.tool_calls))}
+    shown = {n for m in kept for n in names_in(m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls))}
     return [n for n in rank_names(replaced + messages[start:end]) if n not in shown]
 
 

@@ -536,3 +536,20 @@ def test_argument_keys_are_not_names_the_agent_wrote():
     rows += [res("e1", "ok"), {"role": "user", "content": "thanks"}]
     f = extract(T(rows).messages, 2, len(rows) - 1)
     assert "handler_zero" in f.names and "file_path" not in f.names and "old_string" not in f.names
+
+
+def test_room_the_last_digest_cannot_use_goes_to_the_earlier_digests():
+    rows = session(3)
+    for k in (0, 1):
+        names = "".join(f"def handler_{k}_{j}(): pass\n" for j in range(100))
+        rows[3 + 2 * k] = res(f"r{k}", names + "line of code\n" * 3000)
+    t = T(rows)
+    out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))  # no target: both digests keep 64 names
+    assert [out64.messages[i].text().count("handler_") for i in (3, 5)] == [64, 64]
+    size64 = sum(COUNTER.messages(out64.messages)) - COUNTER.message(out64.messages[7]) + COUNTER.message(t.messages[7])
+    target = size64 + 400  # more than the last digest's 36 other names take
+    for exact in (True, False):
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, exact_totals=exact))
+        assert sum(COUNTER.messages(out.messages)) <= target
+        assert out.messages[5].text().count("handler_") == 100, exact  # the last digest: all its names
+        assert out.messages[3].text().count("handler_") > 64, exact  # and the earlier one more than 64

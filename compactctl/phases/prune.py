@@ -187,7 +187,14 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
     assert target is not None
     if total > target:
         return _keep_vocabulary(ctx, digests, count)
-    return _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
+    added = _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
+    # What the last digest cannot use (it keeps all its names) goes to the earlier ones, the last reduced first.
+    for i, step, old, stats in reversed(digests):
+        if target - total - added < MIN_ROOM:
+            break
+        if i != last[0]:
+            added += _use_room(ctx, i, step, old, target - total - added, stats, count)
+    return added
 
 
 # How many times its names a digest keeps when every reduction leaves the transcript over its target (a summary must follow).
@@ -232,6 +239,13 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
     lo = ctx.opts.digest_names * (DOC_NAMES_FACTOR if step == OLD_DOC else 1)
     hi = len(names_in(old.text()))
     best, best_tokens = cur, base
+    if hi > lo:  # all of them, when the room holds them (no search)
+        new = ctx.reduce_from(old, i, step, hi)
+        tokens = counter.message(new) if new is not None else room + base + 1
+        if new is not None and tokens - base <= room:
+            best, best_tokens, lo = new, tokens, hi
+        else:
+            hi -= 1
     while lo < hi:  # the most names whose digest fits base + room
         mid = (lo + hi + 1) // 2
         new = ctx.reduce_from(old, i, step, mid)

@@ -553,3 +553,18 @@ def test_room_the_last_digest_cannot_use_goes_to_the_earlier_digests():
         assert sum(COUNTER.messages(out.messages)) <= target
         assert out.messages[5].text().count("handler_") == 100, exact  # the last digest: all its names
         assert out.messages[3].text().count("handler_") > 64, exact  # and the earlier one more than 64
+
+
+def test_blocked_holds_only_a_failure_the_agent_has_not_moved_past_and_no_line_repeats_an_action():
+    from compactctl.summarizers.facts import Action
+
+    tree = Action("[Bash] ran `tree lib` -> exit 127: command not found: tree", True, "shell", "tree lib", 127)
+    find = Action("[Bash] ran `find lib -type d` -> ok, 8 lines output", False, "shell", "find lib -type d", 0)
+    f = Facts(last_request="go", first_request="go")
+    f.actions = [tree, find]  # the failure was worked around
+    secs = parse_sections(offline.summarize(f, COUNTER, 3000))
+    assert secs["Blocked"].strip() == "None" and "tree lib" in secs["Completed Actions"]
+    assert sum(body.count("find lib -type d") for body in secs.values()) == 1  # the latest action is said once
+    f.actions = [find, tree]  # the last action failed: that blocks
+    secs = parse_sections(offline.summarize(f, COUNTER, 3000))
+    assert "tree lib" in secs["Blocked"] and "exit 127" in secs["Blocked"]

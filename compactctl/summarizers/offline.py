@@ -216,9 +216,10 @@ def _actions(b: _Items) -> None:
             first = b.rel(first)
         tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
         b.add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
-    failed = [a for a in f.actions if a.failed]
-    if failed:
-        b.add("Blocked", f"- last failure: {failed[-1].line.split(chr(10))[0]}", 2)
+    # Blocked: only a failure the agent has not moved past (the last action failed). An earlier failure is in the
+    # action list, and the latest action leads it (newest first): no line repeats one.
+    if f.actions and f.actions[-1].failed:
+        b.add("Blocked", f"- the last action failed: {f.actions[-1].line.split(chr(10))[0]}", 2)
 
 
 def _state(b: _Items) -> None:
@@ -232,8 +233,6 @@ def _state(b: _Items) -> None:
             b.add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
     if f.last_assistant:
         b.add("Active State", _cap(f.last_assistant, b.counter, 600), 2)
-    if f.actions:
-        b.add("In Progress", f"- last action: {f.actions[-1].line.split(chr(10))[0]}", 2)
     if f.plan:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
         if open_items:

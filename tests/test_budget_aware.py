@@ -568,3 +568,12 @@ def test_blocked_holds_only_a_failure_the_agent_has_not_moved_past_and_no_line_r
     f.actions = [find, tree]  # the last action failed: that blocks
     secs = parse_sections(offline.summarize(f, COUNTER, 3000))
     assert "tree lib" in secs["Blocked"] and "exit 127" in secs["Blocked"]
+
+
+def test_harness_notes_lose_their_markup_not_their_facts():
+    f = Facts(last_request="go", first_request="go")
+    f.notices = ["<system-reminder>\nPostToolUse:Edit hook additional context: [COMPILE ERROR] undefined function maybe_sync/1\n</system-reminder>"]
+    text = offline.summarize(f, COUNTER, 2000)
+    note = next(ln for ln in text.split("\n") if ln.startswith("- harness note:"))
+    assert "maybe_sync/1" in note and "[COMPILE ERROR]" in note
+    assert "system-reminder" not in note and "hook additional context" not in note

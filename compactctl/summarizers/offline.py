@@ -254,7 +254,11 @@ def _work_and_notes(b: _Items) -> None:
     for k in range(0, len(f.identifiers), NAMES_PER_LINE):
         b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
     for note in f.notices[-5:]:
-        b.add("Critical Context", "- harness note: " + " ".join(note.split())[:300], 3)
+        b.add("Critical Context", "- harness note: " + " ".join(_MARKUP.sub(" ", note).split())[:300], 3)
+
+
+# A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.
+_MARKUP = re.compile(r"</?[a-z][\w-]*>|\b[A-Z]\w+(?::\w+)? hook additional context:")
 
 
 def _apply_focus(items: list[Item], focus: str | None) -> None:

@@ -572,7 +572,9 @@ def test_blocked_holds_only_a_failure_the_agent_has_not_moved_past_and_no_line_r
 
 def test_harness_notes_lose_their_markup_not_their_facts():
     f = Facts(last_request="go", first_request="go")
-    f.notices = ["<system-reminder>\nPostToolUse:Edit hook additional context: [COMPILE ERROR] undefined function maybe_sync/1\n</system-reminder>"]
+    f.notices = [
+        "<system-reminder>\nPostToolUse:Edit hook additional context: [COMPILE ERROR] undefined function maybe_sync/1\n</system-reminder>"
+    ]
     text = offline.summarize(f, COUNTER, 2000)
     note = next(ln for ln in text.split("\n") if ln.startswith("- harness note:"))
     assert "maybe_sync/1" in note and "[COMPILE ERROR]" in note

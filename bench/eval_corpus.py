@@ -12,7 +12,12 @@ identifiers, commands, URLs and values of the prefix that the continuation write
   short-cc  short Claude Code sessions (claude-code/agentcmd/*, spotter short/tool_heavy/subagent, spotter */subagents/*)
   codex     Codex rollouts (codex/agentcmd/*)
   swe-agent SWE-agent trajectories (swe-agent/**/*.traj)
-"all" pools every cut of the groups that ran.
+held out (never read while tuning; pooled apart as "held-out"):
+  openhands OpenHands event streams (openhands/**)
+  tau-bench tau-bench airline conversations (openai-chat/tau-bench)
+  gemini    Gemini CLI sessions (gemini/**)
+  other     mini-swe-agent and Hermes trajectories
+"all" pools every cut of the first four groups that ran, "held-out" those of the held-out groups.
 
 The probe eval (`compactctl eval --probes`, facts of what each strategy removed, at a share of each
 transcript's tokens; 50% for SWE-agent and tau-bench) runs on its own groups, as before. A partial
@@ -51,7 +56,17 @@ CONTINUATION_GROUPS = {
     ),
     "codex": ("Codex rollouts", sorted((CORPUS / "codex/agentcmd").glob("*.jsonl"))),
     "swe-agent": ("SWE-agent trajectories", sorted((CORPUS / "swe-agent").rglob("*.traj"))),
+    # Held out: never read while tuning compaction (added to the eval in issue 9's fifth session, measured once
+    # before anything was looked at); pooled apart from the groups above.
+    "openhands": ("held out: OpenHands trajectories", sorted((CORPUS / "openhands").rglob("*.json*"))),
+    "tau-bench": ("held out: tau-bench airline conversations", [CORPUS / "openai-chat/tau-bench/gpt-4o-airline.json"]),
+    "gemini": ("held out: Gemini CLI sessions", sorted((CORPUS / "gemini").rglob("*.json"))),
+    "other": (
+        "held out: mini-swe-agent and Hermes trajectories",
+        [CORPUS / "mini-swe-agent/github_issue.traj.json", CORPUS / "hermes/lucifexia/trajectory_samples.jsonl"],
+    ),
 }
+HELD_OUT = {"openhands", "tau-bench", "gemini", "other"}
 
 SHORT = {"SWE-agent trajectories (22)", "tau-bench airline (200)"}  # probe eval at 50%
 PROBE_GROUPS = {
@@ -110,7 +125,9 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
     from compactctl.tokens import make_counter
 
     counter = make_counter("gpt-4o")
-    out, md, pooled = {}, [], []
+    out: dict = {}
+    md: list[str] = []
+    pooled: dict[str, list] = {}
     settings = f"cuts {', '.join(f'{c:.0%}' for c in cuts)}; compactctl (defaults, offline) with a context window of {window_ratio:g} x the prefix's tokens; baselines at its output tokens"
     md += ["## Continuation scoring", "", settings, ""]
     for key in names:
@@ -122,7 +139,7 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
         t0 = time.time()
         res = continuation.evaluate_files([str(f) for f in files], cuts=cuts, window_ratio=window_ratio, counter=counter)
         dt = time.time() - t0
-        pooled += res["rows"]
+        pooled[key] = res["rows"]
         sessions = len({r["transcript"] for r in res["rows"]})
         out[key] = {
             "title": title,
@@ -144,10 +161,12 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
         if explain:
             md += [f"Facts compactctl lost (first {explain}):", ""] + ["- " + x for x in continuation.explain(res["rows"], explain)] + [""]
         print(f"{key}: {len(res['rows'])} cuts in {dt:.1f} s", file=sys.stderr)
-    if len(out) > 1:
-        agg = continuation.aggregate(pooled, continuation.STRATEGIES)
-        out["all"] = {"title": "all", "sessions": len({r["transcript"] for r in pooled}), "aggregate": agg}
-        md += [f"### all groups ({out['all']['sessions']} sessions, {len(pooled)} cuts)", "", continuation.tables(agg), ""]
+    for key, title, keys in (("all", "all groups", set(out) - HELD_OUT), ("held-out", "held-out groups", set(out) & HELD_OUT)):
+        rows = [r for k, rs in pooled.items() if k in keys for r in rs]
+        if len(keys) > 1:
+            agg = continuation.aggregate(rows, continuation.STRATEGIES)
+            out[key] = {"title": title, "sessions": len({r["transcript"] for r in rows}), "aggregate": agg}
+            md += [f"### {title} pooled ({out[key]['sessions']} sessions, {len(rows)} cuts)", "", continuation.tables(agg), ""]
     return out, md
 
 

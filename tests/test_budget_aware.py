@@ -579,3 +579,11 @@ def test_harness_notes_lose_their_markup_not_their_facts():
     note = next(ln for ln in text.split("\n") if ln.startswith("- harness note:"))
     assert "maybe_sync/1" in note and "[COMPILE ERROR]" in note
     assert "system-reminder" not in note and "hook additional context" not in note
+
+
+def test_the_summary_never_exceeds_its_budget_even_with_a_long_goal():
+    f = Facts(last_request="go on", first_request="Please solve this issue: " + "the parser fails on a missing colon. " * 200)
+    for budget in (15, 60, 200, 1000):
+        text = offline.summarize(f, COUNTER, budget)
+        assert COUNTER.text(text) <= budget, budget
+    assert "Please solve this issue" in offline.summarize(f, COUNTER, 200)  # the goal, cut to half the budget

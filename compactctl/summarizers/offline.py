@@ -23,6 +23,7 @@ from .facts import Facts
 from .prompt import SECTIONS, parse_sections
 
 FOREIGN_GOAL_CAP = 600
+GOAL_CAP = 600  # tokens of the first request restated as the Goal at most
 KEPT_LAST_ASK = "the person's latest message, kept verbatim (not summarized)"
 KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
 ONLY_ASK = "the Active Task (the person's only ask)"
@@ -107,8 +108,11 @@ def common_root(paths: list[str], share: float = 0.5) -> str | None:
 class _Items:
     """The summary's candidate items, in the order the section builders add them."""
 
-    def __init__(self, facts: Facts, counter: Counter) -> None:
+    def __init__(self, facts: Facts, counter: Counter, budget: int) -> None:
         self.facts, self.counter = facts, counter
+        # A goal restated in the summary (always kept) takes at most half of it: a 600-token request in a 100-token
+        # summary would take the whole compaction over its target.
+        self.goal_cap = max(min(GOAL_CAP, budget // 2), 1)
         self.items: list[Item] = []
         self.root = common_root(list(facts.files))
         self.prior, self.number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
@@ -142,13 +146,13 @@ def _asks(b: _Items) -> None:
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
     elif b.foreign_goal:  # the request as the earlier summary states it: the session's goal, before any later ask
-        b.add("Goal", _cap(b.foreign_goal, counter, FOREIGN_GOAL_CAP), 0)
+        b.add("Goal", _cap(b.foreign_goal, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
     elif goal and goal == f.last_request:
         b.add("Goal", ONLY_ASK, 0)
     elif goal and f.first_request_kept:
         b.add("Goal", KEPT_FIRST_ASK, 0)
     elif goal:
-        b.add("Goal", _cap(goal, counter, 600), 0)
+        b.add("Goal", _cap(goal, counter, b.goal_cap), 0)
     for p in f.pending:
         if p != f.last_request:
             b.add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
@@ -276,7 +280,7 @@ def _apply_focus(items: list[Item], focus: str | None) -> None:
 
 
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
-    b = _Items(facts, counter)
+    b = _Items(facts, counter, budget)
     for build in (_asks, _context, _actions, _state, _work_and_notes):
         build(b)
     _apply_focus(b.items, focus)
@@ -360,7 +364,7 @@ class _Choice:
 def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None) -> str:
     """Choose what fits the budget, then render in order.
 
-    1. Tier 0 (the ask, the goal) is always kept.
+    1. Tier 0 (the ask, the goal) is kept first (in a budget too small for them, the goal goes, then the ask).
     2. The identifier index (tier 5) gets INDEX_SHARE of what is left: names are what a continuation
        reuses most, and a name costs a few tokens where an action line costs tens.
     3. Every other section that has content gets an equal share of what is left, filled in its own
@@ -372,7 +376,6 @@ def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | No
     for it in items:
         if it.tier == 0:
             ch.take(it)
-    mandatory = len(ch.chosen)
     room = int(max(budget - ch.used, 0) * INDEX_SHARE)
     heading = ch.heading["Critical Context"] if ch.terse and "Critical Context" not in ch.sections else 0
     index = _index_items(names, len(items), _index_fit(names, counter, room - heading)) if names else []
@@ -386,9 +389,9 @@ def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | No
     _top_up(ch, budget)
     while True:
         text = _render(items, set(ch.chosen), ch.terse)
-        if counter.text(text) <= budget or len(ch.chosen) <= mandatory:
+        if counter.text(text) <= budget or not ch.chosen:
             return text
-        ch.chosen.pop()
+        ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before the ask) when the budget cannot hold it
 
 
 def _top_up(ch: _Choice, budget: int) -> None:

@@ -15,7 +15,7 @@ _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
     r"|(?<![\w@.+~/-])(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]+"  # paths with a slash (tried at a token's start only)
     r"|\b[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|ex|exs|heex|eex|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|md|json|jsonl|ya?ml|toml|"
-    r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b"  # file names
+    r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b(?!\.\w)"  # file names (app.html.heex: whole)
     r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"  # dotted.names
     r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_[a-z0-9_]+\b"  # snake_case
     r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # camelCase
@@ -30,6 +30,8 @@ _NAME = re.compile(
 _SKIP = {"e.g", "i.e", "etc", "vs"}
 # "open/closed", "URL/port": two words and one slash, prose rather than a path (no dot, no leading / ~ .).
 _PROSE_PAIR = re.compile(r"[A-Za-z][A-Za-z-]*/[A-Za-z][A-Za-z-]*$")
+# A file mode as `ls -l` prints it ("drwxrwxr-x" reads as kebab-case): never a name the agent reuses.
+_MODE = re.compile(r"[dlcbps-]?[rwxsStT-]{9}[.+@]?$")
 
 
 # Names never hold these characters: a text is first split on them (str.replace and str.split, faster than
@@ -47,7 +49,7 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
         found = tuple(
             s
             for s in (m.group(0).rstrip(".,;:") for m in _NAME.finditer(tok))
-            if len(s) >= 3 and s.lower() not in _SKIP and not _PROSE_PAIR.match(s)
+            if len(s) >= 3 and s.lower() not in _SKIP and not _PROSE_PAIR.match(s) and not _MODE.match(s)
         )
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()

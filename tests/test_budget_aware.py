@@ -401,6 +401,14 @@ def test_kebab_case_names():
     assert not any(n.startswith("-") or n.endswith("-") for n in found)
 
 
+def test_file_modes_are_not_names_and_a_double_extension_is_one_name():
+    from compactctl.names import names_in
+
+    found = names_in("drwxrwxr-x 2 u u 4096 .\n-rw-rw-r-- 1 u u 55 app.html.heex\nsee layouts/root.html.heex, main.py.")
+    assert "drwxrwxr-x" not in found and "app.html.heex" in found and "layouts/root.html.heex" in found
+    assert "app.html" not in found and "main.py" in found
+
+
 def test_names_in_escaped_json_do_not_start_with_the_escape_letter():
     from compactctl.names import names_in
 

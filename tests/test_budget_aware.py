@@ -595,3 +595,17 @@ def test_the_summary_never_exceeds_its_budget_even_with_a_long_goal():
         text = offline.summarize(f, COUNTER, budget)
         assert COUNTER.text(text) <= budget, budget
     assert "Please solve this issue" in offline.summarize(f, COUNTER, 200)  # the goal, cut to half the budget
+
+
+def test_an_ask_inside_harness_context_costs_the_summary_only_the_persons_words():
+    # A Codex user message: the IDE's context (open tabs) and then the person's request. Moved into the summary, the
+    # Active Task holds the request verbatim; the plan charged the whole message and refused targets it could meet.
+    rows = session(8)
+    ide = "# Context from my IDE setup:\n\n## Open tabs:\n" + "".join(f"- file_{k}.ts: src/components/file_{k}.ts\n" for k in range(150))
+    rows.append({"role": "user", "content": ide + "\n## My request for Codex:\nnow add tests for parse_header in src/parse.py\n"})
+    t = T(rows)
+    assert COUNTER.message(t.messages[-1]) > 1900
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=1600)))
+    assert rep["status"] == "compacted" and rep["tokens_after"] <= 800 and api.check(out) == []
+    secs = parse_sections(next(m.text() for m in out.messages if "## Active Task" in m.text()))
+    assert secs["Active Task"].strip() == "now add tests for parse_header in src/parse.py"

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CannotFit
+from ..harness import human_text
 from ..model import SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
 from ..tokens import Counter
@@ -166,8 +167,17 @@ def _small_min(summary_min: int, target: int) -> int:
     return min(summary_min, max(target // 4, 100))
 
 
+def ask_tokens(t: Transcript, counter: Counter, counts: list[int], lu: int | None) -> int:
+    """What the last ask costs in the summary's Active Task: the person's words, verbatim (a Codex IDE context or
+    a Claude Code reminder around them is the harness's, summarized with the middle); never more than the message."""
+    if lu is None:
+        return 0
+    m = t.messages[lu]
+    return min(counts[lu], counter.text(human_text(m) or m.text()) + 2)
+
+
 def _give_ground(
-    t: Transcript, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, lu: int | None
+    t: Transcript, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, ask: int
 ) -> tuple[_Zones, int]:
     """The zones (and minimum summary) of the first attempt that leaves the summary its room, in the order
     `plan` documents; the last attempt when none does (plan then refuses with the reason)."""
@@ -187,7 +197,7 @@ def _give_ground(
     for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
         z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
         room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
-        need = summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0)
+        need = summary_min + (ask if z.last_ask_in_summary else 0)
         if total <= target or room >= need:
             break
     return z, summary_min
@@ -218,19 +228,20 @@ def plan(
     spans = groups(msgs)
     lu = last_user_index(msgs)
     summary_min = budget.summary_min
+    ask = ask_tokens(t, counter, counts, lu)
     if zones is not None:
         z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
     else:
-        z, summary_min = _give_ground(t, counts, spans, budget, target, lu)
+        z, summary_min = _give_ground(t, counts, spans, budget, target, ask)
 
     h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
     # An earlier summary in the head is replaced by the new one: its tokens are the new summary's to use.
     freed = _freed(counts, z)
     room = target - zone_tokens["head"] - zone_tokens["tail"] + freed
-    if zones is not None and room < summary_min + (counts[lu] if z.last_ask_in_summary and lu is not None else 0):
+    if zones is not None and room < summary_min + (ask if z.last_ask_in_summary else 0):
         summary_min = _small_min(summary_min, target)  # the zones of a plan that gave ground: its minimum too
     summary_budget = min(max(int((zone_tokens["middle"] + freed) * budget.summary_ratio), summary_min), budget.summary_max)
     p = Plan(
@@ -268,11 +279,11 @@ def plan(
         )
     summary_budget = min(summary_budget, room)
     if z.last_ask_in_summary and lu is not None:
-        need = counts[lu] + summary_min  # the ask verbatim, and room for the rest
+        need = ask + summary_min  # the ask verbatim, and room for the rest
         if room < need:
             raise CannotFit(
                 f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
-                f"message alone takes {counts[lu]:,} tokens and the summary has {room:,}. Raise --context-window or --threshold."
+                f"message alone takes {ask:,} tokens and the summary has {room:,}. Raise --context-window or --threshold."
             )
         summary_budget = min(max(summary_budget, need), room)
     reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {summary_budget:,}"

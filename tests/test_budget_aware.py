@@ -609,3 +609,15 @@ def test_an_ask_inside_harness_context_costs_the_summary_only_the_persons_words(
     assert rep["status"] == "compacted" and rep["tokens_after"] <= 800 and api.check(out) == []
     secs = parse_sections(next(m.text() for m in out.messages if "## Active Task" in m.text()))
     assert secs["Active Task"].strip() == "now add tests for parse_header in src/parse.py"
+
+
+def test_one_error_from_two_digested_outputs_is_listed_once():
+    rows = [{"role": "user", "content": "build it"}]
+    for k, ref in enumerate(("8ae1f7f9", "0ae141e1")):
+        rows += [
+            call(f"b{k}", "Bash", {"command": "npm run build"}),
+            res(f"b{k}", f"[Bash] ran `npm run build` -> exit 1, 43 lines output\n  Error: Cannot find module 'left-pad' [ref {ref}]"),
+        ]
+    rows.append({"role": "user", "content": "why?"})
+    f = extract(T(rows).messages, 1, 5)
+    assert f.errors == ["Error: Cannot find module 'left-pad'"]

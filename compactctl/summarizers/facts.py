@@ -248,7 +248,7 @@ class _Extractor:
         self.idents(a.command or c.arguments[:2000])
         if a.failed:
             for e in a.line.split("\n")[1:]:
-                e = e.strip()
+                e = refs.REF_RE.sub("", e).strip()  # the same error from two outputs is one error (their refs differ)
                 self.keep("errors", e)
                 self.idents(e)
 

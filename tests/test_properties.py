@@ -108,7 +108,7 @@ def test_plan_partition(t, tail, first):
 @given(transcripts())
 def test_compact_output_is_valid(t):
     try:
-        out, _ = api.compact(
+        out, rep = api.compact(
             t,
             COUNTER,
             api.OfflineSummarizer(),
@@ -117,6 +117,40 @@ def test_compact_output_is_valid(t):
     except api_errors.CannotFit:
         return
     assert api.check(out) == []
+    assert rep["tokens_after"] <= 2000 or rep["status"] != "compacted"  # never over the target (half the window)
+
+
+@st.composite
+def facts(draw):
+    from compactctl.summarizers.facts import Action, Facts
+
+    words = st.lists(TEXT, max_size=8)
+    f = Facts(
+        first_request=draw(st.none() | TEXT),
+        last_request=draw(st.none() | TEXT),
+        last_request_verbatim=draw(st.booleans()),
+        first_request_kept=draw(st.booleans()),
+        constraints=draw(words),
+        errors=draw(words),
+        decisions=draw(words),
+        pending=draw(words),
+        identifiers=draw(words),
+        notices=draw(words),
+        plan=draw(words),
+        last_assistant=draw(st.none() | TEXT),
+        names=draw(st.lists(st.from_regex(r"[a-z_./]{3,40}", fullmatch=True), max_size=200, unique=True)),
+    )
+    f.actions = [Action(line, draw(st.booleans()), "shell", line[:20] or None, 1) for line in draw(words)]
+    f.files = {p: {"read"} for p in draw(st.lists(st.from_regex(r"/[a-z/]{3,30}\.py", fullmatch=True), max_size=10))}
+    return f
+
+
+@SETTINGS
+@given(facts(), st.integers(1, 3000))
+def test_the_offline_summary_never_exceeds_its_budget(f, budget):
+    from compactctl.summarizers import offline
+
+    assert COUNTER.text(offline.summarize(f, COUNTER, budget)) <= budget
 
 
 from compactctl import errors as api_errors  # noqa: E402

@@ -183,3 +183,18 @@ def test_headings_small_models_write_are_parsed(text):
 
 def test_prose_mentioning_a_section_is_not_a_heading():
     assert parse_sections("The goal is to do X. Active Task was hard.") == {}
+
+
+def test_a_model_answer_is_cut_to_the_budget_even_with_one_long_line_per_section():
+    # Dropping the oldest lines cannot shrink a section of one line: a model that writes a paragraph under each
+    # heading used to leave the summary over its budget (and the compaction over its target).
+    from compactctl.summarizers.llm import _trim
+    from compactctl.summarizers.prompt import SECTIONS
+
+    counter = make_counter("gpt-4o")
+    secs = {s: " ".join(f"{s.split()[0].lower()}_{k}" for k in range(120)) for s in SECTIONS}
+    secs["Active Task"] = "now add tests for parse_header"
+    for budget in (60, 300, 900):
+        text = _trim(dict(secs), counter, budget)
+        assert counter.text(text) <= budget, budget
+    assert "now add tests for parse_header" in _trim(dict(secs), counter, 300)  # the ask is cut last

@@ -417,4 +417,21 @@ def _trim(secs: dict[str, str], counter: Counter, budget: int) -> str:
                 secs[s] = "\n".join(lines[s][k:])
         text = render(secs)
         total = counter.text(text)
-    return text
+    return _cut_to_fit(secs, counter, budget, text, total)
+
+
+def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, total: int) -> str:
+    """What dropping whole lines could not fit (one long line per section): the largest section is cut at a token
+    boundary, the Active Task last (when it is the person's words, the plan left room for them)."""
+    for _ in range(len(SECTIONS) + 1):
+        if total <= budget:
+            return text
+        sizes = {s: counter.text(secs.get(s, "")) for s in SECTIONS if s != "Active Task" and secs.get(s, "").strip() not in ("", "None")}
+        if not sizes:
+            sizes = {"Active Task": counter.text(secs.get("Active Task", ""))}
+        s = max(sizes, key=lambda k: sizes[k])
+        keep = sizes[s] - (total - budget) - 4
+        secs[s] = offline._cap(secs[s], counter, keep) if keep > 8 else "None"
+        text = render(secs)
+        total = counter.text(text)
+    return text if total <= budget else ""

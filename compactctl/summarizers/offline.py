@@ -370,6 +370,7 @@ def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | No
     3. Every other section that has content gets an equal share of what is left, filled in its own
        order (so decisions and state are never starved by a long list of actions).
     4. What is still left goes by tier, newest actions first.
+    5. The room the rendered summary still leaves takes the names of the first index line that did not fit.
     The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding the
     last-chosen items until it fits."""
     ch = _Choice(items, counter, budget)

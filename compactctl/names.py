@@ -14,8 +14,8 @@ from itertools import repeat
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
     r"|(?<![\w@.+~/-])(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]+"  # paths with a slash (tried at a token's start only)
-    r"|\b[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|ex|exs|heex|eex|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|md|json|jsonl|ya?ml|toml|"
-    r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b(?!\.\w)"  # file names (app.html.heex: whole)
+    r"|\b[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|ex|exs|heex|eex|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|md|json|jsonl|ya?ml|toml|"
+    r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b(?!\.\w)"  # file names (my-app.html.heex: whole)
     r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"  # dotted.names
     r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_[a-z0-9_]+\b"  # snake_case
     r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # camelCase

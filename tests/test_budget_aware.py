@@ -407,6 +407,7 @@ def test_file_modes_are_not_names_and_a_double_extension_is_one_name():
     found = names_in("drwxrwxr-x 2 u u 4096 .\n-rw-rw-r-- 1 u u 55 app.html.heex\nsee layouts/root.html.heex, main.py.")
     assert "drwxrwxr-x" not in found and "app.html.heex" in found and "layouts/root.html.heex" in found
     assert "app.html" not in found and "main.py" in found
+    assert {"my-app.html.heex", "react-dom.development.js"} <= set(names_in("my-app.html.heex and react-dom.development.js"))
 
 
 def test_names_in_escaped_json_do_not_start_with_the_escape_letter():
@@ -621,3 +622,29 @@ def test_one_error_from_two_digested_outputs_is_listed_once():
     rows.append({"role": "user", "content": "why?"})
     f = extract(T(rows).messages, 1, 5)
     assert f.errors == ["Error: Cannot find module 'left-pad'"]
+
+
+def test_a_compaction_never_loses_the_ask_it_moves_into_the_summary():
+    # The plan reserved the ask and the minimum summary but not the summary's frame (~110 tokens): the summary's
+    # text had less room than the ask, and it was shed: "compacted", under target, the person's request gone.
+    import itertools
+
+    from compactctl.errors import CannotFit
+
+    for words, window, summary_min in itertools.product((5, 40, 150), (300, 400, 600, 900), (2000, 60, 0)):
+        rows = session(8) + [{"role": "user", "content": "please now handle " + " ".join(f"w{k}" for k in range(words)) + " ENDASK"}]
+        try:
+            out, rep = api.compact(
+                T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window, summary_min=summary_min))
+            )
+        except CannotFit:
+            continue
+        assert "ENDASK" in "\n".join(m.text() for m in out.messages), (words, window, summary_min)
+        assert rep["tokens_after"] <= window // 2
+
+
+def test_harness_note_markup_is_only_the_harness_tags():
+    f = Facts(last_request="go", first_request="go")
+    f.notices = ["<system-reminder>hook said: expected Vec<u8>, found Option<String> in <module></system-reminder>"]
+    note = next(ln for ln in offline.summarize(f, COUNTER, 2000).split("\n") if ln.startswith("- harness note:"))
+    assert "Vec<u8>" in note and "<module>" in note and "system-reminder" not in note

@@ -198,3 +198,16 @@ def test_a_model_answer_is_cut_to_the_budget_even_with_one_long_line_per_section
         text = _trim(dict(secs), counter, budget)
         assert counter.text(text) <= budget, budget
     assert "now add tests for parse_header" in _trim(dict(secs), counter, 300)  # the ask is cut last
+
+
+def test_a_small_budget_keeps_the_ask_the_summary_carries():
+    from compactctl.summarizers.llm import _trim
+    from compactctl.summarizers.prompt import SECTIONS
+
+    counter = make_counter("gpt-4o")
+    secs = dict.fromkeys(SECTIONS, "None")
+    secs["Active Task"] = "now add tests for parse_header in src/parse.py"
+    secs["Completed Actions"] = "1. `pytest -q` exit 1, 40 lines"
+    for budget in (20, 60, 79):  # the 13 headings alone take ~80 tokens: only the sections with content are shown
+        text = _trim(dict(secs), counter, budget, keep_ask=True)
+        assert "now add tests for parse_header" in text and counter.text(text) <= budget, budget

@@ -40,6 +40,19 @@ def framing_cost(t: Transcript, head_end: int, tail_start: int, counter) -> int:
     return cost
 
 
+def summary_overhead(t: Transcript, head_end: int, tail_start: int, counter, trailer: str) -> int:
+    """Tokens the summary message takes besides its body: the frame, the message's own overhead, the trailer
+    (the span's reference line) and what assembly adds around it."""
+    from ..tokens import MESSAGE_OVERHEAD
+
+    return (
+        counter.text(summary_text(""))
+        + MESSAGE_OVERHEAD
+        + (counter.text(trailer) + 1 if trailer else 0)
+        + framing_cost(t, head_end, tail_start, counter)
+    )
+
+
 def assemble(t: Transcript, head_end: int, tail_start: int, body: str, prior: int | None = None) -> tuple[Transcript, list[Message]]:
     """(new transcript, originals it replaced or changed)."""
     msgs = t.messages

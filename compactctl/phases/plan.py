@@ -25,7 +25,9 @@ from ..errors import CannotFit
 from ..harness import human_text
 from ..model import SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
+from ..refs import span_line
 from ..tokens import Counter
+from .assemble import summary_overhead
 
 ZONES = ("head", "middle", "tail")
 
@@ -173,11 +175,21 @@ def ask_tokens(t: Transcript, counter: Counter, counts: list[int], lu: int | Non
     if lu is None:
         return 0
     m = t.messages[lu]
-    return min(counts[lu], counter.text(human_text(m) or m.text()) + 2)
+    words = human_text(m) or m.text()
+    # + what framing may add: a line of the ask that reads as a heading or a role line is quoted ("> ")
+    return min(counts[lu], counter.text(words) + 2 + words.count("\n") + 1)
+
+
+def _need(t: Transcript, counter: Counter, z: _Zones, summary_min: int, ask: int) -> int:
+    """The least room the summary needs: its minimum; with the ask in it, the ask and the summary message's own
+    frame (marker, reference line, what assembly adds) besides, so that the text has room for the ask."""
+    if not z.last_ask_in_summary:
+        return summary_min
+    return ask + max(summary_min, summary_overhead(t, z.head_end, z.tail_start, counter, span_line("0" * 8)))
 
 
 def _give_ground(
-    t: Transcript, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, ask: int
+    t: Transcript, counter: Counter, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, ask: int
 ) -> tuple[_Zones, int]:
     """The zones (and minimum summary) of the first attempt that leaves the summary its room, in the order
     `plan` documents; the last attempt when none does (plan then refuses with the reason)."""
@@ -197,8 +209,7 @@ def _give_ground(
     for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
         z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
         room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
-        need = summary_min + (ask if z.last_ask_in_summary else 0)
-        if total <= target or room >= need:
+        if total <= target or room >= _need(t, counter, z, summary_min, ask):
             break
     return z, summary_min
 
@@ -234,14 +245,14 @@ def plan(
         in_summary = lu is not None and zones[0] <= lu < zones[1]
         z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
     else:
-        z, summary_min = _give_ground(t, counts, spans, budget, target, ask)
+        z, summary_min = _give_ground(t, counter, counts, spans, budget, target, ask)
 
     h_end, t_start = z.head_end, z.tail_start
     zone_tokens = {"head": sum(counts[:h_end]), "middle": sum(counts[h_end:t_start]), "tail": sum(counts[t_start:])}
     # An earlier summary in the head is replaced by the new one: its tokens are the new summary's to use.
     freed = _freed(counts, z)
     room = target - zone_tokens["head"] - zone_tokens["tail"] + freed
-    if zones is not None and room < summary_min + (ask if z.last_ask_in_summary else 0):
+    if zones is not None and room < _need(t, counter, z, summary_min, ask):
         summary_min = _small_min(summary_min, target)  # the zones of a plan that gave ground: its minimum too
     summary_budget = min(max(int((zone_tokens["middle"] + freed) * budget.summary_ratio), summary_min), budget.summary_max)
     p = Plan(
@@ -279,11 +290,12 @@ def plan(
         )
     summary_budget = min(summary_budget, room)
     if z.last_ask_in_summary and lu is not None:
-        need = ask + summary_min  # the ask verbatim, and room for the rest
+        need = _need(t, counter, z, summary_min, ask)  # the ask verbatim, and room for the rest
         if room < need:
             raise CannotFit(
                 f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
-                f"message alone takes {ask:,} tokens and the summary has {room:,}. Raise --context-window or --threshold."
+                f"message alone takes {ask:,} tokens, the summary's frame {need - ask:,} at least, and the summary has {room:,}. "
+                "Raise --context-window or --threshold."
             )
         summary_budget = min(max(summary_budget, need), room)
     reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {summary_budget:,}"

@@ -16,10 +16,10 @@ from .. import refs as _refs
 from ..errors import CannotFit
 from ..model import Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
-from ..tokens import MESSAGE_OVERHEAD, Counter
+from ..tokens import Counter
 from . import Archived, archive
-from .assemble import assemble, framing_cost, strip_zone, summary_text
-from .plan import Budget, Plan, from_annotations, plan
+from .assemble import assemble, strip_zone, summary_overhead
+from .plan import Budget, Plan, ask_tokens, from_annotations, plan
 from .repair import repair
 
 if TYPE_CHECKING:
@@ -161,13 +161,15 @@ def summarize(
     members = t.messages[p.head_end : p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
     span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs else None
     trailer = _refs.span_line(span[0] if span else None, recall_hint)
-    room = (
-        p.summary_budget
-        - counter.text(summary_text(""))
-        - MESSAGE_OVERHEAD
-        - (counter.text(trailer) + 1 if trailer else 0)
-        - framing_cost(t, p.head_end, p.tail_start, counter)
-    )
+    room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
+    ask = ask_tokens(t, counter, counts, last_user_index(t.messages)) if p.last_ask_in_summary else 0
+    if room < ask:  # never a summary without the ask it was to carry
+        e = CannotFit(
+            f"{t.id}: cannot fit the target of {p.target:,} tokens: the last ask ({ask:,} tokens) goes into the summary, "
+            f"which has {max(room, 0):,} tokens for its text. Raise --context-window or --threshold."
+        )
+        e.fallback, e.fallback_is = (t, []), "as read, not summarized"
+        raise e
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 1), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result

@@ -363,7 +363,7 @@ class LLMSummarizer:
             verbatim = getattr(facts, "last_request_verbatim", False)
             secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
         _put_back(secs, wanted)
-        return _trim(secs, counter, req.budget), retention
+        return _trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
 
 
 def _retention(answer: str, wanted: dict[str, list[str]]) -> float | None:
@@ -386,7 +386,7 @@ def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
             secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
 
 
-def _trim(secs: dict[str, str], counter: Counter, budget: int) -> str:
+def _trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = False) -> str:
     """The rendered summary within `budget`: the longest section loses its oldest lines first, never the
     anchors (Active Task, Constraints). Linear: each line is counted once, and a few rounds correct
     for the tokens that joining lines adds or saves."""
@@ -417,21 +417,33 @@ def _trim(secs: dict[str, str], counter: Counter, budget: int) -> str:
                 secs[s] = "\n".join(lines[s][k:])
         text = render(secs)
         total = counter.text(text)
-    return _cut_to_fit(secs, counter, budget, text, total)
+    return _cut_to_fit(secs, counter, budget, text, total, keep_ask)
 
 
-def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, total: int) -> str:
-    """What dropping whole lines could not fit (one long line per section): the largest section is cut at a token
-    boundary, the Active Task last (when it is the person's words, the plan left room for them)."""
+def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, total: int, keep_ask: bool) -> str:
+    """What dropping whole lines could not fit (one long line per section): in a small budget only the sections
+    with content are shown (as the offline summary does); the largest section is cut at a token boundary; the
+    Active Task last, and never when it is the ask the plan moved into the summary (`keep_ask`: the caller then
+    refuses a summary over its budget)."""
+    if total <= budget:
+        return text
+    terse = counter.text(render({})) > budget * offline.HEADINGS_SHARE
     for _ in range(len(SECTIONS) + 1):
+        text = render(secs, terse=terse)
+        total = counter.text(text)
         if total <= budget:
             return text
         sizes = {s: counter.text(secs.get(s, "")) for s in SECTIONS if s != "Active Task" and secs.get(s, "").strip() not in ("", "None")}
         if not sizes:
-            sizes = {"Active Task": counter.text(secs.get("Active Task", ""))}
+            break
         s = max(sizes, key=lambda k: sizes[k])
         keep = sizes[s] - (total - budget) - 4
         secs[s] = offline._cap(secs[s], counter, keep) if keep > 8 else "None"
-        text = render(secs)
-        total = counter.text(text)
-    return text if total <= budget else ""
+    text = render(secs, terse=True)
+    if counter.text(text) <= budget or keep_ask:
+        return text
+    ask = secs.get("Active Task", "")
+    keep = counter.text(ask) - (counter.text(text) - budget) - 4
+    secs["Active Task"] = offline._cap(ask, counter, keep) if keep > 8 else ""
+    text = render(secs, terse=True)
+    return text if counter.text(text) <= budget else ""

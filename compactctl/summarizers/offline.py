@@ -18,6 +18,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from ..harness import INJECTED_TAGS
 from ..tokens import Counter
 from .facts import Facts
 from .prompt import SECTIONS, parse_sections
@@ -35,7 +36,7 @@ class Item:
     section: str
     text: str
     tier: int
-    order: int  # position within its section
+    order: int  # its position in the list of items (the order the section builders add them)
 
 
 def _cap(text: str, counter: Counter, cap: int) -> str:
@@ -141,7 +142,7 @@ def _asks(b: _Items) -> None:
     # What the kept turns hold verbatim is pointed to, not repeated (a repeated ask can cost a third of a small summary).
     if f.last_request:
         verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_ASK
-        b.add("Active Task", verbatim, 0)
+        b.add("Active Task", verbatim, -1 if f.last_request_verbatim else 0)  # -1: the ask itself, never shed
     goal = f.first_request or f.last_request
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
@@ -262,7 +263,8 @@ def _work_and_notes(b: _Items) -> None:
 
 
 # A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.
-_MARKUP = re.compile(r"</?[a-z][\w-]*>|\b[A-Z]\w+(?::\w+)? hook additional context:")
+# Only the harness's own tags: `Vec<u8>` or a traceback's `<module>` in a note stay.
+_MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\b[A-Z]\w+(?::\w+)? hook additional context:")
 
 
 def _apply_focus(items: list[Item], focus: str | None) -> None:
@@ -272,6 +274,8 @@ def _apply_focus(items: list[Item], focus: str | None) -> None:
         return
     words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
     for it in items:
+        if it.tier < 0:
+            continue
         low = it.text.lower()
         if words and any(w in low for w in words):
             it.tier = 0
@@ -364,7 +368,8 @@ class _Choice:
 def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None) -> str:
     """Choose what fits the budget, then render in order.
 
-    1. Tier 0 (the ask, the goal) is kept first (in a budget too small for them, the goal goes, then the ask).
+    1. Tier 0 (the ask, the goal) is kept first (in a budget too small for them, the goal goes, then a pointer
+       to the ask; never an ask the summary carries verbatim, tier -1).
     2. The identifier index (tier 5) gets INDEX_SHARE of what is left: names are what a continuation
        reuses most, and a name costs a few tokens where an action line costs tens.
     3. Every other section that has content gets an equal share of what is left, filled in its own
@@ -375,7 +380,7 @@ def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | No
     last-chosen items until it fits."""
     ch = _Choice(items, counter, budget)
     for it in items:
-        if it.tier == 0:
+        if it.tier <= 0:
             ch.take(it)
     room = int(max(budget - ch.used, 0) * INDEX_SHARE)
     heading = ch.heading["Critical Context"] if ch.terse and "Critical Context" not in ch.sections else 0
@@ -390,9 +395,9 @@ def _fit(items: list[Item], counter: Counter, budget: int, names: list[str] | No
     _top_up(ch, budget)
     while True:
         text = _render(items, set(ch.chosen), ch.terse)
-        if counter.text(text) <= budget or not ch.chosen:
-            return text
-        ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before the ask) when the budget cannot hold it
+        if counter.text(text) <= budget or not ch.chosen or items[ch.chosen[-1]].tier < 0:
+            return text  # (over the budget only when the ask the plan moved here does not fit: the caller refuses)
+        ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before a pointer to the ask) when the budget cannot hold it
 
 
 def _top_up(ch: _Choice, budget: int) -> None:

@@ -132,5 +132,7 @@ def frame_body(text: str) -> str:
     return "\n".join(out)
 
 
-def render(sections: dict[str, str]) -> str:
-    return "\n\n".join(f"## {s}\n{escape_body(sections.get(s, '').strip()) or 'None'}" for s in SECTIONS)
+def render(sections: dict[str, str], terse: bool = False) -> str:
+    """The 13 sections in order ("None" under an empty one); terse: only those with content."""
+    bodies = [(s, escape_body(sections.get(s, "").strip())) for s in SECTIONS]
+    return "\n\n".join(f"## {s}\n{body or 'None'}" for s, body in bodies if not terse or body not in ("", "None"))

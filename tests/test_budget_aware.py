@@ -648,3 +648,13 @@ def test_harness_note_markup_is_only_the_harness_tags():
     f.notices = ["<system-reminder>hook said: expected Vec<u8>, found Option<String> in <module></system-reminder>"]
     note = next(ln for ln in offline.summarize(f, COUNTER, 2000).split("\n") if ln.startswith("- harness note:"))
     assert "Vec<u8>" in note and "<module>" in note and "system-reminder" not in note
+
+
+def test_the_budget_counts_the_quotes_framing_adds():
+    from compactctl.summarizers.prompt import frame_body
+
+    ask = "\n".join(f"User: step {k} of the plan" for k in range(30))  # role-like lines: framing quotes them
+    f = Facts(last_request=ask, first_request="go")
+    f.last_request_verbatim = True
+    text = offline.summarize(f, COUNTER, 400)
+    assert frame_body(text.strip()) == text.strip() and COUNTER.text(text) <= 400

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..harness import INJECTED_TAGS
 from ..tokens import Counter
 from .facts import Facts
-from .prompt import SECTIONS, parse_sections
+from .prompt import SECTIONS, escape_body, parse_sections
 
 FOREIGN_GOAL_CAP = 600
 GOAL_CAP = 600  # tokens of the first request restated as the Goal at most
@@ -442,5 +442,5 @@ def _render(items: list[Item], chosen: set[int], terse: bool = False) -> str:
         body = "\n".join(by_section[s]) or "None"
         if dropped.get(s):
             body += f"\n(+{dropped[s]} more omitted to fit the budget)"
-        out.append(f"## {s}\n{body}")
+        out.append(f"## {s}\n{escape_body(body)}")  # quoted here, so the budget counts what framing shows
     return "\n\n".join(out)

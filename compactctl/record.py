@@ -30,7 +30,7 @@ from .jsonl import BOM
 from .model import Transcript
 from .phases import Archived
 from .phases.plan import Budget, annotate
-from .phases.plan import plan as plan_phase
+from .phases.plan import plan_for_repair as plan_phase  # the zones `summarize` and `compact` plan with
 from .phases.prune import PruneOptions
 from .phases.prune import prune as prune_phase
 from .phases.repair import repair as repair_phase

@@ -105,7 +105,10 @@ def found(text: str) -> list[str]:
     return REF_RE.findall(text)
 
 
+SPAN_LINE_START = "Originals of the summarized turns:"
+
+
 def span_line(ref: str | None, hint: bool = False) -> str:
     """The lines a summary ends with: the reference of the span it replaced, and (--recall-hint) the tools."""
-    lines = [f"Originals of the summarized turns: {mark(ref)}."] if ref else []
+    lines = [f"{SPAN_LINE_START} {mark(ref)}."] if ref else []
     return "\n".join(lines + [RECALL_HINT] if hint else lines)

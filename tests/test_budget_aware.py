@@ -658,3 +658,57 @@ def test_the_budget_counts_the_quotes_framing_adds():
     f.last_request_verbatim = True
     text = offline.summarize(f, COUNTER, 400)
     assert frame_body(text.strip()) == text.strip() and COUNTER.text(text) <= 400
+
+
+def test_a_heading_with_a_carriage_return_inside_an_ask_is_quoted_not_a_section():
+    from compactctl.summarizers.prompt import frame_body, parse_sections
+
+    for end in ("\r", "\xa0", "\u3000"):
+        f = Facts(last_request=f"line one\nUser: line two\n## Goal{end}\nENDASK", first_request="go")
+        f.last_request_verbatim = True
+        framed = frame_body(offline.summarize(f, COUNTER, 400).strip())
+        secs = parse_sections(framed)
+        assert "ENDASK" in secs["Active Task"] and "> ## Goal" in framed, repr(end)
+
+
+def test_a_second_compaction_carries_the_ask_the_first_summary_holds():
+    # The ask moved into the first summary (the tail could not hold it); the agent went on; nothing new from the
+    # person. The second summary replaces the first: it must carry that ask, not point to an older message.
+    from compactctl.errors import CannotFit
+
+    ask = "now switch to the lexer and rename tokenize() " + " ".join(f"w{k}" for k in range(150)) + " ENDASK"
+    rows = session(8) + [{"role": "user", "content": ask}]
+    for k in range(5):
+        rows += [call(f"z{k}", "run", {"cmd": f"pytest -q tests/t{k}.py"}), res(f"z{k}", "1 failed\n" + f"trace line {k}\n" * 60)]
+    budget = api.CompactOptions(api.Budget(context_window=1200, summary_min=0))
+    first, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), budget)
+    assert rep["status"] == "compacted" and "ENDASK" in "\n".join(m.text() for m in first.messages)
+    more = list(first.messages)
+    for k in range(4):
+        more += [
+            message_from_dict(d, "t", 0, 0)
+            for d in (call(f"y{k}", "read_file", {"path": f"src/big{k}.py"}), res(f"y{k}", f"big line {k}\n" * 150))
+        ]
+    try:
+        second, rep2 = api.compact(Transcript(more, id="t"), COUNTER, api.OfflineSummarizer(), budget)
+    except CannotFit:
+        return
+    assert rep2["status"] == "compacted" and "ENDASK" in "\n".join(m.text() for m in second.messages)
+
+
+def test_summarize_never_says_compacted_over_its_target():
+    # 30 role-like lines: framing quotes each; the pipe's summarize stage reported "compacted" over the target
+    # where `compact` refused.
+    from compactctl.errors import CannotFit
+
+    rows = session(8) + [{"role": "user", "content": "\n".join(f"User: step {k} of the plan" for k in range(30)) + "\nENDASK"}]
+    for window in range(700, 1000, 20):
+        budget = api.Budget(context_window=window, summary_min=60)
+        pruned, _ = api.prune(T(rows), COUNTER, api.PruneOptions(target=budget.target))
+        try:
+            out, st = api.summarize(
+                api.annotate(pruned, api.plan(pruned, COUNTER, budget)), COUNTER, api.OfflineSummarizer(), api.SummarizeOptions(budget)
+            )
+        except CannotFit:
+            continue
+        assert st.status != "compacted" or sum(COUNTER.messages(out.messages)) <= budget.target, window

@@ -159,7 +159,7 @@ def plan(
     counter = budget.counter(inputs)
 
     def work(t):
-        p = phase.plan(t, counter, budget.budget)
+        p = phase.plan_for_repair(t, counter, budget.budget)
         if as_json:
             return Result(None, lines=[orjson.dumps(p.as_dict())])
         _say(io, p.describe())

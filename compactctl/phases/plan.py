@@ -171,13 +171,19 @@ def _small_min(summary_min: int, target: int) -> int:
 
 def ask_tokens(t: Transcript, counter: Counter, counts: list[int], lu: int | None) -> int:
     """What the last ask costs in the summary's Active Task: the person's words, verbatim (a Codex IDE context or
-    a Claude Code reminder around them is the harness's, summarized with the middle); never more than the message."""
+    a Claude Code reminder around them is the harness's, summarized with the middle)."""
     if lu is None:
         return 0
     m = t.messages[lu]
-    words = human_text(m) or m.text()
-    # + what framing may add: a line of the ask that reads as a heading or a role line is quoted ("> ")
-    return min(counts[lu], counter.text(words) + 2 + words.count("\n") + 1)
+    return text_cost(human_text(m) or m.text(), counter)
+
+
+def text_cost(words: str, counter: Counter) -> int:
+    """Tokens a verbatim text takes as a summary section: itself as framing shows it (a line that reads as a
+    heading or a role line quoted "> "), the section's heading ("## Active Task") and the line breaks around it."""
+    from ..summarizers.prompt import escape_body  # the summary's framing rules (loaded when an ask goes there)
+
+    return counter.text(escape_body(words)) + counter.text("## Active Task\n\n") + 1
 
 
 def _need(t: Transcript, counter: Counter, z: _Zones, summary_min: int, ask: int) -> int:
@@ -302,6 +308,19 @@ def plan(
     if p.last_ask_in_summary:
         reason += "; the last user message is kept verbatim in the summary's Active Task"
     return dataclasses.replace(p, summary_budget=summary_budget, needs_compaction=True, reason=reason)
+
+
+def plan_for_repair(
+    t: Transcript, counter: Counter, budget: Budget | None = None, counts: list[int] | None = None, zones: tuple[int, int] | None = None
+) -> Plan:
+    """`plan`, leaving free what repair will add after it (stubs for calls without a result): what `plan` (the
+    command), `summarize` and `compact` all plan with, so that the pipe and `compact` agree."""
+    from .repair import repair
+
+    counts = counts if counts is not None else counter.messages(t.messages)
+    fixed, st = repair(t)
+    reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
+    return plan(t, counter, budget, counts=counts, zones=zones, reserve=max(reserve, 0))
 
 
 def annotate(t: Transcript, p: Plan) -> Transcript:

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 from .. import refs as _refs
 from ..errors import CannotFit
-from ..model import Transcript, is_summary, last_user_index
+from ..model import SUMMARY_END, Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
 from ..tokens import Counter
 from . import Archived, archive
 from .assemble import assemble, strip_zone, summary_overhead
-from .plan import Budget, Plan, ask_tokens, from_annotations, plan
-from .repair import repair
+from .plan import Budget, Plan, from_annotations, plan_for_repair, text_cost
 
 if TYPE_CHECKING:
     from ..summarizers.facts import Facts
@@ -92,23 +91,29 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
     facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
+        carried = carried_ask(facts.prior_summary) if lu is None or lu < p.prior_summary else None
+        if carried:  # the latest ask lives only in the earlier summary (nothing the person said since): carry it on
+            facts.last_request, facts.last_request_verbatim = carried, True
     return facts
 
 
-def _plan(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zones: tuple[int, int] | None) -> Plan:
-    """The plan, leaving free what repair will add after this phase (stubs for unanswered calls)."""
-    p = plan(t, counter, budget, counts=counts, zones=zones)
-    if p.needs_compaction:
-        reserve = sum(counter.messages(repair(t)[0].messages)) - sum(counts)
-        if reserve > 0:
-            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
-    return p
+def carried_ask(summary: str) -> str | None:
+    """The ask an earlier summary carries verbatim in its Active Task (a plan had moved it there), or None when
+    its Active Task points to a kept message or is empty."""
+    from ..summarizers.offline import POINTERS
+    from ..summarizers.prompt import parse_sections, unescape_body
+
+    body = parse_sections(summary).get("Active Task", "")
+    ends = (_refs.SPAN_LINE_START, _refs.RECALL_HINT, SUMMARY_END)  # a terse summary's last section runs into them
+    lines = [ln for ln in body.split("\n") if not ln.startswith(ends)]
+    text = unescape_body("\n".join(lines)).strip()
+    return text if text and text not in POINTERS and text != "None" else None
 
 
 def _planned(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zones: tuple[int, int] | None) -> Plan:
-    """_plan; when it cannot fit, what a caller that goes on writes is the input without `plan`'s annotations."""
+    """plan_for_repair; when it cannot fit, what a caller that goes on writes is the input without `plan`'s annotations."""
     try:
-        return _plan(t, counter, budget, counts, zones)
+        return plan_for_repair(t, counter, budget, counts, zones)
     except CannotFit as e:
         if e.fallback is None:
             e.fallback, e.fallback_is = (t, []), "as read, not summarized"
@@ -122,6 +127,13 @@ def _archive_replaced(t: Transcript, replaced: list, members: list, span: tuple 
         archive(t, m, "summarize", st.archived)
         if span is not None and m.untouched and id(m) in in_span:
             st.archived[-1].span = span
+
+
+def _refused(t: Transcript, why: str, p: Plan) -> CannotFit:
+    """CannotFit for a summary that cannot hold what it must; a caller that goes on writes the input as read."""
+    e = CannotFit(f"{t.id}: cannot fit the target of {p.target:,} tokens: {why}. Raise --context-window or --threshold.")
+    e.fallback, e.fallback_is = (t, []), "as read, not summarized"
+    return e
 
 
 @dataclass(frozen=True)
@@ -162,14 +174,9 @@ def summarize(
     span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs else None
     trailer = _refs.span_line(span[0] if span else None, recall_hint)
     room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
-    ask = ask_tokens(t, counter, counts, last_user_index(t.messages)) if p.last_ask_in_summary else 0
-    if room < ask:  # never a summary without the ask it was to carry
-        e = CannotFit(
-            f"{t.id}: cannot fit the target of {p.target:,} tokens: the last ask ({ask:,} tokens) goes into the summary, "
-            f"which has {max(room, 0):,} tokens for its text. Raise --context-window or --threshold."
-        )
-        e.fallback, e.fallback_is = (t, []), "as read, not summarized"
-        raise e
+    ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
+    if ask and room < ask:  # never a summary without the ask it was to carry
+        raise _refused(t, f"the last ask ({ask:,} tokens) goes into the summary, which has {max(room, 0):,} tokens for its text", p)
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 1), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result
@@ -182,6 +189,13 @@ def summarize(
         st.reason = f"ineffective: would save {(st.tokens_before - after) / st.tokens_before:.1%} (< {min_saving:.0%}); input kept (strike {strikes + 1})"
         return set_strikes(t, strikes + 1), st
     _archive_replaced(t, replaced, members, span, st)
+    if after > p.target:  # as `compact` says it (p.target leaves room for repair's stubs): never "compacted" over it
+        over = CannotFit(
+            f"{t.id}: {after:,} tokens after compaction (compacted), over the target of {p.target:,}. "
+            "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
+        )
+        over.fallback, over.fallback_is = (out, st.archived), "compacted, over the target"
+        raise over
     if strikes:
         out = set_strikes(out, 0)
     st.status = "compacted"

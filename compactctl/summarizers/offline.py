@@ -28,6 +28,7 @@ GOAL_CAP = 600  # tokens of the first request restated as the Goal at most
 KEPT_LAST_ASK = "the person's latest message, kept verbatim (not summarized)"
 KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
 ONLY_ASK = "the Active Task (the person's only ask)"
+POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK)  # what an Active Task or Goal says instead of repeating a kept ask
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
 

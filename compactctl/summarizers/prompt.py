@@ -104,9 +104,15 @@ def _defuse_markers(text: str) -> str:
 def escape_line(line: str) -> str:
     """`line` quoted when it looks like one of the 13 section headings or like framing. Other markdown
     headings stay as written: they cannot open a section, and the last ask must stay verbatim."""
-    if _HEADING.match(line) or _FRAMING.match(line):
+    probe = line.rstrip()  # as frame_body and parse_sections read it: "## Goal\r" or "## Goal\xa0" is a heading too
+    if _HEADING.match(probe) or _FRAMING.match(probe):
         return QUOTE + line
     return line
+
+
+def unescape_body(text: str) -> str:
+    """`escape_body`'s quotes taken off again (a line quoted only because it read as a heading or as framing)."""
+    return "\n".join(ln[len(QUOTE) :] if ln.startswith(QUOTE) and escape_line(ln[len(QUOTE) :]) == ln else ln for ln in text.split("\n"))
 
 
 def escape_body(text: str) -> str:

@@ -712,3 +712,24 @@ def test_summarize_never_says_compacted_over_its_target():
         except CannotFit:
             continue
         assert st.status != "compacted" or sum(COUNTER.messages(out.messages)) <= budget.target, window
+
+
+def test_the_carried_ask_is_only_the_ask_and_only_when_no_one_spoke_since():
+    from compactctl.model import SUMMARY_MERGED
+    from compactctl.phases.assemble import summary_text
+    from compactctl.phases.summarize import carried_ask
+
+    # a summary merged into the next message: the ask ends where the summary does, not in the agent's text after it
+    merged = summary_text("## Active Task\nrename tokenize() ENDASK") + "\n\n" + SUMMARY_MERGED + "\n\nAGENTTEXT next."
+    assert carried_ask(merged) == "rename tokenize() ENDASK"
+    assert carried_ask(summary_text("## Active Task\n" + offline.KEPT_LAST_ASK)) is None  # a pointer is not an ask
+    assert carried_ask(summary_text("## Active Task\nrename tokenize() and … …[cut]")) is None  # nor a cut copy
+    # a later user turn (a slash command the harness wrapped, too): the earlier summary's ask is not carried
+    from compactctl.phases.summarize import _carried
+
+    held = summary_text("## Active Task\nrename tokenize() ENDASK")
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": held}, {"role": "assistant", "content": "on it"}]
+    slash = {"role": "user", "content": "<command-name>/review-pr</command-name><command-args>NEWASK</command-args>"}
+    plan_all = api.Plan("t", 4, 1, 4, {}, 0, 0, 0, 0, "", needs_compaction=True, reason="")
+    assert _carried(T(rows + [{"role": "assistant", "content": "done"}]), plan_all) == "rename tokenize() ENDASK"
+    assert _carried(T(rows + [slash]), plan_all) is None

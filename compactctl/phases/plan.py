@@ -318,9 +318,13 @@ def plan_for_repair(
     from .repair import repair
 
     counts = counts if counts is not None else counter.messages(t.messages)
-    fixed, st = repair(t)
-    reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
-    return plan(t, counter, budget, counts=counts, zones=zones, reserve=max(reserve, 0))
+    p = plan(t, counter, budget, counts=counts, zones=zones)
+    if p.needs_compaction:  # a transcript at or under its target is never compacted
+        fixed, st = repair(t)
+        reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
+        if reserve > 0:
+            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
+    return p
 
 
 def annotate(t: Transcript, p: Plan) -> Transcript:

@@ -9,6 +9,7 @@ in the transcript, and after `max_strikes` strikes in a row the transcript is sk
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -91,10 +92,19 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
     facts.last_request_verbatim = p.last_ask_in_summary
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
-        carried = carried_ask(facts.prior_summary) if lu is None or lu < p.prior_summary else None
-        if carried:  # the latest ask lives only in the earlier summary (nothing the person said since): carry it on
-            facts.last_request, facts.last_request_verbatim = carried, True
+    carried = _carried(t, p)
+    if carried:
+        facts.last_request, facts.last_request_verbatim = carried, True
     return facts
+
+
+def _carried(t: Transcript, p: Plan) -> str | None:
+    """The latest ask when it lives only in an earlier summary this one replaces (in the head, or summarized again
+    in the middle) and no user turn came after that summary: it is carried on, verbatim."""
+    ps = next((k for k in range(p.tail_start - 1, -1, -1) if is_summary(t.messages[k])), None)
+    if ps is None or any(m.role == "user" and not is_summary(m) and m.text().strip() for m in t.messages[ps + 1 :]):
+        return None
+    return carried_ask(t.messages[ps].text())
 
 
 def carried_ask(summary: str) -> str | None:
@@ -105,9 +115,11 @@ def carried_ask(summary: str) -> str | None:
 
     body = parse_sections(summary).get("Active Task", "")
     ends = (_refs.SPAN_LINE_START, _refs.RECALL_HINT, SUMMARY_END)  # a terse summary's last section runs into them
-    lines = [ln for ln in body.split("\n") if not ln.startswith(ends)]
+    lines = list(itertools.takewhile(lambda ln: not ln.startswith(ends), body.split("\n")))
     text = unescape_body("\n".join(lines)).strip()
-    return text if text and text not in POINTERS and text != "None" else None
+    if not text or text in POINTERS or text == "None" or text.endswith("[cut]"):  # a pointer, or not the whole ask
+        return None
+    return text
 
 
 def _planned(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zones: tuple[int, int] | None) -> Plan:
@@ -189,13 +201,6 @@ def summarize(
         st.reason = f"ineffective: would save {(st.tokens_before - after) / st.tokens_before:.1%} (< {min_saving:.0%}); input kept (strike {strikes + 1})"
         return set_strikes(t, strikes + 1), st
     _archive_replaced(t, replaced, members, span, st)
-    if after > p.target:  # as `compact` says it (p.target leaves room for repair's stubs): never "compacted" over it
-        over = CannotFit(
-            f"{t.id}: {after:,} tokens after compaction (compacted), over the target of {p.target:,}. "
-            "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
-        )
-        over.fallback, over.fallback_is = (out, st.archived), "compacted, over the target"
-        raise over
     if strikes:
         out = set_strikes(out, 0)
     st.status = "compacted"

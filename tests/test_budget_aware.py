@@ -733,3 +733,29 @@ def test_the_carried_ask_is_only_the_ask_and_only_when_no_one_spoke_since():
     plan_all = api.Plan("t", 4, 1, 4, {}, 0, 0, 0, 0, "", needs_compaction=True, reason="")
     assert _carried(T(rows + [{"role": "assistant", "content": "done"}]), plan_all) == "rename tokenize() ENDASK"
     assert _carried(T(rows + [slash]), plan_all) is None
+
+
+def test_the_plan_budgets_an_ask_an_earlier_summary_carries():
+    # Round 2 must carry round 1's ask (nothing from the person since): the plan gives ground (a smaller tail) so
+    # that the new summary holds it, where it planned as if there were none and summarize then refused.
+    ask = "now switch to the lexer and rename tokenize() " + " ".join(f"w{k}" for k in range(150)) + " ENDASK"
+    rows = session(8) + [{"role": "user", "content": ask}]
+    for k in range(5):
+        rows += [call(f"z{k}", "run", {"cmd": f"pytest -q tests/t{k}.py"}), res(f"z{k}", "1 failed\n" + f"trace line {k}\n" * 60)]
+    rows.append({"role": "assistant", "content": "Looking."})
+    budget = api.CompactOptions(api.Budget(context_window=900, summary_min=0))
+    first, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), budget)
+    assert rep["status"] == "compacted" and "ENDASK" in "\n".join(m.text() for m in first.messages)
+    more = list(first.messages)
+    for k in range(4):
+        more += [
+            message_from_dict(d, "t", 0, 0)
+            for d in (
+                call(f"y{k}", "read_file", {"path": f"src/y{k}.py"}),
+                res(f"y{k}", f"y line {k}\n" * 150),
+                {"role": "assistant", "content": f"Read y{k}."},
+            )
+        ]
+    second, rep2 = api.compact(Transcript(more, id="t"), COUNTER, api.OfflineSummarizer(), budget)
+    assert rep2["status"] == "compacted" and rep2["tokens_after"] <= 450
+    assert "ENDASK" in "\n".join(m.text() for m in second.messages)

@@ -19,13 +19,14 @@ verbatim in the summary's Active Task.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 
 from ..errors import CannotFit
 from ..harness import human_text
-from ..model import SYSTEM_ROLES, Transcript, is_summary, last_user_index
+from ..model import SUMMARY_END, SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
-from ..refs import span_line
+from ..refs import RECALL_HINT, SPAN_LINE_START, span_line
 from ..tokens import Counter
 from .assemble import summary_overhead
 
@@ -169,13 +170,54 @@ def _small_min(summary_min: int, target: int) -> int:
     return min(summary_min, max(target // 4, 100))
 
 
-def ask_tokens(t: Transcript, counter: Counter, counts: list[int], lu: int | None) -> int:
-    """What the last ask costs in the summary's Active Task: the person's words, verbatim (a Codex IDE context or
-    a Claude Code reminder around them is the harness's, summarized with the middle)."""
-    if lu is None:
-        return 0
-    m = t.messages[lu]
-    return text_cost(human_text(m) or m.text(), counter)
+@dataclass(frozen=True)
+class _Asks:
+    """What an ask costs the summary's Active Task when it goes there: the last user message's words (when the plan
+    moves them there), or an ask an earlier summary holds (at `carrier`) when it is replaced and no user turn came after."""
+
+    last: int
+    carried: int = 0
+    carrier: int = -1
+
+    def cost(self, z: _Zones) -> int:
+        if self.carried and self.carrier < z.tail_start:
+            return self.carried
+        return self.last if z.last_ask_in_summary else 0
+
+
+def _asks(t: Transcript, counter: Counter, lu: int | None) -> _Asks:
+    """The person's words of the last ask, verbatim (a Codex IDE context or a Claude Code reminder around them is the
+    harness's, summarized with the middle), and an earlier summary's ask (see `carrier`)."""
+    last = text_cost(human_text(t.messages[lu]) or t.messages[lu].text(), counter) if lu is not None else 0
+    k = carrier(t)
+    ask = carried_ask(t.messages[k].text()) if k is not None else None
+    return _Asks(last, text_cost(ask, counter), k) if k is not None and ask else _Asks(last)
+
+
+def carrier(t: Transcript) -> int | None:
+    """The latest compaction summary, when no user turn follows it: when a new summary replaces it, the ask it
+    holds is still the latest one."""
+    msgs = t.messages
+    for k in range(len(msgs) - 1, -1, -1):
+        m = msgs[k]
+        if is_summary(m):
+            return k if not any(x.role == "user" and not is_summary(x) and x.text().strip() for x in msgs[k + 1 :]) else None
+    return None
+
+
+def carried_ask(summary: str) -> str | None:
+    """The ask an earlier summary carries verbatim in its Active Task (a plan had moved it there), or None when
+    its Active Task points to a kept message, is empty, or is a cut copy."""
+    from ..summarizers.offline import POINTERS
+    from ..summarizers.prompt import parse_sections, unescape_body
+
+    body = parse_sections(summary).get("Active Task", "")
+    ends = (SPAN_LINE_START, RECALL_HINT, SUMMARY_END)  # a terse summary's last section runs into them
+    lines = list(itertools.takewhile(lambda ln: not ln.startswith(ends), body.split("\n")))
+    text = unescape_body("\n".join(lines)).strip()
+    if not text or text in POINTERS or text == "None" or text.endswith("[cut]"):
+        return None
+    return text
 
 
 def text_cost(words: str, counter: Counter) -> int:
@@ -186,16 +228,22 @@ def text_cost(words: str, counter: Counter) -> int:
     return counter.text(escape_body(words)) + counter.text("## Active Task\n\n") + 1
 
 
-def _need(t: Transcript, counter: Counter, z: _Zones, summary_min: int, ask: int) -> int:
-    """The least room the summary needs: its minimum; with the ask in it, the ask and the summary message's own
-    frame (marker, reference line, what assembly adds) besides, so that the text has room for the ask."""
-    if not z.last_ask_in_summary:
+def _need(t: Transcript, counter: Counter, z: _Zones, summary_min: int, asks: _Asks, giving_ground: bool = False) -> int:
+    """The least room the summary needs: its minimum; with an ask in it, the ask and the summary message's own
+    frame (marker, reference line, what assembly adds) besides, so that the text has room for the ask. An earlier
+    summary's ask is part of the summary that replaces it, so it counts within the minimum, except while the plan
+    gives ground (it then looks for zones that leave the ask room beside a whole minimum summary)."""
+    ask = asks.cost(z)
+    if not ask:
         return summary_min
-    return ask + max(summary_min, summary_overhead(t, z.head_end, z.tail_start, counter, span_line("0" * 8)))
+    frame = summary_overhead(t, z.head_end, z.tail_start, counter, span_line("0" * 8))
+    if not z.last_ask_in_summary and not giving_ground:
+        return max(summary_min, ask + frame)
+    return ask + max(summary_min, frame)
 
 
 def _give_ground(
-    t: Transcript, counter: Counter, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, ask: int
+    t: Transcript, counter: Counter, counts: list[int], spans: list[tuple[int, int]], budget: Budget, target: int, ask: _Asks
 ) -> tuple[_Zones, int]:
     """The zones (and minimum summary) of the first attempt that leaves the summary its room, in the order
     `plan` documents; the last attempt when none does (plan then refuses with the reason)."""
@@ -215,7 +263,7 @@ def _give_ground(
     for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
         z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
         room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
-        if total <= target or room >= _need(t, counter, z, summary_min, ask):
+        if total <= target or room >= _need(t, counter, z, summary_min, ask, giving_ground=True):
             break
     return z, summary_min
 
@@ -245,7 +293,7 @@ def plan(
     spans = groups(msgs)
     lu = last_user_index(msgs)
     summary_min = budget.summary_min
-    ask = ask_tokens(t, counter, counts, lu)
+    ask = _asks(t, counter, lu)
     if zones is not None:
         z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
         in_summary = lu is not None and zones[0] <= lu < zones[1]
@@ -295,13 +343,14 @@ def plan(
             f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
         )
     summary_budget = min(summary_budget, room)
-    if z.last_ask_in_summary and lu is not None:
+    if ask.cost(z):
         need = _need(t, counter, z, summary_min, ask)  # the ask verbatim, and room for the rest
         if room < need:
             raise CannotFit(
-                f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the last user "
-                f"message alone takes {ask:,} tokens, the summary's frame {need - ask:,} at least, and the summary has {room:,}. "
-                "Raise --context-window or --threshold."
+                f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the "
+                f"{'ask an earlier summary holds' if ask.carried and ask.carrier < z.tail_start else 'last user message'} alone "
+                f"takes {ask.cost(z):,} tokens, the summary's frame {need - ask.cost(z):,} at least, and the summary has "
+                f"{room:,}. Raise --context-window or --threshold."
             )
         summary_budget = min(max(summary_budget, need), room)
     reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {summary_budget:,}"

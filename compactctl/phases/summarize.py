@@ -9,18 +9,17 @@ in the transcript, and after `max_strikes` strikes in a row the transcript is sk
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import refs as _refs
 from ..errors import CannotFit
-from ..model import SUMMARY_END, Transcript, is_summary, last_user_index
+from ..model import Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
 from ..tokens import Counter
 from . import Archived, archive
 from .assemble import assemble, strip_zone, summary_overhead
-from .plan import Budget, Plan, from_annotations, plan_for_repair, text_cost
+from .plan import Budget, Plan, carried_ask, carrier, from_annotations, plan_for_repair, text_cost
 
 if TYPE_CHECKING:
     from ..summarizers.facts import Facts
@@ -100,26 +99,9 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
 
 def _carried(t: Transcript, p: Plan) -> str | None:
     """The latest ask when it lives only in an earlier summary this one replaces (in the head, or summarized again
-    in the middle) and no user turn came after that summary: it is carried on, verbatim."""
-    ps = next((k for k in range(p.tail_start - 1, -1, -1) if is_summary(t.messages[k])), None)
-    if ps is None or any(m.role == "user" and not is_summary(m) and m.text().strip() for m in t.messages[ps + 1 :]):
-        return None
-    return carried_ask(t.messages[ps].text())
-
-
-def carried_ask(summary: str) -> str | None:
-    """The ask an earlier summary carries verbatim in its Active Task (a plan had moved it there), or None when
-    its Active Task points to a kept message or is empty."""
-    from ..summarizers.offline import POINTERS
-    from ..summarizers.prompt import parse_sections, unescape_body
-
-    body = parse_sections(summary).get("Active Task", "")
-    ends = (_refs.SPAN_LINE_START, _refs.RECALL_HINT, SUMMARY_END)  # a terse summary's last section runs into them
-    lines = list(itertools.takewhile(lambda ln: not ln.startswith(ends), body.split("\n")))
-    text = unescape_body("\n".join(lines)).strip()
-    if not text or text in POINTERS or text == "None" or text.endswith("[cut]"):  # a pointer, or not the whole ask
-        return None
-    return text
+    in the middle) and no user turn came after that summary: it is carried on, verbatim (the plan charged it)."""
+    k = carrier(t)
+    return carried_ask(t.messages[k].text()) if k is not None and k < p.tail_start else None
 
 
 def _planned(t: Transcript, counter: Counter, budget: Budget, counts: list[int], zones: tuple[int, int] | None) -> Plan:

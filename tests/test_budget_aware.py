@@ -671,18 +671,24 @@ def test_a_heading_with_a_carriage_return_inside_an_ask_is_quoted_not_a_section(
         assert "ENDASK" in secs["Active Task"] and "> ## Goal" in framed, repr(end)
 
 
+def _first_round_with_the_ask_in_the_summary(budget, after: list[dict]):
+    """A session whose long last ask goes into the summary at this budget, then failing test runs; compacted."""
+    ask = "now switch to the lexer and rename tokenize() " + " ".join(f"w{k}" for k in range(150)) + " ENDASK"
+    rows = session(8) + [{"role": "user", "content": ask}]
+    for k in range(5):
+        rows += [call(f"z{k}", "run", {"cmd": f"pytest -q tests/t{k}.py"}), res(f"z{k}", "1 failed\n" + f"trace line {k}\n" * 60)]
+    first, rep = api.compact(T(rows + after), COUNTER, api.OfflineSummarizer(), budget)
+    assert rep["status"] == "compacted" and "ENDASK" in "\n".join(m.text() for m in first.messages)
+    return first
+
+
 def test_a_second_compaction_carries_the_ask_the_first_summary_holds():
     # The ask moved into the first summary (the tail could not hold it); the agent went on; nothing new from the
     # person. The second summary replaces the first: it must carry that ask, not point to an older message.
     from compactctl.errors import CannotFit
 
-    ask = "now switch to the lexer and rename tokenize() " + " ".join(f"w{k}" for k in range(150)) + " ENDASK"
-    rows = session(8) + [{"role": "user", "content": ask}]
-    for k in range(5):
-        rows += [call(f"z{k}", "run", {"cmd": f"pytest -q tests/t{k}.py"}), res(f"z{k}", "1 failed\n" + f"trace line {k}\n" * 60)]
     budget = api.CompactOptions(api.Budget(context_window=1200, summary_min=0))
-    first, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), budget)
-    assert rep["status"] == "compacted" and "ENDASK" in "\n".join(m.text() for m in first.messages)
+    first = _first_round_with_the_ask_in_the_summary(budget, [])
     more = list(first.messages)
     for k in range(4):
         more += [
@@ -738,14 +744,8 @@ def test_the_carried_ask_is_only_the_ask_and_only_when_no_one_spoke_since():
 def test_the_plan_budgets_an_ask_an_earlier_summary_carries():
     # Round 2 must carry round 1's ask (nothing from the person since): the plan gives ground (a smaller tail) so
     # that the new summary holds it, where it planned as if there were none and summarize then refused.
-    ask = "now switch to the lexer and rename tokenize() " + " ".join(f"w{k}" for k in range(150)) + " ENDASK"
-    rows = session(8) + [{"role": "user", "content": ask}]
-    for k in range(5):
-        rows += [call(f"z{k}", "run", {"cmd": f"pytest -q tests/t{k}.py"}), res(f"z{k}", "1 failed\n" + f"trace line {k}\n" * 60)]
-    rows.append({"role": "assistant", "content": "Looking."})
     budget = api.CompactOptions(api.Budget(context_window=900, summary_min=0))
-    first, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), budget)
-    assert rep["status"] == "compacted" and "ENDASK" in "\n".join(m.text() for m in first.messages)
+    first = _first_round_with_the_ask_in_the_summary(budget, [{"role": "assistant", "content": "Looking."}])
     more = list(first.messages)
     for k in range(4):
         more += [

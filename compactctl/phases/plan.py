@@ -293,7 +293,7 @@ def plan(
     spans = groups(msgs)
     lu = last_user_index(msgs)
     summary_min = budget.summary_min
-    ask = _asks(t, counter, lu)
+    ask = _asks(t, counter, lu) if total > target else _Asks(0)  # an ask costs something only in a compaction
     if zones is not None:
         z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
         in_summary = lu is not None and zones[0] <= lu < zones[1]

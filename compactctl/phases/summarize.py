@@ -110,7 +110,7 @@ def _planned(t: Transcript, counter: Counter, budget: Budget, counts: list[int],
         return plan_for_repair(t, counter, budget, counts, zones)
     except CannotFit as e:
         if e.fallback is None:
-            e.fallback, e.fallback_is = (t, []), "as read, not summarized"
+            _as_read(e, t)
         raise
 
 
@@ -123,9 +123,8 @@ def _archive_replaced(t: Transcript, replaced: list, members: list, span: tuple 
             st.archived[-1].span = span
 
 
-def _refused(t: Transcript, why: str, p: Plan) -> CannotFit:
-    """CannotFit for a summary that cannot hold what it must; a caller that goes on writes the input as read."""
-    e = CannotFit(f"{t.id}: cannot fit the target of {p.target:,} tokens: {why}. Raise --context-window or --threshold.")
+def _as_read(e: CannotFit, t: Transcript) -> CannotFit:
+    """`e`, with what a caller that goes on writes: the input as read (without `plan`'s annotations)."""
     e.fallback, e.fallback_is = (t, []), "as read, not summarized"
     return e
 
@@ -170,7 +169,13 @@ def summarize(
     room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
     ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
     if ask and room < ask:  # never a summary without the ask it was to carry
-        raise _refused(t, f"the last ask ({ask:,} tokens) goes into the summary, which has {max(room, 0):,} tokens for its text", p)
+        raise _as_read(
+            CannotFit(
+                f"{t.id}: cannot fit the target of {p.target:,} tokens: the last ask ({ask:,} tokens) goes into the summary, "
+                f"which has {max(room, 0):,} tokens for its text. Raise --context-window or --threshold."
+            ),
+            t,
+        )
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 1), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result

@@ -231,6 +231,18 @@ def test_summary_goal_and_task_come_from_the_person():
     assert facts.requests == ["Port the CLI to typer"] and facts.notices
 
 
+def test_a_session_with_only_harness_messages_has_no_ask_of_the_person():
+    """Hook output only (a Claude Code compaction subagent's prefix): the kept message is the harness's text, so the
+    summary calls it that, and has no Goal (it once said "the person's latest message" and "the person's only ask")."""
+    note = "<system-reminder>\nPostToolUse:Edit hook additional context: [COMPILE ERROR] undefined function {}/1{}\n</system-reminder>"
+    rows = [{"role": "user", "content": note.format(f"fun_{k}", " x" * 300 if k < 7 else "")} for k in range(8)]
+    out, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=1600)))
+    assert rep["status"] == "compacted"
+    sections = parse_sections(out.messages[0].text())
+    assert sections["Active Task"] == offline.KEPT_LAST_NOTE and "Goal" not in sections
+    assert out.messages[-1].text() == rows[-1]["content"]  # the last user-role message is still kept verbatim
+
+
 # ---- sections do not starve
 
 

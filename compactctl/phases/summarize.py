@@ -89,6 +89,7 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
     ]
     facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
     facts.last_request_verbatim = p.last_ask_in_summary
+    facts.last_request_harness = last is not None and not request_text(last)  # every user message is the harness's
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
     carried = _carried(t, p)

@@ -58,6 +58,7 @@ class Facts:
     last_request: str | None = None  # the latest user message of the whole transcript, verbatim
     last_request_verbatim: bool = False  # not in the kept turns: the summary carries all of it (else it points to it)
     first_request_kept: bool = False  # the message that holds first_request is kept verbatim (in the head or tail)
+    last_request_harness: bool = False  # no message holds the person's words: last_request is the harness's text
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)

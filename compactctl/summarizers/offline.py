@@ -28,7 +28,8 @@ GOAL_CAP = 600  # tokens of the first request restated as the Goal at most
 KEPT_LAST_ASK = "the person's latest message, kept verbatim (not summarized)"
 KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
 ONLY_ASK = "the Active Task (the person's only ask)"
-POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK)  # what an Active Task or Goal says instead of repeating a kept ask
+KEPT_LAST_NOTE = "none from the person; the latest user-role message (the harness's text) is kept verbatim"
+POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK, KEPT_LAST_NOTE)  # what an Active Task or Goal says instead of repeating a kept ask
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
 
@@ -142,9 +143,9 @@ def _asks(b: _Items) -> None:
     f, counter = b.facts, b.counter
     # What the kept turns hold verbatim is pointed to, not repeated (a repeated ask can cost a third of a small summary).
     if f.last_request:
-        verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_ASK
+        verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_NOTE if f.last_request_harness else KEPT_LAST_ASK
         b.add("Active Task", verbatim, -1 if f.last_request_verbatim else 0)  # -1: the ask itself, never shed
-    goal = f.first_request or f.last_request
+    goal = f.first_request or (f.last_request if not f.last_request_harness else None)  # harness text is no goal
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
     elif b.foreign_goal:  # the request as the earlier summary states it: the session's goal, before any later ask

@@ -320,6 +320,25 @@ def test_a_markdown_line_in_the_last_ask_stays_verbatim_in_active_task():
     assert secs["Active Task"] == ask and "> ## Goal" in text and text.split("\n").count("## Goal") == 1
 
 
+def test_a_transcript_that_repair_takes_over_its_target_is_compacted_not_refused():
+    """Under its target as read, over it once repair answers the call in flight (its stub counts): `compact`
+    compacts it (it exited 5, "over the target", for 8 of these 46 sizes)."""
+    from compactctl.errors import CannotFit
+
+    for n in range(40, 131, 2):
+        rows = [{"role": "user", "content": "Please fix the build."}]
+        for i in range(n):
+            rows.append(call(f"c{i}", "terminal", {"command": f"make step{i}"}))
+            rows.append(res(f"c{i}", f"step {i} ok " + "word " * 40))
+        rows.append({**call("last", "terminal", {"command": "make test"}), "content": "Running the tests now."})
+        t = T(rows)
+        try:
+            out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=8000)))
+        except CannotFit as e:
+            raise AssertionError(f"{n} steps: {e}") from None
+        assert api.check(out) == [] and rep["tokens_after"] <= 4000, n
+
+
 def test_output_over_the_target_is_never_a_silent_success(tmp_path):
     from compactctl.errors import CannotFit
 

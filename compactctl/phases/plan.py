@@ -368,11 +368,13 @@ def plan_for_repair(
 
     counts = counts if counts is not None else counter.messages(t.messages)
     p = plan(t, counter, budget, counts=counts, zones=zones)
-    if p.needs_compaction:  # a transcript at or under its target is never compacted
-        fixed, st = repair(t)
-        reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
-        if reserve > 0:
-            p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
+    fixed, st = repair(t)
+    reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
+    # Reserved when a compaction is needed anyway, or when repair alone would take the transcript over its target
+    # (its stubs for unanswered calls count in the output); a transcript at or under its target once repaired is
+    # never compacted.
+    if reserve > 0 and (p.needs_compaction or p.total + reserve > p.target):
+        p = plan(t, counter, budget, counts=counts, zones=zones, reserve=reserve)
     return p
 
 

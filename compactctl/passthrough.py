@@ -16,6 +16,7 @@ from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
 from .model import LEGACY, SYSTEM_ROLES
+from .phases.repair import blank_parts
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
 
@@ -83,6 +84,8 @@ def _empty(d: dict, content: Any) -> bool:
         return not reasoned
     if type(content) is str:
         return not content.strip() and not reasoned
+    if type(content) is list and content:
+        return blank_parts(content) and not reasoned
     return len(content) == 0
 
 

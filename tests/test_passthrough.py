@@ -22,7 +22,19 @@ from gen import session  # noqa: E402  (bench/gen.py: the benchmark's generated 
 
 IDS = st.sampled_from(["a", "b", "c", "", None, 5])
 NAMES = st.sampled_from(["terminal", "read_file", "", None])
-CONTENTS = ["hi", "", "  \n", "\u3000", None, 7, [], [{"type": "text", "text": "x"}], {"a": 1}]
+CONTENTS = [
+    "hi",
+    "",
+    "  \n",
+    "\u3000",
+    None,
+    7,
+    [],
+    [{"type": "text", "text": "x"}],
+    [{"type": "text", "text": " "}],
+    [{"type": "text", "value": "v"}],
+    {"a": 1},
+]
 CONTENT = st.one_of(st.sampled_from(CONTENTS), st.text(max_size=8))
 ODD_KEYS = [
     {},

@@ -189,6 +189,22 @@ def test_repair_strip_duplicate_ids_empty_and_first_role():
     assert len(set(ids)) == 2 and [m.tool_call_id for m in out.messages[4:6]] == ids
 
 
+def test_repair_text_parts_without_text_are_an_empty_message():
+    """`[{"type": "text", "text": ""}]` is as empty as "" for both APIs (it passed --check and went out)."""
+    rows = [
+        {"role": "user", "content": [{"type": "text", "text": ""}]},
+        {"role": "assistant", "content": [{"type": "text", "text": " \n"}, {"type": "text", "text": ""}]},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "text", "text": ""}, {"type": "text", "text": "a"}]},
+        {"role": "user", "content": [{"type": "text", "value": "LlamaFactory keeps its text under value"}]},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["empty-message", "empty-message"]
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.empty_removed == 2 and [m.text().strip() for m in out.messages][:2] == ["q", "a"]
+    assert out.messages[-1].content == rows[-1]["content"]  # not blank: kept as it is
+
+
 # ---- plan
 
 

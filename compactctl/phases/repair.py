@@ -73,8 +73,14 @@ def _empty(m: Message) -> bool:
     if isinstance(c, str):
         return not c.strip() and not m.reasoning
     if isinstance(c, list):
-        return len(c) == 0
+        return len(c) == 0 or (blank_parts(c) and not m.reasoning)
     return False
+
+
+def blank_parts(parts: list) -> bool:
+    """No part, or only text parts whose text is blank (`[{"type": "text", "text": ""}]`): both APIs reject it as
+    empty. A part that holds its text under another key (LlamaFactory's "value") is not blank."""
+    return all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip() for p in parts)
 
 
 def is_legacy(c) -> bool:

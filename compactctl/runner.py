@@ -372,19 +372,14 @@ def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Laz
             first = next(records, None)
             if first is None:
                 continue
-            mod, layout = reader._detect(first, name)
+            mod, layout, records = reader.detect_stream(first, records, name)
             if layout != "dataset" or mod.NAME not in LAZY_FORMATS:
-                yield from mod.read(_chain(first, records), name, layout, reader)
+                yield from mod.read(records, name, layout, reader)
                 continue
-            for n, (lineno, raw, obj) in enumerate(_chain(first, records)):
+            for n, (lineno, raw, obj) in enumerate(records):
                 yield Lazy(raw, name, lineno, n, mod.NAME, obj)
         finally:
             stream.close()
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
 
 
 def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: int, skip: int, skip_key: str | None) -> Iterator[Item]:

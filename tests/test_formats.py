@@ -66,6 +66,126 @@ def test_convert_between_formats_keeps_the_conversation(fmt, tmp_path):
     assert cli("repair", "--check", "-", input=back.stdout).returncode == 0
 
 
+def test_converted_output_holds_only_what_the_apis_know(tmp_path):
+    """`--to openai` from Codex wrote its `input_text` / `output_text` parts and `"content": []` beside calls; from
+    Claude Code or Anthropic, a tool_use's own keys (`caller`) inside `tool_calls` and `_thinking_blocks`; from
+    Hermes, `_from`, `_raw_call`, `_tagged`. `--to anthropic` from Codex: text blocks of type "text"."""
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}, "caller": {"type": "direct"}}
+    anth = tmp_path / "a.jsonl"
+    anth.write_bytes(
+        lines(
+            [
+                {"system": "s"},
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "x"}, use]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]},
+            ]
+        )
+    )
+    for src in (SAMPLES / "codex_rollout.jsonl", SAMPLES / "hermes_trajectory.jsonl", anth):
+        r = cli("convert", str(src), "--to", "openai")
+        assert r.returncode == 0, r.stderr
+        for m in read_jsonl(r.stdout):
+            assert not [k for k in m if k.startswith("_")] and all(set(c) == {"id", "type", "function"} for c in m.get("tool_calls", []))
+            assert not (m.get("tool_calls") and m.get("content") == [])
+            parts = m["content"] if isinstance(m.get("content"), list) else []
+            assert {p.get("type") for p in parts} <= {"text"}, (src.name, parts)
+    r = cli("convert", str(SAMPLES / "codex_rollout.jsonl"), "--to", "anthropic")
+    blocks = [b for m in read_jsonl(r.stdout) if isinstance(m.get("content"), list) for b in m["content"]]
+    assert blocks and not {b.get("type") for b in blocks} & {"input_text", "output_text"}
+
+
+def _cc_line(uuid, parent, role, content):
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "type": role,
+        "message": {"role": role, "content": content},
+        "uuid": uuid,
+        "sessionId": "s",
+    }
+
+
+def test_what_repair_fixes_the_native_writers_keep_fixed(tmp_path):
+    """repair's output passes --check in the input's own format: a Claude Code user line between a call and its
+    result stays where repair moved it (the writer put it back by source position) and the parent chain goes
+    through it; a Codex duplicate call id renamed by repair is renamed in its output line too (the output kept
+    the old id); a Hermes <tool_response> that answers no call is gone from the rewritten turn (the source turn
+    was written back whole)."""
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sleep 5"}}
+    cc = [
+        _cc_line("u1", None, "user", "run it"),
+        _cc_line("u2", "u1", "assistant", [use]),
+        _cc_line("u3", "u2", "user", "hurry up"),
+        _cc_line("u4", "u3", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]),
+        _cc_line("u5", "u4", "assistant", [{"type": "text", "text": "ok"}]),
+    ]
+    codex = [
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "session_meta",
+            "payload": {"id": "x", "cwd": "/p", "originator": "codex_cli", "cli_version": "0.40.0"},
+        },
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run both"}]},
+        },
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "shell", "arguments": '{"command": ["bash", "-lc", "echo 1"]}', "call_id": "d"},
+        },
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "shell", "arguments": '{"command": ["bash", "-lc", "echo 2"]}', "call_id": "d"},
+        },
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "d", "output": '{"output": "1", "metadata": {"exit_code": 0}}'},
+        },
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "d", "output": '{"output": "2", "metadata": {"exit_code": 0}}'},
+        },
+        {
+            "timestamp": "2025-09-25T21:12:14.126Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+        },
+    ]
+    hermes = [
+        {
+            "conversations": [
+                {"from": "human", "value": "go"},
+                {"from": "gpt", "value": '<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>'},
+                {
+                    "from": "tool",
+                    "value": '<tool_response>\n{"name": "terminal", "content": "a"}\n</tool_response>\n<tool_response>\n{"name": "terminal", "content": "b"}\n</tool_response>',
+                },
+                {"from": "gpt", "value": "done"},
+            ]
+        },
+    ]
+    for name, rows in (("cc.jsonl", cc), ("codex.jsonl", codex), ("hermes.jsonl", hermes)):
+        src = tmp_path / name
+        src.write_bytes(lines(rows))
+        assert cli("repair", "--check", str(src)).returncode == 6, name
+        out = tmp_path / ("fixed-" + name)
+        assert cli("repair", str(src), "-o", str(out)).returncode == 0
+        r = cli("repair", "--check", str(out))
+        assert r.returncode == 0, (name, r.stdout + r.stderr)
+    chain = {d["uuid"]: d["parentUuid"] for d in read_jsonl((tmp_path / "fixed-cc.jsonl").read_bytes())}
+    walk, at = [], "u5"
+    while at is not None:
+        walk.append(at)
+        at = chain[at]
+    assert walk == ["u5", "u3", "u4", "u2", "u1"]  # every line on the chain Claude Code follows
+
+
 def test_claude_code_merges_split_messages_and_keeps_non_message_lines(tmp_path):
     env = {"sessionId": "s1", "cwd": "/x", "version": "2.0", "isSidechain": False, "userType": "external"}
     rows = [
@@ -262,6 +382,27 @@ def test_anthropic_dataset_with_system_and_errors(tmp_path):
     assert api.write(t) == src.read_bytes()
     changed = t.evolve(messages=[m.evolve() for m in t.messages])
     assert orjson.loads(api.write(changed)) == rec  # rebuilt from the model: equal as JSON
+
+
+def test_a_first_record_of_text_only_does_not_decide_the_format(tmp_path):
+    """A plain first message reads alike in OpenAI chat and Anthropic: the first record that can tell decides, for
+    a session and for a dataset, through the library and the CLI (an Anthropic session without a system line was
+    read as OpenAI chat: its tool_use block was text, repair found nothing and `--check` said ok)."""
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(lines([{"role": "user", "content": "go"}, use, {"role": "assistant", "content": "done"}]))
+    dataset = tmp_path / "d.jsonl"
+    first = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    dataset.write_bytes(lines([first, {"messages": [{"role": "user", "content": "go"}, use]}]))
+    for src, n in ((session, 1), (dataset, 2)):
+        ts = api.read([str(src)])
+        assert [t.format for t in ts] == ["anthropic"] * n
+        assert any(c.id == "t1" for m in ts[-1].messages for c in m.tool_calls)
+        r = cli("repair", "--check", str(src))
+        assert r.returncode == 6 and "missing-result" in r.stdout.decode() + r.stderr.decode(), src
+    plain = tmp_path / "p.jsonl"  # nothing tells: OpenAI chat, as before
+    plain.write_bytes(lines([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    assert [t.format for t in api.read([str(plain)])] == ["openai"]
 
 
 def test_mixed_or_unknown_format_names_the_line(tmp_path):

@@ -6,12 +6,14 @@ Iterator[Transcript]`), plus `write(transcript) -> Iterator[bytes]` (output line
 unless it is read-only, and `dropped_records(transcript)` if it is a line log. `REGISTRY` lists every
 format once, with what it provides; `get_format(name)` gives its `Format` (the module's members, typed,
 the optional ones None when absent), and mypy checks each module against its protocol (below).
-Detection is per file, from its first record; `--from` forces a format.
+Detection is per file, from its first record (the first that can tell, when it holds only role and text);
+`--from` forces a format.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -173,8 +175,8 @@ class Reader:
             first = next(records, None)
             if first is None:
                 return
-            mod, layout = self._detect(first, source)
-            yield from mod.read(_chain(first, records), source, layout, self)
+            mod, layout, records = self.detect_stream(first, records, source)
+            yield from mod.read(records, source, layout, self)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
@@ -213,6 +215,27 @@ class Reader:
                 continue
             yield k, orjson.dumps(obj), obj
 
+    def detect_stream(self, first: Record, records: Iterator[Record], source: str) -> tuple[Any, str, Iterator[Record]]:
+        """The format and layout of a file from its first record, and its records again. A first record every chat
+        format reads alike (role and text only) cannot tell OpenAI chat from Anthropic's messages: the first
+        record that can, within the look-ahead, decides (an Anthropic session without a system line was read
+        as OpenAI chat, its tool blocks as text)."""
+        mod, layout = self._detect(first, source)
+        if self.fmt or not _plain(first[2]):
+            return mod, layout, _chain(first, records)
+        ahead, size = [first], len(first[1])
+        for rec in records:
+            ahead.append(rec)
+            size += len(rec[1])
+            if not _plain(rec[2]):
+                found = detect(rec[2])
+                if found is not None and (self.layout or found[1]) == layout:
+                    mod = found[0]
+                break
+            if len(ahead) >= LOOKAHEAD_RECORDS or size >= LOOKAHEAD_BYTES:
+                break
+        return mod, layout, itertools.chain(ahead, records)
+
     def _detect(self, first: Record, source: str):
         lineno, _, obj = first
         if self.fmt:
@@ -229,6 +252,26 @@ class Reader:
     def read(self, paths: Iterable[str]) -> Iterator[Transcript]:
         for name in expand_inputs(paths):
             yield from self.read_file(name)
+
+
+LOOKAHEAD_RECORDS = 1000  # records read ahead to tell the format when the first ones cannot
+LOOKAHEAD_BYTES = 16 << 20
+
+
+def _plain_message(m: Any) -> bool:
+    if not isinstance(m, dict) or not set(m) <= {"role", "content", "name"} or not isinstance(m.get("role"), str):
+        return False
+    c = m.get("content")
+    return isinstance(c, str) or (isinstance(c, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in c))
+
+
+def _plain(obj: dict) -> bool:
+    """A message of role and text only, or a dataset record of such messages (no system field): OpenAI chat and
+    Anthropic's messages read it alike."""
+    if "role" in obj:
+        return _plain_message(obj)
+    msgs = obj.get("messages")
+    return isinstance(msgs, list) and "system" not in obj and all(_plain_message(m) for m in msgs)
 
 
 def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
@@ -253,13 +296,44 @@ def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
             raise UsageError(f"{target.name.replace('_', '-')} is read-only: it cannot be written (--to one of {writable})")
         meta = {k: v for k, v in (t.metadata or {}).items() if k not in source.carrier_keys}
         t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
-        t.messages = [m.evolve() if m.origin is not None else m for m in t.messages]  # origins are the old format's
+        t.messages = [_portable(m, target.name) for m in t.messages]  # origins and internals are the old format's
         if target.name != "openai":
             t.messages = _with_ids(t.messages)
         return target.write(t)
     if source.write is None:  # to names the read-only input format itself
         raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
     return source.write(t)
+
+
+TEXT_PARTS = ("input_text", "output_text")  # Codex's text parts: "text" in OpenAI chat and Anthropic
+
+
+def _portable(m: Any, target: str) -> Any:
+    """`m` for another format: a changed copy (its origin is the old format's), its text parts in the target's
+    type. OpenAI chat takes no internals of the source format (`_`-keys: Claude Code's thinking blocks, Hermes's
+    raw calls), no keys of another format's tool calls (Claude Code's `caller`), and no empty part list beside
+    calls: both APIs reject what they do not know."""
+    if m.origin is None and target != "openai" and not _foreign_parts(m.content):
+        return m
+    changes: dict[str, Any] = {}
+    if _foreign_parts(m.content):
+        changes["content"] = [{"type": "text", "text": p.get("text", "")} if _is_text_part(p) else p for p in m.content]
+    if target == "openai":
+        from ..model import ToolCall
+
+        changes["extra"] = {k: v for k, v in m.extra.items() if not k.startswith("_")}
+        changes["tool_calls"] = [ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls]
+        if m.tool_calls and changes.get("content", m.content) == []:
+            changes["content"] = None
+    return m.evolve(**changes)
+
+
+def _is_text_part(p: Any) -> bool:
+    return isinstance(p, dict) and p.get("type") in TEXT_PARTS
+
+
+def _foreign_parts(content: Any) -> bool:
+    return isinstance(content, list) and any(_is_text_part(p) for p in content)
 
 
 def _with_ids(messages: list) -> list:

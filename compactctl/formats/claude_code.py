@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 
 import orjson
 
@@ -141,7 +142,7 @@ def write(t: Transcript) -> Iterator[bytes]:
                 },
             )
         )
-    items: list[tuple[float | None, object, bool]] = list(_items(plan, log))  # the summary goes in with no source position
+    items: list[tuple[float | None, tuple, bool]] = list(_items(plan, log))  # the summary goes in with no source position
     if plan.summary is not None:
         last_head = max((n for n, (_, _, in_head) in enumerate(items) if in_head), default=-1)
         summary = {
@@ -154,24 +155,46 @@ def write(t: Transcript) -> Iterator[bytes]:
             "timestamp": template.get("timestamp"),
         }
         items.insert(last_head + 1, (None, (None, summary), True))
+    force: set[int] = set()  # lines whose parent is the line before them: moved lines and the line after each
+    after_moved = False
     for _, payload, _ in items:
-        out.append(_materialize(payload, log, template, seed))
-    yield from _relink(out, boundary_at)
+        moved = payload[0] == "moved"
+        if moved or after_moved:
+            force.add(len(out))
+        after_moved = moved
+        out.append(_materialize(payload[1] if moved else payload, log, template, seed))
+    yield from _relink(out, boundary_at, force)
 
 
-def _items(plan, log: LineLog) -> list[tuple[float, object, bool]]:
+def _items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
     """(source position, what to emit, in head) for the context, in source order: untouched lines as
     they are, a line holding a changed message rebuilt from all the messages it holds, new messages
     after their predecessor, and non-message lines outside the compacted region."""
+    items = _message_items(plan, log)
+    head_max = max((p for p, _, h in items if h), default=-1.0)
+    message_lines = {j for ls in log.msg_lines for j in ls}
+    for j in range(log.context_start, len(log.lines)):
+        if j not in message_lines and j not in plan.dropped_lines:
+            items.append((float(j) - 0.0001, log.lines[j], j <= head_max))
+    items.sort(key=lambda x: x[0])
+    return items
+
+
+def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
+    """The items of the kept messages, in transcript order. A message that repair moved after a later one (the
+    user line that came between a call and its result, placed after the result) is written where the transcript
+    has it, marked "moved", not back at its source position. Results written in another order than their calls
+    (Claude Code logs them as they complete) keep their lines and their parents: both APIs take them."""
     members: dict[int, list[Message]] = {}
     for m in plan.head + plan.tail:
         ls = lines_of(m)
         if ls:
             members.setdefault(ls[0], []).append(m)
     changed = {j for j, ms in members.items() if any(not m.untouched for m in ms)}
-    items: list[tuple[float, object, bool]] = []
+    items: list[tuple[float, tuple, bool]] = []
     done: set[int] = set()
     pos = float(log.context_start) - 0.5
+    prev_first = -1  # the first source line of the message before
     for in_head, msgs in ((True, plan.head), (False, plan.tail)):
         for m in msgs:
             ls = lines_of(m)
@@ -179,20 +202,17 @@ def _items(plan, log: LineLog) -> list[tuple[float, object, bool]]:
                 pos += 0.001
                 items.append((pos, ("new", [m]), in_head))
                 continue
-            pos = float(max(ls))
+            moved = max(ls) < prev_first and m.role != "tool"  # results in another order than their calls' stay put
+            pos, prev_first = (pos + 0.001 if moved else float(max(ls))), min(ls)
             if ls[0] in done:
                 continue
             done.add(ls[0])
             if ls[0] in changed:
                 items.append((pos, ("rebuild", members[ls[0]]), in_head))
+            elif moved:
+                items += [(pos + k * 1e-6, ("moved", log.lines[j]), in_head) for k, j in enumerate(ls)]
             else:
                 items += [(float(j), log.lines[j], in_head) for j in ls]
-    head_max = max((p for p, _, h in items if h), default=-1.0)
-    message_lines = {j for ls in log.msg_lines for j in ls}
-    for j in range(log.context_start, len(log.lines)):
-        if j not in message_lines and j not in plan.dropped_lines:
-            items.append((float(j) - 0.0001, log.lines[j], j <= head_max))
-    items.sort(key=lambda x: x[0])
     return items
 
 
@@ -232,8 +252,9 @@ def _materialize(payload, log: LineLog, template: dict, seed: str) -> tuple[byte
     return (None, base)
 
 
-def _relink(out: list, boundary_at: int | None) -> Iterator[bytes]:
-    """Every parentUuid points at a line written before it (after the boundary: at or after it)."""
+def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozenset()) -> Iterator[bytes]:
+    """Every parentUuid points at a line written before it (after the boundary: at or after it); a line in
+    `force` points at the line just before it (the chain Claude Code follows goes through moved lines)."""
     seen: set[str] = set()
     last: str | None = None
     for n, (raw, obj) in enumerate(out):
@@ -242,7 +263,8 @@ def _relink(out: list, boundary_at: int | None) -> Iterator[bytes]:
         elif "uuid" in obj:
             parent = obj.get("parentUuid")
             after_boundary = boundary_at is not None and n > boundary_at
-            if (parent is not None and parent not in seen) or (parent is None and last is not None and (raw is None or after_boundary)):
+            stale = (parent is not None and parent not in seen) or (parent is None and last is not None and (raw is None or after_boundary))
+            if stale or (n in force and last is not None and parent != last):
                 obj = {**obj, "parentUuid": last}
                 raw = None
         if obj.get("uuid"):

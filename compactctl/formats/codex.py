@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -177,7 +178,8 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
     ls = lines_of(m)
     fresh = items_of(m)
     out: list[tuple[bytes | None, dict]] = []
-    calls = {it["call_id"]: it for it in fresh if it["type"] in CALLS}
+    calls = [it for it in fresh if it["type"] in CALLS]
+    source_ids = {(_item(log.lines[j][1]) or {}).get("call_id") for j in ls}
     text_done = False
     for j in ls:
         raw, obj = log.lines[j]
@@ -190,8 +192,10 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
         target = new.get("payload", new) if "payload" in new else new
         if typ in OUTPUTS:
             target["output"] = m.text()
+            if m.tool_call_id is not None:
+                target["call_id"] = m.tool_call_id  # repair may have renamed the call it answers
         elif typ in CALLS:
-            call = calls.pop(it.get("call_id"), None)
+            call = _take_call(calls, it.get("call_id"), source_ids)
             if call is None:
                 continue  # the call was stripped
             target.clear()
@@ -207,9 +211,21 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
             target.update(msg)
         out.append((None, new))
     template = log.lines[ls[0]][1] if ls else None
-    for call in calls.values():
+    for call in calls:
         out.append((None, _wrap(template, call)))
     return out
+
+
+def _take_call(calls: list[dict], cid: Any, source_ids: set) -> dict | None:
+    """The message's call written into a source line that had id `cid`: the one with that id, else the first
+    whose id no source line had (repair renamed a duplicate id: order is kept); None when it was stripped."""
+    for k, call in enumerate(calls):
+        if call["call_id"] == cid:
+            return calls.pop(k)
+    for k, call in enumerate(calls):
+        if call["call_id"] not in source_ids:
+            return calls.pop(k)
+    return None
 
 
 def write(t: Transcript) -> Iterator[bytes]:

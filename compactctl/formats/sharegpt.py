@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -204,13 +205,21 @@ def to_conversations(t: Transcript) -> list[dict]:
             src is not None
             and origin is not None
             and all(g.untouched and g.anchor == origin for g in group)
-            and sum(1 for x in msgs if x.anchor == origin) == len(group)
+            and sum(1 for x in msgs if x.anchor == origin) == len(group) == _produced(src[origin[1]])
         ):
             out.append(src[origin[1]])
         else:
             out.append(_turn(group, names))
         i = j
     return out
+
+
+def _produced(turn: Any) -> int:
+    """How many messages a source turn reads as: one per <tool_response> block of a tool turn, else one (a
+    turn whose messages repair dropped some of, e.g. a response that answers no call, is written anew)."""
+    if isinstance(turn, dict) and turn.get("from") == "tool" and isinstance(turn.get("value"), str):
+        return max(1, len(RESPONSE.findall(turn["value"])))
+    return 1
 
 
 def _turn(group: list[Message], names: dict[str, str]) -> dict:

@@ -1,22 +1,28 @@
 """The archive of removed originals as a searchable SQLite database (FTS5, bm25).
 
 `--archive x.jsonl` writes JSON lines (as always); `--archive x.sqlite` (or .db) writes the same
-records straight into an index. A JSONL archive is indexed on first use into a sibling `.sqlite`
-(rebuilt when the JSONL is newer). Records are keyed by transcript, reference and position; every
-record's JSON is kept verbatim, so `restore` reads either kind.
+records straight into an index. A JSONL archive is indexed on first use into the sibling `x.sqlite`,
+which records the JSONL it was made from (`derived_from`: its name relative to the index, size,
+mtime, inode) and is rebuilt when that JSONL changes. A sibling that is not that JSONL's index
+(another run's `--archive x.sqlite`, any other file) is never written over: the index goes to
+`x.jsonl.index.sqlite` instead, and when that name is taken too, nothing is written (IOFailure).
+Records are keyed by transcript, reference and position; every record's JSON is kept verbatim, so
+`restore` reads either kind.
 
 Schema: `records` (one row per archive record, the "map" records included), `search` (FTS5 over
 the text of each archived message: content, tool-call names and arguments), `spans` (summarized
-spans: reference -> the positions they covered).
+spans: reference -> the positions they covered); a derived index also has `derived_from` (one row).
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import re
 import sqlite3
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +39,9 @@ CREATE TABLE records(id INTEGER PRIMARY KEY, seq INTEGER, transcript TEXT, idx I
 CREATE TABLE spans(seq INTEGER, transcript TEXT, span TEXT, start INTEGER, end INTEGER, PRIMARY KEY(seq, transcript, span));
 CREATE VIRTUAL TABLE search USING fts5(text, content='records', content_rowid='id');
 """
+# An index built from a JSONL archive says which one, so that it is only ever rebuilt over itself.
+DERIVED_VERSION = 1
+DERIVED = "CREATE TABLE derived_from(version INTEGER, name TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, ino INTEGER);"
 INDEXES = """
 CREATE INDEX IF NOT EXISTS records_ref ON records(ref);
 CREATE INDEX IF NOT EXISTS records_pos ON records(seq, transcript, idx);
@@ -103,6 +112,7 @@ class SqliteSink:
         self.db = sqlite3.connect(self.tmp)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
         self.count = 0
+        self.publish: Callable[[str, str], None] = os.replace  # (temporary file, path): puts the finished index in place
 
     def add(self, rec: dict) -> None:
         _insert(self.db, rec, orjson.dumps(rec))
@@ -118,7 +128,7 @@ class SqliteSink:
                 self.db.commit()
             self.db.close()
             if ok:
-                os.replace(self.tmp, self.path)
+                self.publish(self.tmp, self.path)
         finally:
             if os.path.exists(self.tmp):
                 os.unlink(self.tmp)
@@ -142,8 +152,13 @@ def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
 
 
 def build(jsonl_path: str, sqlite_path: str) -> int:
-    """Index a JSONL archive into `sqlite_path` (atomically); returns the number of records."""
+    """Index a JSONL archive into `sqlite_path` (atomically); returns the number of records.
+    `sqlite_path` must be absent or an index of this JSONL: anything else is left untouched (IOFailure)."""
+    if _state(sqlite_path, jsonl_path) == "foreign":
+        raise IOFailure(f"{sqlite_path}: not the index of {jsonl_path} (another run's archive, or another file): left untouched")
+    ident = _identity(jsonl_path)  # before reading: a JSONL that changes meanwhile is indexed again next time
     s = SqliteSink(sqlite_path)
+    s.publish = lambda tmp, path: _publish(tmp, path, jsonl_path)
     ok = False
     try:
         with open_input(jsonl_path) as f:
@@ -153,18 +168,106 @@ def build(jsonl_path: str, sqlite_path: str) -> int:
                     raise DataError(jsonl_path, lineno, "not a compactctl archive record")
                 _insert(s.db, rec, raw)
                 s.count += 1
+        s.db.executescript(DERIVED)
+        s.db.execute(
+            "INSERT INTO derived_from VALUES (?, ?, ?, ?, ?, ?)",
+            (DERIVED_VERSION, _name(jsonl_path, sqlite_path), os.path.abspath(jsonl_path), *ident),
+        )
         ok = True
     finally:
         s.close(ok)
     return s.count
 
 
+def _identity(jsonl_path: str) -> tuple[int, int, int]:
+    """(size, mtime in ns, inode) of a JSONL archive: any rewrite of it changes one of them."""
+    try:
+        st = os.stat(jsonl_path)
+    except OSError as e:
+        raise IOFailure(f"{jsonl_path}: {e.strerror or e}") from e
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _name(jsonl_path: str, sqlite_path: str) -> str:
+    """The JSONL as its index names it: relative to the index's folder (both can move together)."""
+    jsonl, folder = os.path.abspath(jsonl_path), os.path.dirname(os.path.abspath(sqlite_path))
+    try:
+        return os.path.relpath(jsonl, folder)
+    except ValueError:  # another drive (Windows)
+        return jsonl
+
+
+def _state(sqlite_path: str, jsonl_path: str) -> str:
+    """What `sqlite_path` is to the JSONL archive: "absent", its index ("fresh", or "stale" when the JSONL
+    changed since), or "foreign": any other file (another run's archive, an index of another JSONL, not SQLite)."""
+    try:
+        st = os.lstat(sqlite_path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return "foreign"
+    if not stat.S_ISREG(st.st_mode):  # a link, a folder: never written over
+        return "foreign"
+    try:
+        db = sqlite3.connect(_read_only(sqlite_path), uri=True)
+        try:
+            row = db.execute("SELECT version, name, size, mtime_ns, ino FROM derived_from").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return "foreign"
+    if row is None or row[1] != _name(jsonl_path, sqlite_path):
+        return "foreign"
+    try:
+        same = row[0] == DERIVED_VERSION and tuple(row[2:]) == _identity(jsonl_path)
+    except IOFailure:
+        same = False
+    return "fresh" if same else "stale"
+
+
+def _publish(tmp: str, path: str, jsonl_path: str) -> None:
+    """Put a finished index in place, never over a file that is not an index of `jsonl_path` (one that
+    appeared while it was built included): a new name is linked, not renamed over."""
+    try:
+        os.link(tmp, path)
+        return
+    except FileExistsError:
+        pass
+    except OSError:  # a filesystem without hard links
+        if not os.path.lexists(path):
+            os.replace(tmp, path)
+            return
+    if _state(path, jsonl_path) == "foreign":
+        raise IOFailure(f"{path}: not the index of {jsonl_path} (it appeared while the index was built): left untouched")
+    os.replace(tmp, path)
+
+
+def _read_only(path: str) -> str:
+    """An SQLite URI opening `path` read-only (any character of the path quoted)."""
+    return pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+
+
+def _locate(archive: str) -> tuple[str, str]:
+    """(index path, its state) of a JSONL archive: the sibling .sqlite, or when that is some other
+    file, the JSONL's name + .index.sqlite. IOFailure when both are taken."""
+    root, ext = os.path.splitext(archive)
+    sibling = (root if ext.lower() == ".jsonl" else archive) + ".sqlite"
+    for path in (sibling, archive + ".index.sqlite"):
+        state = _state(path, archive)
+        if state != "foreign":
+            return path, state
+    raise IOFailure(
+        f"{archive}: {sibling} and {archive}.index.sqlite are not its index (another run's archive, or other files) "
+        "and are left untouched; move one of them to index it"
+    )
+
+
 def index_path(archive: str) -> str:
-    """The index of an archive: itself when it is SQLite, else the sibling .sqlite of the JSONL."""
+    """The index of an archive: itself when it is SQLite, else the sibling .sqlite of the JSONL when that is
+    free or already this JSONL's index, else `<archive>.index.sqlite` (see `_locate`)."""
     if is_sqlite(archive):
         return archive
-    root, ext = os.path.splitext(archive)
-    return (root if ext.lower() == ".jsonl" else archive) + ".sqlite"
+    return _locate(archive)[0]
 
 
 def records(path: str) -> Iterator[dict]:
@@ -186,7 +289,7 @@ def _connect(path: str) -> sqlite3.Connection:
     if not os.path.isfile(path):
         raise IOFailure(f"{path}: no such archive")
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        db = sqlite3.connect(_read_only(path), uri=True, check_same_thread=False)
         db.execute("SELECT 1 FROM records LIMIT 1")
     except sqlite3.DatabaseError as e:
         raise DataError(path, 0, f"not a compactctl archive index ({e})") from e
@@ -226,12 +329,13 @@ class Index:
 
     @classmethod
     def open(cls, archive: str) -> Index:
-        path = index_path(archive)
-        if path != archive:
-            if not os.path.isfile(archive):
-                raise IOFailure(f"{archive}: no such archive")
-            if not os.path.isfile(path) or os.path.getmtime(path) < os.path.getmtime(archive):
-                build(archive, path)
+        if is_sqlite(archive):
+            return cls(_connect(archive), archive)
+        if not os.path.isfile(archive):
+            raise IOFailure(f"{archive}: no such archive")
+        path, state = _locate(archive)
+        if state != "fresh":
+            build(archive, path)
         return cls(_connect(path), path)
 
     def close(self) -> None:

@@ -10,12 +10,15 @@ Where a setting comes from, highest first:
 5. the built-in defaults.
 
 Keys are the long option names of the budget, prune and summary options (`context-window` or
-`context_window`). A key that would hold a secret (api_key, token, password...) is refused with a
-warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed.
+`context_window`). Any other key that would hold a secret (api_key, token, password...) is refused with
+a warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed. Any other unknown
+key is warned about (with the closest known key) and ignored: a newer version's key does not break an
+older one.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -118,13 +121,9 @@ def resolve(
     def apply(table: dict, where: str, source: str) -> None:
         for raw_key, value in table.items():
             key = raw_key.replace("-", "_")
-            if any(w in key.lower() for w in SECRET_WORDS):
-                if warn:
-                    warn(f"{where}: ignoring {raw_key!r}: never keep an API key or other secret in a config file; use $OPENAI_API_KEY")
-                continue
             if key not in kinds:
                 if warn:
-                    warn(f"{where}: unknown setting {raw_key!r} (ignored)")
+                    warn(f"{where}: {_ignored(raw_key, kinds)}")
                 continue
             value = _coerce(raw_key, kinds[key][0], value, where)
             if key == "base_url" and isinstance(value, str) and "@" in value.split("//", 1)[-1].split("/", 1)[0] and warn:
@@ -144,3 +143,18 @@ def resolve(
                 out[name] = Setting(name, _coerce(var, kind, env[var], f"${var}"), f"env:{var}")
                 break
     return out
+
+
+def _ignored(raw_key: str, known: Iterable[str]) -> str:
+    """Why a key that is not a setting is ignored. A setting's name is never taken for a secret
+    (tail-tokens and protect-tokens hold counts of tokens)."""
+    if any(w in raw_key.lower() for w in SECRET_WORDS):
+        return f"ignoring {raw_key!r}: never keep an API key or other secret in a config file; use $OPENAI_API_KEY"
+    return f"unknown setting {raw_key!r} (ignored){_did_you_mean(raw_key, known)}"
+
+
+def _did_you_mean(raw_key: str, known: Iterable[str]) -> str:
+    """'; did you mean 'context-window'?' for a key close to a known one (spelled the way the key is)."""
+    spelled = {(k.replace("_", "-") if "_" not in raw_key else k): k for k in known}
+    close = difflib.get_close_matches(raw_key, spelled, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""

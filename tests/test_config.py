@@ -209,3 +209,42 @@ def test_lazy_package_exports_equal_the_api():
 
     assert api.__all__ == compactctl._API
     assert all(getattr(compactctl, n) is getattr(api, n) for n in api.__all__)
+
+
+LONG = Path(__file__).resolve().parent.parent / "sample_transcripts" / "long_session.jsonl"
+
+
+def _cfg_env(tmp_path: Path, **env: str) -> dict:
+    return {"XDG_CONFIG_HOME": str(tmp_path / "no-user-config"), **env}
+
+
+def test_unknown_keys_are_warned_with_a_close_match_and_ignored(tmp_path):
+    (tmp_path / "compactctl.toml").write_text("contxt-window = 8000\nsumary_min = 300\nfrobnicate = 1\n")
+    env = _cfg_env(tmp_path)
+    r = run_in(tmp_path, "plan", "--json", str(LONG), env=env)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    where = str(tmp_path / "compactctl.toml")
+    assert f"{where}: unknown setting 'contxt-window' (ignored); did you mean 'context-window'?" in err
+    assert f"{where}: unknown setting 'sumary_min' (ignored); did you mean 'summary_min'?" in err
+    assert f"{where}: unknown setting 'frobnicate' (ignored)\n" in err
+    assert orjson.loads(r.stdout)["target"] == 64000  # the misspelt window was not applied
+    (tmp_path / "compactctl.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text("[tool.compactctl]\nthreshhold = 0.3\n")
+    r = run_in(tmp_path, "config", env=env)
+    assert r.returncode == 0
+    assert f"{tmp_path / 'pyproject.toml'} [tool.compactctl]: unknown setting 'threshhold' (ignored); did you mean 'threshold'?" in (
+        r.stderr.decode()
+    )
+
+
+def test_token_counts_are_settings_not_secrets(tmp_path):
+    """tail-tokens and protect-tokens hold a word of SECRET_WORDS, and were refused as secrets."""
+    (tmp_path / "compactctl.toml").write_text("tail-tokens = 900\nprotect_tokens = 1200\nauth-token = 'x'\n")
+    warnings: list[str] = []
+    opts = [*OPTS, ("tail_tokens", int, None), ("protect_tokens", int, None)]
+    s = config.resolve(opts, cwd=tmp_path, environ={}, warn=warnings.append)
+    assert (s["tail_tokens"].value, s["protect_tokens"].value) == (900, 1200)
+    assert warnings == [
+        f"{tmp_path / 'compactctl.toml'}: ignoring 'auth-token': never keep an API key or other secret in a config file; use $OPENAI_API_KEY"
+    ]

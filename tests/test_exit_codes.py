@@ -132,3 +132,24 @@ def test_an_out_of_range_option_is_a_usage_error(flag, value, tmp_path, monkeypa
     assert r.exit_code == Exit.USAGE, r.stderr
     assert f"compactctl: error: {flag} {value}" in r.stderr and "must be" in r.stderr
     assert r.stdout == ""
+
+
+def test_eval_and_recall_option_errors_are_usage_errors(tmp_path):
+    arch = tmp_path / "a.jsonl"
+    assert (
+        CliRunner()
+        .invoke(app, ["compact", LONG, "--context-window", "8000", "-q", "-o", str(tmp_path / "c.jsonl"), "--archive", str(arch)])
+        .exit_code
+        == 0
+    )
+    for args in (
+        ["eval", LONG, "--continuation", "--probes"],  # was exit 1, the code of a bug
+        ["eval", LONG, "--cuts", "half"],  # was exit 1
+        ["eval", LONG, "--cuts", "0.5,1.5"],
+        ["eval", LONG, "--ratio", "0"],
+        ["eval", LONG, "--window-ratio", "-1"],
+        ["eval", LONG, "--explain", "-1"],
+        ["recall", "--search", "test", "--archive", str(arch), "--limit", "-1"],  # was every match (SQLite's LIMIT -1)
+    ):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == Exit.USAGE and "compactctl: error: " in r.stderr, (args, r.exit_code, r.stderr)

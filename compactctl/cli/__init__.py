@@ -446,7 +446,8 @@ def eval_(
     from . import evaluation
 
     if continuation_only and (probes_only or compacted is not None):
-        raise CompactError("--continuation cannot go with --probes or --compacted")
+        raise UsageError("--continuation cannot go with --probes or --compacted")
+    evaluation.check_options(cuts, window_ratio, ratio, explain)
     out = evaluation.measure(
         inputs,
         budget,

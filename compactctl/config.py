@@ -10,12 +10,21 @@ Where a setting comes from, highest first:
 5. the built-in defaults.
 
 Keys are the long option names of the budget, prune and summary options (`context-window` or
-`context_window`). A key that would hold a secret (api_key, token, password...) is refused with a
-warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed.
+`context_window`). Any other key that would hold a secret (api_key, token, password...) is refused with
+a warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed. Any other unknown
+key is warned about (with the closest known key) and ignored: a newer version's key does not break an
+older one.
+
+LIMITS holds the allowed values of these settings and `check` applies it, whatever their source: the
+command line calls it on the effective values (and `compactctl config` on the resolved ones); a value
+out of range is a usage error naming where it came from (the flag, $COMPACTCTL_<NAME>, or the file
+and its key).
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -35,7 +44,8 @@ ENV_ALIASES = {"base_url": ("OPENAI_BASE_URL",)}
 class Setting:
     name: str
     value: Any
-    source: str  # "default", "env:NAME", "project:PATH", "user:PATH"
+    source: str  # "default", "flag", "env:NAME", "project:PATH", "user:PATH"
+    key: str | None = None  # the key as a file spells it (context-window or context_window)
 
 
 def _toml(path: Path) -> dict:
@@ -118,18 +128,14 @@ def resolve(
     def apply(table: dict, where: str, source: str) -> None:
         for raw_key, value in table.items():
             key = raw_key.replace("-", "_")
-            if any(w in key.lower() for w in SECRET_WORDS):
-                if warn:
-                    warn(f"{where}: ignoring {raw_key!r}: never keep an API key or other secret in a config file; use $OPENAI_API_KEY")
-                continue
             if key not in kinds:
                 if warn:
-                    warn(f"{where}: unknown setting {raw_key!r} (ignored)")
+                    warn(f"{where}: {_ignored(raw_key, kinds)}")
                 continue
             value = _coerce(raw_key, kinds[key][0], value, where)
             if key == "base_url" and isinstance(value, str) and "@" in value.split("//", 1)[-1].split("/", 1)[0] and warn:
                 warn(f"{where}: base_url carries credentials; prefer $OPENAI_API_KEY")
-            out[key] = Setting(key, value, source)
+            out[key] = Setting(key, value, source, raw_key)
 
     user = user_file(env)
     if user.is_file():
@@ -144,3 +150,74 @@ def resolve(
                 out[name] = Setting(name, _coerce(var, kind, env[var], f"${var}"), f"env:{var}")
                 break
     return out
+
+
+def _ignored(raw_key: str, known: Iterable[str]) -> str:
+    """Why a key that is not a setting is ignored. A setting's name is never taken for a secret
+    (tail-tokens and protect-tokens hold counts of tokens)."""
+    if any(w in raw_key.lower() for w in SECRET_WORDS):
+        return f"ignoring {raw_key!r}: never keep an API key or other secret in a config file; use $OPENAI_API_KEY"
+    return f"unknown setting {raw_key!r} (ignored){_did_you_mean(raw_key, known)}"
+
+
+def _did_you_mean(raw_key: str, known: Iterable[str]) -> str:
+    """'; did you mean 'context-window'?' for a key close to a known one (spelled the way the key is)."""
+    spelled = {(k.replace("_", "-") if "_" not in raw_key else k): k for k in known}
+    close = difflib.get_close_matches(raw_key, spelled, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _nonneg(v: Any) -> bool:
+    return v >= 0
+
+
+def _positive_int(v: Any) -> bool:
+    return v >= 1
+
+
+# The allowed values of each setting with a range (None, "from the model" or "from the target", is always
+# allowed): (test, what the message says it must be). NaN fails every test.
+LIMITS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "context_window": (_positive_int, "at least 1 (leave it out for the model's own window)"),
+    "threshold": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "tail_tokens": (_nonneg, "0 or more"),
+    "protect_first": (_nonneg, "0 or more"),
+    "summary_ratio": (lambda v: 0 <= v < math.inf, "a finite number, 0 or more"),
+    "summary_min": (_nonneg, "0 or more"),
+    "summary_max": (_positive_int, "at least 1"),
+    "last_ask": (lambda v: v in ("auto", "tail", "summary"), "auto, tail or summary"),
+    "protect_tokens": (_nonneg, "0 or more"),
+    "min_dedup_chars": (_nonneg, "0 or more"),
+    "arg_limit": (_nonneg, "0 or more"),
+    "arg_keep": (_nonneg, "0 or more"),
+    "digest_names": (_nonneg, "0 or more"),
+    "jobs": (_positive_int, "at least 1"),
+    "min_saving": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "timeout": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
+    "retries": (_nonneg, "0 or more"),
+    "llm_context": (_positive_int, "at least 1"),
+}
+
+
+def describe(s: Setting, flag: str | None = None) -> str:
+    """A setting and where its value came from, for a message: `--jobs 0`, `$COMPACTCTL_JOBS=0 (--jobs)`,
+    or `PATH: jobs = 0` (the key as the file spells it)."""
+    kind, _, where = s.source.partition(":")
+    option = flag or f"--{s.name.replace('_', '-')}"
+    if kind == "env":
+        return f"${where}={s.value} ({option})"
+    if kind in ("project", "user"):
+        return f"{where}: {s.key or s.name.replace('_', '-')} = {s.value!r}"
+    return f"{option} {s.value}" + ("" if kind == "flag" else " (the built-in default)")
+
+
+def check(settings: Iterable[Setting], flags: Mapping[str, str] | None = None) -> None:
+    """Refuse (UsageError, exit 2) the first setting whose value is out of its range (LIMITS), naming
+    where the value came from. `flags` maps a setting's name to its option (--jobs for jobs)."""
+    for s in settings:
+        limit = LIMITS.get(s.name)
+        if limit is None or s.value is None:
+            continue
+        ok, expected = limit
+        if not ok(s.value):
+            raise UsageError(f"{describe(s, (flags or {}).get(s.name))}: must be {expected}")

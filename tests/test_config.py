@@ -209,3 +209,106 @@ def test_lazy_package_exports_equal_the_api():
 
     assert api.__all__ == compactctl._API
     assert all(getattr(compactctl, n) is getattr(api, n) for n in api.__all__)
+
+
+LONG = Path(__file__).resolve().parent.parent / "sample_transcripts" / "long_session.jsonl"
+
+
+def _cfg_env(tmp_path: Path, **env: str) -> dict:
+    return {"XDG_CONFIG_HOME": str(tmp_path / "no-user-config"), **env}
+
+
+@pytest.mark.parametrize("where", ["flag", "env", "compactctl.toml", "pyproject.toml"])
+def test_context_window_zero_is_a_usage_error_naming_its_source(tmp_path, where):
+    """0 used to fall back to the model's window (64,000 tokens of target: nothing compacted)."""
+    args, env = ["compact", str(LONG), "-q"], _cfg_env(tmp_path)
+    if where == "flag":
+        args += ["--context-window", "0"]
+        named = "--context-window 0"
+    elif where == "env":
+        env["COMPACTCTL_CONTEXT_WINDOW"] = "0"
+        named = "$COMPACTCTL_CONTEXT_WINDOW=0"
+    elif where == "compactctl.toml":
+        (tmp_path / "compactctl.toml").write_text("context-window = 0\n")
+        named = f"{tmp_path / 'compactctl.toml'}: context-window = 0"
+    else:
+        (tmp_path / "pyproject.toml").write_text("[tool.compactctl]\ncontext_window = 0\n")
+        named = f"{tmp_path / 'pyproject.toml'} [tool.compactctl]: context_window = 0"
+    r = run_in(tmp_path, *args, env=env)
+    assert r.returncode == 2, r.stderr
+    assert named in r.stderr.decode() and "must be at least 1" in r.stderr.decode()
+    assert r.stdout == b""
+
+
+def test_a_negative_context_window_is_a_usage_error_not_cannot_fit(tmp_path):
+    r = run_in(tmp_path, "compact", str(LONG), "--context-window", "-5", env=_cfg_env(tmp_path))
+    assert r.returncode == 2 and b"--context-window -5: must be at least 1" in r.stderr
+
+
+def test_an_out_of_range_file_value_names_the_file_and_the_key(tmp_path):
+    (tmp_path / "compactctl.toml").write_text("threshold = 1.5\n")
+    env = _cfg_env(tmp_path)
+    r = run_in(tmp_path, "plan", "--json", str(LONG), env=env)
+    assert r.returncode == 2
+    assert f"{tmp_path / 'compactctl.toml'}: threshold = 1.5: must be in (0, 1]" in r.stderr.decode()
+    # The effective value is checked: a flag that overrides the file's value wins.
+    assert run_in(tmp_path, "plan", "--json", str(LONG), "--threshold", "0.5", "--context-window", "200000", env=env).returncode == 0
+    # `compactctl config` shows the settings, then refuses the value as the commands do.
+    shown = run_in(tmp_path, "config", env=env)
+    assert shown.returncode == 2 and b"threshold" in shown.stdout and b"compactctl.toml: threshold = 1.5" in shown.stderr
+    (tmp_path / "compactctl.toml").write_text("tail-tokens = -1\n")
+    r = run_in(tmp_path, "repair", str(LONG), env=env)
+    assert r.returncode == 2 and f"{tmp_path / 'compactctl.toml'}: tail-tokens = -1: must be 0 or more".encode() in r.stderr
+
+
+def test_an_out_of_range_env_value_names_the_variable(tmp_path):
+    r = run_in(tmp_path, "compact", str(LONG), env=_cfg_env(tmp_path, COMPACTCTL_SUMMARY_MIN="-1"))
+    assert r.returncode == 2 and b"$COMPACTCTL_SUMMARY_MIN=-1 (--summary-min): must be 0 or more" in r.stderr
+
+
+def test_unknown_keys_are_warned_with_a_close_match_and_ignored(tmp_path):
+    (tmp_path / "compactctl.toml").write_text("contxt-window = 8000\nsumary_min = 300\nfrobnicate = 1\n")
+    env = _cfg_env(tmp_path)
+    r = run_in(tmp_path, "plan", "--json", str(LONG), env=env)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    where = str(tmp_path / "compactctl.toml")
+    assert f"{where}: unknown setting 'contxt-window' (ignored); did you mean 'context-window'?" in err
+    assert f"{where}: unknown setting 'sumary_min' (ignored); did you mean 'summary_min'?" in err
+    assert f"{where}: unknown setting 'frobnicate' (ignored)\n" in err
+    assert orjson.loads(r.stdout)["target"] == 64000  # the misspelt window was not applied
+    (tmp_path / "compactctl.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text("[tool.compactctl]\nthreshhold = 0.3\n")
+    r = run_in(tmp_path, "config", env=env)
+    assert r.returncode == 0
+    assert f"{tmp_path / 'pyproject.toml'} [tool.compactctl]: unknown setting 'threshhold' (ignored); did you mean 'threshold'?" in (
+        r.stderr.decode()
+    )
+
+
+def test_check_names_each_source():
+    S = config.Setting
+    cases = [
+        (S("jobs", 0, "flag"), "--jobs 0: must be at least 1"),
+        (S("jobs", 0, "env:COMPACTCTL_JOBS"), "$COMPACTCTL_JOBS=0 (--jobs): must be at least 1"),
+        (S("jobs", 0, "user:/h/.config/compactctl/config.toml", "jobs"), "/h/.config/compactctl/config.toml: jobs = 0: must be at least 1"),
+        (S("last_ask", "x", "project:/p/compactctl.toml", "last-ask"), "/p/compactctl.toml: last-ask = 'x': must be auto, tail or summary"),
+        (S("threshold", float("nan"), "flag"), "--threshold nan: must be in (0, 1]"),
+    ]
+    for setting, message in cases:
+        with pytest.raises(UsageError) as e:
+            config.check([setting])
+        assert str(e.value) == message
+    config.check([S("context_window", None, "default"), S("threshold", 1.0, "flag"), S("tail_tokens", 0, "flag"), S("model", "x", "flag")])
+
+
+def test_token_counts_are_settings_not_secrets(tmp_path):
+    """tail-tokens and protect-tokens hold a word of SECRET_WORDS, and were refused as secrets."""
+    (tmp_path / "compactctl.toml").write_text("tail-tokens = 900\nprotect_tokens = 1200\nauth-token = 'x'\n")
+    warnings: list[str] = []
+    opts = [*OPTS, ("tail_tokens", int, None), ("protect_tokens", int, None)]
+    s = config.resolve(opts, cwd=tmp_path, environ={}, warn=warnings.append)
+    assert (s["tail_tokens"].value, s["protect_tokens"].value) == (900, 1200)
+    assert warnings == [
+        f"{tmp_path / 'compactctl.toml'}: ignoring 'auth-token': never keep an API key or other secret in a config file; use $OPENAI_API_KEY"
+    ]

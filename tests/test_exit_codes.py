@@ -95,3 +95,61 @@ def test_a_bug_is_exit_1_and_ctrl_c_is_130(tmp_path, monkeypatch):
 
     monkeypatch.setattr(repair, "repair", interrupted)
     assert CliRunner().invoke(app, ["repair", str(f)]).exit_code == 130
+
+
+OUT_OF_RANGE = [
+    ("--context-window", "0"),  # was the model's window: nothing compacted
+    ("--context-window", "-5"),  # was exit 5 (cannot fit)
+    ("--threshold", "0"),
+    ("--threshold", "1.5"),
+    ("--threshold", "nan"),
+    ("--tail-tokens", "-1"),
+    ("--protect-first", "-1"),
+    ("--summary-ratio", "-0.5"),
+    ("--summary-min", "-1"),
+    ("--summary-max", "0"),
+    ("--last-ask", "never"),
+    ("--protect-tokens", "-1"),
+    ("--min-dedup-chars", "-1"),
+    ("--arg-limit", "-1"),
+    ("--arg-keep", "-1"),
+    ("--digest-names", "-1"),
+    ("--min-saving", "-0.1"),
+    ("--min-saving", "1.5"),
+    ("--jobs", "0"),
+    ("--llm-context", "0"),
+    ("--timeout", "0"),
+    ("--retries", "-1"),
+    ("--workers", "0"),
+]
+
+
+@pytest.mark.parametrize("flag, value", OUT_OF_RANGE, ids=[f"{f}={v}" for f, v in OUT_OF_RANGE])
+def test_an_out_of_range_option_is_a_usage_error(flag, value, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no project config
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    r = CliRunner().invoke(app, ["compact", LONG, flag, value])
+    assert r.exit_code == Exit.USAGE, r.stderr
+    assert f"compactctl: error: {flag} {value}" in r.stderr and "must be" in r.stderr
+    assert r.stdout == ""
+
+
+def test_eval_and_recall_option_errors_are_usage_errors(tmp_path):
+    arch = tmp_path / "a.jsonl"
+    assert (
+        CliRunner()
+        .invoke(app, ["compact", LONG, "--context-window", "8000", "-q", "-o", str(tmp_path / "c.jsonl"), "--archive", str(arch)])
+        .exit_code
+        == 0
+    )
+    for args in (
+        ["eval", LONG, "--continuation", "--probes"],  # was exit 1, the code of a bug
+        ["eval", LONG, "--cuts", "half"],  # was exit 1
+        ["eval", LONG, "--cuts", "0.5,1.5"],
+        ["eval", LONG, "--ratio", "0"],
+        ["eval", LONG, "--window-ratio", "-1"],
+        ["eval", LONG, "--explain", "-1"],
+        ["recall", "--search", "test", "--archive", str(arch), "--limit", "-1"],  # was every match (SQLite's LIMIT -1)
+    ):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == Exit.USAGE and "compactctl: error: " in r.stderr, (args, r.exit_code, r.stderr)

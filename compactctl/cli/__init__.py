@@ -13,7 +13,7 @@ from typer.core import TyperGroup
 
 from ..errors import CheckFailed, CompactError, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, prune_options
-from .options import with_groups
+from .options import SETTINGS, with_groups
 from .recall import HINT, REFS
 from .recall import mcp as _mcp
 from .recall import recall as _recall
@@ -40,10 +40,13 @@ class _App(TyperGroup):
     the app, so that `CliRunner().invoke(app, args)` exits as the real process does."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        settings: dict = {}
         if "default_map" not in extra and not extra.get("resilient_parsing"):  # not while completing
             with exit_codes():
-                extra["default_map"] = _default_map(list(args))
-        return super().make_context(info_name, args, parent, **extra)
+                extra["default_map"], settings = _default_map(list(args))
+        ctx = super().make_context(info_name, args, parent, **extra)
+        ctx.meta[SETTINGS] = settings  # where each value of the default map came from, for the checks' messages
+        return ctx
 
     def invoke(self, ctx: Any) -> Any:
         with exit_codes():
@@ -84,7 +87,7 @@ def _root(
 
 def _check_workers(workers: int | None) -> None:
     if workers is not None and workers < 1:
-        raise UsageError("--workers must be at least 1")
+        raise UsageError(f"--workers {workers}: must be at least 1")
 
 
 def _workers(workers: int | None) -> int:
@@ -443,7 +446,8 @@ def eval_(
     from . import evaluation
 
     if continuation_only and (probes_only or compacted is not None):
-        raise CompactError("--continuation cannot go with --probes or --compacted")
+        raise UsageError("--continuation cannot go with --probes or --compacted")
+    evaluation.check_options(cuts, window_ratio, ratio, explain)
     out = evaluation.measure(
         inputs,
         budget,
@@ -475,16 +479,18 @@ def config_(as_json: Annotated[bool, typer.Option("--json", help="Print the sett
     """
     import orjson
 
+    from .. import config
     from ..runner import warn
 
     settings = _settings(warn)
     if as_json:
         print(orjson.dumps({k: {"value": s.value, "source": s.source} for k, s in settings.items()}, option=orjson.OPT_INDENT_2).decode())
-        return
-    width = max(map(len, settings))
-    for k, s in settings.items():
-        shown = "(none)" if s.value is None else orjson.dumps(s.value).decode()
-        print(f"{k.replace('_', '-'):<{width}} = {shown:<12} # {s.source}")
+    else:
+        width = max(map(len, settings))
+        for k, s in settings.items():
+            shown = "(none)" if s.value is None else orjson.dumps(s.value).decode()
+            print(f"{k.replace('_', '-'):<{width}} = {shown:<12} # {s.source}")
+    config.check(settings.values())  # shown first, then refused (exit 2) as the commands would refuse it
 
 
 def _command_name(ci: CommandInfo) -> str:
@@ -494,21 +500,22 @@ def _command_name(ci: CommandInfo) -> str:
     return ci.name or get_command_name(ci.callback.__name__)
 
 
-def _default_map(argv: list[str]) -> dict | None:
-    """Option defaults from the environment and config files, for the command being run."""
+def _default_map(argv: list[str]) -> tuple[dict | None, dict]:
+    """Option defaults from the environment and config files, for the command being run, and the
+    settings (config.Setting, with their sources) they came from."""
     if not argv or argv[0].startswith("-"):
-        return None
+        return None, {}
     import inspect
 
     ci = next((ci for ci in app.registered_commands if _command_name(ci) == argv[0]), None)
     takes = set(inspect.signature(ci.callback).parameters) if ci is not None and ci.callback is not None else set()
     if not takes & {o.name for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts}:
-        return None  # a command without these options (convert, restore, config) does not read the files
+        return None, {}  # a command without these options (convert, restore, config) does not read the files
     from ..runner import warn
 
     quiet = "-q" in argv or "--quiet" in argv
-    chosen = {k: s.value for k, s in _settings(None if quiet else warn).items() if s.source != "default" and k in takes}
-    return {argv[0]: chosen} if chosen else None
+    chosen = {k: s for k, s in _settings(None if quiet else warn).items() if s.source != "default" and k in takes}
+    return ({argv[0]: {k: s.value for k, s in chosen.items()}} if chosen else None), chosen
 
 
 app.command("recall")(_recall)

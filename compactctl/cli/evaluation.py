@@ -3,9 +3,10 @@ compactctl.evaluate) over the inputs, and print what they found."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from ..errors import CompactError
+from ..errors import UsageError
 from .groups import BudgetOptions, SummaryOptions
 
 
@@ -40,7 +41,20 @@ def _fractions(cuts: str) -> list[float]:
     try:
         return [float(x) for x in cuts.split(",") if x.strip()]
     except ValueError:
-        raise CompactError(f"--cuts must be comma-separated fractions, not {cuts!r}") from None
+        raise UsageError(f"--cuts must be comma-separated fractions, not {cuts!r}") from None
+
+
+def check_options(cuts: str, window_ratio: float, ratio: float, explain: int) -> None:
+    """The eval's own options, before any transcript is read (a usage error, exit 2)."""
+    fracs = _fractions(cuts)
+    if not fracs or not all(0 < f < 1 for f in fracs):
+        raise UsageError(f"--cuts {cuts}: must be one or more fractions in (0, 1), comma-separated")
+    if not 0 < window_ratio < math.inf:
+        raise UsageError(f"--window-ratio {window_ratio}: must be a positive number")
+    if not 0 < ratio <= 1:
+        raise UsageError(f"--ratio {ratio}: must be in (0, 1]")
+    if explain < 0:
+        raise UsageError(f"--explain {explain}: must be 0 or more")
 
 
 def _continuation(originals, counter, budget: BudgetOptions, summary: SummaryOptions, strategies, cuts: str, window_ratio: float) -> dict:
@@ -64,7 +78,7 @@ def _probes(originals, counter, budget: BudgetOptions, summary: SummaryOptions, 
     if compacted is not None:
         given = dict(enumerate(formats.Reader(warn=warn).read([compacted])))
         if len(given) != len(originals):
-            raise CompactError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
+            raise UsageError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
     wanted = (strategies or "compactctl,head-tail,masking").split(",")
     factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in wanted else None
     b = budget.budget

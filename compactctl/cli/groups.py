@@ -148,13 +148,10 @@ def _budget(
     from ..phases.plan import Budget
     from ..tokens import context_window_for
 
-    window = context_window or context_window_for(model)
+    # The values are in range here (options.check, config.LIMITS): 0 is not "the model's window".
+    window = context_window if context_window is not None else context_window_for(model)
     if window is None:
         raise UsageError(f"unknown context window for model {model!r}: give --context-window")
-    if not 0 < threshold <= 1:
-        raise UsageError("--threshold must be in (0, 1]")
-    if last_ask not in ("auto", "tail", "summary"):
-        raise UsageError("--last-ask must be auto, tail or summary")
     b = Budget(
         context_window=window,
         threshold=threshold,
@@ -217,8 +214,6 @@ def _prune(
     drop_tool,
     digest_names,
 ):
-    if digest_names < 0:
-        raise UsageError("--digest-names must be 0 or more")
     return dict(
         protect_tokens=protect_tokens,
         min_dedup_chars=min_dedup_chars,
@@ -320,14 +315,6 @@ def _summary(
     llm_context,
     instructions,
 ):
-    if jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if not (timeout > 0 and timeout < float("inf")):  # also rejects NaN
-        raise UsageError("--timeout must be a positive number of seconds")
-    if retries < 0:
-        raise UsageError("--retries must be 0 or more")
-    if llm_context < 1:
-        raise UsageError("--llm-context must be at least 1")
     text = None
     if instructions is not None:
         try:

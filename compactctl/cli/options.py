@@ -15,6 +15,9 @@ import typer
 
 # Every option value of the running command, flat (before the groups are built): what the output depends on.
 PARAMS: ContextVar[dict[str, Any] | None] = ContextVar("compactctl_params", default=None)
+# The click context's meta key of the settings (config.Setting by name) the config files and the environment gave.
+SETTINGS = "compactctl.settings"
+_CTX = "compactctl_ctx"  # the keyword of the click context the wrapper of a command takes
 
 
 @dataclass
@@ -60,6 +63,8 @@ def _build_parameters(g: Group) -> list[inspect.Parameter]:
 
 
 def with_groups(*groups: Group):
+    checked = [o for g in groups for o in g.opts]
+
     def deco(fn):
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -67,17 +72,42 @@ def with_groups(*groups: Group):
             p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in {g.name for g in groups}
         ]
         extra = [p for g in groups for p in _parameters(g)]
+        context = inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)  # typer passes it
 
         @functools.wraps(fn)
         def wrapper(**kw):
+            ctx = kw.pop(_CTX, None)
             PARAMS.set(dict(kw))
+            check(checked, kw, ctx)
             for g in groups:
                 kw[g.name] = g.build(**{o.name: kw.pop(o.name) for o in g.opts})
             return fn(**kw)
 
-        params = own + extra
+        params = own + extra + [context]
         wrapper.__signature__ = sig.replace(parameters=params)
         wrapper.__annotations__ = {p.name: p.annotation for p in params}
         return wrapper
 
     return deco
+
+
+def _flag(o: Opt) -> str:
+    return max((d.split("/")[0] for d in o.decls), key=len)
+
+
+def check(opts: list[Opt], values: dict[str, Any], ctx: typer.Context | None = None) -> None:
+    """The effective values of these options, wherever each came from (the command line, or the
+    default map the config files and the environment filled), checked against config.LIMITS."""
+    from .. import config
+
+    given = ctx.meta.get(SETTINGS, {}) if ctx is not None else {}
+    settings = []
+    for o in opts:
+        if o.name not in config.LIMITS:
+            continue
+        source = getattr(ctx.get_parameter_source(o.name) if ctx is not None else None, "name", "COMMANDLINE")
+        if source == "DEFAULT_MAP" and o.name in given:
+            settings.append(given[o.name])
+        else:
+            settings.append(config.Setting(o.name, values[o.name], "default" if source == "DEFAULT" else "flag"))
+    config.check(settings, {o.name: _flag(o) for o in opts})

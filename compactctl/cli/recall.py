@@ -74,6 +74,8 @@ def recall(
             return
     if (ref is None) == (search is None):
         raise UsageError("give a reference or --search TERMS (not both)")
+    if limit < 1:
+        raise UsageError(f"--limit {limit}: must be at least 1")
     with arc.Index.open(archive) as ix:
         if search is not None:
             hits = ix.search(search, limit, transcript)

@@ -25,7 +25,7 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
     """An OpenAI chat dataset record (`obj`, as parsed) that reads without error and that `repair` leaves
     exactly as it is: every call with an id not used before in the record, its result right after the
     call's message with that id, in call order; no empty user/assistant message; the first message
-    after the system ones from the user."""
+    after the system ones from the user (and there is one)."""
     if fmt != "openai" or type(obj) is not dict:
         return False
     msgs = obj.get(messages_key(obj) or "messages")
@@ -49,7 +49,7 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
             if not _intact_call(c, msgs[i + 1 + pos], seen):
                 return False
         i += 1 + len(calls)
-    return True
+    return opened  # a record without a user or assistant message is repair's to refuse
 
 
 def _plain(d: Any) -> list | None:

@@ -21,7 +21,7 @@ import orjson
 from . import formats
 from .archive import SqliteSink, is_sqlite
 from .archive import sink as archive_sink
-from .errors import CannotFit, CompactError, UsageError
+from .errors import CannotFit, CompactError, DataError, UsageError
 from .journal import Journal, PartFile, finish_part, input_ids, journal_path
 from .jsonl import JsonlSink, Output, expand_inputs, open_input
 from .model import Transcript, content_print
@@ -193,7 +193,14 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     t, rejected = _materialize(item, ctx.on_error)
     if t is None:
         return Done([], [], None, False, rejected)
-    return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+    try:
+        res = _guarded(work, t, ctx.on_error)
+    except DataError as e:  # a transcript the work cannot make valid (repair: no message to send)
+        if ctx.on_error != "skip":
+            raise
+        warn(f"skipped {e}")
+        return Done([], [], None, False, rejected + [item.raw] if isinstance(item, Lazy) else rejected + list(formats.write(t)))
+    return _finish(seq, t, res, ctx)
 
 
 Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)

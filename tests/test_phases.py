@@ -15,7 +15,7 @@ from compactctl.summarizers.offline import KEPT_LAST_ASK
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
-from .conftest import tool_session
+from .conftest import cli, tool_session
 
 COUNTER = make_counter("gpt-4o")
 
@@ -203,6 +203,30 @@ def test_repair_text_parts_without_text_are_an_empty_message():
     out, st = api.repair(t)
     assert api.check(out) == [] and st.empty_removed == 2 and [m.text().strip() for m in out.messages][:2] == ["q", "a"]
     assert out.messages[-1].content == rows[-1]["content"]  # not blank: kept as it is
+
+
+def test_a_transcript_with_nothing_to_send_is_a_data_error_never_an_empty_output(tmp_path):
+    """Every message empty (or none): repair wrote `{"messages": []}` and --check said ok; both APIs reject it."""
+    from compactctl.errors import DataError
+
+    assert [v.rule for v in api.check(T([{"role": "system", "content": "s"}]))] == ["no-messages"]
+    with pytest.raises(DataError, match="nothing a model could be sent"):
+        api.repair(T([{"role": "user", "content": ""}, {"role": "assistant", "content": " "}]))
+    src = tmp_path / "d.jsonl"
+    recs = [
+        {"messages": [{"role": "user", "content": "hi"}]},
+        {"messages": [{"role": "user", "content": ""}]},
+        {"messages": []},
+        {"messages": [{"role": "user", "content": "b"}]},
+    ]
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    r = cli("repair", str(src))
+    assert r.returncode == 3 and f"{src}:2: no user or assistant message" in r.stderr.decode()
+    rejects = tmp_path / "rejects.jsonl"
+    for cmd in (["repair"], ["compact", "--workers", "2"]):
+        r = cli(*cmd, str(src), "--on-error", "skip", "--rejects", str(rejects))
+        assert r.returncode == 0 and [orjson.loads(x) for x in r.stdout.splitlines()] == [recs[0], recs[3]], cmd
+        assert [orjson.loads(x) for x in rejects.read_bytes().splitlines()] == [recs[1], recs[2]]  # nothing lost
 
 
 # ---- plan

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import DataError
 from ..model import LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
 from ..pairs import match
 from . import Archived, archive
@@ -111,7 +112,9 @@ def check(t: Transcript) -> list[Violation]:
         if _empty(m):
             out.append(Violation(t.id, i, "empty-message", f"{m.role} message has no content"))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
-    if first is not None and first[1].role != "user":
+    if first is None:
+        out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
+    elif first[1].role != "user":
         out.append(Violation(t.id, first[0], "first-role", f"first non-system message is {first[1].role}, not user"))
     return out
 
@@ -153,7 +156,9 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
         fix.group(i, m, placed)
     st = fix.st
     first = next((j for j, m in enumerate(placed) if m.role not in SYSTEM_ROLES), None)
-    if first is not None and placed[first].role != "user":
+    if first is None:  # no message could ever make it valid: said, never written out as an empty transcript
+        raise DataError(t.source or t.id, t.line or 1, "no user or assistant message with content: nothing a model could be sent")
+    if placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
         st.openings_added += 1
     if not st.changed and len(placed) == len(msgs) and all(a is b for a, b in zip(placed, msgs, strict=True)):

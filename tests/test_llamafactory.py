@@ -157,3 +157,16 @@ def test_corpus_demo_keeps_its_results(tmp_path):
     for a, b in zip(rows, out, strict=True):  # no result lost; calls still in flight at the end get a stub result
         tools = lambda rec: [m for m in rec["messages"] if m["role"] == "tool"]  # noqa: E731
         assert tools(a) == tools(b)[: len(tools(a))]
+
+
+def test_restore_gives_the_record_back(tmp_path):
+    big = "rain and wind " * 120
+    rec = record(*[turn(k, big) for k in range(12)])
+    src = write(tmp_path, rec)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "4000", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert read_jsonl(out.read_bytes()) != [rec]
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert read_jsonl(back.stdout) == [rec]  # in its own shape (it came back as "conversations" beside the compacted messages)

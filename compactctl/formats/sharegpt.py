@@ -277,7 +277,7 @@ def write(t: Transcript) -> Iterator[bytes]:
         yield t.raw
         return
     rec = dict(t.metadata) if t.metadata else {}
-    if isinstance(t.native, TypedRecord):
+    if _typed_record(t):
         rec["messages"] = to_typed_messages(t)
     else:
         rec["conversations"] = to_conversations(t)
@@ -407,6 +407,13 @@ def _items_for(content: Any, calls: list[ToolCall]) -> list[str] | None:
         if isinstance(it, dict) and it.get("name") not in (None, c.name):
             return None
     return [it if isinstance(it, str) else orjson.dumps(it).decode() for it in items]
+
+
+def _typed_record(t: Transcript) -> bool:
+    """A LlamaFactory record: read as one, or rebuilt from one (restore keeps its keys, not what was read)."""
+    if isinstance(t.native, TypedRecord):
+        return True
+    return t.native is None and isinstance(t.metadata.get("messages"), list) and "conversations" not in t.metadata
 
 
 def to_typed_messages(t: Transcript) -> list[dict]:

@@ -5,22 +5,29 @@ in gpt turns (several per turn, no ids: matched to results by order), results as
 <tool_response>{...}</tool_response> in tool turns, and <think> blocks; or the variant with
 function_call / observation turns. Synthetic call ids (`sg_<turn>_<k>`) exist only in the canonical
 model; they are not written back. Other keys of the record are kept.
+
+Also LlamaFactory's typed-parts records, {"messages": [{"role", "content": [{"type", "value"}]}], "tools": ...}:
+`text` parts are the message's text, `reasoning` parts its reasoning, each `tool_call` part (JSON: name and
+arguments) a call; a `tool` message answers the pending calls in order, one each (a lone tool message after
+several calls that holds a JSON array of one result per call answers them all, one item each). A changed
+record is written in the same shape; untouched messages come back as they were.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..errors import DataError
-from ..model import Message, Provenance, ToolCall, Transcript
+from ..model import MISSING, Message, Provenance, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "sharegpt"
-CARRIER_KEYS = ("conversations",)  # record keys that hold the transcript itself
+CARRIER_KEYS = ("conversations", "messages")  # record keys that hold the transcript itself (messages: LlamaFactory)
 ROLE = {
     "system": "system",
     "human": "user",
@@ -43,7 +50,22 @@ def sniff(obj: dict) -> str | None:
     conv = obj.get("conversations")
     if isinstance(conv, list) and all(isinstance(t, dict) and "from" in t for t in conv[:3]):
         return "dataset"
+    if "role" not in obj and _typed_parts(obj.get("messages")):
+        return "dataset"
     return None
+
+
+def _typed_parts(msgs: Any) -> bool:
+    """LlamaFactory's messages: content parts that hold their text under "value" (never under "text")."""
+    if not isinstance(msgs, list):
+        return False
+    for m in msgs[:50]:
+        c = m.get("content") if isinstance(m, dict) else None
+        if isinstance(c, list) and any(
+            isinstance(p, dict) and isinstance(p.get("type"), str) and "value" in p and "text" not in p for p in c
+        ):
+            return True
+    return False
 
 
 def _call_from_json(text: str, turn: int, k: int) -> ToolCall:
@@ -135,10 +157,16 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     for n, (lineno, raw, obj) in enumerate(records):
         with reader.guard(lineno, raw):
             conv = obj.get("conversations")
-            if not isinstance(conv, list):
-                raise DataError(source, lineno, 'a ShareGPT record needs a "conversations" list')
+            if conv is None and isinstance(obj.get("messages"), list):
+                rows = obj["messages"]
+                msgs, produced = typed_messages_from(rows, source, lineno)
+                native: Any = TypedRecord(rows, produced)
+            elif isinstance(conv, list):
+                msgs, native = messages_from(conv, source, lineno), conv
+            else:
+                raise DataError(source, lineno, 'a ShareGPT record needs a "conversations" list (or LlamaFactory\'s "messages")')
             yield Transcript(
-                messages_from(conv, source, lineno),
+                msgs,
                 id=f"{source}#{n + 1}",
                 source=source,
                 line=lineno,
@@ -146,7 +174,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 layout="dataset",
                 metadata=dict(obj),
                 raw=raw,
-                native=conv,
+                native=native,
             )
 
 
@@ -249,5 +277,197 @@ def write(t: Transcript) -> Iterator[bytes]:
         yield t.raw
         return
     rec = dict(t.metadata) if t.metadata else {}
-    rec["conversations"] = to_conversations(t)
+    if _typed_record(t):
+        rec["messages"] = to_typed_messages(t)
+    else:
+        rec["conversations"] = to_conversations(t)
     yield orjson.dumps(rec)
+
+
+# -- LlamaFactory's typed parts ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TypedRecord:
+    """A LlamaFactory record's source messages, and how many canonical messages each one became."""
+
+    rows: list
+    produced: list[int]
+
+
+def typed_messages_from(rows: list, source: str, lineno: int) -> tuple[list[Message], list[int]]:
+    out: list[Message] = []
+    produced: list[int] = []
+    pending: list[ToolCall] = []  # calls not yet answered, in order
+    for turn, d in enumerate(rows):
+        if not isinstance(d, dict) or not isinstance(d.get("role"), str):
+            raise DataError(source, lineno, f"message {turn} has no role")
+        role, parts = d["role"], _parts(d.get("content"), source, lineno, turn)
+        extra = {k: v for k, v in d.items() if k not in ("role", "content")}
+        origin = ("msg", turn)
+        if role == "assistant":
+            made = [_typed_assistant(parts, turn, extra, origin)]
+            pending = list(made[0].tool_calls)
+        elif role == "tool":
+            alone = turn + 1 == len(rows) or not (isinstance(rows[turn + 1], dict) and rows[turn + 1].get("role") == "tool")
+            made = _typed_results(parts, turn, extra, origin, pending, alone)
+        elif role in ("system", "user"):
+            if any(p["type"] == "tool_call" for p in parts):
+                raise DataError(source, lineno, f"message {turn}: a tool_call part in a {role} message")
+            made = [Message(role=role, content=_typed_content(parts), extra=extra, provenance=Provenance(origin=origin))]
+        else:
+            raise DataError(source, lineno, f"message {turn}: unknown role {role!r} (expected system, user, assistant or tool)")
+        out += made
+        produced.append(len(made))
+    for i, m in enumerate(out):
+        m.index = i
+        m.anchor = m.origin
+    return out, produced
+
+
+def _parts(content: Any, source: str, lineno: int, turn: int) -> list[dict]:
+    """A message's typed parts (a string is one text part)."""
+    if content is None or content is MISSING:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "value": content}]
+    if not isinstance(content, list) or not all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in content):
+        raise DataError(source, lineno, f"message {turn}: content must be a list of typed parts ({{type, value}})")
+    return content
+
+
+def _value(p: dict) -> str:
+    v = p.get("value", p.get("text", ""))
+    return v if isinstance(v, str) else orjson.dumps(v).decode()
+
+
+def _typed_content(parts: list[dict]) -> Any:
+    """Text parts as one string (LlamaFactory joins them as they are); with any other part (an image), a list of
+    OpenAI chat parts."""
+    if all(p["type"] == "text" for p in parts):
+        return "".join(_value(p) for p in parts)
+    out: list = []
+    for p in parts:
+        if p["type"] == "text":
+            out.append({"type": "text", "text": _value(p)})
+        elif p["type"] == "image_url" and isinstance(p.get("value"), str):
+            out.append({"type": "image_url", "image_url": {"url": p["value"]}})
+        else:
+            out.append(p)
+    return out
+
+
+def _typed_assistant(parts: list[dict], turn: int, extra: dict, origin: tuple) -> Message:
+    """reasoning parts -> reasoning, tool_call parts -> calls, the rest -> content (None when only calls)."""
+    reasoning = [_value(p) for p in parts if p["type"] == "reasoning"]
+    calls = [_call_from_json(_value(p), turn, k) for k, p in enumerate(p for p in parts if p["type"] == "tool_call")]
+    rest = [p for p in parts if p["type"] not in ("reasoning", "tool_call")]
+    return Message(
+        role="assistant",
+        content=_typed_content(rest) if rest or not calls else None,
+        tool_calls=calls,
+        reasoning="".join(reasoning) if reasoning else None,
+        extra=extra,
+        provenance=Provenance(origin=origin),
+    )
+
+
+def _typed_results(parts: list[dict], turn: int, extra: dict, origin: tuple, pending: list[ToolCall], alone: bool) -> list[Message]:
+    """A tool message: the result of the next pending call; or, alone after several calls and holding a JSON array
+    of one item per call (each naming its call, when it names one), one result per item."""
+    content = _typed_content(parts)
+    items = _items_for(content, pending) if alone and len(pending) > 1 else None
+    bodies = items if items is not None else [content]
+    out = []
+    for k, body in enumerate(bodies):
+        answered = pending.pop(0) if pending else None
+        out.append(
+            Message(
+                role="tool",
+                content=body,
+                tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
+                name=answered.name if answered else None,
+                extra=dict(extra),
+                provenance=Provenance(origin=origin),
+            )
+        )
+    return out
+
+
+def _items_for(content: Any, calls: list[ToolCall]) -> list[str] | None:
+    if not isinstance(content, str) or not content.lstrip().startswith("["):
+        return None
+    try:
+        items = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(items, list) or len(items) != len(calls):
+        return None
+    for it, c in zip(items, calls, strict=True):
+        if isinstance(it, dict) and it.get("name") not in (None, c.name):
+            return None
+    return [it if isinstance(it, str) else orjson.dumps(it).decode() for it in items]
+
+
+def _typed_record(t: Transcript) -> bool:
+    """A LlamaFactory record: read as one, or rebuilt from one (restore keeps its keys, not what was read)."""
+    if isinstance(t.native, TypedRecord):
+        return True
+    return t.native is None and isinstance(t.metadata.get("messages"), list) and "conversations" not in t.metadata
+
+
+def to_typed_messages(t: Transcript) -> list[dict]:
+    """The record's messages: a source message whose canonical messages are all here, together and untouched,
+    as it was; every other message anew (the results of one tool message that answered several calls as one
+    tool message each)."""
+    src = t.native if isinstance(t.native, TypedRecord) else TypedRecord([], [])
+    msgs = t.messages
+    out: list[dict] = []
+    i = 0
+    while i < len(msgs):
+        a = msgs[i].anchor
+        j = i + 1
+        while a is not None and j < len(msgs) and msgs[j].anchor == a:
+            j += 1
+        group = msgs[i:j]
+        turn = a[1] if isinstance(a, tuple) and len(a) == 2 and a[0] == "msg" and isinstance(a[1], int) else None
+        if turn is not None and turn < len(src.rows) and all(g.untouched for g in group) and len(group) == src.produced[turn]:
+            out.append(src.rows[turn])
+        else:
+            out += [_typed_dict(m) for m in group]
+        i = j
+    return out
+
+
+def _typed_dict(m: Message) -> dict:
+    parts: list[dict] = []
+    if m.role == "assistant" and m.reasoning is not None:
+        parts.append({"type": "reasoning", "value": m.reasoning})
+    parts += _value_parts(m.content)
+    if m.role == "tool" and not parts:
+        parts.append({"type": "text", "value": ""})
+    parts += [{"type": "tool_call", "value": _call_text(c)} for c in m.tool_calls]
+    d: dict[str, Any] = {"role": m.role, "content": parts}
+    d.update({k: v for k, v in m.extra.items() if not k.startswith("_")})
+    return d
+
+
+def _value_parts(content: Any) -> list[dict]:
+    """Content (a string or OpenAI chat parts) as typed parts holding their text under "value"."""
+    if isinstance(content, str):
+        return [{"type": "text", "value": content}] if content else []
+    if not isinstance(content, list):
+        return []
+    out = []
+    for p in content:
+        if isinstance(p, str):
+            out.append({"type": "text", "value": p})
+        elif not isinstance(p, dict) or "value" in p:
+            out.append(p)
+        elif isinstance(p.get("text"), str):
+            out.append({"type": "text", "value": p["text"]})
+        elif p.get("type") == "image_url" and isinstance(p.get("image_url"), dict):
+            out.append({"type": "image_url", "value": p["image_url"].get("url", "")})
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,172 @@
+"""LlamaFactory's typed-parts records ({"messages": [{"role", "content": [{"type", "value"}]}], "tools"}), read by the
+sharegpt format: calls are tool_call parts, results are tool messages without ids (answered in order)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from compactctl import api
+from compactctl.model import is_summary
+
+from .conftest import CORPUS, cli, needs_corpus, read_jsonl
+
+TOOLS = orjson.dumps(
+    [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in ("get_weather", "get_time")]
+).decode()
+
+
+def text(v: str) -> dict:
+    return {"type": "text", "value": v}
+
+
+def call(name: str, **args) -> dict:
+    return {"type": "tool_call", "value": orjson.dumps({"name": name, "arguments": args}).decode()}
+
+
+def turn(k: int, result: str = "sunny") -> list[dict]:
+    """An ask, two calls, their two results (one tool message each, as LlamaFactory writes them) and the answer."""
+    return [
+        {"role": "user", "content": [text(f"Weather and time in city {k}?")]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "reasoning", "value": f"I need both tools for city {k}."},
+                call("get_weather", city=f"c{k}"),
+                call("get_time", city=f"c{k}"),
+            ],
+        },
+        {"role": "tool", "content": [text(f'{{"city": "c{k}", "weather": "{result}"}}')]},
+        {"role": "tool", "content": [text(f'{{"city": "c{k}", "time": "12:0{k % 10}"}}')]},
+        {"role": "assistant", "content": [{"type": "reasoning", "value": "Both came back."}, text(f"City {k}: {result}, 12:0{k % 10}.")]},
+    ]
+
+
+def record(*turns: list[dict]) -> dict:
+    msgs = [{"role": "system", "content": [text("You answer with tools.")]}]
+    for t in turns:
+        msgs += t
+    return {"messages": msgs, "tools": TOOLS}
+
+
+def write(tmp_path, *records: dict, name: str = "lf.jsonl"):
+    path = tmp_path / name
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def test_typed_parts_are_read_as_calls_reasoning_and_results(tmp_path):
+    [t] = api.read([str(write(tmp_path, record(turn(1))))])
+    assert t.format == "sharegpt" and t.layout == "dataset"
+    roles = [m.role for m in t.messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    calls = t.messages[2].tool_calls
+    assert [(c.name, orjson.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "c1"}), ("get_time", {"city": "c1"})]
+    assert t.messages[2].reasoning == "I need both tools for city 1." and not t.messages[2].text()
+    assert [m.tool_call_id for m in t.messages[3:5]] == [c.id for c in calls] and len({c.id for c in calls}) == 2
+    assert t.messages[3].text() == '{"city": "c1", "weather": "sunny"}'
+    assert t.messages[5].text() == "City 1: sunny, 12:01." and t.messages[5].reasoning == "Both came back."
+    assert api.check(t) == []
+
+
+def test_repair_keeps_the_results(tmp_path):
+    """They were orphan results of OpenAI chat (the calls were text parts): repair deleted both."""
+    src = write(tmp_path, record(turn(1), turn(2)))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == src.read_bytes()
+    assert cli("repair", "--check", str(src)).returncode == 0
+
+
+def test_round_trip_is_byte_identical(tmp_path):
+    raw = b'{"messages": [{"role": "user", "content": [{"type": "text", "value": "hi"}]}, {"role": "assistant", "content": [{"type": "tool_call", "value": "{\\"name\\": \\"get_time\\", \\"arguments\\": {}}"}]}, {"role": "tool", "content": [{"type": "text", "value": "noon"}], "loss_weight": 0.0}], "tools": "[]"}\n'
+    src = tmp_path / "spaced.jsonl"
+    src.write_bytes(raw + orjson.dumps(record(turn(1))) + b"\n")
+    ts = api.read([str(src)])
+    assert b"".join(api.write(t) for t in ts) == raw + orjson.dumps(record(turn(1))) + b"\n"
+    assert cli("convert", str(src)).stdout == src.read_bytes()
+
+
+def test_one_tool_message_with_a_result_per_call_answers_them_all(tmp_path):
+    """A lone tool message after several calls that holds a JSON array of one result per call (as in
+    reason_tool_use_demo_50): one result each, written back as it was."""
+    msgs = turn(1)[:3] + turn(1)[4:]
+    msgs[2] = {"role": "tool", "content": [text('[{"name": "get_weather", "content": "sunny"}, {"name": "get_time", "content": "12:01"}]')]}
+    rec = record(msgs)
+    [t] = api.read([str(write(tmp_path, rec))])
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert [orjson.loads(m.text())["name"] for m in t.messages[3:5]] == ["get_weather", "get_time"]
+    assert api.check(t) == [] and api.write(t) == orjson.dumps(rec) + b"\n"
+    msgs[2]["content"] = [text('[{"name": "get_time", "content": "12:01"}, {"name": "get_weather", "content": "sunny"}]')]
+    [t] = api.read([str(write(tmp_path, record(msgs)))])  # items that name other calls: one result, for the first call
+    assert [m.role for m in t.messages].count("tool") == 1
+
+
+def test_compact_keeps_every_call_paired_and_writes_typed_parts(tmp_path):
+    big = "rain and wind " * 120
+    src = write(tmp_path, record(*[turn(k, big) for k in range(12)]))
+    [orig] = api.read([str(src)])
+    r = cli("compact", str(src), "--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800")
+    assert r.returncode == 0, r.stderr
+    [rec] = read_jsonl(r.stdout)
+    assert set(rec) == {"messages", "tools"} and rec["tools"] == TOOLS
+    for m in rec["messages"]:  # the same shape: typed parts with their text under "value"
+        assert set(m) <= {"role", "content"} and m["role"] in ("system", "user", "assistant", "tool")
+        assert m["content"] and all(set(p) == {"type", "value"} and p["type"] in ("text", "reasoning", "tool_call") for p in m["content"])
+    msgs = rec["messages"]
+    for i, m in enumerate(msgs):  # every call answered by the tool messages right after it, one each
+        n = sum(p["type"] == "tool_call" for p in m["content"])
+        if n:
+            assert [x["role"] for x in msgs[i + 1 : i + 1 + n]] == ["tool"] * n
+            assert i + 1 + n == len(msgs) or msgs[i + 1 + n]["role"] != "tool"
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(r.stdout)
+    [back] = api.read([str(out)])
+    assert back.format == "sharegpt" and api.check(back) == []
+    assert any(is_summary(m) for m in back.messages) and back.messages[-1].text() == orig.messages[-1].text()
+    assert cli("repair", "--check", str(out)).returncode == 0
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_conversion_gives_what_the_apis_accept(to, tmp_path):
+    src = write(tmp_path, record(turn(1), turn(2)))
+    r = cli("convert", str(src), "--to", to)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / f"{to}.jsonl"
+    out.write_bytes(r.stdout)
+    assert cli("repair", "--check", str(out)).returncode == 0
+    assert b'"value"' not in r.stdout
+    [t] = api.read([str(out)])
+    assert t.format == to and sum(len(m.tool_calls) for m in t.messages) == 4 and sum(m.role == "tool" for m in t.messages) == 4
+    if to == "openai":
+        [rec] = read_jsonl(r.stdout)
+        calls = [c for m in rec["messages"] for c in m.get("tool_calls", [])]
+        assert [m["tool_call_id"] for m in rec["messages"] if m["role"] == "tool"] == [c["id"] for c in calls]
+        assert rec["messages"][2]["reasoning_content"] == "I need both tools for city 1."
+
+
+@needs_corpus
+def test_corpus_demo_keeps_its_results(tmp_path):
+    src = CORPUS / "sharegpt" / "llamafactory" / "reason_tool_use_demo_50.jsonl"
+    rows = read_jsonl(src.read_bytes())
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    out = read_jsonl(r.stdout)
+    assert len(out) == len(rows) == 50
+    assert out[1] == rows[1]  # record 2: 9 messages, two calls answered (repair kept 7)
+    for a, b in zip(rows, out, strict=True):  # no result lost; calls still in flight at the end get a stub result
+        tools = lambda rec: [m for m in rec["messages"] if m["role"] == "tool"]  # noqa: E731
+        assert tools(a) == tools(b)[: len(tools(a))]
+
+
+def test_restore_gives_the_record_back(tmp_path):
+    big = "rain and wind " * 120
+    rec = record(*[turn(k, big) for k in range(12)])
+    src = write(tmp_path, rec)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "4000", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert read_jsonl(out.read_bytes()) != [rec]
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert read_jsonl(back.stdout) == [rec]  # in its own shape (it came back as "conversations" beside the compacted messages)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from itertools import repeat
+from itertools import islice, repeat
 
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
@@ -105,14 +105,24 @@ def literals_in(text: str) -> list[str]:
     return list(out)
 
 
+def ranked(names: list[str], weight: Counter | None) -> list[str]:
+    """`names` most used first (`weight`), equal weights in their order (a stable sort, no per-name
+    Python call); without `weight`, as they are. Filtering the result keeps the ranking of what is left."""
+    if weight is None:
+        return names
+    keys = list(map(weight.get, names, repeat(0)))
+    return [names[k] for k in sorted(range(len(names)), key=keys.__getitem__, reverse=True)]
+
+
+def first_not_in(names: list[str], exclude: str, limit: int) -> list[str]:
+    """The first `limit` of `names` that `exclude` does not contain."""
+    return list(islice((n for n in names if n not in exclude), limit))
+
+
 def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude: str = "") -> list[str]:
     """The names of `text` most worth keeping: those named most often elsewhere first (`weight`),
     then in order of appearance; names already in `exclude` are left out."""
-    found = [n for n in names_in(text) if n not in exclude]
-    if weight is not None:  # a stable sort, most used first: equal weights keep their order (no per-name Python call)
-        keys = list(map(weight.get, found, repeat(0)))
-        return [found[k] for k in sorted(range(len(found)), key=keys.__getitem__, reverse=True)[:limit]]
-    return found[:limit]
+    return first_not_in(ranked(names_in(text), weight), exclude, limit)
 
 
 # A list item, after an optional line-number prefix of a file read ("  12→", "12\t").

@@ -25,7 +25,6 @@ the last user ask and `--keep-tool` outputs are never touched, tool pairs stay i
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,7 +377,7 @@ class _Later:
     """What the messages after the one being looked at did: output texts seen, calls made, files touched."""
 
     def __init__(self) -> None:
-        self.texts: set[bytes] = set()
+        self.texts: set[str] = set()  # the texts themselves: a str caches its hash, no digest to compute
         self.calls: set[tuple[str, str]] = set()
         self.files: set[str] = set()
 
@@ -478,11 +477,10 @@ class _Context:
         call = self.call_of.get(i)
         text = m.text()
         long_enough = o.dedup and len(text) >= o.min_dedup_chars
-        digest = _digest(text) if long_enough else None
         step: tuple[int, int, int] | None = None
         if call is not None and call.name.lower() in self.drop and len(text) >= o.min_summary_chars:
             step = (DROP, i, DROP)
-        elif digest is not None and digest in later.texts:
+        elif long_enough and text in later.texts:
             step = (DEDUP, i, DEDUP)
         elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
             failed = self.outcome(i).failed
@@ -492,8 +490,8 @@ class _Context:
                 step = (OLD_DOC, i, OLD_DOC)
             else:
                 step = (OLD_FAILED if failed else OLD_OK, i, OLD_OK)
-        if digest is not None:
-            later.texts.add(digest)
+        if long_enough:
+            later.texts.add(text)
         return step
 
     def reduce_from(self, old: Message, i: int, step: int, names: int) -> Message | None:
@@ -593,10 +591,6 @@ def _passes_redaction(name: str) -> bool:
     """Not secret-shaped (long enough and mixing digits in: what a key or token looks like, identifiers and
     paths rarely do), or unchanged by redaction. Cached: the same names recur across a dataset."""
     return not any(c.isdigit() for c in name) or redact(name) == name
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _chars(m: Message) -> int:

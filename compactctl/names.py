@@ -35,7 +35,7 @@ _MODE = re.compile(r"[dlcbps-]?[rwxsStT-]{9}[.+@]?$")
 
 
 # Names never hold these characters: a text is first split on them (str.replace and str.split, faster than
-# a regex pass), then each distinct token is searched once with `_NAME` (tokens repeat a lot: a session has
+# a regex pass), then each distinct token is searched once with `_NAME` (cached) (tokens repeat a lot: a session has
 # a few thousand distinct ones). Tokens shorter than 3 characters name nothing (a name has 3 or more).
 _SEPARATORS = "\"'`<>()[]{},;|*\\"  # and whitespace (str.split's: the same Unicode set as the regex \s)
 _ESCAPES = ("\\n", "\\r", "\\t")  # the two characters backslash and n, as JSON inside a text shows them
@@ -68,7 +68,9 @@ def names_in(text: str) -> list[str]:
             text = text.replace(c, " ")
     out: dict[str, None] = {}
     get = _CACHE.get
-    for tok in dict.fromkeys(text.split()):
+    # Every token in turn, repeats too (`out` keeps each name once, in the same order): deduplicating the
+    # tokens first (dict.fromkeys) costs more than it saves (names_in 12-19% slower on the corpus's and the bench's texts).
+    for tok in text.split():
         found = get(tok)
         if found is None:
             if len(tok) < 3:  # names nothing; not cached (the cache is for the tokens worth a regex search)

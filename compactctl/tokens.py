@@ -40,6 +40,7 @@ IMAGE_TOKENS = 765  # a 1024x1024 image at high detail under OpenAI's tile formu
 MEMO_CHARS = 32 << 20  # memoized text kept at most (characters)
 FAST_CHARS = 2 << 20  # text counted in pure Python (about half tiktoken's speed) before building tiktoken's encoder pays off
 BOUND_MIN_CHARS = 1024  # text_bound counts shorter texts whole
+BOUND_CHARS_PER_TOKEN = 3  # text_bound's first part: characters a needed token
 # Where both encodings' pre-tokenizers must split a text: after an ASCII letter or digit that a space or a
 # newline follows (no piece holds a letter or digit and a space or newline after it, and no rule looks
 # behind), so that tokens(s) = tokens(s[:p]) + tokens(s[p:]) at p = match.end().
@@ -222,12 +223,16 @@ class Counter:
             return (len(s) + 3) // 4
         n = self._memo.get(s)
         if n is None:
-            n = self._count(s)
-            if self._memo_chars + len(s) > MEMO_CHARS:
-                self._memo.clear()
-                self._memo_chars = 0
-            self._memo[s] = n
-            self._memo_chars += len(s)
+            n = self._remember(s, self._count(s))
+        return n
+
+    def _remember(self, s: str, n: int) -> int:
+        """Memoize `n` as the count of `s` (within MEMO_CHARS) and return it."""
+        if self._memo_chars + len(s) > MEMO_CHARS:
+            self._memo.clear()
+            self._memo_chars = 0
+        self._memo[s] = n
+        self._memo_chars += len(s)
         return n
 
     def encode(self, s: str) -> list[int]:
@@ -251,9 +256,13 @@ class Counter:
 
     def text_bound(self, s: str, need: int) -> int:
         """A lower bound of text(s) that is either exact or at least `need`: 0 when `need` <= 0; for a long
-        text, the count of a prefix that ends where the pre-tokenizer must split it (see _CUT), once a prefix
-        reaches `need` (tried at about 4 characters a token, then twice as long); else text(s) itself.
-        Deciding "more than n tokens" this way reads a prefix of a long tool output, not all of it."""
+        text, the count of a prefix that reaches `need`, else text(s) itself. Deciding "more than n tokens"
+        this way reads a prefix of a long tool output, not all of it.
+
+        The text is counted in parts from its start, each ending where the pre-tokenizer must split it (see
+        _CUT), so the parts' counts add up to the count of what they cover: the first part sized at
+        BOUND_CHARS_PER_TOKEN characters a needed token, each next one at the characters a token seen so
+        far for the tokens still needed; nothing is counted twice, and a text counted to its end is memoized."""
         if need <= 0:
             return 0
         if self.approx or len(s) < BOUND_MIN_CHARS:
@@ -261,16 +270,18 @@ class Counter:
         n = self._memo.get(s)
         if n is not None:
             return n
-        size = 4 * need + 64
-        while 2 * size < len(s):
-            m = _CUT.search(s, size - 1)
-            if m is None or 2 * m.end() >= len(s):
+        n = start = 0
+        size = BOUND_CHARS_PER_TOKEN * need + 64
+        while start + size < len(s):
+            m = _CUT.search(s, start + size - 1)
+            if m is None:
                 break
-            n = self._count(s[: m.end()])  # not memoized: a prefix is never asked for again
+            n += self._count(s[start : m.end()])  # not memoized: a part is never asked for again
+            start = m.end()
             if n >= need:
                 return n
-            size = 2 * m.end()
-        return self.text(s)
+            size = (need - n) * start // max(n, 1) + 64
+        return self._remember(s, n + self._count(s[start:]))
 
     def message_bound(self, m: Message, need: int) -> int:
         """A lower bound of message(m) that is either exact or at least `need` (long texts: see text_bound)."""

@@ -790,3 +790,18 @@ def test_the_plan_budgets_an_ask_an_earlier_summary_carries():
     second, rep2 = api.compact(Transcript(more, id="t"), COUNTER, api.OfflineSummarizer(), budget)
     assert rep2["status"] == "compacted" and rep2["tokens_after"] <= 450
     assert "ENDASK" in "\n".join(m.text() for m in second.messages)
+
+
+def test_top_names_ranks_then_excludes_like_excluding_then_ranking():
+    """names.top_names is ranked() then first_not_in(): a stable sort, so leaving names out before or after it
+    keeps the same order (what the memoized ranking in prune relies on)."""
+    from collections import Counter
+
+    from compactctl.names import names_in, top_names
+
+    text = "see a_b.py and c_d.py, then e_f.py and g_h.py; run make_report() in lib/x.py and lib/y.py"
+    weight = Counter({"c_d.py": 2, "lib/y.py": 2, "make_report": 1})
+    for exclude in ("", "c_d.py", "lib/y.py e_f.py"):
+        found = [n for n in names_in(text) if n not in exclude]
+        expected = sorted(found, key=lambda n: weight.get(n, 0), reverse=True)[:4]
+        assert top_names(text, weight, 4, exclude=exclude) == expected

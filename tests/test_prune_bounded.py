@@ -77,6 +77,18 @@ def test_text_bound_is_exact_or_at_least_the_need(text, need):
     assert got == exact or got >= need
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, min_size=300, max_size=1200).map("".join), st.integers(1, 600), st.sampled_from(sorted(COUNTERS)))
+def test_text_bound_counted_to_the_end_memoizes_the_exact_count(text, need, enc):
+    """text_bound adds up the counts of parts: when they never reach the need, their sum is the text's count, memoized."""
+    c = COUNTERS[enc]
+    exact = len(c.encode(text))
+    c._memo.clear()
+    got = c.text_bound(text, need)
+    if got < need:
+        assert got == exact == c._memo[text]
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(PIECES, min_size=0, max_size=80).map("".join), st.sampled_from(sorted(COUNTERS)), st.booleans())
 def test_message_upper_is_at_least_the_count(text, enc, approx):

@@ -25,7 +25,6 @@ the last user ask and `--keep-tool` outputs are never touched, tool pairs stay i
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +33,7 @@ import orjson
 from .. import refs, tools
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
-from ..names import count_names, is_task_document, literals_in, names_in, top_names
+from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
 from ..summarizers.redact import redact
 from ..tokens import Counter
@@ -237,7 +236,7 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
     counter, cur = ctx.counter, ctx.msgs[i]
     base = counter.message(cur)
     lo = ctx.opts.digest_names * (DOC_NAMES_FACTOR if step == OLD_DOC else 1)
-    hi = len(names_in(old.text()))
+    hi = len(ctx.names_of(old.text()))
     best, best_tokens = cur, base
     if hi > lo:  # all of them, when the room holds them (no search)
         new = ctx.reduce_from(old, i, step, hi)
@@ -378,7 +377,7 @@ class _Later:
     """What the messages after the one being looked at did: output texts seen, calls made, files touched."""
 
     def __init__(self) -> None:
-        self.texts: set[bytes] = set()
+        self.texts: set[str] = set()  # the texts themselves: a str caches its hash, no digest to compute
         self.calls: set[tuple[str, str]] = set()
         self.files: set[str] = set()
 
@@ -403,6 +402,11 @@ class _Context:
         self.call_of = calls_for_results(msgs)
         self._weight = None
         self._outcomes: dict[int, tools.Outcome] = {}
+        # Per output text (memoized: _settle digests an output again with more names, and its names,
+        # their ranking and its quoted phrases stay the same).
+        self._names: dict[str, list[str]] = {}
+        self._ranked: dict[tuple[str, bool], list[str]] = {}
+        self._literals: dict[str, list[str]] = {}
         keep = {k.lower() for k in opts.keep_tools}
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
         self.drop = {d.lower() for d in opts.drop_tools}
@@ -413,6 +417,27 @@ class _Context:
         if out is None:
             out = self._outcomes[i] = tools.outcome(self.msgs[i])
         return out
+
+    def names_of(self, text: str) -> list[str]:
+        """names_in(text), memoized."""
+        found = self._names.get(text)
+        if found is None:
+            found = self._names[text] = names_in(text)
+        return found
+
+    def _candidate_names(self, text: str, rank: bool) -> list[str]:
+        """candidate_names(text, ...) ranked by self.weight when `rank`, memoized."""
+        found = self._ranked.get((text, rank))
+        if found is None:
+            found = self._ranked[text, rank] = candidate_names(text, self.weight if rank else None, self.names_of)
+        return found
+
+    def _literals_of(self, text: str) -> list[str]:
+        """literals_in(text), memoized."""
+        found = self._literals.get(text)
+        if found is None:
+            found = self._literals[text] = literals_in(text)
+        return found
 
     @property
     def weight(self):
@@ -452,11 +477,10 @@ class _Context:
         call = self.call_of.get(i)
         text = m.text()
         long_enough = o.dedup and len(text) >= o.min_dedup_chars
-        digest = _digest(text) if long_enough else None
         step: tuple[int, int, int] | None = None
         if call is not None and call.name.lower() in self.drop and len(text) >= o.min_summary_chars:
             step = (DROP, i, DROP)
-        elif digest is not None and digest in later.texts:
+        elif long_enough and text in later.texts:
             step = (DEDUP, i, DEDUP)
         elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
             failed = self.outcome(i).failed
@@ -466,8 +490,8 @@ class _Context:
                 step = (OLD_DOC, i, OLD_DOC)
             else:
                 step = (OLD_FAILED if failed else OLD_OK, i, OLD_OK)
-        if digest is not None:
-            later.texts.add(digest)
+        if long_enough:
+            later.texts.add(text)
         return step
 
     def reduce_from(self, old: Message, i: int, step: int, names: int) -> Message | None:
@@ -519,28 +543,42 @@ class _Context:
         ranked by use, then its quoted phrases); `keep`: how many names, when not the default."""
         default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         limit = keep if keep is not None else default
-        names = safe_names(text, self.weight, exclude=line, limit=limit, ranked=not doc)
-        if not doc and self.opts.digest_names:
-            names += safe_literals(text, exclude=line, limit=LITERALS_KEPT)
+        names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
+        if not doc and self.opts.digest_names and ('"' in text or "'" in text):
+            names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
         return line + "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + ", ".join(names) if names else line
 
 
 def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
     """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
     with key material (whose base64 lines split into path-like names) is redacted first."""
-    if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
-        text = redact(text)
     if limit <= 0:
         return []
-    found = top_names(text, weight if ranked else None, limit + 8, exclude=exclude)
-    return [n for n in found if len(n) < 16 or _passes_redaction(n)][:limit]
+    return pick_safe(candidate_names(text, weight if ranked else None), exclude, limit)
 
 
-def safe_literals(text: str, exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
-    """The quoted phrases a digest keeps, in order, never one that redaction would change (a password in a message)."""
-    if limit <= 0 or ('"' not in text and "'" not in text):
+def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
+    """Every name of `text` (of its redacted form when it holds key material), most used first by `weight`
+    (None: in order of appearance); `names_of`: names_in or a memoized one."""
+    if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+        text = redact(text)
+    return ranked(names_of(text), weight)
+
+
+def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
+    """The first `limit` of `candidates` (candidate_names) not in `exclude`, among the first `limit` + 8 of
+    those, the ones that could be a fragment of a secret dropped."""
+    if limit <= 0:
         return []
-    return [q for q in literals_in(text) if q[1:-1] not in exclude and _unchanged_by_redaction(q)][:limit]
+    return [n for n in first_not_in(candidates, exclude, limit + 8) if len(n) < 16 or _passes_redaction(n)][:limit]
+
+
+def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
+    """The quoted phrases a digest keeps (of a text's `literals`, literals_in), in order, never one that redaction
+    would change (a password in a message)."""
+    if limit <= 0:
+        return []
+    return [q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q)][:limit]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -553,10 +591,6 @@ def _passes_redaction(name: str) -> bool:
     """Not secret-shaped (long enough and mixing digits in: what a key or token looks like, identifiers and
     paths rarely do), or unchanged by redaction. Cached: the same names recur across a dataset."""
     return not any(c.isdigit() for c in name) or redact(name) == name
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _chars(m: Message) -> int:

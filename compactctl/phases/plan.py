@@ -364,11 +364,11 @@ def plan_for_repair(
 ) -> Plan:
     """`plan`, leaving free what repair will add after it (stubs for calls without a result): what `plan` (the
     command), `summarize` and `compact` all plan with, so that the pipe and `compact` agree."""
-    from .repair import repair
+    from .repair import RepairOptions, repair
 
     counts = counts if counts is not None else counter.messages(t.messages)
     p = plan(t, counter, budget, counts=counts, zones=zones)
-    fixed, st = repair(t)
+    fixed, st = repair(t, RepairOptions(allow_empty=True))  # measured only: repair itself says what cannot be sent
     reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
     # Reserved when a compaction is needed anyway, or when repair alone would take the transcript over its target
     # (its stubs for unanswered calls count in the output); a transcript at or under its target once repaired is

@@ -137,11 +137,13 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
 @dataclass(frozen=True)
 class RepairOptions:
     strip_unanswered: bool = False  # remove calls that have no result instead of adding a stub result
+    allow_empty: bool = False  # a transcript with nothing to send comes back empty instead of a DataError (measuring only)
 
 
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     msgs = t.messages
-    fix = _Repair(t, (opts or RepairOptions()).strip_unanswered)
+    o = opts or RepairOptions()
+    fix = _Repair(t, o.strip_unanswered)
     placed: list[Message] = []
     for i, m in enumerate(msgs):
         if m.role == "tool":
@@ -156,9 +158,9 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
         fix.group(i, m, placed)
     st = fix.st
     first = next((j for j, m in enumerate(placed) if m.role not in SYSTEM_ROLES), None)
-    if first is None:  # no message could ever make it valid: said, never written out as an empty transcript
+    if first is None and not o.allow_empty:  # no message could make it valid: said, never written out empty
         raise DataError(t.source or t.id, t.line or 1, "no user or assistant message with content: nothing a model could be sent")
-    if placed[first].role != "user":
+    if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
         st.openings_added += 1
     if not st.changed and len(placed) == len(msgs) and all(a is b for a, b in zip(placed, msgs, strict=True)):

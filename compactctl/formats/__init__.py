@@ -313,10 +313,11 @@ def _portable(m: Any, target: str) -> Any:
     type. OpenAI chat takes no internals of the source format (`_`-keys: Claude Code's thinking blocks, Hermes's
     raw calls), no keys of another format's tool calls (Claude Code's `caller`), and no empty part list beside
     calls: both APIs reject what they do not know."""
-    if m.origin is None and target != "openai" and not _foreign_parts(m.content):
+    retype = target != "codex" and _foreign_parts(m.content)  # Codex writes its own part types
+    if m.origin is None and target != "openai" and not retype:
         return m
     changes: dict[str, Any] = {}
-    if _foreign_parts(m.content):
+    if retype:
         changes["content"] = [{"type": "text", "text": p.get("text", "")} if _is_text_part(p) else p for p in m.content]
     if target == "openai":
         from ..model import ToolCall

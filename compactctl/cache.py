@@ -28,6 +28,18 @@ def key_of(request: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def open_cache(directory: str | os.PathLike | None, warn=None) -> SummaryCache | None:
+    """The summary cache, or None (said through `warn`) when it cannot be used: a directory that cannot be made
+    or written, a damaged database. The cache only saves calls: a run goes on without it, never stops on it."""
+    try:
+        return SummaryCache(directory)
+    except (OSError, sqlite3.Error) as e:
+        if warn is not None:
+            where = directory or default_dir()
+            warn(f"the summary cache in {where} cannot be used ({type(e).__name__}: {e}); running without it")
+        return None
+
+
 class SummaryCache:
     def __init__(self, directory: str | os.PathLike | None = None):
         d = Path(directory) if directory else default_dir()
@@ -48,11 +60,19 @@ class SummaryCache:
         self._db.commit()
 
     def get(self, key: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM summaries WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+        """The cached answer, or None: also for a value that is not text or a database that fails on read."""
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT value FROM summaries WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row and isinstance(row[0], str) else None
 
     def put(self, key: str, value: str) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, value, time.time()))
-            self._db.commit()
+        """Keep an answer; a write that fails (disk full, a damaged database) only loses the saving."""
+        try:
+            with self._lock:
+                self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, value, time.time()))
+                self._db.commit()
+        except sqlite3.Error:
+            return

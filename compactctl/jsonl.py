@@ -138,9 +138,14 @@ def _finite_float(s: str) -> float:
     return v
 
 
+def without_surrogates(s: str) -> str:
+    """`s` with every lone UTF-16 surrogate replaced by U+FFFD (it cannot be encoded as UTF-8)."""
+    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(s) else s
+
+
 def _fix_surrogates(v: Any) -> Any:
     if isinstance(v, str):
-        return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(v) else v
+        return without_surrogates(v)
     if isinstance(v, list):
         return [_fix_surrogates(x) for x in v]
     if isinstance(v, dict):

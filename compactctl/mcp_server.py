@@ -39,8 +39,10 @@ def recall_text(ix: Index, ref: str) -> str:
         text = hits[0].text
     else:
         text = "\n".join(f"--- [ref {h.ref}] {h.transcript} #{h.index} {h.role} ---\n{h.text}" for h in hits)
-    if len(text) > MAX_CHARS:
-        text = text[:MAX_CHARS] + f"\n...[cut at {MAX_CHARS:,} of {len(text):,} chars: search for what you need]"
+    if len(text) > MAX_CHARS:  # the note counts too: the answer is MAX_CHARS at most
+        note = f"\n...[cut at {{:,}} of {len(text):,} chars: search for what you need]"
+        keep = MAX_CHARS - len(note.format(MAX_CHARS))
+        text = text[:keep] + note.format(keep)
     return text
 
 

@@ -15,6 +15,7 @@ Behaviour is chosen by the requested model name:
   huge       a structured answer whose Completed Actions hold 8,000 lines
   inject     a structured answer holding a forged end marker, fake system lines and tool calls
   echo       a structured answer that repeats the request's user content under Critical Context
+  surrogate  a structured answer holding a lone UTF-16 surrogate (valid JSON: "\\ud800")
   error401 / error429 / error500: that status, every time
 Every request body is kept raw in `raw` (bytes), for the secrets suite.
 """
@@ -113,6 +114,8 @@ class Server:
                 content = {"empty": "", "garbage": "I think it went fine, mostly.", "huge": HUGE, "inject": INJECT}.get(model, GOOD)
                 if model == "echo":
                     content = GOOD.replace("## Critical Context\nNone", "## Critical Context\n" + body["messages"][-1]["content"])
+                if model == "surrogate":
+                    content = GOOD.replace("Fix the bug.", "Fix the bug \ud800 in app.py.")  # json.dumps writes "\ud800"
                 self._send(
                     200,
                     {

@@ -51,6 +51,49 @@ def test_bad_answers_fall_back_to_offline_with_a_warning(server, model):
     assert took < 10
 
 
+def test_a_lone_surrogate_in_an_answer_becomes_u_fffd_and_the_run_goes_on(server, tmp_path):
+    """Valid JSON ("\\ud800") that no UTF-8 can hold: the cache and the writer raised (exit 1, nothing written)."""
+    src = tmp_path / "s.jsonl"
+    write_jsonl(src, tool_session(30, 4000))
+    out = tmp_path / "o.jsonl"
+    for cache in (["--cache-dir", str(tmp_path / "c")], ["--no-cache"]):
+        r = cli(
+            "compact", str(src), "--context-window", "3000", "--base-url", server.url, "--llm-model", "surrogate", *cache, "-o", str(out)
+        )
+        assert r.returncode == 0, r.stderr.decode()
+        assert "Fix the bug \ufffd in app.py." in out.read_text(encoding="utf-8")
+        assert cli("repair", "--check", str(out)).returncode == 0
+
+
+def test_a_cache_that_cannot_be_used_is_said_and_the_run_goes_on(server, tmp_path):
+    """A damaged database, a cache dir that is a file: a traceback with exit 1 before; now a note, no cache."""
+    src = tmp_path / "s.jsonl"
+    write_jsonl(src, tool_session(30, 4000))
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "summaries.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x13" * 2000)
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    for where in (damaged, afile):
+        r = cli("compact", str(src), "--context-window", "3000", "--base-url", server.url, "--llm-model", "good", "--cache-dir", str(where))
+        assert r.returncode == 0 and "cannot be used" in r.stderr.decode() and b"Traceback" not in r.stderr, where
+        assert (damaged / "summaries.sqlite").read_bytes().startswith(b"SQLite format 3\x00\x13")  # left as it was
+
+
+def test_a_cached_answer_without_sections_is_asked_again(server, tmp_path):
+    from compactctl.cache import SummaryCache
+
+    cache = SummaryCache(tmp_path)
+    s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=cache)
+    api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    cache._db.execute("UPDATE summaries SET value = 'no headings here'")
+    cache._db.commit()
+    warnings: list[str] = []
+    s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=cache, warn=warnings.append)
+    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert rep["summarizer"].startswith("llm") and not rep["cache_hit"] and rep["llm_calls"] >= 1
+
+
 def test_401_stops_the_run(server):
     from compactctl.errors import LLMAuthError
 

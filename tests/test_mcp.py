@@ -51,3 +51,19 @@ def test_mcp_server_searches_and_recalls(tmp_path):
     assert not error(found) and _text(found).startswith(f"[ref {rec['ref']}]") and "flux_capacitor" in _text(found)
     assert not error(got) and _text(got) == rec["message"]["content"]
     assert error(unknown) and "deadbeef" in _text(unknown)
+
+
+def test_a_recall_longer_than_the_cap_is_cut_note_included():
+    """A summarized span of 60,000 characters came back as 40,062: the note was added after the cut."""
+    from compactctl.mcp_server import MAX_CHARS, recall_text
+
+    class One:
+        def __init__(self, text):
+            self.text, self.span, self.ref, self.transcript, self.index, self.role = text, None, "r", "t", 0, "tool"
+
+    class Ix:
+        def recall(self, ref):
+            return [One("x" * 60_000)]
+
+    text = recall_text(Ix(), "r")  # type: ignore[arg-type]
+    assert len(text) == MAX_CHARS and text.endswith("of 60,000 chars: search for what you need]")

@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from ..cache import SummaryCache, key_of
+from ..cache import SummaryCache, key_of, open_cache
 from ..errors import LLMAuthError
+from ..jsonl import without_surrogates
 from ..model import Message
 from ..tokens import Counter
 from . import offline
@@ -204,7 +205,7 @@ class LLMSummarizer:
 
     @classmethod
     def from_options(cls, opts, model: str, warn=None) -> LLMSummarizer:
-        cache = None if opts.no_cache else SummaryCache(opts.cache_dir)
+        cache = None if opts.no_cache else open_cache(opts.cache_dir, warn)
         return cls(
             opts.llm_model or model,
             opts.base_url,
@@ -249,6 +250,14 @@ class LLMSummarizer:
                 raise Transient("the deadline passed while waiting for a free LLM slot")
 
     # -- one request, with cache, breaker, fallback
+    def _cached(self, key: str, stats: _CallStats) -> str | None:
+        """The cached answer to this request, if there is one that reads as a summary (a damaged entry is asked again)."""
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None or len(parse_sections(hit)) < MIN_HEADINGS:
+            return None
+        stats["cache_hits"] += 1
+        return hit
+
     def _complete(self, system: str, user: str, max_tokens: int, stats: _CallStats, deadline: float | None = None) -> str:
         user = redact(user)  # every path to the endpoint passes here: the last safety net
         for model in [self.model] + ([self.fallback_model] if self.fallback_model else []):
@@ -265,11 +274,9 @@ class LLMSummarizer:
                 stats["warnings"].append(f"{model}: the transcript's LLM deadline has passed")
                 break
             key = key_of(request)
-            if self.cache is not None:
-                hit = self.cache.get(key)
-                if hit is not None:
-                    stats["cache_hits"] += 1
-                    return hit
+            hit = self._cached(key, stats)
+            if hit is not None:
+                return hit
             if not self.breaker.allow():
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
@@ -297,6 +304,7 @@ class LLMSummarizer:
                 text = (resp.choices[0].message.content or "") if resp.choices else ""
                 if not isinstance(text, str):
                     raise TypeError(type(text).__name__)
+                text = without_surrogates(text)  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
             except Exception:  # noqa: BLE001 - a 200 that is not a chat completion (HTML, truncated JSON)
                 self.breaker.record(False)
                 start = " ".join(redact(str(resp)).split())[:120]

@@ -66,7 +66,7 @@ def test_429_then_success(server, tmp_path):
 
 def test_500s_then_fallback_model(server, tmp_path):
     _, rep, _ = run(server, "down", tmp_path, fallback="good")
-    assert rep["summarizer"] == "llm:down" and any("fallback model good" in w for w in rep["warnings"])
+    assert rep["summarizer"] == "llm:good" and any("fallback model good" in w for w in rep["warnings"])  # who wrote it
     assert [r["model"] for r in server.requests] == ["down"] * 3 + ["good"]
 
 

@@ -110,6 +110,25 @@ def test_drip_is_cut_by_the_overall_deadline(server):
     assert took < 6, took
 
 
+def test_the_fallback_model_is_tried_after_a_timeout_named_in_the_report_and_cached(server, tmp_path):
+    """A rerun made calls to the failing model again (the cache was looked up model by model), the report named
+    the model that failed, and after a timeout the fallback was never tried (the main model used the transcript's
+    whole deadline)."""
+    from compactctl.cache import SummaryCache
+
+    for main in ("drip", "error500"):
+        cache = SummaryCache(tmp_path / main)
+        runs = []
+        for _ in range(2):
+            before = len(server.requests)
+            s = LLMSummarizer(main, server.url, "k", "good", timeout=1.0, retries=0, cache=cache)
+            _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+            runs.append((rep, [r["model"] for r in server.requests[before:]]))
+        (first, asked), (again, asked_again) = runs
+        assert first["summarizer"] == "llm:good" and asked == [main, "good"], (main, first["summarizer"], asked)
+        assert again["summarizer"] == "llm:good" and again["cache_hit"] and asked_again == []
+
+
 def test_huge_answer_is_trimmed_in_linear_time(server):
     rep, _, summary, took = compact(server, "huge")
     assert rep["summarizer"] == "llm:huge"

@@ -39,6 +39,7 @@ class _CallStats(TypedDict):
     calls: int
     cache_hits: int
     warnings: list[str]
+    models: list[str]  # the model that wrote each part (the fallback's, when it answered)
 
 
 TOOL_HEAD, TOOL_TAIL, TEXT_CAP = 1_500, 500, 6_000
@@ -260,13 +261,23 @@ class LLMSummarizer:
 
     def _complete(self, system: str, user: str, max_tokens: int, stats: _CallStats, deadline: float | None = None) -> str:
         user = redact(user)  # every path to the endpoint passes here: the last safety net
-        for model in [self.model] + ([self.fallback_model] if self.fallback_model else []):
-            request = {
+        models = [self.model] + ([self.fallback_model] if self.fallback_model else [])
+        requests = {
+            model: {
                 "model": model,
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                 "max_tokens": max_tokens,
                 "temperature": 0,
             }
+            for model in models
+        }
+        for model in models:  # a rerun makes no call: also when the fallback wrote the answer last time
+            hit = self._cached(key_of(requests[model]), stats)
+            if hit is not None:
+                stats["models"].append(model)
+                return hit
+        for model in models:
+            request = requests[model]
             call_deadline = time.monotonic() + self.call_deadline
             if deadline is not None:
                 call_deadline = min(call_deadline, deadline)
@@ -274,9 +285,6 @@ class LLMSummarizer:
                 stats["warnings"].append(f"{model}: the transcript's LLM deadline has passed")
                 break
             key = key_of(request)
-            hit = self._cached(key, stats)
-            if hit is not None:
-                return hit
             if not self.breaker.allow():
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
@@ -319,18 +327,20 @@ class LLMSummarizer:
                 stats["warnings"].append(f"fallback model {model} used")
             if self.cache is not None:
                 self.cache.put(key, text)
+            stats["models"].append(model)
             return text
         raise Transient("; ".join(stats["warnings"][-2:]) or "no usable answer")
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
-        stats: _CallStats = {"calls": 0, "cache_hits": 0, "warnings": []}
+        stats: _CallStats = {"calls": 0, "cache_hits": 0, "warnings": [], "models": []}
         facts = req.facts
         blocks = serialize(req.messages[req.head_end : req.tail_start])
         system = system_prompt(req.budget, req.focus, req.instructions)
         room = max(self.llm_context - req.budget - counter.text(system) - 1_500, 1_000)
         summary = facts.prior_summary
         parts = chunk(blocks, counter, room)
-        deadline = time.monotonic() + self.call_deadline * len(parts)  # the transcript's overall deadline
+        # The transcript's overall deadline: each part's call, and the fallback model's after it when there is one.
+        deadline = time.monotonic() + self.call_deadline * len(parts) * (2 if self.fallback_model else 1)
         try:
             for part in parts:
                 # The transcript first, the instructions last: models (small ones most) follow what they read last.
@@ -350,7 +360,7 @@ class LLMSummarizer:
         text, retention = self._guard(summary or "", facts, counter, req)
         return SummaryResult(
             text,
-            f"llm:{self.model}",
+            "llm:" + "+".join(dict.fromkeys(stats["models"] or [self.model])),  # who wrote it: the fallback too
             cache_hit=stats["calls"] == 0 and stats["cache_hits"] > 0,
             calls=stats["calls"],
             retention=retention,

@@ -739,6 +739,9 @@ def _targets(inputs: list[str], out_dir: str) -> dict[str, str]:
         files = expand_inputs([arg])
         for f in files:
             rel = os.path.relpath(f, arg) if os.path.isdir(arg) else os.path.basename(f)
+            stem, ext = os.path.splitext(rel)
+            if ext in (".json", ".traj"):  # a whole-file JSON document in, JSON lines out: named so it reads back
+                rel = stem + ".jsonl"
             out[f] = os.path.join(out_dir, rel)
     return out
 

@@ -168,6 +168,16 @@ def test_output_directory_mirrors_the_inputs(tmp_path):
     [b] = api.read([str(out / "sub" / "b.jsonl")])
     assert b.format == "claude_code" and api.check(b) == []
     assert cli("compact", "-", "-o", f"{out}/").returncode == 2
+    # a whole-file JSON document in is JSON lines out, named .jsonl (it was written under the .json name and
+    # could not be read back: "unexpected content after document")
+    doc = tmp_path / "doc"
+    doc.mkdir()
+    rows = [orjson.loads(x) for x in (SAMPLES / "dataset.jsonl").read_bytes().splitlines() if x.strip()]
+    (doc / "trajs.json").write_bytes(orjson.dumps(rows))
+    r = cli("repair", str(doc), "-o", f"{tmp_path / 'fixed'}/")
+    assert r.returncode == 0, r.stderr
+    assert [p.name for p in (tmp_path / "fixed").iterdir()] == ["trajs.jsonl"]
+    assert len(api.read([str(tmp_path / "fixed" / "trajs.jsonl")])) == len(rows)
 
 
 def test_prune_option_defaults_are_the_librarys():

@@ -98,7 +98,7 @@ def summarize_report(t: Transcript, before: int, after: int, ss, ps=None, rs=Non
     if ss.plan is not None:
         r["zones"] = ss.plan.tokens
         r["ranges"] = ss.plan.as_dict()["ranges"]
-        r["target"] = ss.plan.target
+        r["target"] = ss.plan.target + ss.plan.reserve  # the budget's; the plan left `reserve` of it for repair
         r["summary_budget"] = ss.plan.summary_budget
     if ss.result is not None:
         r.update(

@@ -74,6 +74,7 @@ class Plan:
     anchor_forced: bool = False  # the last user message pulled the tail past its budget
     last_ask_in_summary: bool = False  # --last-ask summary: the ask is kept verbatim in the summary instead
     prior_summary: int | None = None  # index of an earlier compaction summary
+    reserve: int = 0  # of the budget's target, left free for what repair adds (target is what is left)
     counts: list[int] = field(default_factory=list, repr=False)
 
     def zone(self, i: int) -> str:
@@ -326,6 +327,7 @@ def plan(
         prior_summary=z.prior,
         counts=counts,
         last_ask_in_summary=z.last_ask_in_summary,
+        reserve=reserve,
     )
     if total <= target:
         return dataclasses.replace(p, reason=f"no compaction needed: {total:,} tokens is within the target of {target:,}")

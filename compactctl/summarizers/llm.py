@@ -251,6 +251,25 @@ class LLMSummarizer:
                 raise Transient("the deadline passed while waiting for a free LLM slot")
 
     # -- one request, with cache, breaker, fallback
+    def _answer(self, resp, model: str, stats: _CallStats) -> str | None:
+        """The text of a chat completion that reads as a summary, or None (said in the warnings)."""
+        try:
+            text = (resp.choices[0].message.content or "") if resp.choices else ""
+            if not isinstance(text, str):
+                raise TypeError(type(text).__name__)
+            text = without_surrogates(text)  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
+        except Exception:  # noqa: BLE001 - a 200 that is not a chat completion (HTML, truncated JSON)
+            self.breaker.record(False)
+            start = " ".join(redact(str(resp)).split())[:120]
+            stats["warnings"].append(f"{model}: the answer is not a chat completion (not JSON?): {start!r}")
+            return None
+        self.breaker.record(True)
+        if len(parse_sections(text)) < MIN_HEADINGS:
+            start = " ".join(redact(text).split())[:160]
+            stats["warnings"].append(f"{model}: answer has {len(parse_sections(text))} of 13 sections: {start!r}")
+            return None
+        return text
+
     def _cached(self, key: str, stats: _CallStats) -> str | None:
         """The cached answer to this request, if there is one that reads as a summary (a damaged entry is asked again)."""
         hit = self.cache.get(key) if self.cache is not None else None
@@ -276,6 +295,10 @@ class LLMSummarizer:
             if hit is not None:
                 stats["models"].append(model)
                 return hit
+        return self._ask(models, requests, stats, deadline)
+
+    def _ask(self, models: list[str], requests: dict[str, dict], stats: _CallStats, deadline: float | None) -> str:
+        """The first usable answer of the models in order (retries are the client's), cached; Transient if none."""
         for model in models:
             request = requests[model]
             call_deadline = time.monotonic() + self.call_deadline
@@ -308,20 +331,8 @@ class LLMSummarizer:
                 self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
                 continue
-            try:
-                text = (resp.choices[0].message.content or "") if resp.choices else ""
-                if not isinstance(text, str):
-                    raise TypeError(type(text).__name__)
-                text = without_surrogates(text)  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
-            except Exception:  # noqa: BLE001 - a 200 that is not a chat completion (HTML, truncated JSON)
-                self.breaker.record(False)
-                start = " ".join(redact(str(resp)).split())[:120]
-                stats["warnings"].append(f"{model}: the answer is not a chat completion (not JSON?): {start!r}")
-                continue
-            self.breaker.record(True)
-            if len(parse_sections(text)) < MIN_HEADINGS:
-                start = " ".join(redact(text).split())[:160]
-                stats["warnings"].append(f"{model}: answer has {len(parse_sections(text))} of 13 sections: {start!r}")
+            text = self._answer(resp, model, stats)
+            if text is None:
                 continue
             if model != self.model:
                 stats["warnings"].append(f"fallback model {model} used")

@@ -266,16 +266,15 @@ class Compactor:
         except CannotFit as e:
             if on_cannot_fit == "raise":
                 raise
-            rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
+            failed = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
             if e.fallback is not None:
                 if warn:
                     warn(f"{e} -- written pruned and repaired, not summarized")
-                return Outcome(e.fallback[0], rep, e.fallback[1], "cannot-fit")
+                return Outcome(e.fallback[0], failed, e.fallback[1], "cannot-fit")
             if warn:
                 warn(f"{e} -- written as read")
-            return Outcome(t, rep, [], "cannot-fit")
-        archived = rep.pop("_archived")
-        return Outcome(out, rep, archived, rep["status"])
+            return Outcome(t, failed, [], "cannot-fit")
+        return Outcome(out, dict(rep), rep.archived, rep["status"])
 
     def prune_transcript(self, t: Transcript) -> Outcome:
         out, st = prune_phase(t, self.counter, self.compact_opts.prune_options())

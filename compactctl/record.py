@@ -33,13 +33,21 @@ from .phases.plan import Budget, annotate
 from .phases.plan import plan_for_repair as plan_phase  # the zones `summarize` and `compact` plan with
 from .phases.prune import PruneOptions
 from .phases.prune import prune as prune_phase
+from .phases.repair import RepairOptions
 from .phases.repair import repair as repair_phase
+from .phases.summarize import SummarizeOptions
 from .phases.summarize import summarize as summarize_phase
 from .pipeline import CompactOptions, summarize_report
 from .pipeline import compact as compact_pipeline
 from .tokens import Counter, context_window_for, make_counter
 
 STATUSES = ("compacted", "not-needed", "ineffective", "skipped", "cannot-fit", "error", "pruned", "repaired", "planned")
+
+
+def _default(cls: type, name: str) -> Any:
+    """The default of option `name` where the library keeps it (Budget, PruneOptions, SummarizeOptions,
+    RepairOptions): the one place the CLI's defaults agree with too (tests/test_cli.py, tests/test_record.py)."""
+    return next(f.default for f in dataclasses.fields(cls) if f.name == name)
 
 
 @dataclass
@@ -50,35 +58,35 @@ class Options:
     encoding: str | None = None
     tokenizer: str = "exact"
     context_window: int | None = None  # default: from the model
-    threshold: float = 0.5
-    tail_tokens: int | None = None
-    protect_first: int = 3
-    summary_ratio: float = 1.0
-    summary_min: int = 2000
-    summary_max: int = 16000
-    last_ask: str = "auto"
+    threshold: float = _default(Budget, "threshold")
+    tail_tokens: int | None = _default(Budget, "tail_tokens")
+    protect_first: int = _default(Budget, "protect_first")
+    summary_ratio: float = _default(Budget, "summary_ratio")
+    summary_min: int = _default(Budget, "summary_min")
+    summary_max: int = _default(Budget, "summary_max")
+    last_ask: str = _default(Budget, "last_ask")
     # prune
     protect_tokens: int | None = None  # default: the tail budget
-    min_dedup_chars: int = 200
-    arg_limit: int = 500
-    arg_keep: int = 200
-    dedup: bool = True
-    summaries: bool = True
-    args: bool = True
-    images: bool = True
-    count_tokens: bool = True  # per-pass token savings in the report
+    min_dedup_chars: int = _default(PruneOptions, "min_dedup_chars")
+    arg_limit: int = _default(PruneOptions, "arg_limit")
+    arg_keep: int = _default(PruneOptions, "arg_keep")
+    dedup: bool = _default(PruneOptions, "dedup")
+    summaries: bool = _default(PruneOptions, "summaries")
+    args: bool = _default(PruneOptions, "args")
+    images: bool = _default(PruneOptions, "images")
+    count_tokens: bool = _default(PruneOptions, "count_tokens")  # per-pass token savings in the report
     prune_all: bool = False  # prune every old output even under the target
-    keep_tools: tuple[str, ...] = ()
-    digest_names: int = 48  # names a digest keeps (0: one-liners only)
-    drop_tools: tuple[str, ...] = ()
-    refs: bool = True  # references to archived originals
-    recall_hint: bool = False
+    keep_tools: tuple[str, ...] = _default(PruneOptions, "keep_tools")
+    digest_names: int = _default(PruneOptions, "digest_names")  # names a digest keeps (0: one-liners only)
+    drop_tools: tuple[str, ...] = _default(PruneOptions, "drop_tools")
+    refs: bool = _default(PruneOptions, "refs")  # references to archived originals
+    recall_hint: bool = _default(SummarizeOptions, "recall_hint")
     instructions: str | None = None  # extra instructions for an LLM summarizer
     # summarize / repair
     focus: str | None = None
-    min_saving: float = 0.10
-    force: bool = False
-    strip_unanswered: bool = False
+    min_saving: float = _default(SummarizeOptions, "min_saving")
+    force: bool = _default(SummarizeOptions, "force")
+    strip_unanswered: bool = _default(RepairOptions, "strip_unanswered")
     summarizer: str = "offline"  # the record API and worker processes are offline; pass summarizer= for an LLM
     # output
     to: str | None = None  # write records in this format instead of the input's

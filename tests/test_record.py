@@ -27,6 +27,44 @@ def _deep(levels: int) -> dict:
     return rec
 
 
+def test_record_api_defaults_are_the_clis():
+    """The record API's defaults are the library's (Budget, PruneOptions, SummarizeOptions), which the CLI's agree with."""
+    from compactctl.cli.groups import BUDGET, PRUNE, SUMMARY
+
+    fields = {f.name: f.default for f in dataclasses.fields(compactctl.Options)}
+    compared = {}
+    for o in [*BUDGET.opts, *PRUNE.opts, *SUMMARY.opts]:
+        name, default = o.name, o.default.value if isinstance(o.default, Enum) else o.default
+        if name.startswith("no_") and name[3:] in fields:  # --no-dedup: dedup=True
+            name, default = name[3:], not default
+        if name in fields and name not in ("model", "summarizer"):  # the CLI's model may come from $COMPACTCTL_MODEL
+            compared[name] = (fields[name], default)
+    assert {"threshold", "protect_first", "summary_min", "summary_max", "last_ask", "digest_names", "dedup", "min_saving"} <= set(compared)
+    assert {k: a for k, (a, _) in compared.items()} == {k: b for k, (_, b) in compared.items()}
+    assert compactctl.Options().digest_names == 64
+
+
+def test_record_api_ray_batch_and_cli_give_the_same_bytes(tmp_path):
+    """With digests (summaries of old outputs) on: the CLI, Compactor.compact_line, Compactor.compact and
+    compactctl.ray's batch function give the same records."""
+    checked = 0
+    for name in ("dataset.jsonl", "hermes_trajectory.jsonl"):
+        path = SAMPLES / name
+        r = cli("compact", str(path), "--context-window", "8000", "--summarizer", "offline", "-q")
+        assert r.returncode == 0, r.stderr
+        want = r.stdout.split(b"\n")[:-1]
+        lines = [ln for ln in path.read_bytes().split(b"\n") if ln]
+        c = compactctl.Compactor(context_window=8000)
+        got = [c.compact_line(ln) for ln in lines]
+        assert [res.status for _, res in got] == ["compacted"] * len(lines)
+        assert [new for new, _ in got] == want
+        assert [c.compact(ln).record for ln in lines] == [orjson.loads(w) for w in want]
+        batch = cray.CompactBatch({"context_window": 8000})({"text": [ln.decode() for ln in lines]})
+        assert [t.encode() for t in batch["text"]] == want and list(batch[cray.STATUS]) == ["compacted"] * len(lines)
+        checked += len(lines)
+    assert checked == 5
+
+
 def test_compact_report_is_json():
     """compactctl.compact's report is a small stats record; the archived originals are its `archived` attribute."""
     [t] = compactctl.read([str(SAMPLES / "long_session.jsonl")])

@@ -17,14 +17,19 @@ Anthropic Messages, ShareGPT, ...). The CLI, `--workers` and `compactctl.ray` ru
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from . import formats
-from .errors import CannotFit, CompactError, DataError
+from . import config, formats
+from .errors import CannotFit, CompactError, DataError, UsageError
 from .formats.openai import message_from_dict, message_to_dict
 from .jsonl import BOM
 from .model import Transcript
@@ -52,7 +57,10 @@ def _default(cls: type, name: str) -> Any:
 
 @dataclass
 class Options:
-    """Every option of `compactctl compact`, flat, picklable (worker processes rebuild a Compactor from it)."""
+    """Every option of `compactctl compact`, flat, picklable (worker processes rebuild a Compactor from it).
+
+    Checked when built (and again when a Compactor uses it): a value of the wrong type or out of the range the
+    command line allows (config.LIMITS: context_window=0, threshold=1.5, ...) raises UsageError."""
 
     model: str = "gpt-4o"
     encoding: str | None = None
@@ -93,10 +101,25 @@ class Options:
     fmt: str | None = None  # force the input format
     archive: bool = False  # put the originals that were replaced or removed in the result (for `restore`)
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise UsageError for the first option of the wrong type or out of its range (config.LIMITS, the
+        ranges the command line checks)."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not _type_ok(value, _HINTS[f.name]):
+                raise UsageError(f"Options: {f.name}={value!r} is not valid: expected {_HINT_TEXT[f.name]}")
+            expected = config.out_of_range(f.name, value)
+            if expected is not None:
+                raise UsageError(f"Options: {f.name}={value!r} is not valid: must be {expected}")
+
     def budget(self) -> Budget:
-        window = self.context_window or context_window_for(self.model)
+        self.check()  # again: a field may have been set since
+        window = self.context_window if self.context_window is not None else context_window_for(self.model)
         if window is None:
-            raise CompactError(f"unknown context window for model {self.model!r}: give context_window")
+            raise UsageError(f"unknown context window for model {self.model!r}: give context_window")
         return Budget(
             context_window=window,
             threshold=self.threshold,
@@ -148,6 +171,25 @@ class Options:
         if unknown:
             raise TypeError(f"unknown option(s): {', '.join(sorted(unknown))}")
         return dataclasses.replace(base, **kw) if kw else base
+
+
+_HINTS: dict[str, Any] = typing.get_type_hints(Options)
+_HINT_TEXT = {name: str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "") for name, hint in _HINTS.items()}
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    """`value` is of the option's type (an int is a float; a bool is no number; a list of str is a tuple of str)."""
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_type_ok(value, h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, (tuple, list)) and all(isinstance(x, str) for x in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
 
 @dataclass(frozen=True)
@@ -258,7 +300,7 @@ class Compactor:
         self.counter = counter or make_counter(o.model, o.encoding, o.tokenizer)
         if summarizer is None:
             if o.summarizer not in ("offline", "auto"):
-                raise CompactError("the record API builds the offline summarizer only: pass summarizer= for an LLM")
+                raise UsageError("the record API builds the offline summarizer only: pass summarizer= for an LLM")
             from .summarizers.base import OfflineSummarizer
 
             summarizer = OfflineSummarizer()

@@ -27,6 +27,57 @@ def _deep(levels: int) -> dict:
     return rec
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"context_window": 0}, "context_window=0 is not valid: must be at least 1"),
+        ({"threshold": 1.5}, "threshold=1.5 is not valid: must be in (0, 1]"),
+        ({"threshold": -1}, "threshold=-1 is not valid: must be in (0, 1]"),
+        ({"threshold": float("nan")}, "threshold=nan is not valid"),
+        ({"tail_tokens": -5}, "tail_tokens=-5 is not valid: must be 0 or more"),
+        ({"summary_min": -1}, "summary_min=-1"),
+        ({"digest_names": -1}, "digest_names=-1"),
+        ({"last_ask": "bogus"}, "last_ask='bogus' is not valid: must be auto, tail or summary"),
+        ({"context_window": "8000"}, "context_window='8000' is not valid: expected int | None"),
+        ({"threshold": "0.5"}, "expected float"),
+        ({"dedup": 1}, "dedup=1 is not valid: expected bool"),
+        ({"keep_tools": "grep"}, "expected tuple[str, ...]"),
+    ],
+)
+def test_bad_options_raise_a_usage_error(options, message):
+    for build in (
+        lambda: compactctl.Options(**options),
+        lambda: compactctl.Compactor(**options),
+        lambda: compactctl.compact_record({"messages": HI}, **options),
+        lambda: cray.CompactBatch(options),
+    ):
+        with pytest.raises(UsageError) as e:
+            build()
+        assert message in str(e.value) and isinstance(e.value, CompactError)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"model": "no-such-model"}, "unknown context window for model 'no-such-model'"),
+        ({"model": "no-such-model", "context_window": 0}, "context_window=0"),
+        ({"summarizer": "llm"}, "offline summarizer only"),  # Options may name it: a Compactor given summarizer= runs it
+    ],
+)
+def test_options_a_compactor_cannot_use_raise_a_usage_error(options, message):
+    with pytest.raises(UsageError) as e:
+        compactctl.Compactor(compactctl.Options(**options))
+    assert message in str(e.value)
+
+
+def test_options_are_checked_again_when_used():
+    o = compactctl.Options(context_window=8000)
+    o.threshold = 2.0
+    with pytest.raises(UsageError, match="threshold=2.0"):
+        compactctl.Compactor(o)
+    assert compactctl.Options(context_window=None, keep_tools=["grep"], threshold=1).budget().target == 128_000
+
+
 def test_record_api_defaults_are_the_clis():
     """The record API's defaults are the library's (Budget, PruneOptions, SummarizeOptions), which the CLI's agree with."""
     from compactctl.cli.groups import BUDGET, PRUNE, SUMMARY

@@ -208,7 +208,11 @@ class CompactResult:
     archived: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
+        d = dataclasses.asdict(self)
+        try:
+            return orjson.dumps(d)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits in the record
+            return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -249,12 +253,61 @@ def to_transcript(record: dict, fmt: str | None = None, source: str = "<record>"
     """One record (a transcript as a JSON object, any known format) as a Transcript."""
     if not isinstance(record, dict):
         raise DataError(source, 1, f"a record must be a JSON object, got {type(record).__name__}")
-    raw = orjson.dumps(record)
-    return line_to_transcript(raw, fmt, source, obj=record)
+    try:
+        fast = orjson.dumps(record)
+    except orjson.JSONEncodeError:  # not JSON, or JSON orjson does not write: an integer beyond 64 bits, a lone surrogate, deep nesting
+        fast = None
+    if fast is not None:
+        return line_to_transcript(fast, fmt, source, obj=record)
+    _check_json(record, source)
+    # Read as the CLI reads the same record from a line (jsonl.parse_record): lone surrogates become U+FFFD,
+    # the line keeps integers beyond 64 bits as written.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        raw = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as its escape, which the reader replaces
+        raw = json.dumps(record, separators=(",", ":")).encode()
+    return line_to_transcript(raw, fmt, source)
 
 
-def line_to_transcript(raw: bytes, fmt: str | None = None, source: str = "<record>", lineno: int = 1, obj: Any = None) -> Transcript:
-    """One JSONL line holding a whole transcript (a dataset record) as a Transcript."""
+MAX_DEPTH = 512  # records nested deeper are refused (orjson writes 254 levels; Python's json recurses)
+
+
+def _check_json(record: dict, source: str) -> None:
+    """DataError naming the first value of `record` that is not JSON: a non-string key, a set or other
+    object, NaN or infinity, nesting deeper than MAX_DEPTH."""
+    stack: list[tuple[Any, str, int]] = [(record, "record", 1)]
+    while stack:
+        v, where, depth = stack.pop()
+        if isinstance(v, dict):
+            if depth > MAX_DEPTH:
+                raise DataError(source, 1, f"not JSON: nested more than {MAX_DEPTH} levels deep ({where})")
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise DataError(source, 1, f"not JSON: the key {k!r} of {where} is not a string ({type(k).__name__})")
+                stack.append((x, _at(where, repr(k), depth), depth + 1))
+        elif isinstance(v, (list, tuple)):
+            if depth > MAX_DEPTH:
+                raise DataError(source, 1, f"not JSON: nested more than {MAX_DEPTH} levels deep ({where})")
+            stack.extend((x, _at(where, str(i), depth), depth + 1) for i, x in enumerate(v))
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise DataError(source, 1, f"not JSON: {where} is {v} (NaN and infinities are not JSON)")
+        elif not (v is None or isinstance(v, (str, int, float))):
+            raise DataError(source, 1, f"not JSON: {where} is not a JSON value ({type(v).__name__})")
+
+
+def _at(where: str, key: str, depth: int) -> str:
+    """Where a value stands, for a message: record['messages'][0]['content'] (deep ones end in [...])."""
+    if depth < 8:
+        return f"{where}[{key}]"
+    return where if where.endswith("[...]") else f"{where}[...]"
+
+
+def line_to_transcript(
+    raw: bytes, fmt: str | None = None, source: str = "<record>", lineno: int = 1, obj: Any = None, number: int | str | None = None
+) -> Transcript:
+    """One JSONL line holding a whole transcript (a dataset record) as a Transcript. Its id is `source`, or
+    `source#number` (as the CLI names the records of a file) when `number` is given."""
     from .jsonl import parse_record
 
     if obj is None:
@@ -271,7 +324,10 @@ def line_to_transcript(raw: bytes, fmt: str | None = None, source: str = "<recor
     if len(found) != 1:
         raise DataError(source, lineno, "no transcript in this record")
     t = found[0]
-    t.id = source if source != "<record>" else t.id
+    if number is not None:
+        t.id = f"{source}#{number}"
+    elif source != "<record>":
+        t.id = source
     return t
 
 
@@ -286,7 +342,18 @@ def to_record(t: Transcript, to: str | None = None) -> dict:
     lines = to_lines(t, to)
     if len(lines) != 1:
         raise CompactError(f"{t.id}: format {to or t.format} does not write one record per transcript")
-    return orjson.loads(lines[0])
+    return _loads(lines[0])
+
+
+_LONG_NUMBER = re.compile(rb"\d{19,}")
+
+
+def _loads(line: bytes) -> Any:
+    """A JSON line as Python values, integers beyond 64 bits exact (orjson reads them as floats): the
+    record holds what the line says, as the line the CLI writes does."""
+    if _LONG_NUMBER.search(line) is None:
+        return orjson.loads(line)
+    return json.loads(line)
 
 
 class Compactor:
@@ -351,7 +418,7 @@ class Compactor:
             if isinstance(record, Transcript):
                 t = record
             elif isinstance(record, (bytes, str)):
-                t = line_to_transcript(record.encode() if isinstance(record, str) else record, self.options.fmt)
+                t = line_to_transcript(_utf8(record) if isinstance(record, str) else record, self.options.fmt)
             else:
                 t = to_transcript(record, self.options.fmt)
             fn = getattr(self, f"{phase}_transcript")
@@ -364,15 +431,18 @@ class Compactor:
                 "cannot-fit", t.id, to_record(t, self.options.to), {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}, str(e)
             )
         except CompactError as e:
-            return CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
+            return _error(str(e))
+        except orjson.JSONEncodeError as e:  # e.g. nested deeper than orjson writes (254 levels)
+            return _error(f"the record cannot be written back as JSON: {e}")
 
     def compact(self, record: dict | bytes | str | Transcript) -> CompactResult:
         return self.run(record, "compact")
 
-    def compact_line(self, line: bytes) -> tuple[bytes | None, CompactResult]:
-        """A JSONL line in, the compacted line out (None on error) and the result (without its record)."""
+    def compact_line(self, line: bytes, source: str = "<record>", number: int | str | None = None) -> tuple[bytes | None, CompactResult]:
+        """A JSONL line in, the compacted line out (None on error) and the result (without its record).
+        `source` and `number` name the transcript as the CLI does (`file.jsonl#3`)."""
         try:
-            t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt)
+            t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt, source, number=number)
             oc = self.compact_transcript(t)
             assert oc.transcript is not None  # compact always gives a transcript (the input's, at worst)
             lines = to_lines(oc.transcript, self.options.to)
@@ -381,7 +451,20 @@ class Compactor:
             archived = [a.record() for a in oc.archived] if self.options.archive else []
             return lines[0], CompactResult(oc.status, t.id, None, _jsonable(oc.report or {}), None, archived)
         except CompactError as e:
-            return None, CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
+            return None, _error(str(e))
+        except orjson.JSONEncodeError as e:
+            return None, _error(f"the record cannot be written back as JSON: {e}")
+
+
+def _error(reason: str) -> CompactResult:
+    return CompactResult("error", "", None, {"status": "error", "reason": reason}, reason)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError as e:
+        raise DataError("<record>", 1, f"the record's text holds a lone surrogate at character {e.start}: it is not UTF-8") from None
 
 
 def _jsonable(d: dict) -> dict:

@@ -28,6 +28,59 @@ def _deep(levels: int) -> dict:
 
 
 @pytest.mark.parametrize(
+    "record, reason",
+    [
+        ({"messages": HI, "s": {1, 2}}, "record['s'] is not a JSON value (set)"),
+        ({"messages": HI, 1: "a"}, "the key 1 of record is not a string (int)"),
+        ({"messages": HI, "o": object()}, "record['o'] is not a JSON value (object)"),
+        ({"messages": [{"role": "user", "content": "hi", "n": 2**70}], "s": {1}}, "record['s'] is not a JSON value (set)"),
+        ({"messages": HI, "f": [float("inf"), 2**70]}, "record['f'][0] is inf"),
+        (_deep(5_000), "nested more than 512 levels deep"),
+        ('{"messages": [{"role": "user", "content": "a\ud800"}]}', "lone surrogate at character 44"),
+    ],
+    ids=["set", "int-key", "object", "set-and-big-int", "inf", "deep", "str-surrogate"],
+)
+def test_a_bad_record_comes_back_as_an_error_never_raised(record, reason):
+    c = compactctl.Compactor(context_window=4000)
+    res = c.compact(record)
+    assert (res.status, res.record) == ("error", None)
+    assert reason in res.error and res.report == {"status": "error", "reason": res.error}
+    json.dumps(dataclasses.asdict(res))
+    out, rep = compactctl.compact_record(record, context_window=4000)
+    assert out is None and rep["status"] == "error" and reason in rep["error"]
+
+
+def test_json_orjson_does_not_write_is_read_as_the_cli_reads_it(tmp_path):
+    """Integers beyond 64 bits stay exact, lone surrogates become U+FFFD, nesting orjson does not write (over
+    254 levels) is read: the record is what the CLI makes of the same line."""
+    c = compactctl.Compactor(context_window=4000)
+    res = c.compact({"messages": [{"role": "user", "content": "a\ud800b"}], "n": 2**70, "e": "é"})
+    assert res.status == "not-needed" and res.record == {"messages": [{"role": "user", "content": "a\ufffdb"}], "n": 2**70, "e": "é"}
+    assert orjson.loads(res.to_json())["status"] == "not-needed" and b'"n":1180591620717411303424' in res.to_json()
+    line = b'{"messages":[{"role":"user","content":"hi"}],"n":123456789012345678901234567890}'
+    res = c.compact(line)
+    assert res.record is not None and res.record["n"] == 123456789012345678901234567890 and isinstance(res.record["n"], int)
+    (tmp_path / "in.jsonl").write_bytes(line + b"\n")
+    r = cli("compact", str(tmp_path / "in.jsonl"), "--context-window", "4000", "--summarizer", "offline", "-q")
+    assert r.returncode == 0 and r.stdout == line + b"\n" == c.compact_line(line)[0] + b"\n"
+    deep = c.compact(_deep(300))
+    assert deep.status == "not-needed" and deep.record == _deep(300)
+
+
+def test_a_record_that_cannot_be_written_back_is_an_error():
+    big = {"messages": tool_session(30, 3000)}
+    cur = big
+    for _ in range(300):  # orjson writes 254 levels: the compacted record cannot be written
+        cur["x"] = {}
+        cur = cur["x"]
+    res = compactctl.Compactor(context_window=6000).compact(big)
+    assert res.status == "error" and "cannot be written back as JSON" in res.error
+    line = json.dumps(big).encode()
+    new, res = compactctl.Compactor(context_window=6000).compact_line(line)
+    assert new is None and res.status == "error"
+
+
+@pytest.mark.parametrize(
     "options, message",
     [
         ({"context_window": 0}, "context_window=0 is not valid: must be at least 1"),

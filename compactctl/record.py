@@ -258,6 +258,8 @@ def to_transcript(record: dict, fmt: str | None = None, source: str = "<record>"
     except orjson.JSONEncodeError:  # not JSON, or JSON orjson does not write: an integer beyond 64 bits, a lone surrogate, deep nesting
         fast = None
     if fast is not None:
+        if b"null" in fast:  # orjson writes NaN and infinities as null: refused, as the CLI refuses them in a line
+            _check_json(record, source)
         return line_to_transcript(fast, fmt, source, obj=record)
     _check_json(record, source)
     # Read as the CLI reads the same record from a line (jsonl.parse_record): lone surrogates become U+FFFD,

@@ -35,10 +35,11 @@ def _deep(levels: int) -> dict:
         ({"messages": HI, "o": object()}, "record['o'] is not a JSON value (object)"),
         ({"messages": [{"role": "user", "content": "hi", "n": 2**70}], "s": {1}}, "record['s'] is not a JSON value (set)"),
         ({"messages": HI, "f": [float("inf"), 2**70]}, "record['f'][0] is inf"),
+        ({"messages": HI, "f": float("nan")}, "record['f'] is nan (NaN and infinities are not JSON)"),
         (_deep(5_000), "nested more than 512 levels deep"),
         ('{"messages": [{"role": "user", "content": "a\ud800"}]}', "lone surrogate at character 44"),
     ],
-    ids=["set", "int-key", "object", "set-and-big-int", "inf", "deep", "str-surrogate"],
+    ids=["set", "int-key", "object", "set-and-big-int", "inf", "nan", "deep", "str-surrogate"],
 )
 def test_a_bad_record_comes_back_as_an_error_never_raised(record, reason):
     c = compactctl.Compactor(context_window=4000)

@@ -211,13 +211,20 @@ def describe(s: Setting, flag: str | None = None) -> str:
     return f"{option} {s.value}" + ("" if kind == "flag" else " (the built-in default)")
 
 
+def out_of_range(name: str, value: Any) -> str | None:
+    """What `value` must be when it is out of the range of setting `name` (LIMITS), else None (also for
+    None and a setting without a range). The command line (`check`) and the record API's Options use it."""
+    limit = LIMITS.get(name)
+    if limit is None or value is None:
+        return None
+    ok, expected = limit
+    return None if ok(value) else expected
+
+
 def check(settings: Iterable[Setting], flags: Mapping[str, str] | None = None) -> None:
     """Refuse (UsageError, exit 2) the first setting whose value is out of its range (LIMITS), naming
     where the value came from. `flags` maps a setting's name to its option (--jobs for jobs)."""
     for s in settings:
-        limit = LIMITS.get(s.name)
-        if limit is None or s.value is None:
-            continue
-        ok, expected = limit
-        if not ok(s.value):
+        expected = out_of_range(s.name, s.value)
+        if expected is not None:
             raise UsageError(f"{describe(s, (flags or {}).get(s.name))}: must be {expected}")

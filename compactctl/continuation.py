@@ -195,7 +195,7 @@ def run_compactctl(
     try:
         out, rep = compact(prefix, counter, summarizer or OfflineSummarizer(), opts)
         if archived is not None:
-            archived += rep["_archived"]
+            archived += rep.archived
         return out, None
     except CannotFit as e:
         if archived is not None and e.fallback is not None:

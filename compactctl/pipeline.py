@@ -16,6 +16,22 @@ from .phases.summarize import SummarizeOptions, Summarizer, summarize
 from .tokens import Counter
 
 
+class Report(dict):
+    """`compact`'s report: a plain dict of JSON types (tokens per zone, summarizer, ...). The originals that were
+    replaced or removed (`Archived`, not JSON) are its `archived` attribute, not one of its keys."""
+
+    archived: list[Any]
+
+    def __init__(self, data: dict[str, Any], archived: list[Any]):
+        super().__init__(data)
+        self.archived = archived
+
+    def __missing__(self, key: str) -> Any:
+        if key == "_archived":  # where earlier versions kept them (a key): still answered, never serialized
+            return self.archived
+        raise KeyError(key)
+
+
 @dataclass
 class CompactOptions:
     budget: Budget = field(default_factory=Budget)
@@ -41,10 +57,9 @@ class CompactOptions:
         return RepairOptions(self.strip_unanswered)
 
 
-def compact(
-    t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None
-) -> tuple[Transcript, dict[str, Any]]:
-    """Compact one transcript; returns it and a report (tokens per zone, summarizer, archived originals)."""
+def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, Report]:
+    """Compact one transcript; returns it and a report (tokens per zone, summarizer; JSON types only), whose
+    `archived` attribute lists the originals that were replaced or removed."""
     opts = opts or CompactOptions()
     popts = opts.prune_options()
     t1, ps = prune(t, counter, popts)
@@ -89,8 +104,7 @@ def compact(
     counted = get_format(t.format).dropped_records  # line logs only (formats.Format)
     if counted is not None:
         report["records_dropped"] = counted(t3)  # lines never sent to a model, dropped inside the compacted region
-    report["_archived"] = ps.archived + ss.archived + rs.archived
-    return t3, report
+    return t3, Report(report, ps.archived + ss.archived + rs.archived)
 
 
 def summarize_report(t: Transcript, before: int, after: int, ss, ps=None, rs=None) -> dict[str, Any]:

@@ -80,9 +80,7 @@ class CompactBatch:
                             if k in res.record:
                                 out[k][i] = res.record[k]
             except Exception as e:  # noqa: BLE001 -- a bad record never fails the job
-                from .record import CompactResult
-
-                res = CompactResult("error", "", None, {"status": "error", "reason": f"{type(e).__name__}: {e}"}, str(e))
+                res = _crashed(e)
             status.append(res.status)
             report.append(orjson.dumps(res.report).decode())
         out[STATUS] = status
@@ -98,12 +96,16 @@ def compact_batch(batch: Any, options: Options | dict | None = None, column: str
     built once per worker process and kept while the process lives (Ray reuses its task workers), one at a
     time: other options (or another `run`: the CLI engine gives each run its own Compactor, as `--workers`
     does) replace it, so a worker never holds the token-count memo of more than one."""
+    return _per_process(options, column, run)(batch)
+
+
+def _per_process(options: Options | dict | None, column: str | None, run: str | None) -> CompactBatch:
     key = (repr(_options(options)), column, run)
     fn = _PER_PROCESS.get(key)
     if fn is None:
         _PER_PROCESS.clear()
         fn = _PER_PROCESS[key] = CompactBatch(options, column)
-    return fn(batch)
+    return fn
 
 
 def _columns(batch: Any) -> tuple[str, dict[str, Any]]:
@@ -233,15 +235,16 @@ def run_files(
     # The files cut into byte ranges; one Ray task per range reads its lines and compacts them (Ray keeps its
     # task workers from task to task and run to run; each builds one Compactor per run). Nothing is read on
     # the driver, no whole file is held anywhere, and compaction starts with the first range.
-    source = jsonl_ranges(plan_ranges(paths, cpus), options, batch_size)
+    names = {os.path.abspath(f): f for f in files}  # as the local engine names the transcripts: file.jsonl#3
+    source = jsonl_ranges(plan_ranges(paths, cpus), options, batch_size, names)
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
     if not source.ranges:  # empty files only
-        return _write(iter(()), by_abs, report, rejects, stats)
+        return _write(iter(()), by_abs, report, rejects, stats, names)
     out = ray.data.read_datasource(
         source, num_cpus=1, override_num_blocks=len(source.ranges), **({"concurrency": workers} if workers else {})
     )
-    return _write(_rows(out), by_abs, report, rejects, stats)
+    return _write(_rows(out), by_abs, report, rejects, stats, names)
 
 
 MIN_RANGE = 1 << 20
@@ -290,15 +293,41 @@ def range_lines(path: str, start: int, end: int) -> Iterator[bytes]:
                 yield line
 
 
-def _compact_range(path: str, start: int, end: int, options: Options, batch_size: int, run: str) -> Iterator[Any]:
+# A record's number in its file is known on the driver only (it sees every range's rows in order): a task names
+# each transcript NAME#? and the driver puts the number in its report (`_numbered`).
+PENDING = "?"
+
+
+def _compact_range(path: str, start: int, end: int, options: Options, batch_size: int, run: str, name: str | None = None) -> Iterator[Any]:
     """One range's lines, compacted: tables of path, text (the output line, or the input line when status
-    is "error"), status, report; `batch_size` lines at a time (Ray Data moves each table on as it comes),
-    read as they are needed (a range is never held whole)."""
+    is "error"), status, report (the transcript named `name`#?, `name` being the file as the local engine
+    names it) and counted (the line is a JSON object: the local engine counts it in the numbers of the
+    file's transcripts); `batch_size` lines at a time (Ray Data moves each table on as it comes), read as
+    they are needed (a range is never held whole)."""
     import pyarrow as pa
 
+    compactor = _per_process(options, "text", run).compactor
+    source = name or path
+
     def table(part: list[bytes]) -> Any:
-        return compact_batch(
-            pa.table({"path": pa.array([path] * len(part), pa.string()), "text": pa.array(part, pa.binary())}), options, "text", run
+        cols: dict[str, list] = {"text": [], STATUS: [], REPORT: [], COUNTED: []}
+        for line in part:
+            try:
+                new, res = compactor.compact_line(line, source, PENDING)
+            except Exception as e:  # noqa: BLE001 -- a bad record never fails the job
+                new, res = None, _crashed(e)
+            cols["text"].append(line if new is None else new)
+            cols[STATUS].append(res.status)
+            cols[REPORT].append(orjson.dumps(res.report).decode())
+            cols[COUNTED].append(res.status != "error" or _is_object(line))
+        return pa.table(
+            {
+                "path": pa.array([path] * len(part), pa.string()),
+                "text": pa.array(cols["text"], pa.binary()),
+                STATUS: pa.array(cols[STATUS], pa.string()),
+                REPORT: pa.array(cols[REPORT], pa.string()),
+                COUNTED: pa.array(cols[COUNTED], pa.bool_()),
+            }
         )
 
     part: list[bytes] = []
@@ -311,9 +340,35 @@ def _compact_range(path: str, start: int, end: int, options: Options, batch_size
         yield table(part)
 
 
-def jsonl_ranges(ranges: list[tuple[str, int, int]], options: Options, batch_size: int) -> Any:
+COUNTED = "counted"
+
+
+def _is_object(line: bytes) -> bool:
+    """The line reads as a JSON object (as the local reader reads it)."""
+    from .jsonl import parse_record
+
+    try:
+        return isinstance(parse_record(line, "", 0)[0], dict)
+    except CompactError:
+        return False
+
+
+def _crashed(e: Exception) -> Any:
+    from .record import CompactResult
+
+    return CompactResult("error", "", None, {"status": "error", "reason": f"{type(e).__name__}: {e}"}, str(e))
+
+
+def _numbered(report: str, name: str, n: int) -> str:
+    """The report with its transcript named `name#n` instead of `name#?` (in every string that names it)."""
+    pending, numbered = (orjson.dumps(f"{name}#{x}").decode()[1:-1] for x in (PENDING, n))
+    return report.replace(pending, numbered)
+
+
+def jsonl_ranges(ranges: list[tuple[str, int, int]], options: Options, batch_size: int, names: dict[str, str] | None = None) -> Any:
     """A Ray Data datasource that compacts as it reads: one read task per byte range (path, start, end), in
-    order (a line belongs to the range its first byte is in). Each worker builds one Compactor for it."""
+    order (a line belongs to the range its first byte is in). Each worker builds one Compactor for it.
+    `names`: each path as the reports name it (the input as given; default: the path)."""
     import functools
     import uuid
 
@@ -336,7 +391,7 @@ def jsonl_ranges(ranges: list[tuple[str, int, int]], options: Options, batch_siz
         def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None) -> list:
             return [
                 ReadTask(
-                    functools.partial(_compact_range, p, a, b, options, batch_size, run),
+                    functools.partial(_compact_range, p, a, b, options, batch_size, run, (names or {}).get(p, p)),
                     BlockMetadata(num_rows=None, size_bytes=b - a, exec_stats=None, input_files=[p]),
                     per_task_row_limit=per_task_row_limit,
                 )
@@ -349,7 +404,7 @@ def jsonl_ranges(ranges: list[tuple[str, int, int]], options: Options, batch_siz
 def _rows(ds) -> Iterator[dict]:
     """The rows in order, a batch at a time (cheaper than iter_rows: one conversion per column)."""
     for b in ds.iter_batches(batch_format="pyarrow", batch_size=None):
-        cols = {k: b.column(k).to_pylist() for k in ("path", "text", STATUS, REPORT)}
+        cols = {k: b.column(k).to_pylist() for k in ("path", "text", STATUS, REPORT, COUNTED)}
         for i in range(b.num_rows):
             yield {k: v[i] for k, v in cols.items()}
 
@@ -358,10 +413,15 @@ def _bytes(v: str | bytes) -> bytes:
     return v if isinstance(v, bytes) else v.encode()
 
 
-def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int]) -> dict[str, int]:
+def _write(
+    rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int], names: dict[str, str]
+) -> dict[str, int]:
+    """The rows to their files, in order; each report names its transcript as the local engine does (file.jsonl#N,
+    N counting the file's lines that are JSON objects)."""
     from .journal import PartFile
 
     current: str | None = None
+    number = 0
     out: PartFile | None = None
     rep = PartFile(report) if report else None
     rej = PartFile(rejects) if rejects else None
@@ -378,6 +438,7 @@ def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, re
                 os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
                 out = PartFile(target)
                 stats["shards"] += 1
+                number = 0
             assert out is not None
             stats["records"] += 1
             if row[STATUS] == "error":
@@ -387,7 +448,8 @@ def _write(rows: Iterator[dict], targets: dict[str, str], report: str | None, re
             else:
                 out.write(_bytes(row["text"]) + b"\n")
                 if rep is not None:
-                    rep.write(row[REPORT].encode() + b"\n")
+                    rep.write(_numbered(row[REPORT], names.get(path, path), number + 1).encode() + b"\n")
+            number += bool(row[COUNTED])
         for p in (out, rep, rej):
             if p is not None:
                 p.commit()

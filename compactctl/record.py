@@ -17,14 +17,19 @@ Anthropic Messages, ShareGPT, ...). The CLI, `--workers` and `compactctl.ray` ru
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from . import formats
-from .errors import CannotFit, CompactError, DataError
+from . import config, formats
+from .errors import CannotFit, CompactError, DataError, UsageError
 from .formats.openai import message_from_dict, message_to_dict
 from .jsonl import BOM
 from .model import Transcript
@@ -33,7 +38,9 @@ from .phases.plan import Budget, annotate
 from .phases.plan import plan_for_repair as plan_phase  # the zones `summarize` and `compact` plan with
 from .phases.prune import PruneOptions
 from .phases.prune import prune as prune_phase
+from .phases.repair import RepairOptions
 from .phases.repair import repair as repair_phase
+from .phases.summarize import SummarizeOptions
 from .phases.summarize import summarize as summarize_phase
 from .pipeline import CompactOptions, summarize_report
 from .pipeline import compact as compact_pipeline
@@ -42,53 +49,77 @@ from .tokens import Counter, context_window_for, make_counter
 STATUSES = ("compacted", "not-needed", "ineffective", "skipped", "cannot-fit", "error", "pruned", "repaired", "planned")
 
 
+def _default(cls: type, name: str) -> Any:
+    """The default of option `name` where the library keeps it (Budget, PruneOptions, SummarizeOptions,
+    RepairOptions): the one place the CLI's defaults agree with too (tests/test_cli.py, tests/test_record.py)."""
+    return next(f.default for f in dataclasses.fields(cls) if f.name == name)
+
+
 @dataclass
 class Options:
-    """Every option of `compactctl compact`, flat, picklable (worker processes rebuild a Compactor from it)."""
+    """Every option of `compactctl compact`, flat, picklable (worker processes rebuild a Compactor from it).
+
+    Checked when built (and again when a Compactor uses it): a value of the wrong type or out of the range the
+    command line allows (config.LIMITS: context_window=0, threshold=1.5, ...) raises UsageError."""
 
     model: str = "gpt-4o"
     encoding: str | None = None
     tokenizer: str = "exact"
     context_window: int | None = None  # default: from the model
-    threshold: float = 0.5
-    tail_tokens: int | None = None
-    protect_first: int = 3
-    summary_ratio: float = 1.0
-    summary_min: int = 2000
-    summary_max: int = 16000
-    last_ask: str = "auto"
+    threshold: float = _default(Budget, "threshold")
+    tail_tokens: int | None = _default(Budget, "tail_tokens")
+    protect_first: int = _default(Budget, "protect_first")
+    summary_ratio: float = _default(Budget, "summary_ratio")
+    summary_min: int = _default(Budget, "summary_min")
+    summary_max: int = _default(Budget, "summary_max")
+    last_ask: str = _default(Budget, "last_ask")
     # prune
     protect_tokens: int | None = None  # default: the tail budget
-    min_dedup_chars: int = 200
-    arg_limit: int = 500
-    arg_keep: int = 200
-    dedup: bool = True
-    summaries: bool = True
-    args: bool = True
-    images: bool = True
-    count_tokens: bool = True  # per-pass token savings in the report
+    min_dedup_chars: int = _default(PruneOptions, "min_dedup_chars")
+    arg_limit: int = _default(PruneOptions, "arg_limit")
+    arg_keep: int = _default(PruneOptions, "arg_keep")
+    dedup: bool = _default(PruneOptions, "dedup")
+    summaries: bool = _default(PruneOptions, "summaries")
+    args: bool = _default(PruneOptions, "args")
+    images: bool = _default(PruneOptions, "images")
+    count_tokens: bool = _default(PruneOptions, "count_tokens")  # per-pass token savings in the report
     prune_all: bool = False  # prune every old output even under the target
-    keep_tools: tuple[str, ...] = ()
-    digest_names: int = 48  # names a digest keeps (0: one-liners only)
-    drop_tools: tuple[str, ...] = ()
-    refs: bool = True  # references to archived originals
-    recall_hint: bool = False
+    keep_tools: tuple[str, ...] = _default(PruneOptions, "keep_tools")
+    digest_names: int = _default(PruneOptions, "digest_names")  # names a digest keeps (0: one-liners only)
+    drop_tools: tuple[str, ...] = _default(PruneOptions, "drop_tools")
+    refs: bool = _default(PruneOptions, "refs")  # references to archived originals
+    recall_hint: bool = _default(SummarizeOptions, "recall_hint")
     instructions: str | None = None  # extra instructions for an LLM summarizer
     # summarize / repair
     focus: str | None = None
-    min_saving: float = 0.10
-    force: bool = False
-    strip_unanswered: bool = False
+    min_saving: float = _default(SummarizeOptions, "min_saving")
+    force: bool = _default(SummarizeOptions, "force")
+    strip_unanswered: bool = _default(RepairOptions, "strip_unanswered")
     summarizer: str = "offline"  # the record API and worker processes are offline; pass summarizer= for an LLM
     # output
     to: str | None = None  # write records in this format instead of the input's
     fmt: str | None = None  # force the input format
     archive: bool = False  # put the originals that were replaced or removed in the result (for `restore`)
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise UsageError for the first option of the wrong type or out of its range (config.LIMITS, the
+        ranges the command line checks)."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not _type_ok(value, _HINTS[f.name]):
+                raise UsageError(f"Options: {f.name}={value!r} is not valid: expected {_HINT_TEXT[f.name]}")
+            expected = config.out_of_range(f.name, value)
+            if expected is not None:
+                raise UsageError(f"Options: {f.name}={value!r} is not valid: must be {expected}")
+
     def budget(self) -> Budget:
-        window = self.context_window or context_window_for(self.model)
+        self.check()  # again: a field may have been set since
+        window = self.context_window if self.context_window is not None else context_window_for(self.model)
         if window is None:
-            raise CompactError(f"unknown context window for model {self.model!r}: give context_window")
+            raise UsageError(f"unknown context window for model {self.model!r}: give context_window")
         return Budget(
             context_window=window,
             threshold=self.threshold,
@@ -142,6 +173,25 @@ class Options:
         return dataclasses.replace(base, **kw) if kw else base
 
 
+_HINTS: dict[str, Any] = typing.get_type_hints(Options)
+_HINT_TEXT = {name: str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "") for name, hint in _HINTS.items()}
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    """`value` is of the option's type (an int is a float; a bool is no number; a list of str is a tuple of str)."""
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_type_ok(value, h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, (tuple, list)) and all(isinstance(x, str) for x in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
 @dataclass(frozen=True)
 class CompactResult:
     """What compacting one record gave; plain JSON types only (`json.dumps(dataclasses.asdict(r))` works).
@@ -158,7 +208,11 @@ class CompactResult:
     archived: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
+        d = dataclasses.asdict(self)
+        try:
+            return orjson.dumps(d)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits in the record
+            return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -199,12 +253,63 @@ def to_transcript(record: dict, fmt: str | None = None, source: str = "<record>"
     """One record (a transcript as a JSON object, any known format) as a Transcript."""
     if not isinstance(record, dict):
         raise DataError(source, 1, f"a record must be a JSON object, got {type(record).__name__}")
-    raw = orjson.dumps(record)
-    return line_to_transcript(raw, fmt, source, obj=record)
+    try:
+        fast = orjson.dumps(record)
+    except orjson.JSONEncodeError:  # not JSON, or JSON orjson does not write: an integer beyond 64 bits, a lone surrogate, deep nesting
+        fast = None
+    if fast is not None:
+        if b"null" in fast:  # orjson writes NaN and infinities as null: refused, as the CLI refuses them in a line
+            _check_json(record, source)
+        return line_to_transcript(fast, fmt, source, obj=record)
+    _check_json(record, source)
+    # Read as the CLI reads the same record from a line (jsonl.parse_record): lone surrogates become U+FFFD,
+    # the line keeps integers beyond 64 bits as written.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        raw = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as its escape, which the reader replaces
+        raw = json.dumps(record, separators=(",", ":")).encode()
+    return line_to_transcript(raw, fmt, source)
 
 
-def line_to_transcript(raw: bytes, fmt: str | None = None, source: str = "<record>", lineno: int = 1, obj: Any = None) -> Transcript:
-    """One JSONL line holding a whole transcript (a dataset record) as a Transcript."""
+MAX_DEPTH = 512  # records nested deeper are refused (orjson writes 254 levels; Python's json recurses)
+
+
+def _check_json(record: dict, source: str) -> None:
+    """DataError naming the first value of `record` that is not JSON: a non-string key, a set or other
+    object, NaN or infinity, nesting deeper than MAX_DEPTH."""
+    stack: list[tuple[Any, str, int]] = [(record, "record", 1)]
+    while stack:
+        v, where, depth = stack.pop()
+        if isinstance(v, dict):
+            if depth > MAX_DEPTH:
+                raise DataError(source, 1, f"not JSON: nested more than {MAX_DEPTH} levels deep ({where})")
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise DataError(source, 1, f"not JSON: the key {k!r} of {where} is not a string ({type(k).__name__})")
+                stack.append((x, _at(where, repr(k), depth), depth + 1))
+        elif isinstance(v, (list, tuple)):
+            if depth > MAX_DEPTH:
+                raise DataError(source, 1, f"not JSON: nested more than {MAX_DEPTH} levels deep ({where})")
+            stack.extend((x, _at(where, str(i), depth), depth + 1) for i, x in enumerate(v))
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise DataError(source, 1, f"not JSON: {where} is {v} (NaN and infinities are not JSON)")
+        elif not (v is None or isinstance(v, (str, int, float))):
+            raise DataError(source, 1, f"not JSON: {where} is not a JSON value ({type(v).__name__})")
+
+
+def _at(where: str, key: str, depth: int) -> str:
+    """Where a value stands, for a message: record['messages'][0]['content'] (deep ones end in [...])."""
+    if depth < 8:
+        return f"{where}[{key}]"
+    return where if where.endswith("[...]") else f"{where}[...]"
+
+
+def line_to_transcript(
+    raw: bytes, fmt: str | None = None, source: str = "<record>", lineno: int = 1, obj: Any = None, number: int | str | None = None
+) -> Transcript:
+    """One JSONL line holding a whole transcript (a dataset record) as a Transcript. Its id is `source`, or
+    `source#number` (as the CLI names the records of a file) when `number` is given."""
     from .jsonl import parse_record
 
     if obj is None:
@@ -221,7 +326,10 @@ def line_to_transcript(raw: bytes, fmt: str | None = None, source: str = "<recor
     if len(found) != 1:
         raise DataError(source, lineno, "no transcript in this record")
     t = found[0]
-    t.id = source if source != "<record>" else t.id
+    if number is not None:
+        t.id = f"{source}#{number}"
+    elif source != "<record>":
+        t.id = source
     return t
 
 
@@ -236,7 +344,18 @@ def to_record(t: Transcript, to: str | None = None) -> dict:
     lines = to_lines(t, to)
     if len(lines) != 1:
         raise CompactError(f"{t.id}: format {to or t.format} does not write one record per transcript")
-    return orjson.loads(lines[0])
+    return _loads(lines[0])
+
+
+_LONG_NUMBER = re.compile(rb"\d{19,}")
+
+
+def _loads(line: bytes) -> Any:
+    """A JSON line as Python values, integers beyond 64 bits exact (orjson reads them as floats): the
+    record holds what the line says, as the line the CLI writes does."""
+    if _LONG_NUMBER.search(line) is None:
+        return orjson.loads(line)
+    return json.loads(line)
 
 
 class Compactor:
@@ -250,7 +369,7 @@ class Compactor:
         self.counter = counter or make_counter(o.model, o.encoding, o.tokenizer)
         if summarizer is None:
             if o.summarizer not in ("offline", "auto"):
-                raise CompactError("the record API builds the offline summarizer only: pass summarizer= for an LLM")
+                raise UsageError("the record API builds the offline summarizer only: pass summarizer= for an LLM")
             from .summarizers.base import OfflineSummarizer
 
             summarizer = OfflineSummarizer()
@@ -266,16 +385,15 @@ class Compactor:
         except CannotFit as e:
             if on_cannot_fit == "raise":
                 raise
-            rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
+            failed = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
             if e.fallback is not None:
                 if warn:
                     warn(f"{e} -- written pruned and repaired, not summarized")
-                return Outcome(e.fallback[0], rep, e.fallback[1], "cannot-fit")
+                return Outcome(e.fallback[0], failed, e.fallback[1], "cannot-fit")
             if warn:
                 warn(f"{e} -- written as read")
-            return Outcome(t, rep, [], "cannot-fit")
-        archived = rep.pop("_archived")
-        return Outcome(out, rep, archived, rep["status"])
+            return Outcome(t, failed, [], "cannot-fit")
+        return Outcome(out, dict(rep), rep.archived, rep["status"])
 
     def prune_transcript(self, t: Transcript) -> Outcome:
         out, st = prune_phase(t, self.counter, self.compact_opts.prune_options())
@@ -302,7 +420,7 @@ class Compactor:
             if isinstance(record, Transcript):
                 t = record
             elif isinstance(record, (bytes, str)):
-                t = line_to_transcript(record.encode() if isinstance(record, str) else record, self.options.fmt)
+                t = line_to_transcript(_utf8(record) if isinstance(record, str) else record, self.options.fmt)
             else:
                 t = to_transcript(record, self.options.fmt)
             fn = getattr(self, f"{phase}_transcript")
@@ -315,15 +433,18 @@ class Compactor:
                 "cannot-fit", t.id, to_record(t, self.options.to), {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}, str(e)
             )
         except CompactError as e:
-            return CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
+            return _error(str(e))
+        except orjson.JSONEncodeError as e:  # e.g. nested deeper than orjson writes (254 levels)
+            return _error(f"the record cannot be written back as JSON: {e}")
 
     def compact(self, record: dict | bytes | str | Transcript) -> CompactResult:
         return self.run(record, "compact")
 
-    def compact_line(self, line: bytes) -> tuple[bytes | None, CompactResult]:
-        """A JSONL line in, the compacted line out (None on error) and the result (without its record)."""
+    def compact_line(self, line: bytes, source: str = "<record>", number: int | str | None = None) -> tuple[bytes | None, CompactResult]:
+        """A JSONL line in, the compacted line out (None on error) and the result (without its record).
+        `source` and `number` name the transcript as the CLI does (`file.jsonl#3`)."""
         try:
-            t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt)
+            t = line_to_transcript(line.removeprefix(BOM).rstrip(b"\r"), self.options.fmt, source, number=number)
             oc = self.compact_transcript(t)
             assert oc.transcript is not None  # compact always gives a transcript (the input's, at worst)
             lines = to_lines(oc.transcript, self.options.to)
@@ -332,7 +453,20 @@ class Compactor:
             archived = [a.record() for a in oc.archived] if self.options.archive else []
             return lines[0], CompactResult(oc.status, t.id, None, _jsonable(oc.report or {}), None, archived)
         except CompactError as e:
-            return None, CompactResult("error", "", None, {"status": "error", "reason": str(e)}, str(e))
+            return None, _error(str(e))
+        except orjson.JSONEncodeError as e:
+            return None, _error(f"the record cannot be written back as JSON: {e}")
+
+
+def _error(reason: str) -> CompactResult:
+    return CompactResult("error", "", None, {"status": "error", "reason": reason}, reason)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError as e:
+        raise DataError("<record>", 1, f"the record's text holds a lone surrogate at character {e.start}: it is not UTF-8") from None
 
 
 def _jsonable(d: dict) -> dict:

@@ -49,7 +49,7 @@ def test_same_records_on_every_path(local_ray, data, tmp_path, monkeypatch):
     monkeypatch.setattr(cray, "MIN_RANGE", 10_000)  # several byte ranges per file
     outs = {}
     for w in ("1", "2"):
-        r = cli("compact", str(data), *OPTS, "-o", f"{tmp_path}/w{w}/", "--workers", w, "-q")
+        r = cli("compact", str(data), *OPTS, "-o", f"{tmp_path}/w{w}/", "--workers", w, "-q", "--report", f"{tmp_path}/w{w}.rep")
         assert r.returncode == 0, r.stderr
         outs[f"workers {w}"] = {p.name: p.read_bytes() for p in (tmp_path / f"w{w}").iterdir()}
     # the CLI's --engine ray, in this process so that it joins the Ray started above
@@ -67,6 +67,8 @@ def test_same_records_on_every_path(local_ray, data, tmp_path, monkeypatch):
             "-q",
             "--rejects",
             str(tmp_path / "rejects"),
+            "--report",
+            str(tmp_path / "ray.rep"),
         ],
         standalone_mode=False,
     )
@@ -87,6 +89,7 @@ def test_same_records_on_every_path(local_ray, data, tmp_path, monkeypatch):
     outs["map_batches"] = b"".join(r["text"].encode() + b"\n" for r in rows if r["compactctl_status"] != "error")
     ref = outs["workers 1"]
     assert outs["workers 2"] == ref and outs["ray engine"] == ref and set(ref) == {"a.jsonl", "b.jsonl"}
+    assert (tmp_path / "ray.rep").read_bytes() == (tmp_path / "w1.rep").read_bytes()  # file.jsonl#N, as the local engine names them
     assert outs["map_batches"] == ref["a.jsonl"] + ref["b.jsonl"]
     statuses = [r["compactctl_status"] for r in rows]
     assert statuses.count("error") == 1 and "compacted" in statuses and "not-needed" in statuses
@@ -184,3 +187,45 @@ def test_compact_batch_keeps_one_compactor_per_process(monkeypatch):
     assert len(cray._PER_PROCESS) == 1 and next(iter(cray._PER_PROCESS.values())) is not first
     cray.compact_batch(batch, {**LIB, "context_window": 7000}, "text")
     assert len(cray._PER_PROCESS) == 1
+
+
+def test_engine_reports_name_transcripts_as_the_local_engine(tmp_path, monkeypatch):
+    """The Ray engine's read tasks and its driver, without Ray: in several byte ranges, each report names its
+    transcript file.jsonl#N as the local engine does (N counts the file's lines that are JSON objects,
+    bad ones included; blank lines, invalid JSON and non-objects are not counted)."""
+    monkeypatch.setattr(cray, "_PER_PROCESS", {})
+    long = orjson.dumps({"messages": tool_session(30, 3000)})
+    lines = [
+        long,
+        b'{"messages": [{"role": "user", "content": "truncated',
+        b'{"messages": [{"role": "user"}]}',
+        b"",
+        orjson.dumps({"messages": tool_session(1, 50)}),
+        b"[1, 2]",
+        long,
+    ]
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (src / "b.jsonl").write_bytes(long + b"\n")
+    cli_rep, ray_rep = tmp_path / "cli.rep", tmp_path / "ray.rep"
+    r = cli("compact", str(src), *OPTS, "-o", f"{tmp_path}/cli/", "--report", str(cli_rep), "-q")
+    assert r.returncode == 0, r.stderr
+    names = {str((src / n).resolve()): str(src / n) for n in ("a.jsonl", "b.jsonl")}
+    options = compactctl.Options(**LIB, count_tokens=True)
+    ranges = cray.plan_ranges(sorted(names), 1, min_bytes=2_000, max_bytes=len(long) // 2)
+    assert len([p for p, _, _ in ranges if p.endswith("a.jsonl")]) >= 4
+    tables = [t for p, a, b in ranges for t in cray._compact_range(p, a, b, options, 2, "run", names[p])]
+    rows = [row for t in tables for row in t.to_pylist()]
+    targets = {p: str(tmp_path / "ray" / Path(p).name) for p in names}
+    stats = {"records": 0, "errors": 0, "shards": 0}
+    cray._write(iter(rows), targets, str(ray_rep), None, stats, names)
+    assert stats == {"records": 7, "errors": 3, "shards": 2}
+    assert ray_rep.read_bytes() == cli_rep.read_bytes()
+    assert [orjson.loads(x)["transcript"][len(str(src)) :] for x in ray_rep.read_bytes().splitlines()] == [
+        "/a.jsonl#1",
+        "/a.jsonl#3",
+        "/a.jsonl#4",
+        "/b.jsonl#1",
+    ]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ray").iterdir()} == {p.name: p.read_bytes() for p in (tmp_path / "cli").iterdir()}

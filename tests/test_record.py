@@ -1,0 +1,181 @@
+"""The record API (compactctl/record.py): bad records, options, defaults, and the same bytes as the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from enum import Enum
+
+import orjson
+import pytest
+
+import compactctl
+from compactctl import ray as cray
+from compactctl.errors import CompactError, UsageError
+
+from .conftest import SAMPLES, cli, tool_session
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def _deep(levels: int) -> dict:
+    rec: dict = {"messages": HI}
+    cur = rec
+    for _ in range(levels):
+        cur["x"] = {}
+        cur = cur["x"]
+    return rec
+
+
+@pytest.mark.parametrize(
+    "record, reason",
+    [
+        ({"messages": HI, "s": {1, 2}}, "record['s'] is not a JSON value (set)"),
+        ({"messages": HI, 1: "a"}, "the key 1 of record is not a string (int)"),
+        ({"messages": HI, "o": object()}, "record['o'] is not a JSON value (object)"),
+        ({"messages": [{"role": "user", "content": "hi", "n": 2**70}], "s": {1}}, "record['s'] is not a JSON value (set)"),
+        ({"messages": HI, "f": [float("inf"), 2**70]}, "record['f'][0] is inf"),
+        ({"messages": HI, "f": float("nan")}, "record['f'] is nan (NaN and infinities are not JSON)"),
+        (_deep(5_000), "nested more than 512 levels deep"),
+        ('{"messages": [{"role": "user", "content": "a\ud800"}]}', "lone surrogate at character 44"),
+    ],
+    ids=["set", "int-key", "object", "set-and-big-int", "inf", "nan", "deep", "str-surrogate"],
+)
+def test_a_bad_record_comes_back_as_an_error_never_raised(record, reason):
+    c = compactctl.Compactor(context_window=4000)
+    res = c.compact(record)
+    assert (res.status, res.record) == ("error", None)
+    assert reason in res.error and res.report == {"status": "error", "reason": res.error}
+    json.dumps(dataclasses.asdict(res))
+    out, rep = compactctl.compact_record(record, context_window=4000)
+    assert out is None and rep["status"] == "error" and reason in rep["error"]
+
+
+def test_json_orjson_does_not_write_is_read_as_the_cli_reads_it(tmp_path):
+    """Integers beyond 64 bits stay exact, lone surrogates become U+FFFD, nesting orjson does not write (over
+    254 levels) is read: the record is what the CLI makes of the same line."""
+    c = compactctl.Compactor(context_window=4000)
+    res = c.compact({"messages": [{"role": "user", "content": "a\ud800b"}], "n": 2**70, "e": "é"})
+    assert res.status == "not-needed" and res.record == {"messages": [{"role": "user", "content": "a\ufffdb"}], "n": 2**70, "e": "é"}
+    assert orjson.loads(res.to_json())["status"] == "not-needed" and b'"n":1180591620717411303424' in res.to_json()
+    line = b'{"messages":[{"role":"user","content":"hi"}],"n":123456789012345678901234567890}'
+    res = c.compact(line)
+    assert res.record is not None and res.record["n"] == 123456789012345678901234567890 and isinstance(res.record["n"], int)
+    (tmp_path / "in.jsonl").write_bytes(line + b"\n")
+    r = cli("compact", str(tmp_path / "in.jsonl"), "--context-window", "4000", "--summarizer", "offline", "-q")
+    assert r.returncode == 0 and r.stdout == line + b"\n" == c.compact_line(line)[0] + b"\n"
+    deep = c.compact(_deep(300))
+    assert deep.status == "not-needed" and deep.record == _deep(300)
+
+
+def test_a_record_that_cannot_be_written_back_is_an_error():
+    big = {"messages": tool_session(30, 3000)}
+    cur = big
+    for _ in range(300):  # orjson writes 254 levels: the compacted record cannot be written
+        cur["x"] = {}
+        cur = cur["x"]
+    res = compactctl.Compactor(context_window=6000).compact(big)
+    assert res.status == "error" and "cannot be written back as JSON" in res.error
+    line = json.dumps(big).encode()
+    new, res = compactctl.Compactor(context_window=6000).compact_line(line)
+    assert new is None and res.status == "error"
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"context_window": 0}, "context_window=0 is not valid: must be at least 1"),
+        ({"threshold": 1.5}, "threshold=1.5 is not valid: must be in (0, 1]"),
+        ({"threshold": -1}, "threshold=-1 is not valid: must be in (0, 1]"),
+        ({"threshold": float("nan")}, "threshold=nan is not valid"),
+        ({"tail_tokens": -5}, "tail_tokens=-5 is not valid: must be 0 or more"),
+        ({"summary_min": -1}, "summary_min=-1"),
+        ({"digest_names": -1}, "digest_names=-1"),
+        ({"last_ask": "bogus"}, "last_ask='bogus' is not valid: must be auto, tail or summary"),
+        ({"context_window": "8000"}, "context_window='8000' is not valid: expected int | None"),
+        ({"threshold": "0.5"}, "expected float"),
+        ({"dedup": 1}, "dedup=1 is not valid: expected bool"),
+        ({"keep_tools": "grep"}, "expected tuple[str, ...]"),
+    ],
+)
+def test_bad_options_raise_a_usage_error(options, message):
+    for build in (
+        lambda: compactctl.Options(**options),
+        lambda: compactctl.Compactor(**options),
+        lambda: compactctl.compact_record({"messages": HI}, **options),
+        lambda: cray.CompactBatch(options),
+    ):
+        with pytest.raises(UsageError) as e:
+            build()
+        assert message in str(e.value) and isinstance(e.value, CompactError)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"model": "no-such-model"}, "unknown context window for model 'no-such-model'"),
+        ({"model": "no-such-model", "context_window": 0}, "context_window=0"),
+        ({"summarizer": "llm"}, "offline summarizer only"),  # Options may name it: a Compactor given summarizer= runs it
+    ],
+)
+def test_options_a_compactor_cannot_use_raise_a_usage_error(options, message):
+    with pytest.raises(UsageError) as e:
+        compactctl.Compactor(compactctl.Options(**options))
+    assert message in str(e.value)
+
+
+def test_options_are_checked_again_when_used():
+    o = compactctl.Options(context_window=8000)
+    o.threshold = 2.0
+    with pytest.raises(UsageError, match="threshold=2.0"):
+        compactctl.Compactor(o)
+    assert compactctl.Options(context_window=None, keep_tools=["grep"], threshold=1).budget().target == 128_000
+
+
+def test_record_api_defaults_are_the_clis():
+    """The record API's defaults are the library's (Budget, PruneOptions, SummarizeOptions), which the CLI's agree with."""
+    from compactctl.cli.groups import BUDGET, PRUNE, SUMMARY
+
+    fields = {f.name: f.default for f in dataclasses.fields(compactctl.Options)}
+    compared = {}
+    for o in [*BUDGET.opts, *PRUNE.opts, *SUMMARY.opts]:
+        name, default = o.name, o.default.value if isinstance(o.default, Enum) else o.default
+        if name.startswith("no_") and name[3:] in fields:  # --no-dedup: dedup=True
+            name, default = name[3:], not default
+        if name in fields and name not in ("model", "summarizer"):  # the CLI's model may come from $COMPACTCTL_MODEL
+            compared[name] = (fields[name], default)
+    assert {"threshold", "protect_first", "summary_min", "summary_max", "last_ask", "digest_names", "dedup", "min_saving"} <= set(compared)
+    assert {k: a for k, (a, _) in compared.items()} == {k: b for k, (_, b) in compared.items()}
+    assert compactctl.Options().digest_names == 64
+
+
+def test_record_api_ray_batch_and_cli_give_the_same_bytes(tmp_path):
+    """With digests (summaries of old outputs) on: the CLI, Compactor.compact_line, Compactor.compact and
+    compactctl.ray's batch function give the same records."""
+    checked = 0
+    for name in ("dataset.jsonl", "hermes_trajectory.jsonl"):
+        path = SAMPLES / name
+        r = cli("compact", str(path), "--context-window", "8000", "--summarizer", "offline", "-q")
+        assert r.returncode == 0, r.stderr
+        want = r.stdout.split(b"\n")[:-1]
+        lines = [ln for ln in path.read_bytes().split(b"\n") if ln]
+        c = compactctl.Compactor(context_window=8000)
+        got = [c.compact_line(ln) for ln in lines]
+        assert [res.status for _, res in got] == ["compacted"] * len(lines)
+        assert [new for new, _ in got] == want
+        assert [c.compact(ln).record for ln in lines] == [orjson.loads(w) for w in want]
+        batch = cray.CompactBatch({"context_window": 8000})({"text": [ln.decode() for ln in lines]})
+        assert [t.encode() for t in batch["text"]] == want and list(batch[cray.STATUS]) == ["compacted"] * len(lines)
+        checked += len(lines)
+    assert checked == 5
+
+
+def test_compact_report_is_json():
+    """compactctl.compact's report is a small stats record; the archived originals are its `archived` attribute."""
+    [t] = compactctl.read([str(SAMPLES / "long_session.jsonl")])
+    opts = compactctl.CompactOptions(compactctl.Budget(context_window=8000))
+    out, report = compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer(), opts)
+    assert report["status"] == "compacted" and "_archived" not in report
+    assert json.loads(json.dumps(report)) == report and orjson.loads(orjson.dumps(report)) == report
+    assert report.archived and all(a.transcript == t.id for a in report.archived)
+    assert report["_archived"] is report.archived  # the old key still answers (never serialized)

@@ -26,11 +26,6 @@ class Report(dict):
         super().__init__(data)
         self.archived = archived
 
-    def __missing__(self, key: str) -> Any:
-        if key == "_archived":  # where earlier versions kept them (a key): still answered, never serialized
-            return self.archived
-        raise KeyError(key)
-
 
 @dataclass
 class CompactOptions:

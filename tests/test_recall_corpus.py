@@ -21,7 +21,7 @@ def test_every_reference_resolves_to_its_original(path, tmp_path):
             assert err.fallback is not None
             out, archived = err.fallback
         else:
-            archived = rep["_archived"]
+            archived = rep.archived
         for a in archived:
             sink.add({"seq": seq, **a.record()})
         outputs.append((t, out))

@@ -89,6 +89,9 @@ def parse_line(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) -> A
     return parse_record(raw, source, lineno, warn)[0]
 
 
+MAX_DEPTH = 254  # levels of nesting orjson writes (it reads 1,024): a deeper record cannot be written back
+
+
 def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) -> tuple[Any, bytes]:
     """(value, its JSON bytes): the line as is, or re-encoded when lone surrogates were replaced."""
     try:

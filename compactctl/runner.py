@@ -23,7 +23,7 @@ from .archive import SqliteSink, is_sqlite
 from .archive import sink as archive_sink
 from .errors import CannotFit, CompactError, DataError, UsageError
 from .journal import Journal, PartFile, finish_part, input_ids, journal_path
-from .jsonl import JsonlSink, Output, expand_inputs, open_input
+from .jsonl import MAX_DEPTH, JsonlSink, Output, expand_inputs, open_input
 from .model import Transcript, content_print
 from .phases import Archived
 
@@ -194,13 +194,25 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     if t is None:
         return Done([], [], None, False, rejected)
     try:
-        res = _guarded(work, t, ctx.on_error)
-    except DataError as e:  # a transcript the work cannot make valid (repair: no message to send)
-        if ctx.on_error != "skip":
+        return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+    except (DataError, TypeError) as e:  # a transcript the work cannot make valid, or that cannot be written back
+        err = _data_error(e, t)
+        if err is None:
             raise
-        warn(f"skipped {e}")
+        if ctx.on_error != "skip":
+            raise err from None
+        warn(f"skipped {err}")
         return Done([], [], None, False, rejected + [item.raw] if isinstance(item, Lazy) else rejected + list(formats.write(t)))
-    return _finish(seq, t, res, ctx)
+
+
+def _data_error(e: Exception, t: Transcript) -> DataError | None:
+    """`e` as the data error it is (repair: no message to send; a record nested deeper than the 254 levels
+    orjson writes, which a phase or the writer failed on), or None for any other error (a bug: raised as is)."""
+    if isinstance(e, DataError):
+        return e
+    if isinstance(e, TypeError) and "Recursion limit" in str(e):  # orjson.JSONEncodeError
+        return DataError(t.source or t.id, t.line or 1, f"the record is nested deeper than {MAX_DEPTH} levels: it cannot be written back")
+    return None
 
 
 Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)

@@ -92,3 +92,31 @@ def test_directory_inputs_read_json_and_traj(tmp_path):
     (d / "sub" / "c.traj").write_bytes(orjson.dumps({"history": [{"role": "user", "content": "e"}, {"role": "assistant", "content": "f"}]}))
     ts = api.read([str(d)])
     assert sorted(t.source.rsplit("/", 1)[-1] for t in ts) == ["a.jsonl", "b.json", "c.traj"]
+
+
+def test_a_record_too_deep_to_write_back_is_a_data_error_naming_its_line(tmp_path):
+    """orjson reads 1,024 levels and writes 254: a compacted record nested 300 levels deep ended in a traceback
+    (exit 1). It is a data error naming its line (a .json document's element too), to --rejects with skip."""
+    import json
+
+    def nested(n):
+        v: object = "x"
+        for _ in range(n):
+            v = [v]
+        return v
+
+    rows = [{"role": "user", "content": "hi " * 3000}] + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]
+    ok, deep = {"messages": rows, "meta": nested(250)}, {"messages": rows, "meta": nested(300)}
+    src = tmp_path / "d.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in (ok, deep, ok)))
+    r = cli("compact", str(src), "--context-window", "3000")
+    assert r.returncode == 3 and f"{src}:2: the record is nested deeper than 254 levels" in r.stderr.decode()
+    rejects = tmp_path / "rejects.jsonl"
+    r = cli("compact", str(src), "--context-window", "3000", "--on-error", "skip", "--rejects", str(rejects))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2 and json.loads(rejects.read_bytes()) == deep
+    doc = tmp_path / "d.json"
+    doc.write_text(json.dumps([ok, deep]))
+    r = cli("repair", str(doc))
+    assert r.returncode == 3 and f"{doc}:2: the record is nested deeper" in r.stderr.decode()
+    r = cli("repair", str(doc), "--on-error", "skip", "--rejects", str(rejects))
+    assert r.returncode == 0 and json.loads(rejects.read_bytes()) == deep  # kept, not lost

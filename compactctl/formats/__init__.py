@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from ..errors import DataError, UsageError
-from ..jsonl import MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
+from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
 from ..model import Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
@@ -213,7 +214,15 @@ class Reader:
             if not isinstance(obj, dict):
                 self.reject(DataError(source, k, f"element {k} is not a JSON object"), orjson.dumps(obj, default=str))
                 continue
-            yield k, orjson.dumps(obj), obj
+            try:
+                raw = orjson.dumps(obj)
+            except TypeError:  # deeper than orjson writes (it reads deeper)
+                self.reject(
+                    DataError(source, k, f"the record is nested deeper than {MAX_DEPTH} levels: it cannot be written back"),
+                    json.dumps(obj).encode(),
+                )
+                continue
+            yield k, raw, obj
 
     def detect_stream(self, first: Record, records: Iterator[Record], source: str) -> tuple[Any, str, Iterator[Record]]:
         """The format and layout of a file from its first record, and its records again. A first record every chat

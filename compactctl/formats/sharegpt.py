@@ -137,6 +137,11 @@ def _tool_turns(frm: str, value: str, turn: int, extra: dict, origin: tuple, pen
     bodies = RESPONSE.findall(value) if frm == "tool" else [value]
     if not bodies:
         bodies = [value]
+    return _answers(bodies, turn, {"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra}, origin, pending)
+
+
+def _answers(bodies: list, turn: int, extra: dict, origin: tuple, pending: list[ToolCall]) -> list[Message]:
+    """One result per body, answering the pending calls in order (an orphan, with an id of its own, when none is left)."""
     out = []
     for k, body in enumerate(bodies):
         answered = pending.pop(0) if pending else None
@@ -146,7 +151,7 @@ def _tool_turns(frm: str, value: str, turn: int, extra: dict, origin: tuple, pen
                 content=body,
                 tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
                 name=answered.name if answered else None,
-                extra={"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra},
+                extra=dict(extra),
                 provenance=Provenance(origin=origin),
             )
         )
@@ -377,21 +382,7 @@ def _typed_results(parts: list[dict], turn: int, extra: dict, origin: tuple, pen
     of one item per call (each naming its call, when it names one), one result per item."""
     content = _typed_content(parts)
     items = _items_for(content, pending) if alone and len(pending) > 1 else None
-    bodies = items if items is not None else [content]
-    out = []
-    for k, body in enumerate(bodies):
-        answered = pending.pop(0) if pending else None
-        out.append(
-            Message(
-                role="tool",
-                content=body,
-                tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
-                name=answered.name if answered else None,
-                extra=dict(extra),
-                provenance=Provenance(origin=origin),
-            )
-        )
-    return out
+    return _answers(items if items is not None else [content], turn, extra, origin, pending)
 
 
 def _items_for(content: Any, calls: list[ToolCall]) -> list[str] | None:

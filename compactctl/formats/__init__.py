@@ -25,7 +25,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
-from ..model import Transcript
+from ..model import ToolCall, Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
@@ -329,8 +329,6 @@ def _portable(m: Any, target: str) -> Any:
     if retype:
         changes["content"] = [{"type": "text", "text": p.get("text", "")} if _is_text_part(p) else p for p in m.content]
     if target == "openai":
-        from ..model import ToolCall
-
         changes["extra"] = {k: v for k, v in m.extra.items() if not k.startswith("_")}
         changes["tool_calls"] = [ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls]
         if m.tool_calls and changes.get("content", m.content) == []:

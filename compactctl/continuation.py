@@ -48,11 +48,9 @@ from . import needed
 from .errors import CannotFit
 from .model import SYSTEM_ROLES, Message, Transcript
 from .pairs import groups
-from .phases.repair import RepairOptions, check, repair
+from .phases.repair import MEASURED, check, repair
 from .pipeline import CompactOptions, compact
 from .tokens import Counter, make_counter
-
-SCORED = RepairOptions(allow_empty=True)  # a baseline that keeps nothing to send is scored as kept: nothing
 
 STRATEGIES = ("compactctl", "head-tail", "recent", "masking")
 CUTS = (0.4, 0.6, 0.8)
@@ -110,7 +108,7 @@ def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[M
         k -= 1
     while True:
         tail = body[spans[k][0] :] if k < len(spans) else []
-        out, _ = repair(t.evolve(messages=head + tail), SCORED)
+        out, _ = repair(t.evolve(messages=head + tail), MEASURED)
         if _tokens(counter, out.messages) <= budget or not tail:
             return out
         k += 1  # repair added a stub or an opening: give up one more group
@@ -172,7 +170,7 @@ def masking(t: Transcript, counter: Counter, budget: int) -> Transcript:
     s = _leading_system(msgs)
     if total > budget:
         return _fit_tail(t, counter, msgs[:s], msgs[s:], budget)
-    out, _ = repair(t.evolve(messages=msgs), SCORED)
+    out, _ = repair(t.evolve(messages=msgs), MEASURED)
     return out
 
 

@@ -29,12 +29,10 @@ from . import tools
 from .model import Message, Transcript, fingerprint, is_summary, last_user_index
 from .phases.plan import Budget
 from .phases.prune import protected_start
-from .phases.repair import RepairOptions, check, repair
+from .phases.repair import MEASURED, check, repair
 from .pipeline import CompactOptions, compact
 from .summarizers.facts import constraint_sentences, identifiers_in
 from .tokens import Counter
-
-SCORED = RepairOptions(allow_empty=True)  # a baseline that keeps nothing to send is scored as kept: nothing
 
 CATEGORIES = ("files", "commands", "errors", "constraints", "last_ask", "identifiers")
 MASK = "[tool output omitted]"
@@ -181,7 +179,7 @@ def head_tail(t: Transcript, counter: Counter, budget_tokens: int, first: int = 
             break
         tail.insert(0, m)
         used += c
-    out, _ = repair(t.evolve(messages=head + tail), SCORED)
+    out, _ = repair(t.evolve(messages=head + tail), MEASURED)
     return out
 
 

@@ -238,7 +238,7 @@ def to_conversations(t: Transcript) -> list[dict]:
             src is not None
             and origin is not None
             and all(g.untouched and g.anchor == origin for g in group)
-            and sum(1 for x in msgs if x.anchor == origin) == len(group) == _produced(src[origin[1]])
+            and len(group) == _produced(src[origin[1]])  # every message the turn read as, untouched: the turn as it was
         ):
             out.append(src[origin[1]])
         else:

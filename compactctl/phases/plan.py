@@ -366,11 +366,15 @@ def plan_for_repair(
 ) -> Plan:
     """`plan`, leaving free what repair will add after it (stubs for calls without a result): what `plan` (the
     command), `summarize` and `compact` all plan with, so that the pipe and `compact` agree."""
-    from .repair import RepairOptions, repair
+    from .repair import MEASURED, OPENING, STUB, repair
 
     counts = counts if counts is not None else counter.messages(t.messages)
     p = plan(t, counter, budget, counts=counts, zones=zones)
-    fixed, st = repair(t, RepairOptions(allow_empty=True))  # measured only: repair itself says what cannot be sent
+    calls = sum(len(m.tool_calls) for m in t.messages)
+    most = calls * (counter.text(STUB) + 8) + counter.text(OPENING) + 8  # the most repair adds: a stub a call, an opening
+    if not p.needs_compaction and p.total + most <= p.target:
+        return p  # within its target whatever repair adds: nothing to reserve (and no repair run to find out)
+    fixed, st = repair(t, MEASURED)
     reserve = sum(counter.messages(fixed.messages)) - sum(counts) if st.changed else 0
     # Reserved when a compaction is needed anyway, or when repair alone would take the transcript over its target
     # (its stubs for unanswered calls count in the output); a transcript at or under its target once repaired is

@@ -140,6 +140,9 @@ class RepairOptions:
     allow_empty: bool = False  # a transcript with nothing to send comes back empty instead of a DataError (measuring only)
 
 
+MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what repair does (plan's reserve, the evals)
+
+
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     msgs = t.messages
     o = opts or RepairOptions()

@@ -258,8 +258,8 @@ def to_transcript(record: dict, fmt: str | None = None, source: str = "<record>"
     except orjson.JSONEncodeError:  # not JSON, or JSON orjson does not write: an integer beyond 64 bits, a lone surrogate, deep nesting
         fast = None
     if fast is not None:
-        if b"null" in fast:  # orjson writes NaN and infinities as null: refused, as the CLI refuses them in a line
-            _check_json(record, source)
+        if b"null" in fast and _non_finite(record):  # orjson writes NaN and infinities as null: refused, as the CLI does
+            _check_json(record, source)  # names the value
         return line_to_transcript(fast, fmt, source, obj=record)
     _check_json(record, source)
     # Read as the CLI reads the same record from a line (jsonl.parse_record): lone surrogates become U+FFFD,
@@ -270,6 +270,20 @@ def to_transcript(record: dict, fmt: str | None = None, source: str = "<record>"
     except UnicodeEncodeError:  # a lone surrogate: written as its escape, which the reader replaces
         raw = json.dumps(record, separators=(",", ":")).encode()
     return line_to_transcript(raw, fmt, source)
+
+
+def _non_finite(record: dict) -> bool:
+    """Whether a NaN or an infinity is anywhere in `record` (a plain walk: the path is named only when one is)."""
+    stack: list[Any] = [record]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            return True
+    return False
 
 
 MAX_DEPTH = 512  # records nested deeper are refused (orjson writes 254 levels; Python's json recurses)

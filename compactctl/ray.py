@@ -65,27 +65,33 @@ class CompactBatch:
         status: list[str] = []
         report: list[str] = []
         for i in range(n):
-            try:
-                if self.column is not None:
-                    value = out[self.column][i]
-                    line = value.encode() if isinstance(value, str) else bytes(value)
-                    new, res = self.compactor.compact_line(line)
-                    if new is not None:
-                        out[self.column][i] = new.decode() if isinstance(value, str) else new
-                else:
-                    rec = {k: _py(v[i]) for k, v in cols.items() if k not in (STATUS, REPORT)}
-                    res = self.compactor.compact(rec)
-                    if res.record is not None:
-                        for k in out:
-                            if k in res.record:
-                                out[k][i] = res.record[k]
-            except Exception as e:  # noqa: BLE001 -- a bad record never fails the job
-                res = _crashed(e)
+            if self.column is not None:
+                value = out[self.column][i]
+                new, res = _compact_line(self.compactor, value)
+                if new is not None:
+                    out[self.column][i] = new.decode() if isinstance(value, str) else new
+            else:
+                try:
+                    res = self.compactor.compact({k: _py(v[i]) for k, v in cols.items() if k not in (STATUS, REPORT)})
+                except Exception as e:  # noqa: BLE001 -- a bad record never fails the job
+                    res = _crashed(e)
+                if res.record is not None:
+                    for k in out:
+                        if k in res.record:
+                            out[k][i] = res.record[k]
             status.append(res.status)
             report.append(orjson.dumps(res.report).decode())
         out[STATUS] = status
         out[REPORT] = report
         return _like(kind, out)
+
+
+def _compact_line(compactor: Compactor, value: Any, *where: Any) -> tuple[bytes | None, Any]:
+    """`compactor.compact_line` of a line (bytes, or text); a bad record never fails the job: its error is its result."""
+    try:
+        return compactor.compact_line(value.encode() if isinstance(value, str) else bytes(value), *where)
+    except Exception as e:  # noqa: BLE001
+        return None, _crashed(e)
 
 
 _PER_PROCESS: dict[tuple, CompactBatch] = {}
@@ -312,10 +318,7 @@ def _compact_range(path: str, start: int, end: int, options: Options, batch_size
     def table(part: list[bytes]) -> Any:
         cols: dict[str, list] = {"text": [], STATUS: [], REPORT: [], COUNTED: []}
         for line in part:
-            try:
-                new, res = compactor.compact_line(line, source, PENDING)
-            except Exception as e:  # noqa: BLE001 -- a bad record never fails the job
-                new, res = None, _crashed(e)
+            new, res = _compact_line(compactor, line, source, PENDING)
             cols["text"].append(line if new is None else new)
             cols[STATUS].append(res.status)
             cols[REPORT].append(orjson.dumps(res.report).decode())

@@ -10,3 +10,4 @@ from __future__ import annotations
 DUPLICATE = "[Duplicate tool output — same content as a more recent call]"  # prune: an output repeated later
 NAMES_LINE = "  names: "  # how a prune digest lists the names it kept
 DOC_NAMES_LINE = "  names (task description): "  # ... of an output that describes work (names.is_task_document)
+OUTLINE_LINE = "  outline: "  # ... the definitions of a numbered file read, with their lines (outline.py)

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from . import outline
 from .model import Message, ToolCall
 
 # Canonical kinds of tool, by name (case-insensitive).
@@ -320,7 +321,10 @@ def _describe_file(s: _Seen) -> str | None:
     extra = f" (+{len(files) - 1} more files)" if len(files) > 1 else ""
     where = ""
     off = s.args.get("offset", s.args.get("view_range", s.args.get("start_line")))
-    if action == "read" and off not in (None, ""):
+    lines = outline.shown(s.out.text) if action == "read" else None
+    if lines is not None:  # a numbered read: the lines it showed (from 1: the file's length, or the read's limit)
+        where = f" lines {lines[0]}-{lines[1]}"
+    elif action == "read" and off not in (None, ""):
         where = f" from line {off[0] if isinstance(off, list) and off else off}"
     what = f"({s.out.chars:,} chars)" if action == "read" else f"({len(s.call.arguments):,} chars of arguments)"
     return f"{s.tag} {verb} {path}{extra}{where} {what}{s.err}"

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.ranks",
             "compactctl.needed",
             "compactctl.journal",  # the resume journal (issue 10)
+            "compactctl.outline",  # definitions and line ranges of a numbered file read (prune digests)
         ],
     ),
     ("model", ["compactctl.model"]),

@@ -30,8 +30,8 @@ from typing import Any
 
 import orjson
 
-from .. import refs, tools
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE  # re-exported here for callers of prune
+from .. import outline, refs, tools
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
@@ -407,6 +407,7 @@ class _Context:
         self._names: dict[str, list[str]] = {}
         self._ranked: dict[tuple[str, bool], list[str]] = {}
         self._literals: dict[str, list[str]] = {}
+        self._outlines: dict[str, list[outline.Definition]] = {}
         keep = {k.lower() for k in opts.keep_tools}
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
         self.drop = {d.lower() for d in opts.drop_tools}
@@ -430,6 +431,13 @@ class _Context:
         found = self._ranked.get((text, rank))
         if found is None:
             found = self._ranked[text, rank] = candidate_names(text, self.weight if rank else None, self.names_of)
+        return found
+
+    def _outline_of(self, text: str) -> list[outline.Definition]:
+        """outline.definitions(text), memoized."""
+        found = self._outlines.get(text)
+        if found is None:
+            found = self._outlines[text] = [d for d in outline.definitions(text) if _passes_redaction(d.name)]
         return found
 
     def _literals_of(self, text: str) -> list[str]:
@@ -543,6 +551,12 @@ class _Context:
         ranked by use, then its quoted phrases); `keep`: how many names, when not the default."""
         default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         limit = keep if keep is not None else default
+        if not doc and limit > 0 and (entries := self._outline_of(text)):
+            # A numbered file read: its definitions and their lines first (half the names at most).
+            k = min(len(entries), max(1, limit // 2))
+            chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
+            line += "\n" + OUTLINE_LINE + ", ".join(map(str, chosen))
+            limit -= k
         names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
         if not doc and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .. import refs, tools
 from ..harness import human_text, is_injected
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_summary
 from ..names import is_task_document, names_in
 from ..pairs import match
@@ -169,7 +169,7 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
         text = text[len(DUPLICATE) :].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
         # Already a digest (from prune): its line and error lines; its names go to the identifier index.
-        kept = [ln for ln in text.split("\n") if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE))]
+        kept = [ln for ln in text.split("\n") if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE))]
         cited = [r for ln in text.split("\n") if ln.startswith((NAMES_LINE, DOC_NAMES_LINE)) for r in refs.found(ln)]
         if cited and kept:  # the digest's reference stood at the end of its names line
             kept[0] += "".join(f" {refs.mark(r)}" for r in cited)

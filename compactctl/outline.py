@@ -1,0 +1,117 @@
+"""The outline of a file an agent read with line numbers: which lines it showed and where each definition is.
+
+A file read shows its lines numbered (Claude Code's Read `  12→code`, `cat -n` and `nl -ba`'s `    12\tcode`,
+OpenHands' viewer). When prune replaces such a read with a one-line digest, the digest says which lines the
+read showed (`lines 1-776`: the file's length when it began at line 1) and lists the file's definitions with
+their line ranges (`load_transcript 400-458`), so an agent that needs a part again can read just those lines,
+and a later report can still cite them. Language-agnostic: a definition is a line starting with one of the
+common keywords (def, class, function, fn, func, struct, describe/test blocks ...); it ends at the last
+non-blank line before the next line indented as far or less that is not its closing `end` or bracket.
+
+A leaf module: imports nothing from compactctl.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# "   12→code" (Claude Code) or "    12\tcode" (cat -n, nl -ba, OpenHands): the number, then the line.
+_NUMBERED = re.compile(r"^[ \t]*(\d{1,7})(?:→|\t)(.*)$")
+_MIN_NUMBERED = 0.9  # of the non-blank lines, for a text to be a numbered read
+_MIN_LINES = 3
+_HEADER = 2  # lines before the first numbered one
+
+_MODIFIERS = r"(?:(?:export|default|public|private|protected|internal|static|async|pub(?:\([a-z]+\))?|override|abstract|final|inline|unsafe|extern|open|sealed|data)\s+)*"
+_DEF = re.compile(
+    r"^(?P<indent>[ \t]*)" + _MODIFIERS + r"(?:"
+    r"(?:def|defp|defmacro|defmacrop|defmodule|defimpl|defprotocol|defdelegate|defguard|class|function\*?|fn|"
+    r"interface|struct|enum|trait|impl|module|object|record|namespace|protocol|extension)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
+    r"|func\s+(?:\([^)]*\)\s*)?(?P<goname>[A-Za-z_]\w*)"  # Go, with a receiver or not
+    r"|(?:describe|test|it|context)\s*\(?\s*[\"'](?P<title>[^\"'\n]{3,60})[\"']"  # test blocks, by their title
+    r"|(?!(?:return|new|else|case|throw|await|yield|delete|goto|sizeof|typedef)\b)"  # C, C++, Java, C#: a type, then
+    r"(?:[A-Za-z_][\w<>,*&\[\]]*(?:::[\w<>,*&\[\]]+)*\s+)+[*&]*(?P<cname>[A-Za-z_][\w:~]*)\s*\("  # name(args)
+    r"[^;]*\)\s*(?:const\s*)?(?:throws\s+[\w., ]+)?\{?\s*$"  # then `{` or nothing: not a call or a prototype
+    r")"
+)
+# Module-level bindings worth an outline entry: `const handle = (...) =>`, `type Props = {`.
+_TOP = re.compile(r"^(?:export\s+)?(?:const|let|var|type)\s+(?P<name>[A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
+# A definition's closing line, an opening brace on its own line, or a clause within it (`rescue`, `else:`): it goes on.
+_CLOSER = re.compile(r"^\s*(?:(?:end|else|elif|elsif|except|catch|rescue|after|finally|ensure)\b|[{}\])]|\"\"\"|''')")
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    name: str
+    start: int
+    end: int
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.start}" if self.end == self.start else f"{self.name} {self.start}-{self.end}"
+
+
+def numbered(text: str) -> list[tuple[int, str]] | None:
+    """The (number, line) pairs of a numbered read, or None when the text is not one."""
+    # Most outputs are told by their first lines (a read may have a header: "Here's the result of running `cat -n`").
+    if not any(_NUMBERED.match(ln) for ln in text.lstrip("\n").split("\n", _HEADER + 1)[: _HEADER + 1]):
+        return None
+    pairs: list[tuple[int, str]] = []
+    other = 0
+    for raw in text.split("\n"):
+        m = _NUMBERED.match(raw)
+        if m is not None:
+            pairs.append((int(m.group(1)), m.group(2)))
+        elif raw.strip():
+            other += 1
+    if len(pairs) < _MIN_LINES or len(pairs) < _MIN_NUMBERED * (len(pairs) + other):
+        return None
+    # Numbers that climb by one (an unnumbered wrapped line aside): a read, not a list of counts.
+    climbing = sum(1 for a, b in zip(pairs, pairs[1:], strict=False) if b[0] == a[0] + 1)
+    return pairs if climbing >= _MIN_NUMBERED * (len(pairs) - 1) else None
+
+
+def shown(text: str) -> tuple[int, int] | None:
+    """The first and last line numbers a numbered read showed."""
+    pairs = numbered(text)
+    return (pairs[0][0], pairs[-1][0]) if pairs else None
+
+
+def definitions(text: str) -> list[Definition]:
+    """The definitions of a numbered read, in file order, each with the lines it spans."""
+    pairs = numbered(text)
+    if not pairs:
+        return []
+    found: list[tuple[int, int, str]] = []  # (index in pairs, indent, name)
+    for k, (_, line) in enumerate(pairs):
+        m = _DEF.match(line)
+        if m is not None:
+            name = m.group("name") or m.group("goname") or m.group("title") or m.group("cname")
+            found.append((k, _indent(m.group("indent")), name))
+        elif line[:1] not in (" ", "\t", "") and (t := _TOP.match(line)) is not None:
+            found.append((k, 0, t.group("name")))
+    out: list[Definition] = []
+    for k, indent, name in found:
+        d = Definition(name, pairs[k][0], pairs[_end(pairs, k, indent)][0])
+        if out and out[-1].name == name:  # the clauses of one function (Elixir, Erlang, Haskell): one entry
+            d = Definition(name, out.pop().start, d.end)
+        out.append(d)
+    return out
+
+
+def _indent(s: str) -> int:
+    return len(s.expandtabs(4))
+
+
+def _end(pairs: list[tuple[int, str]], k: int, indent: int) -> int:
+    """Index of the last line of the definition at pairs[k]: the last non-blank line before the next
+    non-blank line indented less than `indent`, or as far and not a closer (`end`, `}`, `else`)."""
+    last = k
+    for j in range(k + 1, len(pairs)):
+        line = pairs[j][1]
+        if not line.strip():
+            continue
+        at = _indent(line[: len(line) - len(line.lstrip())])
+        if at < indent or (at == indent and not _CLOSER.match(line)):
+            break
+        last = j
+    return last

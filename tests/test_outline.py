@@ -1,0 +1,135 @@
+"""outline.py: which lines a numbered file read showed and where its definitions are; prune's digests of such a read."""
+
+from __future__ import annotations
+
+import pytest
+
+from compactctl import api, outline
+from compactctl.phases.prune import PruneOptions
+from compactctl.summarizers.facts import action_for
+
+from .test_budget_aware import COUNTER, T, call, res, session
+
+
+def numbered(code: str, start: int = 1, sep: str = "→") -> str:
+    return "\n".join(f"{n:6d}{sep}{line}" for n, line in enumerate(code.split("\n"), start))
+
+
+ELIXIR = """defmodule MyApp.Sessions do
+  @moduledoc false
+
+  def list(opts) do
+    Repo.all(opts)
+  rescue
+    _ -> []
+  end
+
+  defp load(nil), do: nil
+  defp load(id) do
+    Repo.get(id)
+  end
+end"""
+
+PYTHON = '''import os
+
+
+class Parser:
+    """Parses."""
+
+    def parse(self, text):
+        if text:
+            return 1
+        else:
+            return 2
+
+    @property
+    def size(self):
+        return 3
+
+
+def main():
+    pass
+'''
+
+
+def test_a_claude_code_read_is_numbered_and_shows_its_lines():
+    text = numbered(ELIXIR)
+    assert outline.shown(text) == (1, 14)
+    assert outline.shown(numbered(ELIXIR, start=40, sep="\t")) == (40, 53)  # cat -n, nl -ba, OpenHands
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain output\nwith lines\nand more",
+        "1. first item\n2. second\n3. third",  # a numbered list is not a read
+        "3\tapples\n17\tpears\n5\tfigs\n12\tplums",  # counts (uniq -c, wc): the numbers do not climb
+        "12→one line",  # too short to tell
+    ],
+)
+def test_other_outputs_are_not_numbered_reads(text):
+    assert outline.shown(text) is None and outline.definitions(text) == []
+
+
+def test_elixir_definitions_span_to_their_end_and_clauses_are_one_entry():
+    found = [str(d) for d in outline.definitions(numbered(ELIXIR))]
+    # `rescue` inside list/1 does not end it; the two clauses of load/1 are one entry.
+    assert found == ["MyApp.Sessions 1-14", "list 4-8", "load 10-13"]
+
+
+def test_python_definitions_stop_before_the_next_one_at_their_indent():
+    found = [str(d) for d in outline.definitions(numbered(PYTHON))]
+    # `else:` does not end parse; the decorator starts the next item.
+    assert found == ["Parser 4-15", "parse 7-11", "size 14-15", "main 18-19"]
+
+
+def test_javascript_go_and_test_blocks():
+    js = 'export const handle = (e) => {\n  go(e);\n};\n\nfunction render() {\n  return 1;\n}\n\ndescribe("parser", () => {\n  it("reads a file", () => {});\n});'
+    assert [str(d) for d in outline.definitions(numbered(js))] == [
+        "handle 1-3",
+        "render 5-7",
+        "parser 9-11",
+        "reads a file 10",
+    ]
+    go = "package main\n\nfunc (s *Server) Start() error {\n\treturn nil\n}\n\nfunc main() {\n}"
+    assert [d.name for d in outline.definitions(numbered(go))] == ["Start", "main"]
+
+
+def read_session(text: str):
+    rows = session(1)
+    rows[2] = call("r0", "Read", {"file_path": "/repo/lib/my_app/sessions.ex"})
+    rows[3] = res("r0", text)
+    return T(rows)
+
+
+def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twice():
+    body = ELIXIR + "\n" + "\n".join(f"# filler line {i} with a_name_{i}" for i in range(300))
+    t = read_session(numbered(body))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    first, outline_line, names = digest.split("\n")[:3]
+    assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
+    assert outline_line == "  outline: MyApp.Sessions 1-14, list 4-8, load 10-13"
+    assert names.startswith("  names: ") and "MyApp.Sessions" not in names
+    # The summary's action line keeps the read's line, not its outline (the index takes the names).
+    action = action_for(t.messages[2].tool_calls[0], out.messages[3])
+    assert "lines 1-314" in action.line and "outline" not in action.line
+
+
+def test_an_outline_never_carries_a_secret_shaped_name():
+    secret = "AKIA" + "Z7Q4X2M9P3L8K5N1"
+    code = f"def {secret}():\n    pass\n\ndef visible_handler():\n    pass\n" + "\n".join(f"# pad {i}" for i in range(300))
+    out, _ = api.prune(read_session(numbered(code)), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "visible_handler" in digest and secret not in digest
+
+
+def test_c_and_java_functions_and_a_read_with_a_header_line():
+    c = "Here's the result of running `cat -n` on /repo/src/parser.c:\n" + numbered(
+        '#include "parser.h"\n\nstatic ast_t* parse_expr(parser_t* p)\n{\n  ast_t* a = next(p);\n  return a;\n}\n\nint main(int argc, char** argv) {\n  return run(argv);\n}',
+        sep="\t",
+    )
+    assert outline.shown(c) == (1, 11)
+    assert [str(d) for d in outline.definitions(c)] == ["parse_expr 3-7", "main 9-11"]
+    java = "public class Server {\n    private final int port = 8080;\n    public void start() throws IOException {\n        listen(port);\n    }\n}"
+    assert [str(d) for d in outline.definitions(numbered(java))] == ["Server 1-6", "start 3-5"]

@@ -326,8 +326,10 @@ def _describe_file(s: _Seen) -> str | None:
         where = f" lines {lines[0]}-{lines[1]}"
     elif action == "read" and off not in (None, ""):
         where = f" from line {off[0] if isinstance(off, list) and off else off}"
-    what = f"({s.out.chars:,} chars)" if action == "read" else f"({len(s.call.arguments):,} chars of arguments)"
-    return f"{s.tag} {verb} {path}{extra}{where} {what}{s.err}"
+    what = f" ({s.out.chars:,} chars)" if action == "read" else f" ({len(s.call.arguments):,} chars of arguments)"
+    if lines is not None:
+        what = ""  # the lines say the size
+    return f"{s.tag} {verb} {path}{extra}{where}{what}{s.err}"
 
 
 def _describe_search(s: _Seen) -> str:

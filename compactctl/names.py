@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from itertools import islice, repeat
 
+from .outline import without_numbers
+
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
     r"|(?<![\w@.+~/-])(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@.+-]+"  # paths with a slash (tried at a token's start only)
@@ -59,6 +61,7 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once."""
+    text = without_numbers(text)
     if "\\" in text:  # escaped text inside a text (JSON in a tool output): `\n` ends a name, it does not start one with "n"
         for esc in _ESCAPES:
             if esc in text:

@@ -52,8 +52,7 @@ class Definition:
 
 def numbered(text: str) -> list[tuple[int, str]] | None:
     """The (number, line) pairs of a numbered read, or None when the text is not one."""
-    # Most outputs are told by their first lines (a read may have a header: "Here's the result of running `cat -n`").
-    if not any(_NUMBERED.match(ln) for ln in text.lstrip("\n").split("\n", _HEADER + 1)[: _HEADER + 1]):
+    if not _looks_numbered(text):  # most outputs are told by their first lines
         return None
     pairs: list[tuple[int, str]] = []
     other = 0
@@ -68,6 +67,21 @@ def numbered(text: str) -> list[tuple[int, str]] | None:
     # Numbers that climb by one (an unnumbered wrapped line aside): a read, not a list of counts.
     climbing = sum(1 for a, b in zip(pairs, pairs[1:], strict=False) if b[0] == a[0] + 1)
     return pairs if climbing >= _MIN_NUMBERED * (len(pairs) - 1) else None
+
+
+_PREFIX = re.compile(r"^[ \t]*\d{1,7}(?:→|\t)", re.M)
+
+
+def without_numbers(text: str) -> str:
+    """`text` without the line numbers of a numbered read (they read as long numbers: "2561→" is no name)."""
+    if "→" in text or ("\t" in text and _looks_numbered(text)):
+        return _PREFIX.sub("", text)
+    return text
+
+
+def _looks_numbered(text: str) -> bool:
+    """Whether one of the first lines of `text` is a numbered line (a read may have a header line)."""
+    return any(_NUMBERED.match(ln) for ln in text.lstrip("\n").split("\n", _HEADER + 1)[: _HEADER + 1])
 
 
 def shown(text: str) -> tuple[int, int] | None:

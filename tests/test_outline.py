@@ -133,3 +133,13 @@ def test_c_and_java_functions_and_a_read_with_a_header_line():
     assert [str(d) for d in outline.definitions(c)] == ["parse_expr 3-7", "main 9-11"]
     java = "public class Server {\n    private final int port = 8080;\n    public void start() throws IOException {\n        listen(port);\n    }\n}"
     assert [str(d) for d in outline.definitions(numbered(java))] == ["Server 1-6", "start 3-5"]
+
+
+def test_line_numbers_of_a_read_are_not_names():
+    from compactctl.names import names_in
+
+    text = numbered("defp foo_bar(x), do: 12345\nend", start=2561)
+    assert names_in(text) == ["foo_bar", "12345"]
+    assert names_in(numbered("load_config(4002)\nok", start=1200, sep="\t")) == ["load_config", "4002"]
+    # Not a numbered read (its first lines are not numbered): a number before a tab is data.
+    assert names_in("port 4002\nsecond line\nthird line\n2561\tcolumns") == ["4002", "2561"]

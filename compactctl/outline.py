@@ -91,21 +91,40 @@ def shown(text: str) -> tuple[int, int] | None:
 
 
 def definitions(text: str) -> list[Definition]:
-    """The definitions of a numbered read, in file order, each with the lines it spans."""
+    """The definitions of a numbered read, in file order, each with the lines it spans.
+
+    One pass: a definition stays open until a non-blank line indented less than it, or as far and not a closer
+    (`end`, `}`, `else`); it ends at the last non-blank line before that one."""
     pairs = numbered(text)
     if not pairs:
         return []
-    found: list[tuple[int, int, str]] = []  # (index in pairs, indent, name)
+    found: list[tuple[int, str]] = []  # (index in pairs, name), in file order
+    end: list[int] = []  # index in pairs of each found definition's last line
+    open_: list[tuple[int, int]] = []  # (indent, position in found) of the definitions still open, innermost last
+    last = -1  # index of the latest non-blank line
     for k, (_, line) in enumerate(pairs):
+        stripped = line.lstrip()
+        if not stripped:
+            continue
+        at = _indent(line[: len(line) - len(stripped)])
+        while open_ and (open_[-1][0] > at or (open_[-1][0] == at and not _CLOSER.match(line))):
+            end[open_.pop()[1]] = last
         m = _DEF.match(line)
+        name = None
         if m is not None:
             name = m.group("name") or m.group("goname") or m.group("title") or m.group("cname")
-            found.append((k, _indent(m.group("indent")), name))
-        elif line[:1] not in (" ", "\t", "") and (t := _TOP.match(line)) is not None:
-            found.append((k, 0, t.group("name")))
+        elif at == 0 and (t := _TOP.match(line)) is not None:
+            name = t.group("name")
+        if name is not None:
+            open_.append((at, len(found)))
+            found.append((k, name))
+            end.append(k)
+        last = k
+    for _, f in open_:
+        end[f] = last
     out: list[Definition] = []
-    for k, indent, name in found:
-        d = Definition(name, pairs[k][0], pairs[_end(pairs, k, indent)][0])
+    for (k, name), e in zip(found, end, strict=True):
+        d = Definition(name, pairs[k][0], pairs[e][0])
         if out and out[-1].name == name:  # the clauses of one function (Elixir, Erlang, Haskell): one entry
             d = Definition(name, out.pop().start, d.end)
         out.append(d)
@@ -114,18 +133,3 @@ def definitions(text: str) -> list[Definition]:
 
 def _indent(s: str) -> int:
     return len(s.expandtabs(4))
-
-
-def _end(pairs: list[tuple[int, str]], k: int, indent: int) -> int:
-    """Index of the last line of the definition at pairs[k]: the last non-blank line before the next
-    non-blank line indented less than `indent`, or as far and not a closer (`end`, `}`, `else`)."""
-    last = k
-    for j in range(k + 1, len(pairs)):
-        line = pairs[j][1]
-        if not line.strip():
-            continue
-        at = _indent(line[: len(line) - len(line.lstrip())])
-        if at < indent or (at == indent and not _CLOSER.match(line)):
-            break
-        last = j
-    return last

@@ -158,7 +158,7 @@ def test_outline_invariants(rows, first):
     found = outline.definitions(text)
     assert all(lo <= d.start <= d.end <= hi for d in found)
     assert [d.start for d in found] == sorted({d.start for d in found})  # file order, each line once
-    assert all(a.name != b.name for a, b in zip(found, found[1:]))  # a function's clauses are one entry
+    assert all(a.name != b.name for a, b in zip(found, found[1:], strict=False))  # a function's clauses are one entry
 
 
 def test_a_long_deeply_nested_read_is_outlined_in_one_pass():

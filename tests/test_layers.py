@@ -62,7 +62,19 @@ LAYERS: list[tuple[str, list[str]]] = [
     # The library's face and I/O orchestration. `compactctl` is the package (lazy re-exports of api);
     # record (the record API) and ray (Ray Data workers) come with issue 10.
     # passthrough: records a phase writes back as they came, told from the parsed JSON (the runner's fast path).
-    ("api", ["compactctl", "compactctl.api", "compactctl.runner", "compactctl.record", "compactctl.ray", "compactctl.passthrough"]),
+    # runner is a package: run() and its re-exports; base (what its parts share), inputs, engines, sinks.
+    (
+        "api",
+        [
+            "compactctl",
+            "compactctl.api",
+            "compactctl.runner",
+            "compactctl.runner.*",
+            "compactctl.record",
+            "compactctl.ray",
+            "compactctl.passthrough",
+        ],
+    ),
     # The evals judge compaction from outside: they call the pipeline and read the archive.
     ("eval", ["compactctl.evaluate", "compactctl.continuation", "compactctl.recovery"]),
     ("cli", ["compactctl.cli", "compactctl.cli.*", "compactctl.entry", "compactctl.__main__", "compactctl.mcp_server"]),

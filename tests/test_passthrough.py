@@ -200,13 +200,13 @@ def test_repair_writes_the_same_bytes_with_and_without_the_fast_path(tmp_path, m
 def test_the_fast_path_is_taken_and_check_and_to_bypass_it(tmp_path, monkeypatch):
     data = _mixed_dataset(tmp_path / "d.jsonl")
     built: list[str] = []
-    real = runner._materialize
+    real = runner.engines._materialize
 
     def counting(item, on_error):
         built.append(item.id)
         return real(item, on_error)
 
-    monkeypatch.setattr(runner, "_materialize", counting)
+    monkeypatch.setattr(runner.engines, "_materialize", counting)  # where _process looks it up
     assert cli("repair", str(data), "--on-error", "skip").returncode == 0
     assert len(built) == 8  # the 4 valid records (seed % 6 in 0, 5) are written unbuilt
     built.clear()

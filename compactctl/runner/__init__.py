@@ -1,0 +1,111 @@
+"""Running a phase over inputs: read, process transcript by transcript (in order; threads for LLM calls,
+worker processes for offline compaction), write all-or-nothing and resumably, and keep the side files
+(archive, rejects, report).
+
+The CLI is a thin layer over this; library users can call it too. Here: run(); inputs.py reads the items,
+engines.py runs the work on them, sinks.py writes the outputs, base.py holds what they share.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import formats
+from ..jsonl import expand_inputs
+from ..model import Transcript
+from .base import Done, IOOptions, Result, RunStats, _Ctx, warn
+from .engines import PruneJob, _materialize, _processes, _serial, _threads
+from .inputs import LAZY_FORMATS, Item, Lazy, _items, _peek, _Rejects
+from .sinks import _Sinks, _targets, check_collisions
+
+# Imported from here by the CLI, the record API, Ray and the tests: the names as they were in runner.py.
+__all__ = [
+    "LAZY_FORMATS",
+    "Done",
+    "IOOptions",
+    "Lazy",
+    "PruneJob",
+    "Result",
+    "RunStats",
+    "_materialize",
+    "_targets",
+    "check_collisions",
+    "run",
+    "warn",
+]
+
+
+def _progress(items: Iterable[Item], quiet: bool, desc: str) -> Iterable[Item]:
+    if quiet or not sys.stderr.isatty():
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit=" transcripts", file=sys.stderr, leave=False)
+
+
+def run(
+    inputs: list[str],
+    io: IOOptions,
+    work: Callable[[Transcript], Result],
+    desc: str = "compactctl",
+    job: Any = None,
+    on_report: Callable[[dict], None] | None = None,
+    keeps: Callable[[str, Any], bool] | None = None,
+) -> RunStats:
+    """Read `inputs`, apply `work` to each transcript, write in input order.
+
+    `job`: a picklable object whose `build()` returns `work`; with it and `io.workers > 1` the work runs
+    in worker processes (each builds it once). `on_report`: called here, in order, with each report.
+    `keeps(format, record)`: True for a parsed dataset record that `work` would write back byte for
+    byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt."""
+    files = expand_inputs(inputs)
+    output = io.output or ""
+    to_dir = bool(output) and (output.endswith(os.sep) or os.path.isdir(output))
+    targets = _targets(inputs, output) if to_dir else {}
+    check_collisions(files, io, targets, to_dir)
+    many = len(files) > 1 and not to_dir
+    ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error, keeps)
+    sinks = _Sinks(io, files, to_dir, targets, desc)
+    stats = sinks.stats
+    slow = float(os.environ.get("COMPACTCTL_SLOW_DOWN", "0"))  # seconds per transcript: a test hook (kill points)
+    rejects = _Rejects()
+    reader = formats.Reader(on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=warn)
+    try:
+        if not sinks.ended:
+            rest, seq0, skip, skip_key = sinks.plan_reading(files)
+            read = _items(reader, rest, rejects, seq0, skip, skip_key) if rest else iter(())
+            items = _progress(read, io.quiet, desc)
+            if job is not None and io.workers > 1:
+                peeked, several = _peek(items, 2)
+                flow = _processes(job, peeked, ctx, io.workers) if several else _serial(work, peeked, ctx)
+            elif io.jobs > 1:
+                flow = _threads(work, items, ctx, io.jobs)
+            else:
+                flow = _serial(work, items, ctx)
+            for (seq, source, tid, rej), done in flow:
+                for note in done.notes:
+                    print(note, file=sys.stderr)
+                sinks.first_seq.setdefault(source, seq)
+                sinks.write(source, done, rej)
+                stats.transcripts += 1
+                stats.changed += done.changed
+                sinks.key = tid
+                if done.report is not None and on_report is not None:
+                    on_report(done.report)
+                sinks.maybe_checkpoint()
+                if slow:
+                    time.sleep(slow)
+        sinks.finish(rejects.take())
+    except Exception:
+        sinks.fail(interrupted=False)
+        raise
+    except BaseException:
+        sinks.fail(interrupted=True)
+        raise
+    finally:
+        stats.skipped_lines = reader.skipped
+    return stats

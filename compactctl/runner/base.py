@@ -1,0 +1,71 @@
+"""What the runner's parts share: the run's options and what it returns, what the work returns for a
+transcript, a transcript ready to write (an engine's output, the sinks' input), and warnings."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Transcript
+from ..phases import Archived
+
+
+@dataclass
+class IOOptions:
+    output: str | None = None
+    fmt_from: str | None = None
+    fmt_to: str | None = None
+    layout: str | None = None
+    on_error: str = "fail"
+    rejects: str | None = None
+    archive: str | None = None
+    report: str | None = None
+    quiet: bool = False
+    jobs: int = 1
+    workers: int = 1  # processes for offline work (a `job` must be given to run())
+    resume: bool = False
+    options: Any = None  # what the output depends on, for the journal's fingerprint (JSON-able)
+
+
+@dataclass
+class Result:
+    transcript: Transcript | None  # what to write (None: write `lines` instead)
+    report: dict[str, Any] | None = None
+    archived: list[Archived] = field(default_factory=list)
+    lines: list[bytes] | None = None
+    input_messages: int = 0
+    notes: list[str] = field(default_factory=list)  # lines for stderr, printed by the parent in input order (prune --stats)
+
+
+@dataclass
+class RunStats:
+    transcripts: int = 0
+    changed: int = 0
+    skipped_lines: int = 0
+
+
+@dataclass
+class Done:
+    """A transcript ready to write (built where the work ran: in a worker process or here)."""
+
+    lines: list[bytes]
+    archive: list[dict]
+    report: dict | None
+    changed: bool
+    rejects: list[bytes] = field(default_factory=list)  # a record found bad where it was parsed (a Lazy one)
+    notes: list[str] = field(default_factory=list)  # Result.notes
+
+
+@dataclass
+class _Ctx:
+    fmt_to: str | None
+    many: bool
+    archive: bool
+    on_error: str
+    keeps: Callable[[str, Any], bool] | None = None  # (format, parsed record) -> the work writes it as it came
+
+
+def warn(msg: str) -> None:
+    print(f"compactctl: {msg}", file=sys.stderr)

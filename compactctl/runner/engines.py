@@ -1,0 +1,273 @@
+"""Where the work runs: in order, serially, in threads (--jobs: LLM calls) or in worker processes
+(--workers: offline work), each transcript turned into what to write (Done); PruneJob, prune's work as a
+picklable recipe for the workers."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .. import formats
+from ..errors import CannotFit, CompactError, DataError, UsageError
+from ..jsonl import MAX_DEPTH
+from ..model import Transcript, content_print
+from .base import Done, Result, _Ctx, warn
+from .inputs import Item, Lazy, _Rejects
+
+
+def _guarded(work: Callable[[Transcript], Result], t: Transcript, on_error: str) -> Result:
+    try:
+        return work(t)
+    except CannotFit as e:
+        if on_error != "skip":
+            raise
+        rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
+        if e.fallback is not None:  # compact: pruned and repaired; summarize: as read, without plan's annotations
+            warn(f"{e} -- written {e.fallback_is}")
+            return Result(e.fallback[0], rep, e.fallback[1])
+        warn(f"{e} -- written as read")
+        return Result(t, rep)
+
+
+def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
+    lines: list[bytes] = list(res.lines) if res.lines is not None else []
+    archive: list[dict] = []
+    changed = False
+    if res.transcript is not None:
+        t = res.transcript
+        changed = t is not t_in
+        if t.layout == "session" and ctx.many:
+            t = _as_dataset_record(t, ctx.fmt_to)
+        written = list(formats.write(t, ctx.fmt_to))
+        lines.extend(written)
+        if ctx.archive and (res.archived or changed):  # repair may add or move messages
+            from ..api import lines_record
+
+            src = t_in.source
+            archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
+            archive.append(
+                {
+                    "seq": seq,
+                    "source": src,
+                    "transcript": t_in.id,
+                    "type": "map",
+                    "format": t_in.format,
+                    "messages": len(t_in.messages),
+                    "kept": _kept(t),
+                }
+            )
+            log = lines_record(t_in, written)  # line logs: every source line, record for record
+            if log is not None:
+                archive.append({"seq": seq, "source": src, **log})
+    return Done(lines, archive, res.report, changed, notes=res.notes)
+
+
+def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | None, list[bytes]]:
+    if not isinstance(item, Lazy):
+        return item, []
+    rejects = _Rejects()
+    reader = formats.Reader(on_error=on_error, rejects=rejects, warn=warn)
+    obj, item.obj = item.obj, None
+    if obj is None:
+        obj = orjson.loads(item.raw)
+    found = list(formats.get_format(item.fmt).read(iter([(item.lineno, item.raw, obj)]), item.source, "dataset", reader))
+    if not found:  # rejected (--on-error skip): the reader kept its raw line
+        return None, rejects.take()
+    t = found[0]
+    t.id = item.id
+    return t, []
+
+
+def _kept_as_read(item: Lazy, ctx: _Ctx) -> bool:
+    return ctx.keeps is not None and item.obj is not None and ctx.fmt_to in (None, item.fmt) and ctx.keeps(item.fmt, item.obj)
+
+
+def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
+    if isinstance(item, Lazy) and _kept_as_read(item, ctx):  # the work would write it as it came: nothing to build
+        return Done([item.raw], [], None, False)
+    t, rejected = _materialize(item, ctx.on_error)
+    if t is None:
+        return Done([], [], None, False, rejected)
+    try:
+        return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+    except (DataError, TypeError) as e:  # a transcript the work cannot make valid, or that cannot be written back
+        err = _data_error(e, t)
+        if err is None:
+            raise
+        if ctx.on_error != "skip":
+            raise err from None
+        warn(f"skipped {err}")
+        return Done([], [], None, False, rejected + [item.raw] if isinstance(item, Lazy) else rejected + list(formats.write(t)))
+
+
+def _data_error(e: Exception, t: Transcript) -> DataError | None:
+    """`e` as the data error it is (repair: no message to send; a record nested deeper than the 254 levels
+    orjson writes, which a phase or the writer failed on), or None for any other error (a bug: raised as is)."""
+    if isinstance(e, DataError):
+        return e
+    if isinstance(e, TypeError) and "Recursion limit" in str(e):  # orjson.JSONEncodeError
+        return DataError(t.source or t.id, t.line or 1, f"the record is nested deeper than {MAX_DEPTH} levels: it cannot be written back")
+    return None
+
+
+Meta = tuple[int, str, str, list[bytes]]  # (seq, source, id, rejects)
+
+
+def _serial(work, items: Iterable[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
+    for seq, t, rej in items:
+        yield (seq, t.source, t.id, rej), _process(seq, t, work, ctx)
+
+
+def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
+    # Twice as many threads as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
+    # calls in flight at `jobs`), the others prepare the next transcripts.
+    from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which a run without --jobs never needs
+
+    def one(seq, t):
+        return _process(seq, t, work, ctx)
+
+    with ThreadPoolExecutor(max_workers=jobs * 2) as pool:
+        window: deque = deque()
+        for seq, t, rej in items:
+            window.append(((seq, t.source, t.id, rej), pool.submit(one, seq, t)))
+            if len(window) >= jobs * 4:
+                m, f = window.popleft()
+                yield m, f.result()
+        while window:
+            m, f = window.popleft()
+            yield m, f.result()
+
+
+_W: dict[str, Any] = {}
+
+
+def _init_worker(job, ctx: _Ctx) -> None:
+    """Once per worker process: build the work function (the Compactor: encoding, summarizer)."""
+    _W["work"] = job.build()
+    _W["ctx"] = ctx
+    parent = os.getppid()
+
+    def watch() -> None:  # the parent was killed (kill -9): do not linger
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str]:
+    work, ctx = _W["work"], _W["ctx"]
+    try:
+        return [_process(seq, t, work, ctx) for seq, t in batch]
+    except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code and text
+        return ("error", int(e.exit_code), str(e))
+
+
+def _size(t: Transcript | Lazy) -> int:
+    raw = getattr(t, "raw", None)
+    if isinstance(raw, bytes):
+        return len(raw)
+    assert isinstance(t, Transcript)  # a Lazy record always has its bytes
+    if isinstance(t.native, list):
+        return sum(len(r) for r in t.native if isinstance(r, bytes)) or 200 * len(t.messages)
+    return 500 * len(t.messages)
+
+
+def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[tuple[Meta, Done]]:
+    """Batches of transcripts to `workers` processes; results in input order; at most 3 batches per
+    worker in flight (memory bounded whatever the input size)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context(method), initializer=_init_worker, initargs=(job, ctx))
+    window: deque = deque()
+
+    def drain(limit: int) -> Iterator[tuple[Meta, Done]]:
+        while len(window) > limit:
+            metas, fut = window.popleft()
+            got = fut.result()
+            if isinstance(got, tuple):
+                err = CompactError(got[2])
+                err.exit_code = got[1]
+                raise err
+            yield from zip(metas, got, strict=True)
+
+    try:
+        batch: list[tuple[int, Transcript | Lazy]] = []
+        metas: list[Meta] = []
+        size = 0
+        late: CompactError | None = None
+        while True:
+            try:
+                seq, t, rej = next(items)
+            except StopIteration:
+                break
+            except CompactError as e:  # a bad line read ahead: errors of the transcripts before it come first
+                late = e
+                break
+            if isinstance(t, Lazy):
+                t.obj = None  # a worker parses the bytes: the parent does not hold parsed records in flight
+            batch.append((seq, t))
+            metas.append((seq, t.source, t.id, rej))
+            size += _size(t)
+            if size >= 512 << 10 or len(batch) >= 256:
+                window.append((metas, pool.submit(_work_batch, batch)))
+                batch, metas, size = [], [], 0
+                yield from drain(workers * 3)
+        if batch:
+            window.append((metas, pool.submit(_work_batch, batch)))
+        yield from drain(0)
+        if late is not None:
+            raise late
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class PruneJob:
+    """A picklable recipe for `prune`'s work, in this process or in each worker process (--workers):
+    each builds its token counter once. With `stats`, each transcript's figures are a note (stderr,
+    printed here in input order)."""
+
+    opts: Any  # phases.prune.PruneOptions
+    encoding: str
+    approx: bool = False
+    expect_bytes: int = 0  # the input's size (Counter.expect)
+    stats: bool = False
+
+    def build(self) -> Callable[[Transcript], Result]:
+        from ..phases import prune as phase  # the phase alone: the library's api imports every phase
+        from ..tokens import Counter
+
+        counter = Counter(self.encoding, approx=self.approx)
+        counter.expect(self.expect_bytes)
+        opts, stats = self.opts, self.stats
+
+        def work(t: Transcript) -> Result:
+            out, st = phase.prune(t, counter, opts)
+            notes = [orjson.dumps({"transcript": t.id, **st.as_dict()}).decode()] if stats else []
+            return Result(out, archived=st.archived, notes=notes)
+
+        return work
+
+
+def _kept(t: Transcript) -> list[list]:
+    """[original index, output index, content print] of every original written unchanged (ids left out: see
+    model.content_print; `restore` also reads archives that hold model.fingerprint)."""
+    return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
+
+
+def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:
+    if (to or t.format) != "openai":
+        raise UsageError("several session files cannot share one output in this format: give -o DIR/, or convert with --to openai")
+    return t.evolve(layout="dataset", metadata={"source": t.source, "messages": None}, native=None)

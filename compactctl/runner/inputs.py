@@ -1,0 +1,113 @@
+"""Reading inputs into items: the reader's transcripts, or dataset records as Lazy ones (built where
+the work runs), numbered in input order with the rejected lines read before each; skipping what an
+interrupted run already wrote (--resume)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import formats
+from ..errors import UsageError
+from ..jsonl import open_input
+from ..model import Transcript
+
+LAZY_FORMATS = ("openai", "anthropic", "sharegpt")  # dataset records that read independently of each other
+
+
+@dataclass
+class Lazy:
+    """A dataset record whose transcript is built where the work runs (a worker parses it, not the
+    reader): only its bytes travel to the worker."""
+
+    raw: bytes
+    source: str
+    lineno: int
+    n: int  # its number in the file, as the format reader counts it
+    fmt: str
+    obj: Any = field(default=None, repr=False, compare=False)  # the record as the reader parsed it (not sent to workers)
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}#{self.n + 1}"
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "obj": None}  # to a worker: the bytes only (it parses them there)
+
+
+Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)
+
+
+class _Rejects:
+    """Collects rejected lines as the reader goes; each batch is written with the transcript after it,
+    so that the rejects file, too, is in input order and resumable."""
+
+    def __init__(self):
+        self.pending: list[bytes] = []
+
+    def add_raw(self, line: bytes) -> None:
+        self.pending.append(line)
+
+    def take(self) -> list[bytes]:
+        out, self.pending = self.pending, []
+        return out
+
+
+def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Lazy]:
+    """The reader's transcripts; a dataset file of independent records (OpenAI chat, Anthropic, ShareGPT)
+    as Lazy records: each line checked here (JSON, an object: what the reader rejects, it rejects here
+    too, in order), turned into a transcript where the work runs."""
+    for name in files:
+        if name == "-" or name.endswith((".json", ".traj")):
+            yield from reader.read_file(name)
+            continue
+        stream = open_input(name)
+        try:
+            records = reader._records(stream, name)
+            first = next(records, None)
+            if first is None:
+                continue
+            mod, layout, records = reader.detect_stream(first, records, name)
+            if layout != "dataset" or mod.NAME not in LAZY_FORMATS:
+                yield from mod.read(records, name, layout, reader)
+                continue
+            for n, (lineno, raw, obj) in enumerate(records):
+                yield Lazy(raw, name, lineno, n, mod.NAME, obj)
+        finally:
+            stream.close()
+
+
+def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: int, skip: int, skip_key: str | None) -> Iterator[Item]:
+    seq = seq0
+    skipped = 0
+    for t in _read(reader, files):
+        rej = rejects.take()
+        if skipped < skip:  # already written by the interrupted run
+            skipped += 1
+            seq += 1
+            if skipped == skip and skip_key is not None and t.id != skip_key:
+                raise UsageError(
+                    f"cannot resume: transcript {skip} of the input is {t.id}, the journal says {skip_key} (the input changed)"
+                )
+            continue
+        yield seq, t, rej
+        seq += 1
+    if skipped < skip:
+        raise UsageError(f"cannot resume: the input holds {skipped} transcripts, the journal says {skip} were written (the input changed)")
+
+
+def _peek(items: Iterable, n: int) -> tuple[Iterator, bool]:
+    """(the same items, whether there are at least n): one transcript is not worth starting workers."""
+    it = iter(items)
+    head = []
+    for x in it:
+        head.append(x)
+        if len(head) >= n:
+            break
+
+    def chain():
+        yield from head
+        yield from it
+
+    return chain(), len(head) >= n

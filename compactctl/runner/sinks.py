@@ -1,0 +1,303 @@
+"""The outputs of a run: the main output (a file, stdout, or one file per input with -o DIR/) written
+all-or-nothing and resumably (journal, checkpoints), and the side files (archive, rejects, report)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import orjson
+
+from ..archive import SqliteSink, is_sqlite
+from ..archive import sink as archive_sink
+from ..errors import UsageError
+from ..journal import Journal, PartFile, finish_part, input_ids, journal_path
+from ..jsonl import JsonlSink, Output, expand_inputs
+from .base import Done, IOOptions, RunStats, warn
+
+
+class _Sinks:
+    """The outputs of a run: the main output (a file, stdout, or one file per input with -o DIR/) and
+    the side files. Journaled (resumable part files) when the main output is a file or a directory."""
+
+    SIDES = ("archive", "report", "rejects")
+
+    def __init__(self, io: IOOptions, files: list[str], to_dir: bool, targets: dict[str, str], desc: str):
+        self.io, self.to_dir, self.targets = io, to_dir, targets
+        self.journal: Journal | None = None
+        self.out: Any = None
+        self.sides: dict[str, Any] = {}
+        self.current: str | None = None  # -o DIR/: the input whose output is open
+        self.file_n = 0
+        self.state: dict = {}  # from the journal: the last checkpoint, the files done
+        self.done_files: set[str] = set()
+        self.ended = False
+        self.stats = RunStats()
+        self.key = ""
+        self.last_ck = time.monotonic()
+        self.first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (the archive's end record)
+        self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
+        out = io.output
+        journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
+        if io.resume and not journaled:
+            raise UsageError("--resume needs -o FILE or -o DIR/ (stdout cannot be resumed)")
+        if not journaled:  # stdout, or a device: written whole (spooled), not resumable
+            self.out = Output(out, spool=io.on_error != "skip")
+            self.sides = {k: (archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
+            return
+        assert out is not None  # journaled: -o FILE or -o DIR/
+        ck = self._open_journal(out, files, desc)
+        self._open_sides(ck)
+        self._open_output(out, ck)
+        self.stats = RunStats(ck.get("n", 0), ck.get("changed", 0))
+        self.key = ck.get("key", "")
+        self.first_seq = dict(ck.get("fs", {}))
+
+    def _open_journal(self, out: str, files: list[str], desc: str) -> dict:
+        """Start a journal, or (--resume) load the interrupted run's: its last checkpoint ({} if none)."""
+        io, to_dir = self.io, self.to_dir
+        header = {
+            "journal": "compactctl",
+            "version": 1,
+            "command": desc,
+            "options": _fingerprint(io),
+            "inputs": input_ids(files),
+            "output": os.path.abspath(out) + (os.sep if to_dir else ""),
+        }
+        if to_dir:
+            os.makedirs(out, exist_ok=True)
+        self.journal = Journal(journal_path(out, to_dir), header)
+        if not (io.resume and os.path.exists(self.journal.path)):
+            if os.path.exists(self.journal.path) and not io.quiet:
+                warn(f"{self.journal.path}: an interrupted run's journal; starting over (use --resume to continue it)")
+            self.journal.start()
+            return {}
+        if "-" in files:
+            raise UsageError("cannot resume a run that reads stdin")
+        entries, valid = self.journal.load()
+        ck: dict = {}
+        for e in entries:
+            if e["t"] == "ck":
+                ck = e
+            elif e["t"] == "done":
+                self.done_files.add(e["file"])
+            else:
+                self.ended = True
+        self.state = ck
+        self.journal.reopen(valid)
+        return ck
+
+    def _open_sides(self, ck: dict) -> None:
+        """The side files as part files, truncated to the checkpoint when resuming (an SQLite archive is written whole)."""
+        offs = ck.get("off", {})
+        for k in self.SIDES:
+            p = getattr(self.io, k)
+            if not p:
+                continue
+            if k == "archive" and is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
+                if self.io.resume and ck:
+                    raise UsageError(
+                        f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
+                    )
+                self.sides[k] = SqliteSink(p)
+            else:
+                self.sides[k] = PartFile(p, offs.get(k) if ck else None) if not self.ended else None
+
+    def _open_output(self, out: str, ck: dict) -> None:
+        """-o FILE: its part file. -o DIR/: finish the renames a kill left, reopen the file that was being written."""
+        offs = ck.get("off", {})
+        if not self.to_dir:
+            self.out = PartFile(out, offs.get("out") if ck else None) if not self.ended else None
+            return
+        for f in sorted(self.done_files):
+            finish_part(self.targets[f])  # a kill between "done" and the rename
+        if ck and ck.get("file") not in self.done_files and not self.ended:
+            self.current = ck["file"]
+            self.file_n = ck["fn"]
+            os.makedirs(os.path.dirname(self.targets[self.current]) or ".", exist_ok=True)
+            self.out = PartFile(self.targets[self.current], offs.get("out"))
+
+    # where to start reading
+    def plan_reading(self, files: list[str]) -> tuple[list[str], int, int, str | None]:
+        """(files still to read, seq of the first, transcripts to skip in them, id of the last skipped)."""
+        ck = self.state
+        if not ck:
+            return files, 0, 0, None
+        if self.to_dir:
+            rest = [f for f in files if f not in self.done_files]
+            skip = ck["fn"] if ck.get("file") not in self.done_files else 0
+            return rest, ck["n"] - skip, skip, ck["key"] if skip else None
+        return files, 0, ck["n"], ck["key"]
+
+    def write(self, source: str, done: Done, rejects: list[bytes]) -> None:
+        if self.to_dir and source != self.current:  # one output file per input file, each atomic
+            self._close_file()
+            self.current = source
+            self.file_n = 0
+            os.makedirs(os.path.dirname(self.targets[source]) or ".", exist_ok=True)
+            self.out = PartFile(self.targets[source]) if self.journal else Output(self.targets[source], spool=False)
+        if "rejects" in self.sides:
+            for line in (*rejects, *done.rejects):
+                self._side("rejects", line + b"\n")
+        for line in done.lines:
+            self.out.write(line + b"\n")
+        if "archive" in self.sides:
+            for rec in done.archive:
+                self._side("archive", orjson.dumps(rec) + b"\n")
+        if done.report is not None and "report" in self.sides:
+            self._side("report", orjson.dumps(done.report) + b"\n")
+        self.file_n += 1
+
+    def _side(self, k: str, data: bytes) -> None:
+        s = self.sides[k]
+        if isinstance(s, (JsonlSink, SqliteSink)):
+            s.add_raw(data[:-1])
+        else:
+            s.write(data)
+
+    def maybe_checkpoint(self) -> None:
+        if self.journal is not None and time.monotonic() - self.last_ck >= self.every:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        if self.journal is None:
+            return
+        stats, key = self.stats, self.key
+        for s in (self.out, *self.sides.values()):
+            if isinstance(s, PartFile):
+                s.sync()
+        off = {k: s.offset for k, s in self.sides.items() if isinstance(s, PartFile)}
+        if isinstance(self.out, PartFile):
+            off["out"] = self.out.offset
+        self.journal.append(
+            {
+                "t": "ck",
+                "n": stats.transcripts,
+                "key": key,
+                "file": self.current if self.to_dir else "*",
+                "fn": self.file_n,
+                "off": off,
+                "changed": stats.changed,
+                "fs": self.first_seq,
+            }
+        )
+        self.last_ck = time.monotonic()
+
+    def _close_file(self) -> None:
+        if self.out is None:
+            return
+        if self.journal is not None:
+            self.checkpoint()
+            self.journal.append({"t": "done", "file": self.current})
+        self.out.commit()
+        self.out = None
+
+    def finish(self, tail_rejects: list[bytes]) -> None:
+        for line in tail_rejects:
+            if "rejects" in self.sides:
+                self._side("rejects", line + b"\n")
+        if "archive" in self.sides and self.sides["archive"] is not None and not self.ended:
+            # the closing record: restore refuses an archive without it (truncated)
+            end = {"type": "end", "transcripts": self.stats.transcripts, "sources": list(self.first_seq), "first_seq": self.first_seq}
+            self._side("archive", orjson.dumps(end) + b"\n")
+        if self.journal is not None and not self.ended:
+            self.checkpoint()
+            if self.to_dir and self.out is not None:
+                self.journal.append({"t": "done", "file": self.current})
+            self.journal.append({"t": "end"})
+        if self.ended:  # the interrupted run had finished writing: only renames were left
+            if not self.to_dir:
+                assert self.io.output is not None  # a journal (and so `ended`) needs -o
+                finish_part(self.io.output)
+            for k in self.SIDES:
+                if getattr(self.io, k):
+                    finish_part(getattr(self.io, k))
+        else:
+            if self.out is not None:
+                self.out.commit()
+            for s in self.sides.values():
+                s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
+        if self.journal is not None:
+            self.journal.remove()
+
+    def fail(self, interrupted: bool) -> None:
+        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume."""
+        for s in (self.out, *self.sides.values()):
+            if s is None:
+                continue
+            if isinstance(s, (JsonlSink, SqliteSink)):
+                s.close(False)
+            elif isinstance(s, PartFile):
+                s.leave() if interrupted else s.abort()
+            else:
+                s.abort()
+        if self.journal is not None:
+            self.journal.close() if interrupted else self.journal.remove()
+
+
+def _fingerprint(io: IOOptions) -> str:
+    from ..journal import fingerprint as fp
+
+    return fp(
+        {
+            "options": io.options,
+            "from": io.fmt_from,
+            "to": io.fmt_to,
+            "layout": io.layout,
+            "on_error": io.on_error,
+            "archive": bool(io.archive),
+            "report": bool(io.report),
+            "rejects": bool(io.rejects),
+        }
+    )
+
+
+def _targets(inputs: list[str], out_dir: str) -> dict[str, str]:
+    """Input file -> output path under `out_dir`: a directory's files keep their relative paths."""
+    out: dict[str, str] = {}
+    for arg in inputs:
+        if arg == "-":
+            raise UsageError("-o DIR writes one file per input file: give files or directories, not stdin")
+        files = expand_inputs([arg])
+        for f in files:
+            rel = os.path.relpath(f, arg) if os.path.isdir(arg) else os.path.basename(f)
+            stem, ext = os.path.splitext(rel)
+            if ext in (".json", ".traj"):  # a whole-file JSON document in, JSON lines out: named so it reads back
+                rel = stem + ".jsonl"
+            out[f] = os.path.join(out_dir, rel)
+    return out
+
+
+def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], to_dir: bool) -> None:
+    """Refuse, before anything is written, outputs that would overwrite an input or each other."""
+
+    def same(p: str) -> str:
+        return os.path.realpath(p)
+
+    def regular(p: str) -> bool:  # devices (/dev/null) and pipes may be shared
+        return not os.path.exists(p) or os.path.isfile(p)
+
+    inputs = {same(f): f for f in files if f != "-"}
+    outs: list[tuple[str, str]] = []
+    if to_dir:
+        seen: dict[str, str] = {}
+        for f, target in targets.items():
+            k = same(target)
+            if k in seen and seen[k] != f:
+                raise UsageError(f"{seen[k]} and {f} would both be written to {target}: give them different names or -o FILE")
+            seen[k] = f
+            outs.append((f"the output for {f}", target))
+    elif io.output not in (None, "-"):
+        outs.append(("-o", io.output))
+    outs += [(f"--{k}", getattr(io, k)) for k in ("archive", "report", "rejects") if getattr(io, k) not in (None, "-")]
+    owner: dict[str, str] = {}
+    for label, p in outs:
+        if not regular(p):
+            continue
+        k = same(p)
+        if k in inputs:
+            raise UsageError(f"{label} {p} is also an input: it would be overwritten")
+        if k in owner:
+            raise UsageError(f"{owner[k]} and {label} are the same file ({p}): each output needs its own file")
+        owner[k] = f"{label} {p}" if label.startswith("-") else label

@@ -190,3 +190,15 @@ def test_prune_option_defaults_are_the_librarys():
     shared = [o for o in PRUNE.opts if o.name in lib and o.default is not None]
     assert {o.name for o in shared} >= {"digest_names", "min_dedup_chars", "arg_limit", "arg_keep"}
     assert {o.name: o.default for o in shared} == {o.name: lib[o.name] for o in shared}
+
+
+def test_a_file_argument_survives_python_310_type_hints():
+    """Python 3.10's get_type_hints wraps `Annotated[T | None, typer.Argument()] = None` in Optional: typer then saw
+    no Argument and every command refused its files ("Got unexpected extra argument")."""
+    import typing
+
+    from compactctl.cli.options import _annotated
+
+    arg = typing.Annotated[list[str] | None, "argument"]
+    assert _annotated(typing.Optional[arg]) is arg  # noqa: UP045 (the 3.10 shape, spelled as 3.10 builds it)
+    assert _annotated(arg) is arg and _annotated(int | None) == int | None

@@ -6,8 +6,12 @@ import asyncio
 import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (make install installs it)")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
 
 from compactctl import archive
 

@@ -8,14 +8,17 @@ from pathlib import Path
 
 import orjson
 import pytest
-import ray
-import ray.data
 
-import compactctl
-from compactctl import ray as cray
-from compactctl.cli import app
+pytest.importorskip("ray", reason="the ray extra is not installed (make install installs it)")
 
-from .conftest import ROOT, cli, tool_session
+import ray  # noqa: E402
+import ray.data  # noqa: E402
+
+import compactctl  # noqa: E402
+from compactctl import ray as cray  # noqa: E402
+from compactctl.cli import app  # noqa: E402
+
+from .conftest import ROOT, cli, tool_session  # noqa: E402
 
 LIB = {"context_window": 6000, "summaries": False, "summary_min": 500}
 OPTS = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--on-error", "skip"]

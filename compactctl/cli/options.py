@@ -69,7 +69,9 @@ def with_groups(*groups: Group):
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
         own = [
-            p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in {g.name for g in groups}
+            p.replace(annotation=_annotated(hints.get(p.name, p.annotation)))
+            for p in sig.parameters.values()
+            if p.name not in {g.name for g in groups}
         ]
         extra = [p for g in groups for p in _parameters(g)]
         context = inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)  # typer passes it
@@ -89,6 +91,17 @@ def with_groups(*groups: Group):
         return wrapper
 
     return deco
+
+
+def _annotated(hint: Any) -> Any:
+    """The hint as Python 3.11+ gives it: 3.10's get_type_hints wraps `Annotated[T | None, typer.Argument()] = None`
+    in Optional[...], and typer, which reads only the outer type, would not see the Argument (every command lost its
+    file arguments)."""
+    if typing.get_origin(hint) is typing.Union and type(None) in typing.get_args(hint):
+        inner = [a for a in typing.get_args(hint) if typing.get_origin(a) is typing.Annotated]
+        if len(inner) == 1:
+            return inner[0]
+    return hint
 
 
 def _flag(o: Opt) -> str:

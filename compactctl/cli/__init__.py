@@ -466,7 +466,7 @@ def eval_(
 def _settings(warn=None):
     from .. import config
 
-    return config.resolve([(o.name, o.type, o.default) for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts], warn=warn)
+    return config.resolve([(o.name, o.type, o.default) for g in (BUDGET, PRUNE, SUMMARY, REFS, HINT) for o in g.opts], warn=warn)
 
 
 @app.command("config")

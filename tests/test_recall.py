@@ -173,3 +173,75 @@ def test_summary_items_cite_references_that_resolve(tmp_path):
     with archive.Index.open(str(a)) as ix:
         for r in cited:
             assert ix.recall(r)
+
+
+def test_references_never_turn_a_compaction_that_fits_into_one_that_cannot():
+    """The summary's reference line costs ~12 tokens: at a small target it kept the last ask out of the summary and
+    the transcript could not fit, where without references it did (a LlamaFactory record of the corpus: 757 tokens
+    written as read against 123 compacted). Now the line goes when the ask needs its room."""
+    from compactctl import api
+    from compactctl.errors import CannotFit
+    from compactctl.formats.openai import message_from_dict
+    from compactctl.model import Transcript
+    from compactctl.tokens import make_counter
+
+    counter = make_counter("gpt-4o")
+    rows = [  # the record's shape: 101, 450, 61 and 145 tokens, the last ask third
+        {"role": "user", "content": "Can you find the nearest gas station to my location at the corner of Main and 5th? " * 5},
+        {"role": "assistant", "content": "I looked it up: the station on Elm Street is the closest one to you right now. " * 25},
+        {"role": "user", "content": "Thanks. Now please convert 250 US dollars to euros at today's rate for me. " * 3},
+        {"role": "assistant", "content": "250 USD is about 230 EUR at today's rate, give or take the bank's fee. " * 8},
+    ]
+    t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+    tried = 0
+    for target in range(60, 400, 2):
+        budget = api.Budget(context_window=target * 2, threshold=0.5, summary_min=target // 3)
+        results = []
+        for with_refs in (False, True):
+            try:
+                api.compact(t, counter, api.OfflineSummarizer(), api.CompactOptions(budget, min_saving=0.0, refs=with_refs))
+                results.append(True)
+            except CannotFit:
+                results.append(False)
+        tried += results[0]
+        assert results[1] or not results[0], f"target {target}: fits without references, not with them"
+    assert tried > 10
+
+
+def test_a_summary_of_pruned_messages_only_cites_no_reference_it_cannot_resolve(tmp_path):
+    """The span's reference names the untouched originals archived under it; when prune had touched every member
+    (an edit call whose arguments were cut, its digested result: an OpenHands run of the corpus), the summary cited
+    a reference that `recall` did not know."""
+    code = "".join(f"def handler_{i}(board, move):\n    return merge_line(board, move) + {i}\n\n" for i in range(60))
+    rows = [
+        {"role": "user", "content": "Please create a simple 2048 game in game_2048.py. No need to run it."},
+        {
+            "role": "assistant",
+            "content": "I'll write the game in one file.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": "str_replace_editor",
+                        "arguments": orjson.dumps({"command": "create", "path": "/w/game_2048.py", "file_text": code}).decode(),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "File created successfully at: /w/game_2048.py\n" + code},
+        {"role": "assistant", "content": "I've created a simple implementation of the 2048 game with the board, moves and merges. " * 4},
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    total = sum(COUNTER.messages(T(rows).messages))
+    checked = 0
+    for window in range(total // 4, total // 2, max(total // 40, 1)):
+        out, a = compacted(tmp_path, "--summary-min", str(window // 6), src=src, window=str(window))
+        text = out.read_text()
+        if "CONTEXT COMPACTION" not in text:
+            continue
+        checked += 1
+        with archive.Index.open(str(a)) as ix:
+            for ref in set(refs.REF_RE.findall(text)):
+                assert ix.recall(ref), f"window {window}: [ref {ref}] does not resolve"
+    assert checked > 3

@@ -26,7 +26,7 @@ from ..errors import CannotFit
 from ..harness import human_text
 from ..model import SUMMARY_END, SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
-from ..refs import RECALL_HINT, SPAN_LINE_START, span_line
+from ..refs import RECALL_HINT, SPAN_LINE_START
 from ..tokens import Counter
 from .assemble import summary_overhead
 
@@ -231,13 +231,14 @@ def text_cost(words: str, counter: Counter) -> int:
 
 def _need(t: Transcript, counter: Counter, z: _Zones, summary_min: int, asks: _Asks, giving_ground: bool = False) -> int:
     """The least room the summary needs: its minimum; with an ask in it, the ask and the summary message's own
-    frame (marker, reference line, what assembly adds) besides, so that the text has room for the ask. An earlier
+    frame (marker, what assembly adds; not the reference line, which summarize leaves out when the ask needs its
+    room) besides, so that the text has room for the ask. An earlier
     summary's ask is part of the summary that replaces it, so it counts within the minimum, except while the plan
     gives ground (it then looks for zones that leave the ask room beside a whole minimum summary)."""
     ask = asks.cost(z)
     if not ask:
         return summary_min
-    frame = summary_overhead(t, z.head_end, z.tail_start, counter, span_line("0" * 8))
+    frame = summary_overhead(t, z.head_end, z.tail_start, counter, "")  # the reference line goes when the ask needs its room
     if not z.last_ask_in_summary and not giving_ground:
         return max(summary_min, ask + frame)
     return ask + max(summary_min, frame)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import refs as _refs
 from ..errors import CannotFit
-from ..model import Transcript, is_summary, last_user_index
+from ..model import Message, Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
 from ..tokens import Counter
 from . import Archived, archive
@@ -130,6 +130,34 @@ def _as_read(e: CannotFit, t: Transcript) -> CannotFit:
     return e
 
 
+def _ending(
+    t: Transcript, p: Plan, members: list[Message], facts: Facts, counter: Counter, refs: bool, recall_hint: bool
+) -> tuple[tuple | None, str, int]:
+    """The span the summary cites (None: no reference), the lines it ends with, and the room left for its text.
+
+    The span's reference names the originals archived under it: the untouched members (a pruned member's
+    original went to the archive with prune, under its own reference); none untouched, no reference to cite.
+    When the reference line (and the recall hint) would keep the ask out, the summary goes without them: the
+    originals are archived all the same. Raises CannotFit when the ask does not fit even then."""
+    span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs and any(m.untouched for m in members) else None
+    trailer = _refs.span_line(span[0] if span else None, recall_hint)
+    room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
+    ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
+    if ask and room < ask and trailer:
+        bare = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, "")
+        if bare >= ask:
+            trailer, room = "", bare
+    if ask and room < ask:  # never a summary without the ask it was to carry
+        raise _as_read(
+            CannotFit(
+                f"{t.id}: cannot fit the target of {p.target:,} tokens: the last ask ({ask:,} tokens) goes into the summary, "
+                f"which has {max(room, 0):,} tokens for its text. Raise --context-window or --threshold."
+            ),
+            t,
+        )
+    return span, trailer, room
+
+
 @dataclass(frozen=True)
 class SummarizeOptions:
     budget: Budget = field(default_factory=Budget)
@@ -165,18 +193,7 @@ def summarize(
         return t, st
     facts = facts_for(t, p)
     members = t.messages[p.head_end : p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
-    span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs else None
-    trailer = _refs.span_line(span[0] if span else None, recall_hint)
-    room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
-    ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
-    if ask and room < ask:  # never a summary without the ask it was to carry
-        raise _as_read(
-            CannotFit(
-                f"{t.id}: cannot fit the target of {p.target:,} tokens: the last ask ({ask:,} tokens) goes into the summary, "
-                f"which has {max(room, 0):,} tokens for its text. Raise --context-window or --threshold."
-            ),
-            t,
-        )
+    span, trailer, room = _ending(t, p, members, facts, counter, refs, recall_hint)
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 1), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result

@@ -1,7 +1,7 @@
 """The outline of a file an agent read with line numbers: which lines it showed and where each definition is.
 
 A file read shows its lines numbered (Claude Code's Read `  12→code`, `cat -n` and `nl -ba`'s `    12\tcode`,
-OpenHands' viewer). When prune replaces such a read with a one-line digest, the digest says which lines the
+OpenHands' viewer, SWE-agent's `12:code`). When prune replaces such a read with a one-line digest, the digest says which lines the
 read showed (`lines 1-776`: the file's length when it began at line 1) and lists the file's definitions with
 their line ranges (`load_transcript 400-458`), so an agent that needs a part again can read just those lines,
 and a later report can still cite them. Language-agnostic: a definition is a line starting with one of the
@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# "   12→code" (Claude Code) or "    12\tcode" (cat -n, nl -ba, OpenHands): the number, then the line.
-_NUMBERED = re.compile(r"^[ \t]*(\d{1,7})(?:→|\t)(.*)$")
+# "   12→code" (Claude Code), "    12\tcode" (cat -n, nl -ba, OpenHands) or "12:code" (SWE-agent's viewer): the
+# number, then the line.
+_NUMBERED = re.compile(r"^[ \t]*(\d{1,7})(?:→|\t|:)(.*)$")
 _MIN_NUMBERED = 0.9  # of the non-blank lines, for a text to be a numbered read
 _MIN_LINES = 3
 _HEADER = 2  # lines before the first numbered one
@@ -29,7 +30,8 @@ _DEF = re.compile(
     r"interface|struct|enum|trait|impl|module|object|record|namespace|protocol|extension)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
     r"|func\s+(?:\([^)]*\)\s*)?(?P<goname>[A-Za-z_]\w*)"  # Go, with a receiver or not
     r"|(?:describe|test|it|context)\s*\(?\s*[\"'](?P<title>[^\"'\n]{3,60})[\"']"  # test blocks, by their title
-    r"|(?!(?:return|new|else|case|throw|await|yield|delete|goto|sizeof|typedef)\b)"  # C, C++, Java, C#: a type, then
+    r"|(?!(?:return|new|else|case|throw|raise|assert|await|yield|delete|del|goto|sizeof|typedef|not|import|from|"
+    r"print|echo|call|go|defer|if|while|for|switch|when|catch|with|and|or|in|is)\b)"  # C, C++, Java, C#: a type, then
     r"(?:[A-Za-z_][\w<>,*&\[\]]*(?:::[\w<>,*&\[\]]+)*\s+)+[*&]*(?P<cname>[A-Za-z_][\w:~]*)\s*\("  # name(args)
     r"[^;]*\)\s*(?:const\s*)?(?:throws\s+[\w., ]+)?\{?\s*$"  # then `{` or nothing: not a call or a prototype
     r")"
@@ -60,7 +62,7 @@ def numbered(text: str) -> list[tuple[int, str]] | None:
         m = _NUMBERED.match(raw)
         if m is not None:
             pairs.append((int(m.group(1)), m.group(2)))
-        elif raw.strip():
+        elif raw.strip() and pairs:  # a header line before the first numbered one does not count
             other += 1
     if len(pairs) < _MIN_LINES or len(pairs) < _MIN_NUMBERED * (len(pairs) + other):
         return None
@@ -70,12 +72,15 @@ def numbered(text: str) -> list[tuple[int, str]] | None:
 
 
 _PREFIX = re.compile(r"^[ \t]*\d{1,7}(?:→|\t)", re.M)
+_COLON_PREFIX = re.compile(r"^[ \t]*\d{1,7}:", re.M)
 
 
 def without_numbers(text: str) -> str:
     """`text` without the line numbers of a numbered read (they read as long numbers: "2561→" is no name)."""
     if "→" in text or ("\t" in text and _looks_numbered(text)):
         return _PREFIX.sub("", text)
+    if ":" in text and _looks_numbered(text) and numbered(text) is not None:  # "12:" is common: the whole check
+        return _COLON_PREFIX.sub("", text)
     return text
 
 

@@ -168,3 +168,35 @@ def test_a_long_deeply_nested_read_is_outlined_in_one_pass():
     t = time.perf_counter()
     found = outline.definitions(text)
     assert len(found) == 100_000 and time.perf_counter() - t < 5  # 0.5 s; a scan per definition took 17 s
+
+
+def test_swe_agent_viewer_reads_are_numbered_and_a_raise_is_no_definition():
+    body = "\n".join(
+        f"{n}:{line}"
+        for n, line in enumerate(
+            [
+                "    def _serialize(self, value):",
+                "        if value is None:",
+                "            raise ValueError(value)",
+                "        return value",
+                "",
+                "class Mapping(Field):",
+                "    pass",
+            ],
+            1466,
+        )
+    )
+    text = "[File: /repo/src/fields.py (1997 lines total)]\n(1465 more lines above)\n" + body
+    assert outline.shown(text) == (1466, 1472)
+    assert [str(d) for d in outline.definitions(text)] == ["_serialize 1466-1469", "Mapping 1471-1472"]
+    from compactctl.names import names_in
+
+    assert "1468" not in " ".join(names_in(text)) and "1997" in names_in(text)
+    # grep -n output is not a read: its numbers do not climb, its lines keep their numbers
+    assert outline.shown("12:foo = 1\n40:bar = 2\n77:baz = 3\n90:qux = 4") is None
+
+
+def test_a_run_of_underscores_is_no_name():
+    from compactctl.names import names_in
+
+    assert names_in("_____________ test_edge _private __init__ ______") == ["test_edge", "_private", "__init__"]

@@ -36,7 +36,7 @@ def files() -> list[Path]:
 def compact(t, counter, budget, on: bool, min_saving: float):
     try:
         out, rep = api.compact(t, counter, api.OfflineSummarizer(), api.CompactOptions(budget, min_saving=min_saving, refs=on))
-        return out, rep.pop("_archived")
+        return out, rep.archived
     except CannotFit as e:
         return e.fallback if e.fallback is not None else (t, [])
 
@@ -59,7 +59,7 @@ def main() -> None:
     facts_total = in_context = back = 0
     queries: list[str] = []
     seq = 0
-    unresolved = 0
+    unresolved: list[tuple[str, str, str]] = []
     outputs: list[tuple[str, list[str]]] = []
     facts_by: dict[str, list[str]] = {}
     t0 = time.perf_counter()
@@ -103,9 +103,9 @@ def main() -> None:
             try:
                 hits = ix.recall(r, tid)
                 if not hits or not all(refs.ref_of_body(h.message) == h.ref for h in hits):
-                    unresolved += 1
+                    unresolved.append((tid, r, "mismatch" if hits else "no hit"))
             except archive.UnknownRef:
-                unresolved += 1
+                unresolved.append((tid, r, "unknown"))
     # Recovery arm: the probes missing from each compacted context, one search each (top 5) in its transcript's part.
     for tid, facts in facts_by.items():
         back += len(recoverable(facts, ix, tid))
@@ -132,7 +132,8 @@ def main() -> None:
             k: {**v, "overhead": (v["with"] - v["without"]) / v["without"] if v["without"] else 0.0} for k, v in settings.items()
         },
         "refs_checked": sum(len(r) for _, r in outputs),
-        "refs_unresolved": unresolved,
+        "refs_unresolved": len(unresolved),
+        "unresolved": unresolved[:10],
         "search_ms": {
             "queries": len(lat),
             "p50": statistics.median(lat),

@@ -66,7 +66,8 @@ app = typer.Typer(
 )
 
 Inputs = Annotated[
-    list[str] | None, typer.Argument(help="JSONL files, directories (recursive *.jsonl), or - for stdin (the default).", show_default=False)
+    list[str] | None,
+    typer.Argument(help="JSONL files, directories (recursive *.jsonl, *.json, *.traj), or - for stdin (the default).", show_default=False),
 ]
 
 
@@ -278,8 +279,8 @@ def compact(
         str,
         typer.Option(
             "--engine",
-            help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets JSONL "
-            "shards; datasets of one transcript per line).",
+            help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets one JSONL "
+            "file per input; datasets of one transcript per line).",
         ),
     ] = "local",
     ray_address: Annotated[

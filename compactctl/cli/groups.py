@@ -84,7 +84,7 @@ IO = Group(
             "Write here (atomically) instead of stdout. A directory (or a path ending in /) "
             "gets one file per input file, mirroring the input folders.",
         ),
-        Opt("from_", str, None, ("--from",), "Force the input format: openai, anthropic, sharegpt, claude-code, codex."),
+        Opt("from_", str, None, ("--from",), "Force the input format: openai, anthropic, sharegpt, claude-code, codex, gemini, openhands."),
         Opt("to", str, None, ("--to",), "Write in this format instead of the input's."),
         Opt("layout", str, None, ("--layout",), "Force the layout: session (a message per line) or dataset (a transcript per line)."),
         Opt(
@@ -95,7 +95,13 @@ IO = Group(
             "fail: stop at the first bad line, writing nothing. skip: report it and go on.",
         ),
         Opt("rejects", str, None, ("--rejects",), "With --on-error skip: write the rejected raw lines here."),
-        Opt("archive", str, None, ("--archive",), "Write every original that was replaced or removed here (JSONL), for `restore`."),
+        Opt(
+            "archive",
+            str,
+            None,
+            ("--archive",),
+            "Write every original that was replaced or removed here (JSONL, or SQLite for a .sqlite/.db path), for `restore` and `recall`.",
+        ),
         Opt("report", str, None, ("--report",), "Write a JSON report line per transcript here."),
         Opt("quiet", bool, False, ("-q", "--quiet"), "No progress bar, no notes on stderr."),
         Opt(
@@ -104,7 +110,7 @@ IO = Group(
             False,
             ("--resume",),
             "Finish a run that was interrupted (even by kill -9): -o FILE or -o DIR/ keeps a journal "
-            "(OUT.compactctl-journal) while it runs; the finished output is the same as an uninterrupted run's.",
+            "(OUT.compactctl-journal, or DIR/.compactctl-journal) while it runs; the finished output is the same as an uninterrupted run's.",
         ),
     ],
     _io,
@@ -193,7 +199,8 @@ BUDGET = Group(
             "auto",
             ("--last-ask",),
             "auto: the last user message stays in the tail while that fits, else it is kept "
-            "verbatim in the summary (and the head gives ground before the plan refuses). tail: always in the tail (exit 5 if that cannot fit).",
+            "verbatim in the summary (and the head gives ground before the plan refuses). tail: always in the tail (exit 5 if that cannot fit). "
+            "summary: always in the summary.",
         ),
     ],
     _budget,

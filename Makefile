@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint docs demo bench bench-latency bench-scale eval e2e fuzz clean
+.PHONY: install test test-oldest lint docs demo bench bench-latency bench-scale eval e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
@@ -14,6 +14,14 @@ install: $(BIN)/compactctl
 
 test: install
 	$(BIN)/python -m pytest
+
+# The oldest Python pyproject.toml allows (3.10), in a venv of its own, without the optional extras (their tests
+# skip). Not in CI, which runs python3: make test-oldest PY_OLDEST=/path/to/python3.10
+PY_OLDEST ?= python3.10
+test-oldest:
+	$(PY_OLDEST) -m venv .venv-oldest
+	.venv-oldest/bin/pip install -q -e '.[test]'
+	.venv-oldest/bin/python -m pytest
 
 # All three run, and lint fails if any of them does; CI (.ci/run) runs it before the tests.
 lint: install
@@ -51,4 +59,4 @@ e2e: install
 	bash bench/e2e.sh
 
 clean:
-	rm -rf $(VENV) bench/data bench/results .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-oldest bench/data bench/results .pytest_cache .hypothesis

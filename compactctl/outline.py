@@ -86,7 +86,8 @@ def without_numbers(text: str) -> str:
 
 def _looks_numbered(text: str) -> bool:
     """Whether one of the first lines of `text` is a numbered line (a read may have a header line)."""
-    return any(_NUMBERED.match(ln) for ln in text.lstrip("\n").split("\n", _HEADER + 1)[: _HEADER + 1])
+    head = text[:4096].lstrip("\n")  # a bounded look: outputs can be megabytes
+    return any(_NUMBERED.match(ln) for ln in head.split("\n", _HEADER + 1)[: _HEADER + 1])
 
 
 def shown(text: str) -> tuple[int, int] | None:

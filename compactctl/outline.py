@@ -13,6 +13,7 @@ A leaf module: imports nothing from compactctl.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -24,18 +25,25 @@ _MIN_LINES = 3
 _HEADER = 2  # lines before the first numbered one
 
 _MODIFIERS = r"(?:(?:export|default|public|private|protected|internal|static|async|pub(?:\([a-z]+\))?|override|abstract|final|inline|unsafe|extern|open|sealed|data)\s+)*"
-_DEF = re.compile(
-    r"^(?P<indent>[ \t]*)" + _MODIFIERS + r"(?:"
-    r"(?:def|defp|defmacro|defmacrop|defmodule|defimpl|defprotocol|defdelegate|defguard|class|function\*?|fn|"
-    r"interface|struct|enum|trait|impl|module|object|record|namespace|protocol|extension)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
-    r"|func\s+(?:\([^)]*\)\s*)?(?P<goname>[A-Za-z_]\w*)"  # Go, with a receiver or not
-    r"|(?:describe|test|it|context)\s*\(?\s*[\"'](?P<title>[^\"'\n]{3,60})[\"']"  # test blocks, by their title
-    r"|(?!(?:return|new|else|case|throw|raise|assert|await|yield|delete|del|goto|sizeof|typedef|not|import|from|"
-    r"print|echo|call|go|defer|if|while|for|switch|when|catch|with|and|or|in|is)\b)"  # C, C++, Java, C#: a type, then
-    r"(?:[A-Za-z_][\w<>,*&\[\]]*(?:::[\w<>,*&\[\]]+)*\s+)+[*&]*(?P<cname>[A-Za-z_][\w:~]*)\s*\("  # name(args)
-    r"[^;]*\)\s*(?:const\s*)?(?:throws\s+[\w., ]+)?\{?\s*$"  # then `{` or nothing: not a call or a prototype
-    r")"
-)
+
+
+@functools.cache
+def _definition() -> re.Pattern[str]:
+    """A definition's line (compiled on first use: ~3 ms, which a `compact` of a small file need not pay)."""
+    return re.compile(
+        r"^(?P<indent>[ \t]*)" + _MODIFIERS + r"(?:"
+        r"(?:def|defp|defmacro|defmacrop|defmodule|defimpl|defprotocol|defdelegate|defguard|class|function\*?|fn|"
+        r"interface|struct|enum|trait|impl|module|object|record|namespace|protocol|extension)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
+        r"|func\s+(?:\([^)]*\)\s*)?(?P<goname>[A-Za-z_]\w*)"  # Go, with a receiver or not
+        r"|(?:describe|test|it|context)\s*\(?\s*[\"'](?P<title>[^\"'\n]{3,60})[\"']"  # test blocks, by their title
+        r"|(?!(?:return|new|else|case|throw|raise|assert|await|yield|delete|del|goto|sizeof|typedef|not|import|from|"
+        r"print|echo|call|go|defer|if|while|for|switch|when|catch|with|and|or|in|is)\b)"  # C, C++, Java, C#: a type, then
+        r"(?:[A-Za-z_][\w<>,*&\[\]]*(?:::[\w<>,*&\[\]]+)*\s+)+[*&]*(?P<cname>[A-Za-z_][\w:~]*)\s*\("  # name(args)
+        r"[^;]*\)\s*(?:const\s*)?(?:throws\s+[\w., ]+)?\{?\s*$"  # then `{` or nothing: not a call or a prototype
+        r")"
+    )
+
+
 # Module-level bindings worth an outline entry: `const handle = (...) =>`, `type Props = {`.
 _TOP = re.compile(r"^(?:export\s+)?(?:const|let|var|type)\s+(?P<name>[A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
 # A definition's closing line, an opening brace on its own line, or a clause within it (`rescue`, `else:`): it goes on.
@@ -104,6 +112,7 @@ def definitions(text: str) -> list[Definition]:
     pairs = numbered(text)
     if not pairs:
         return []
+    definition = _definition()
     found: list[tuple[int, str]] = []  # (index in pairs, name), in file order
     end: list[int] = []  # index in pairs of each found definition's last line
     open_: list[tuple[int, int]] = []  # (indent, position in found) of the definitions still open, innermost last
@@ -115,7 +124,7 @@ def definitions(text: str) -> list[Definition]:
         at = _indent(line[: len(line) - len(stripped)])
         while open_ and (open_[-1][0] > at or (open_[-1][0] == at and not _CLOSER.match(line))):
             end[open_.pop()[1]] = last
-        m = _DEF.match(line)
+        m = definition.match(line)
         name = None
         if m is not None:
             name = m.group("name") or m.group("goname") or m.group("title") or m.group("cname")

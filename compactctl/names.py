@@ -19,7 +19,7 @@ _NAME = re.compile(
     r"|\b[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|ex|exs|heex|eex|rs|go|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|md|json|jsonl|ya?ml|toml|"
     r"ini|cfg|sql|sh|css|scss|html|vue|svelte|lock|txt|env|xml|proto|gradle|dart|lua|zig)\b(?!\.\w)"  # file names (my-app.html.heex: whole)
     r"|\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"  # dotted.names
-    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_[a-z0-9_]*[a-z0-9][a-z0-9_]*\b"  # snake_case (a run of underscores is no name)
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_+[a-z0-9][a-z0-9_]*\b"  # snake_case (a run of underscores is no name)
     r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # camelCase
     r"|(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])"  # kebab-case
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # PascalCase with two humps or more

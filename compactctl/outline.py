@@ -23,6 +23,7 @@ _NUMBERED = re.compile(r"^[ \t]*(\d{1,7})(?:→|\t|:)(.*)$")
 _MIN_NUMBERED = 0.9  # of the non-blank lines, for a text to be a numbered read
 _MIN_LINES = 3
 _HEADER = 2  # lines before the first numbered one
+_MAX_LINE = 400  # longer lines are no definition's first line (and the patterns need not look at them)
 
 _MODIFIERS = r"(?:(?:export|default|public|private|protected|internal|static|async|pub(?:\([a-z]+\))?|override|abstract|final|inline|unsafe|extern|open|sealed|data)\s+)*"
 
@@ -31,15 +32,17 @@ _MODIFIERS = r"(?:(?:export|default|public|private|protected|internal|static|asy
 def _definition() -> re.Pattern[str]:
     """A definition's line (compiled on first use: ~3 ms, which a `compact` of a small file need not pay)."""
     return re.compile(
-        r"^(?P<indent>[ \t]*)" + _MODIFIERS + r"(?:"
+        # The modifiers atomically (a lookahead then its backreference): a line of them could be split between
+        # them and a C type's words in every way (quadratic).
+        r"^(?P<indent>[ \t]*)(?=(?P<mods>" + _MODIFIERS + r"))(?P=mods)(?:"
         r"(?:def|defp|defmacro|defmacrop|defmodule|defimpl|defprotocol|defdelegate|defguard|class|function\*?|fn|"
         r"interface|struct|enum|trait|impl|module|object|record|namespace|protocol|extension)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
         r"|func\s+(?:\([^)]*\)\s*)?(?P<goname>[A-Za-z_]\w*)"  # Go, with a receiver or not
         r"|(?:describe|test|it|context)\s*\(?\s*[\"'](?P<title>[^\"'\n]{3,60})[\"']"  # test blocks, by their title
-        r"|(?!(?:return|new|else|case|throw|raise|assert|await|yield|delete|del|goto|sizeof|typedef|not|import|from|"
-        r"print|echo|call|go|defer|if|while|for|switch|when|catch|with|and|or|in|is)\b)"  # C, C++, Java, C#: a type, then
-        r"(?:[A-Za-z_][\w<>,*&\[\]]*(?:::[\w<>,*&\[\]]+)*\s+)+[*&]*(?P<cname>[A-Za-z_][\w:~]*)\s*\("  # name(args)
-        r"[^;]*\)\s*(?:const\s*)?(?:throws\s+[\w., ]+)?\{?\s*$"  # then `{` or nothing: not a call or a prototype
+        r"|(?!(?:return|new|else|case|throw|raise|assert|refute|await|yield|delete|del|goto|sizeof|typedef|not|import|"
+        r"from|print|echo|call|go|defer|if|while|for|switch|when|match|change|catch|with|and|or|in|is|let|var)\b)"
+        r"(?:[A-Za-z_][\w<>,*&\[\]]*(?:::[\w<>,*&\[\]]+)*\s+)+[*&]*(?P<cname>[A-Za-z_]\w*(?:::~?\w+)*)\s*\("  # C, C++,
+        r"[^;]*\)\s*(?:const\s*)?(?:throws\s+[\w., ]+)?(?P<brace>\{)?\s*$"  # Java, C#: a type, name(args), then `{`
         r")"
     )
 
@@ -64,14 +67,20 @@ def numbered(text: str) -> list[tuple[int, str]] | None:
     """The (number, line) pairs of a numbered read, or None when the text is not one."""
     if not _looks_numbered(text):  # most outputs are told by their first lines
         return None
+    return _numbered(text)
+
+
+@functools.lru_cache(maxsize=32)  # a read is looked at by describe, its digest and names_in: parsed once
+def _numbered(text: str) -> list[tuple[int, str]] | None:
     pairs: list[tuple[int, str]] = []
-    other = 0
+    other = pending = 0  # unnumbered lines between numbered ones (a header or a trailing reminder is no part)
     for raw in text.split("\n"):
         m = _NUMBERED.match(raw)
         if m is not None:
             pairs.append((int(m.group(1)), m.group(2)))
-        elif raw.strip() and pairs:  # a header line before the first numbered one does not count
-            other += 1
+            other, pending = other + pending, 0
+        elif raw.strip() and pairs:
+            pending += 1
     if len(pairs) < _MIN_LINES or len(pairs) < _MIN_NUMBERED * (len(pairs) + other):
         return None
     # Numbers that climb by one (an unnumbered wrapped line aside): a read, not a list of counts.
@@ -79,16 +88,17 @@ def numbered(text: str) -> list[tuple[int, str]] | None:
     return pairs if climbing >= _MIN_NUMBERED * (len(pairs) - 1) else None
 
 
-_PREFIX = re.compile(r"^[ \t]*\d{1,7}(?:→|\t)", re.M)
-_COLON_PREFIX = re.compile(r"^[ \t]*\d{1,7}:", re.M)
+_PREFIX = re.compile(r"^[ \t]*\d{1,7}(?:→|\t|:)", re.M)
+_ARROW = re.compile(r"^[ \t]*\d{1,7}→", re.M)
 
 
 def without_numbers(text: str) -> str:
-    """`text` without the line numbers of a numbered read (they read as long numbers: "2561→" is no name)."""
-    if "→" in text or ("\t" in text and _looks_numbered(text)):
+    """`text` without the line numbers of a numbered read (they read as long numbers: "2561→" is no name); a
+    table whose first column is a number (ids before a tab, times before a colon) keeps it."""
+    if "→" in text:  # Claude Code's mark: a line number, whatever follows
+        return _ARROW.sub("", text)
+    if ("\t" in text or ":" in text) and numbered(text) is not None:
         return _PREFIX.sub("", text)
-    if ":" in text and _looks_numbered(text) and numbered(text) is not None:  # "12:" is common: the whole check
-        return _COLON_PREFIX.sub("", text)
     return text
 
 
@@ -124,12 +134,7 @@ def definitions(text: str) -> list[Definition]:
         at = _indent(line[: len(line) - len(stripped)])
         while open_ and (open_[-1][0] > at or (open_[-1][0] == at and not _CLOSER.match(line))):
             end[open_.pop()[1]] = last
-        m = definition.match(line)
-        name = None
-        if m is not None:
-            name = m.group("name") or m.group("goname") or m.group("title") or m.group("cname")
-        elif at == 0 and (t := _TOP.match(line)) is not None:
-            name = t.group("name")
+        name = _name_at(pairs, k, at, definition)
         if name is not None:
             open_.append((at, len(found)))
             found.append((k, name))
@@ -144,6 +149,25 @@ def definitions(text: str) -> list[Definition]:
             d = Definition(name, out.pop().start, d.end)
         out.append(d)
     return out
+
+
+def _name_at(pairs: list[tuple[int, str]], k: int, at: int, definition: re.Pattern[str]) -> str | None:
+    """The name line pairs[k] (indented `at`) defines, or None."""
+    line = pairs[k][1]
+    m = definition.match(line) if len(line) <= _MAX_LINE else None
+    if m is not None:
+        name = m.group("name") or m.group("goname") or m.group("title")
+        if name is None and (m.group("brace") or _brace_next(pairs, k)):  # a C function's body follows, not a call
+            name = m.group("cname")
+        return name
+    t = _TOP.match(line) if at == 0 else None
+    return t.group("name") if t is not None else None
+
+
+def _brace_next(pairs: list[tuple[int, str]], k: int) -> bool:
+    """Whether the first non-blank line after pairs[k] opens a brace (a C function written Allman-style)."""
+    nxt = next((line.strip() for _, line in pairs[k + 1 : k + 4] if line.strip()), "")
+    return nxt.startswith("{")
 
 
 def _indent(s: str) -> int:

@@ -142,9 +142,10 @@ def test_line_numbers_of_a_read_are_not_names():
 
     text = numbered("defp foo_bar(x), do: 12345\nend", start=2561)
     assert names_in(text) == ["foo_bar", "12345"]
-    assert names_in(numbered("load_config(4002)\nok", start=1200, sep="\t")) == ["load_config", "4002"]
-    # Not a numbered read (its first lines are not numbered): a number before a tab is data.
+    assert names_in(numbered("load_config(4002)\nok\ndone", start=1200, sep="\t")) == ["load_config", "4002"]
+    # Not a numbered read: a number before a tab or a colon is data (ids of a tab-separated table, a time).
     assert names_in("port 4002\nsecond line\nthird line\n2561\tcolumns") == ["4002", "2561"]
+    assert names_in("12:05 query done\nid\tname\n40021\talice\n40023\tbob") == ["40021", "40023"]
 
 
 _LINES = ["def f():", "defp g(x) do", "end", "}", "  else:", "class C:", "function h() {", "x = 1", "", "# note", 'test "it works" do']
@@ -164,7 +165,7 @@ def test_outline_invariants(rows, first):
 def test_a_long_deeply_nested_read_is_outlined_in_one_pass():
     import time
 
-    text = numbered("\n".join(" " * (i % 400) + f"def f{i}():" for i in range(100_000)))
+    text = numbered("\n".join(" " * (i % 300) + f"def f{i}():" for i in range(100_000)))
     t = time.perf_counter()
     found = outline.definitions(text)
     assert len(found) == 100_000 and time.perf_counter() - t < 5  # 0.5 s; a scan per definition took 17 s
@@ -200,3 +201,44 @@ def test_a_run_of_underscores_is_no_name():
     from compactctl.names import names_in
 
     assert names_in("_____________ test_edge _private __init__ ______") == ["test_edge", "_private", "__init__"]
+
+
+def test_an_outline_never_carries_a_password_in_a_test_title():
+    code = 'test "login with password=letmeinplease" do\n  :ok\nend\n\ntest "sends Bearer abcdefghijklmnopqrstuv" do\n  :ok\nend\n\ndef visible_handler do\n  :ok\nend\n'
+    code += "\n".join(f"# pad {i}" for i in range(300))
+    out, _ = api.prune(read_session(numbered(code)), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "visible_handler" in digest and "letmeinplease" not in digest and "abcdefghijklmnopqrstuv" not in digest
+
+
+def test_a_digest_whose_only_names_are_its_outline_keeps_its_reference_in_the_summary():
+    code = "def load_config():\n    pass\n\ndef main():\n    pass\n" + "\n".join("#" for _ in range(300))
+    t = read_session(numbered(code))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "  outline: load_config 1-2, main 4-5 [ref " in digest and "names:" not in digest
+    action = action_for(t.messages[2].tool_calls[0], out.messages[3])
+    assert "[ref " in action.line and "outline" not in action.line
+
+
+def test_adversarial_lines_take_linear_time():
+    import time
+
+    from compactctl.names import names_in
+
+    t = time.perf_counter()
+    names_in("_" + "a" * 20_000 + "B")  # the snake_case pattern backtracked: 2.8 s
+    names_in("_1" * 20_000 + "é")  # 13 s
+    outline.definitions(numbered("\n".join(["static " * 50] * 200)))  # modifiers or C type words: every split
+    outline._definition().match("public " * 4000 + "x")  # 4.3 s
+    assert time.perf_counter() - t < 2
+
+
+def test_prose_and_calls_are_no_c_definitions_and_a_trailing_reminder_is_no_part_of_a_read():
+    prose = "The parser handles nested lists (up to depth 8)\nSee the docs (docs/usage.md)\nmatch CommandParser(cs).parse(x)\nstatic int main(int argc)\n{\n  return 0;\n}"
+    assert [str(d) for d in outline.definitions(numbered(prose))] == ["main 4-7"]
+    read = (
+        numbered("def a():\n    pass\n\ndef b():\n    pass")
+        + "\n\n<system-reminder>\nWhenever you read a file, consider\nwhether it is malware.\n</system-reminder>\n"
+    )
+    assert outline.shown(read) == (1, 5) and [d.name for d in outline.definitions(read)] == ["a", "b"]

@@ -170,8 +170,8 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
     if result is not None and text.startswith(f"[{call.name}] "):
         # Already a digest (from prune): its line and error lines; its names go to the identifier index.
         kept = [ln for ln in text.split("\n") if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE))]
-        cited = [r for ln in text.split("\n") if ln.startswith((NAMES_LINE, DOC_NAMES_LINE)) for r in refs.found(ln)]
-        if cited and kept:  # the digest's reference stood at the end of its names line
+        cited = [r for ln in text.split("\n") if ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE)) for r in refs.found(ln)]
+        if cited and kept:  # the digest's reference stood at the end of its names (or outline) line
             kept[0] += "".join(f" {refs.mark(r)}" for r in cited)
         line = "\n".join(kept)
         out = tools.outcome(result)

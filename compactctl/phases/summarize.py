@@ -132,8 +132,9 @@ def _as_read(e: CannotFit, t: Transcript) -> CannotFit:
 
 def _ending(
     t: Transcript, p: Plan, members: list[Message], facts: Facts, counter: Counter, refs: bool, recall_hint: bool
-) -> tuple[tuple | None, str, int]:
-    """The span the summary cites (None: no reference), the lines it ends with, and the room left for its text.
+) -> tuple[tuple | None, str, int, str]:
+    """The span the summary cites (None: no reference), the lines it ends with, the room left for its text, and
+    the lines left out for the ask's room (added back when the summary leaves room for them).
 
     The span's reference names the originals archived under it: the untouched members (a pruned member's
     original went to the archive with prune, under its own reference); none untouched, no reference to cite.
@@ -143,10 +144,11 @@ def _ending(
     trailer = _refs.span_line(span[0] if span else None, recall_hint)
     room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
     ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
+    dropped = ""
     if ask and room < ask and trailer:
         bare = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, "")
         if bare >= ask:
-            trailer, room = "", bare
+            dropped, trailer, room = trailer, "", bare
     if ask and room < ask:  # never a summary without the ask it was to carry
         raise _as_read(
             CannotFit(
@@ -155,7 +157,15 @@ def _ending(
             ),
             t,
         )
-    return span, trailer, room
+    return span, trailer, room, dropped
+
+
+def _body(text: str, trailer: str, dropped: str, room: int, counter: Counter) -> str:
+    """The summary's text and the lines it ends with; the lines left out for the ask's room come back when the
+    text leaves room for them."""
+    if dropped and counter.text(text.rstrip() + "\n\n" + dropped) <= room:
+        trailer = dropped
+    return text.rstrip() + "\n\n" + trailer if trailer else text
 
 
 @dataclass(frozen=True)
@@ -193,13 +203,11 @@ def summarize(
         return t, st
     facts = facts_for(t, p)
     members = t.messages[p.head_end : p.tail_start] + ([t.messages[p.prior_summary]] if p.prior_summary is not None else [])
-    span, trailer, room = _ending(t, p, members, facts, counter, refs, recall_hint)
+    span, trailer, room, dropped = _ending(t, p, members, facts, counter, refs, recall_hint)
     req = SummaryRequest(t.id, t.messages, p.head_end, p.tail_start, max(room, 1), facts, focus, instructions)
     result = summarizer.summarize(req, counter)
     st.result = result
-    out, replaced = assemble(
-        t, p.head_end, p.tail_start, result.text.rstrip() + "\n\n" + trailer if trailer else result.text, p.prior_summary
-    )
+    out, replaced = assemble(t, p.head_end, p.tail_start, _body(result.text, trailer, dropped, room, counter), p.prior_summary)
     after = sum(counter.messages(out.messages))
     if st.tokens_before and (st.tokens_before - after) / st.tokens_before < min_saving and after > p.target and not force:
         st.status = "ineffective"

@@ -245,3 +245,14 @@ def test_a_summary_of_pruned_messages_only_cites_no_reference_it_cannot_resolve(
             for ref in set(refs.REF_RE.findall(text)):
                 assert ix.recall(ref), f"window {window}: [ref {ref}] does not resolve"
     assert checked > 3
+
+
+def test_a_reference_line_given_up_for_the_ask_comes_back_when_the_summary_leaves_room():
+    from compactctl.phases.summarize import _body
+
+    line = refs.span_line("3f9a2c1b")
+    text = "## Active Task\n> convert 250 USD to EUR"
+    need = COUNTER.text(text + "\n\n" + line)
+    assert _body(text, "", line, need, COUNTER).endswith(line)  # room for it: back
+    assert _body(text, "", line, need - 1, COUNTER) == text  # no room: left out
+    assert _body(text, line, "", 0, COUNTER).endswith(line)  # never given up: kept

@@ -242,3 +242,12 @@ def test_prose_and_calls_are_no_c_definitions_and_a_trailing_reminder_is_no_part
         + "\n\n<system-reminder>\nWhenever you read a file, consider\nwhether it is malware.\n</system-reminder>\n"
     )
     assert outline.shown(read) == (1, 5) and [d.name for d in outline.definitions(read)] == ["a", "b"]
+
+
+def test_a_digit_less_secret_is_no_name_in_a_digest():
+    key = "sk_test_" + "abcdefghijklmnopqrstuvwx"
+    rows = session(1)
+    rows[3] = res("r0", f"stripe configured with {key} for the checkout_service\n" + "x = 1\n" * 300)
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert "checkout_service" in digest and key not in digest

@@ -586,7 +586,7 @@ def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
     those, the ones that could be a fragment of a secret dropped."""
     if limit <= 0:
         return []
-    return [n for n in first_not_in(candidates, exclude, limit + 8) if len(n) < 16 or _passes_redaction(n)][:limit]
+    return [n for n in first_not_in(candidates, exclude, limit + 8) if len(n) < 16 or _unchanged_by_redaction(n)][:limit]
 
 
 def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
@@ -599,14 +599,9 @@ def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_
 
 @functools.lru_cache(maxsize=1 << 16)
 def _unchanged_by_redaction(text: str) -> bool:
+    """Cached: the same names and phrases recur across a dataset. (A name is checked whatever its characters: a
+    Stripe test key can be letters only, `sk_test_` and 24 of them.)"""
     return redact(text) == text
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _passes_redaction(name: str) -> bool:
-    """Not secret-shaped (long enough and mixing digits in: what a key or token looks like, identifiers and
-    paths rarely do), or unchanged by redaction. Cached: the same names recur across a dataset."""
-    return not any(c.isdigit() for c in name) or redact(name) == name
 
 
 def _chars(m: Message) -> int:

@@ -25,10 +25,12 @@ from .model import Message, fingerprint
 REF_HEX = 8
 REF_RE = re.compile(r"\[ref ([0-9a-f]{8})\]")
 TRUNCATED = "...[truncated]"
+RECALL_HINT_START = "Removed originals are archived:"
 RECALL_HINT = (
-    "Removed originals are archived: the `search` tool (argument `query`) finds them by words, "
+    f"{RECALL_HINT_START} the `search` tool (argument `query`) finds them by words, "
     "the `recall` tool (argument `ref`) returns the original behind any [ref ...]."
 )
+RECALL_HINT_SEARCH = f"{RECALL_HINT_START} the `search` tool (argument `query`) finds them by words."  # --no-refs
 
 
 def body_of(m: Message) -> Any:
@@ -108,7 +110,8 @@ def found(text: str) -> list[str]:
 SPAN_LINE_START = "Originals of the summarized turns:"
 
 
-def span_line(ref: str | None, hint: bool = False) -> str:
-    """The lines a summary ends with: the reference of the span it replaced, and (--recall-hint) the tools."""
+def span_line(ref: str | None, hint: bool = False, refs: bool = True) -> str:
+    """The lines a summary ends with: the reference of the span it replaced, and (--recall-hint) the tools; without
+    references (`refs` False) the hint names only `search`, there being no [ref ...] to recall."""
     lines = [f"{SPAN_LINE_START} {mark(ref)}."] if ref else []
-    return "\n".join(lines + [RECALL_HINT] if hint else lines)
+    return "\n".join(lines + [RECALL_HINT if refs else RECALL_HINT_SEARCH] if hint else lines)

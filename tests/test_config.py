@@ -336,6 +336,6 @@ def test_refs_and_recall_hint_are_settings(tmp_path):
     (tmp_path / "compactctl.toml").write_text("refs = false\nrecall-hint = true\n")
     r = run_in(tmp_path, *args)
     assert r.returncode == 0 and not ref.search(r.stdout) and b"unknown setting" not in r.stderr
-    assert b"the `recall` tool" in r.stdout  # the hint names the tools
+    assert b"the `search` tool" in r.stdout and b"the `recall` tool" not in r.stdout  # the hint, without references
     shown = orjson.loads(run_in(tmp_path, "config", "--json").stdout)
     assert shown["refs"]["value"] is False and shown["recall_hint"]["value"] is True

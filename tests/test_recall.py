@@ -102,6 +102,9 @@ def test_refs_off_and_the_recall_hint(tmp_path):
     hint, _ = compacted(tmp_path, "--recall-hint", arch="h.jsonl")
     [summary] = [m for m in read_jsonl(hint.read_bytes()) if refs.RECALL_HINT in str(m.get("content"))]
     assert "CONTEXT COMPACTION" in summary["content"]
+    # Without references the hint names only `search`: there is no [ref ...] to recall.
+    bare, _ = compacted(tmp_path, "--recall-hint", "--no-refs", arch="n.jsonl")
+    assert refs.RECALL_HINT_SEARCH in bare.read_text() and "[ref " not in bare.read_text()
 
 
 def test_sqlite_archive_restores_exactly_and_recalls(tmp_path):

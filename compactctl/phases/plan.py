@@ -26,7 +26,7 @@ from ..errors import CannotFit
 from ..harness import human_text
 from ..model import SUMMARY_END, SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
-from ..refs import RECALL_HINT, SPAN_LINE_START
+from ..refs import RECALL_HINT_START, SPAN_LINE_START
 from ..tokens import Counter
 from .assemble import summary_overhead
 
@@ -213,7 +213,7 @@ def carried_ask(summary: str) -> str | None:
     from ..summarizers.prompt import parse_sections, unescape_body
 
     body = parse_sections(summary).get("Active Task", "")
-    ends = (SPAN_LINE_START, RECALL_HINT, SUMMARY_END)  # a terse summary's last section runs into them
+    ends = (SPAN_LINE_START, RECALL_HINT_START, SUMMARY_END)  # a terse summary's last section runs into them
     lines = list(itertools.takewhile(lambda ln: not ln.startswith(ends), body.split("\n")))
     text = unescape_body("\n".join(lines)).strip()
     if not text or text in POINTERS or text == "None" or text.endswith("[cut]"):

@@ -141,7 +141,7 @@ def _ending(
     When the reference line (and the recall hint) would keep the ask out, the summary goes without them: the
     originals are archived all the same. Raises CannotFit when the ask does not fit even then."""
     span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs and any(m.untouched for m in members) else None
-    trailer = _refs.span_line(span[0] if span else None, recall_hint)
+    trailer = _refs.span_line(span[0] if span else None, recall_hint, refs)
     room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
     ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
     dropped = ""

@@ -21,7 +21,7 @@ from .model import Message, ToolCall
 KINDS: dict[str, str] = {}
 for _kind, _names in {
     "shell": "terminal bash shell execute_bash exec_command local_shell run_command execute_command run_shell container.exec run_terminal_cmd",
-    "read": "read_file read view_file open_file cat",
+    "read": "read_file read view_file open_file open cat",  # open: SWE-agent's viewer (a path, a line)
     "write": "write_file write create_file",
     "edit": "patch edit multiedit apply_patch edit_file replace str_replace notebookedit",
     "editor": "str_replace_editor str_replace_based_edit_tool",

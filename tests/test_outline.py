@@ -251,3 +251,20 @@ def test_a_digit_less_secret_is_no_name_in_a_digest():
     out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
     digest = out.messages[3].text()
     assert "checkout_service" in digest and key not in digest
+
+
+def test_swe_agent_open_is_a_read_that_says_its_lines():
+    from compactctl import tools
+
+    t = T(
+        [
+            call("o1", "open", {"path": "src/fields.py", "line_number": 1468}),
+            res(
+                "o1",
+                "[File: /repo/src/fields.py (1997 lines total)]\n(1465 more lines above)\n"
+                + "\n".join(f"{n}:x = {n}" for n in range(1466, 1480)),
+            ),
+        ]
+    )
+    line = tools.describe(t.messages[0].tool_calls[0], t.messages[1])
+    assert line == "[open] read src/fields.py lines 1466-1479"

@@ -271,6 +271,14 @@ def _pass_stats(st: PruneStats, step: int) -> PassStats:
     return {DROP: st.summaries, DEDUP: st.dedup, SUPERSEDE: st.summaries, IMAGE: st.images, ARGS: st.args}.get(step, st.summaries)
 
 
+def _memo(cache: dict, key, make):
+    """cache[key], made by make() the first time."""
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+    return found
+
+
 @dataclass(slots=True)
 class _Applied:
     """A reduction `_prune_bounded` applied, and how to take it back."""
@@ -413,41 +421,26 @@ class _Context:
         self.drop = {d.lower() for d in opts.drop_tools}
         self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
 
+    # Memoized per output text (or index): _settle digests an output again with more names, and its names, their
+    # ranking, its quoted phrases and its outline stay the same.
     def outcome(self, i: int) -> tools.Outcome:
-        out = self._outcomes.get(i)
-        if out is None:
-            out = self._outcomes[i] = tools.outcome(self.msgs[i])
-        return out
+        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i]))
 
     def names_of(self, text: str) -> list[str]:
         """names_in(text), memoized."""
-        found = self._names.get(text)
-        if found is None:
-            found = self._names[text] = names_in(text)
-        return found
+        return _memo(self._names, text, lambda: names_in(text))
 
     def _candidate_names(self, text: str, rank: bool) -> list[str]:
         """candidate_names(text, ...) ranked by self.weight when `rank`, memoized."""
-        found = self._ranked.get((text, rank))
-        if found is None:
-            found = self._ranked[text, rank] = candidate_names(text, self.weight if rank else None, self.names_of)
-        return found
+        return _memo(self._ranked, (text, rank), lambda: candidate_names(text, self.weight if rank else None, self.names_of))
 
     def _outline_of(self, text: str) -> list[outline.Definition]:
-        """outline.definitions(text), memoized."""
-        found = self._outlines.get(text)
-        if found is None:
-            found = self._outlines[text] = [
-                d for d in outline.definitions(text) if _unchanged_by_redaction(d.name)
-            ]  # a test's title may hold a password
-        return found
+        """outline.definitions(text) without a secret-shaped name (a test's title may hold a password), memoized."""
+        return _memo(self._outlines, text, lambda: [d for d in outline.definitions(text) if _unchanged_by_redaction(d.name)])
 
     def _literals_of(self, text: str) -> list[str]:
         """literals_in(text), memoized."""
-        found = self._literals.get(text)
-        if found is None:
-            found = self._literals[text] = literals_in(text)
-        return found
+        return _memo(self._literals, text, lambda: literals_in(text))
 
     @property
     def weight(self):

@@ -105,6 +105,8 @@ def main() -> None:
             "compactctl --version": ([*CLI, "--version"], False),
             "compactctl --help": ([*CLI, "--help"], False),
             "compact (1 message)": ([*CLI, "compact", s], False),
+            # An LLM configured (nothing listens there: the message fits, so no call is made, nor openai imported).
+            "compact (1 message, an LLM configured)": ([*CLI, "compact", s, "--base-url", "http://127.0.0.1:9/v1"], False),
             "prune \\| plan \\| summarize \\| repair (1 message)": (f"{q} prune {s} | {q} plan | {q} summarize | {q} repair", True),
         }
         for name, (cmd, shell) in checks.items():

@@ -119,6 +119,36 @@ def test_warm_cache_makes_no_calls_and_same_bytes(server, tmp_path):
     assert len(server.requests) == n + 1
 
 
+def test_a_run_that_makes_no_call_never_imports_the_openai_package(server, tmp_path):
+    """The openai package takes ~0.6 s to import: a hook that runs `compact` with an LLM configured on every
+    session pays it only when a summary is asked for (not when the session fits, nor when the cache answers)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from compactctl.entry import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    print(e.code, file=sys.stderr)\n"
+        "print('openai' in sys.modules, file=sys.stderr)"
+    )
+    args = ["--base-url", server.url, "--llm-model", "good", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "o.jsonl")]
+
+    def imported(*argv: str) -> bool:
+        r = subprocess.run([sys.executable, "-c", code, "compact", *argv, *args], capture_output=True, timeout=120)
+        *_, code_line, flag = r.stderr.decode().split()
+        assert code_line in ("0", "None"), r.stderr.decode()
+        return flag == "True"
+
+    fits = str(SAMPLES / "anthropic_session.jsonl")
+    assert not imported(fits)  # within its target: nothing to summarize
+    long = str(SAMPLES / "long_session.jsonl")
+    assert imported(long, "--context-window", "8000")  # the first run asks the LLM
+    n = len(server.requests)
+    assert n >= 1
+    assert not imported(long, "--context-window", "8000")  # the second is answered by the cache
+    assert len(server.requests) == n
+
+
 def test_chunks_update_the_summary(server, tmp_path):
     _, rep, _ = run(server, "good", tmp_path, llm_context=3000)
     assert rep["llm_calls"] >= 2

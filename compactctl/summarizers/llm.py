@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -171,6 +172,12 @@ def _norm(s: str) -> str:
     return " ".join(s.lower().split())
 
 
+def _refused_credentials(e: Exception) -> bool:
+    """A 401 or 403 from the endpoint (an openai error: the package is imported once a call was made)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError))
+
+
 class LLMSummarizer:
     name = "llm"
 
@@ -188,12 +195,14 @@ class LLMSummarizer:
         warn=None,
         max_in_flight: int = 1,
     ):
-        import openai
-
         self._slots = threading.BoundedSemaphore(max(1, max_in_flight))  # LLM calls in flight (--jobs)
         self.model, self.fallback_model, self.base_url = model, fallback_model, base_url
         self.cache, self.llm_context = cache, llm_context
-        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=retries)
+        self._client_args = {"base_url": base_url, "api_key": api_key or "not-needed", "timeout": timeout, "max_retries": retries}
+        # The client is made by the first call (the openai package takes ~0.6 s to import): a run that makes
+        # none (every transcript fits, or the cache answers) never imports it.
+        self._client = None
+        self._client_lock = threading.Lock()
         # one call may wait at most this long in all, retries included (a server that drips bytes
         # resets the client's read timeout forever): then it counts as a timeout
         backoff = sum(min(8.0, 0.5 * 2**k) for k in range(retries))  # the openai client's sleeps between retries
@@ -202,7 +211,16 @@ class LLMSummarizer:
         _install_sigint()
         self.breaker = breaker_for(base_url or "openai", cooldown)
         self.warn = warn or (lambda msg: None)
-        self._openai = openai
+
+    @property
+    def client(self):
+        """The OpenAI client, made (and the openai package imported) on first use."""
+        with self._client_lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(**self._client_args)
+        return self._client
 
     @classmethod
     def from_options(cls, opts, model: str, warn=None) -> LLMSummarizer:
@@ -319,15 +337,15 @@ class LLMSummarizer:
                     self._slots.release()
             except Cancelled:
                 raise
-            except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as e:
-                raise LLMAuthError(
-                    f"the LLM endpoint refused the credentials ({e.status_code}): check OPENAI_API_KEY and --base-url"
-                ) from e
             except Transient as e:
                 self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {e}")
                 continue
             except Exception as e:  # noqa: BLE001 - 429/5xx/timeouts, and a 200 whose body is not JSON
+                if _refused_credentials(e):
+                    raise LLMAuthError(
+                        f"the LLM endpoint refused the credentials ({getattr(e, 'status_code', '?')}): check OPENAI_API_KEY and --base-url"
+                    ) from e
                 self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
                 continue

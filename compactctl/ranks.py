@@ -12,7 +12,7 @@ check is rebuilt from the official source. The ranks are a dense 0..n-1 range in
 
 `FastCounter` counts tokens exactly like tiktoken's `encode_ordinary`: ASCII text is split by the
 official pattern restricted to ASCII (where its Unicode classes are plain: letters, digits, the six
-White_Space characters) run by the standard `re` module (possessive quantifiers need Python 3.11),
+White_Space characters) run by the standard `re` module (without its possessive quantifiers before 3.11),
 other text by the official pattern in the `regex` module when each of its characters has a settled
 Unicode class (see below); then each piece goes through the same byte-pair merge loop as
 tiktoken's `_byte_pair_merge` (lowest rank first, leftmost on ties). The counter declines (None)
@@ -214,7 +214,18 @@ _ASCII_PATTERNS = {
         ]
     ),
 }
-FAST_OK = sys.version_info >= (3, 11)  # possessive quantifiers in `re`
+
+
+def ascii_pattern(name: str, possessive: bool = sys.version_info >= (3, 11)) -> str:
+    r"""The ASCII pattern for the standard `re` module, without its possessive quantifiers where `re` has none
+    (before Python 3.11). It splits the same pieces: each possessive quantifier here either ends its alternative
+    or is followed only by a quantifier that cannot fail (`[\r\n]*+`) or by the end of the text (`\s++\Z`, where
+    giving back white space cannot reach the end), and a possessive `X?+` stands before a `++` run of a class
+    X has no member of, so backtracking never finds another match (a test compares the two splits)."""
+    pat = _ASCII_PATTERNS[name]
+    return pat if possessive else re.sub(r"(?<=[?+*}])\+", "", pat)
+
+
 MAX_PIECE = 1024  # longer pieces (bytes; the merge loop is quadratic: ~15 ms at 1 KB) go to tiktoken
 LONG_PIECE = 128
 LONG_BYTES = 64 << 10  # distinct pieces over LONG_PIECE bytes merged here, in all, before tiktoken is cheaper
@@ -259,7 +270,7 @@ class FastCounter:
     def __init__(self, name: str, table: RankTable):
         self.name = name
         self.table = table
-        self._split = re.compile(_ASCII_PATTERNS[name], re.ASCII).findall
+        self._split = re.compile(ascii_pattern(name), re.ASCII).findall
         self._usplit: Callable[[str], list[str]] | None = None
         self._classes: _UnicodeClasses | None = None
         self._pieces: dict[str, int] = {}

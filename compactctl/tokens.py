@@ -202,9 +202,9 @@ class Counter:
         if self._encoder is None and self._fast_chars < FAST_CHARS:
             fast = self._fast
             if fast is None:
-                from .ranks import FAST_OK, FastCounter
+                from .ranks import FastCounter
 
-                fast = self._fast = FastCounter(self.encoding, rank_table(self.encoding)) if FAST_OK else False
+                fast = self._fast = FastCounter(self.encoding, rank_table(self.encoding))
             if fast:
                 n = fast.count(s)
                 if n is not None:

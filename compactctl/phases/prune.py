@@ -96,15 +96,13 @@ class PruneStats:
         return d
 
 
-def protected_start(counts, budget: int) -> int:
-    """First index of the recent part whose tokens fit `budget` (at least the last message).
-    `counts` may be a list or a function of the index (counted from the end only as far as needed)."""
-    n = len(counts) if isinstance(counts, list) else counts.n
-    at = counts.__getitem__ if isinstance(counts, list) else counts
+def protected_start(counts: list[int], budget: int) -> int:
+    """First index of the recent part whose tokens (`counts`, one per message) fit `budget` (at least the last message)."""
+    n = len(counts)
     total = 0
     i = n
-    while i > 0 and total + at(i - 1) <= budget:
-        total += at(i - 1)
+    while i > 0 and total + counts[i - 1] <= budget:
+        total += counts[i - 1]
         i -= 1
     return min(i, max(n - 1, 0))
 
@@ -139,12 +137,7 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
             return t, st
         protect = protected_start(counts, opts.protect_tokens)
     else:
-
-        def count_at(i: int) -> int:
-            return counter.message(msgs[i])
-
-        count_at.n = n  # type: ignore[attr-defined]
-        protect = protected_start(count_at, opts.protect_tokens)
+        protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, {})
         total = 0
     st.protected_from = protect
     ctx = _Context(t, msgs, counter, opts, protect)

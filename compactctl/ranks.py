@@ -12,7 +12,7 @@ check is rebuilt from the official source. The ranks are a dense 0..n-1 range in
 
 `FastCounter` counts tokens exactly like tiktoken's `encode_ordinary`: ASCII text is split by the
 official pattern restricted to ASCII (where its Unicode classes are plain: letters, digits, the six
-White_Space characters) run by the standard `re` module (without its possessive quantifiers before 3.11),
+White_Space characters) run by the standard `re` module,
 other text by the official pattern in the `regex` module when each of its characters has a settled
 Unicode class (see below); then each piece goes through the same byte-pair merge loop as
 tiktoken's `_byte_pair_merge` (lowest rank first, leftmost on ties). The counter declines (None)
@@ -199,9 +199,14 @@ PATTERNS = {
 # The same patterns restricted to ASCII, for the standard `re` module. On ASCII text they match the
 # same pieces: \p{L} = [A-Za-z], \p{Lu} = [A-Z], \p{Ll} = [a-z], \p{Lt} \p{Lm} \p{Lo} \p{M} have no
 # ASCII member, \p{N} = [0-9], \s (White_Space) = [\t\n\v\f\r ] as re.ASCII has it, and `$` (end of
-# text in Rust's regex) is `\Z`.
+# text in Rust's regex) is `\Z`. cl100k_base's possessive quantifiers are left out (Python 3.10's `re` has
+# none), which splits the same pieces: each of them ends its alternative, or is followed only by a
+# quantifier that cannot fail (`[\r\n]*`) or by the end of the text (`\s+\Z`: giving back white space
+# cannot reach the end), and the optional `[^\r\nA-Za-z0-9]?` stands before a run of letters it has no
+# member of, so backtracking never finds another match. A test compares the splits with the official
+# patterns in the `regex` module.
 _ASCII_PATTERNS = {
-    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+| ?[^\sA-Za-z0-9]++[\r\n]*+|\s++\Z|\s*[\r\n]|\s+(?!\S)|\s""",
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?[A-Za-z]+|[0-9]{1,3}| ?[^\sA-Za-z0-9]+[\r\n]*|\s+\Z|\s*[\r\n]|\s+(?!\S)|\s""",
     "o200k_base": "|".join(
         [
             r"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -214,18 +219,6 @@ _ASCII_PATTERNS = {
         ]
     ),
 }
-
-
-def ascii_pattern(name: str, possessive: bool = sys.version_info >= (3, 11)) -> str:
-    r"""The ASCII pattern for the standard `re` module, without its possessive quantifiers where `re` has none
-    (before Python 3.11). It splits the same pieces: each possessive quantifier here either ends its alternative
-    or is followed only by a quantifier that cannot fail (`[\r\n]*+`) or by the end of the text (`\s++\Z`, where
-    giving back white space cannot reach the end), and a possessive `X?+` stands before a `++` run of a class
-    X has no member of, so backtracking never finds another match (a test compares the two splits)."""
-    pat = _ASCII_PATTERNS[name]
-    return pat if possessive else re.sub(r"(?<=[?+*}])\+", "", pat)
-
-
 MAX_PIECE = 1024  # longer pieces (bytes; the merge loop is quadratic: ~15 ms at 1 KB) go to tiktoken
 LONG_PIECE = 128
 LONG_BYTES = 64 << 10  # distinct pieces over LONG_PIECE bytes merged here, in all, before tiktoken is cheaper
@@ -234,7 +227,7 @@ MEMO_PIECES = 1 << 18
 # Other text is split by the `regex` module (tiktoken's own dependency) with the official pattern.
 # Its classes (\p{..}, \s) come from its own Unicode tables, tiktoken's from Rust's regex crate,
 # and the two may be of different Unicode versions. So a character is counted here only when its
-# class is settled: assigned in Python's unicodedata (Unicode 14), with the same general category
+# class is settled: assigned in Python's unicodedata (Unicode 14 on 3.11, 13 on 3.10), with the same general category
 # and white-space status there as in the `regex` module's newer tables, so not one of the few
 # characters whose properties moved between versions. Anything else goes to tiktoken.
 _CLASSES = ("Lu", "Lt", "Lm", "Lo", "M", "Ll", "N")
@@ -270,7 +263,7 @@ class FastCounter:
     def __init__(self, name: str, table: RankTable):
         self.name = name
         self.table = table
-        self._split = re.compile(ascii_pattern(name), re.ASCII).findall
+        self._split = re.compile(_ASCII_PATTERNS[name], re.ASCII).findall
         self._usplit: Callable[[str], list[str]] | None = None
         self._classes: _UnicodeClasses | None = None
         self._pieces: dict[str, int] = {}

@@ -23,7 +23,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .model import Message, is_image_part
@@ -182,7 +182,7 @@ class Counter:
         if not self.approx:
             rank_table(self.encoding)  # an unknown encoding or a bad rank file fails here, not mid-run
         self._encoder = None  # tiktoken's, built at first need
-        self._fast: FastCounter | Literal[False] | None = None  # False: the fast counter cannot run here
+        self._fast: FastCounter | None = None
         self._fast_chars = 0
 
     def expect(self, input_bytes: int) -> None:
@@ -205,11 +205,10 @@ class Counter:
                 from .ranks import FastCounter
 
                 fast = self._fast = FastCounter(self.encoding, rank_table(self.encoding))
-            if fast:
-                n = fast.count(s)
-                if n is not None:
-                    self._fast_chars += len(s)
-                    return n
+            n = fast.count(s)
+            if n is not None:
+                self._fast_chars += len(s)
+                return n
         return len(self._enc.encode_ordinary(s))
 
     @property

@@ -149,6 +149,30 @@ def test_a_run_that_makes_no_call_never_imports_the_openai_package(server, tmp_p
     assert len(server.requests) == n
 
 
+def test_making_the_client_does_not_count_against_the_call_deadline(server, tmp_path):
+    """The first call imports openai and makes the client: seconds on a busy machine, never a timeout."""
+    import time
+
+    class SlowStart(LLMSummarizer):
+        @property
+        def client(self):
+            time.sleep(2.0)  # longer than the whole call deadline below
+            return LLMSummarizer.client.fget(self)
+
+    s = SlowStart("good", server.url, "test-key", timeout=0.3, retries=0, cache=None)
+    assert s.call_deadline < 2.0
+    out, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert rep["summarizer"] == "llm:good" and rep["llm_calls"] == 1, rep["warnings"]
+
+
+def test_a_malformed_base_url_is_a_usage_error(tmp_path):
+    out = tmp_path / "out.jsonl"
+    args = ["compact", str(SAMPLES / "long_session.jsonl"), "--context-window", "8000", "--summarizer", "llm"]
+    r = cli(*args, "--base-url", "http://[::1", "-o", str(out), "--no-cache")
+    assert r.returncode == 2 and not out.exists(), r.stderr.decode()
+    assert "--base-url" in r.stderr.decode() and "Traceback" not in r.stderr.decode()
+
+
 def test_chunks_update_the_summary(server, tmp_path):
     _, rep, _ = run(server, "good", tmp_path, llm_context=3000)
     assert rep["llm_calls"] >= 2

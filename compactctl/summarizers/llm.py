@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from ..cache import SummaryCache, key_of, open_cache
-from ..errors import LLMAuthError
+from ..errors import LLMAuthError, UsageError
 from ..jsonl import without_surrogates
 from ..model import Message
 from ..tokens import Counter
@@ -214,12 +214,16 @@ class LLMSummarizer:
 
     @property
     def client(self):
-        """The OpenAI client, made (and the openai package imported) on first use."""
+        """The OpenAI client, made (and the openai package imported) on first use; options it refuses (a
+        malformed --base-url) are a usage error, not an endpoint failure to retry."""
         with self._client_lock:
             if self._client is None:
                 import openai
 
-                self._client = openai.OpenAI(**self._client_args)
+                try:
+                    self._client = openai.OpenAI(**self._client_args)
+                except Exception as e:  # noqa: BLE001 - whatever the client's own checks raise
+                    raise UsageError(f"the LLM client refused its options (--base-url {self.base_url!r}?): {type(e).__name__}: {e}") from e
         return self._client
 
     @classmethod
@@ -238,14 +242,14 @@ class LLMSummarizer:
             max_in_flight=opts.jobs,
         )
 
-    def _call(self, request: dict, deadline: float):
+    def _call(self, client, request: dict, deadline: float):
         """The request in a helper thread, waited for until `deadline` or Ctrl-C (CANCEL)."""
         box: dict = {}
         done = threading.Event()
 
         def target():
             try:
-                box["resp"] = self.client.chat.completions.create(**request)
+                box["resp"] = client.chat.completions.create(**request)
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 box["err"] = e
             finally:
@@ -317,6 +321,11 @@ class LLMSummarizer:
 
     def _ask(self, models: list[str], requests: dict[str, dict], stats: _CallStats, deadline: float | None) -> str:
         """The first usable answer of the models in order (retries are the client's), cached; Transient if none."""
+        # Making the client (the first call imports openai: seconds on a busy machine) does not count against the deadlines.
+        started = time.monotonic()
+        client = self.client
+        if deadline is not None:
+            deadline += time.monotonic() - started
         for model in models:
             request = requests[model]
             call_deadline = time.monotonic() + self.call_deadline
@@ -332,7 +341,7 @@ class LLMSummarizer:
                 stats["calls"] += 1
                 self._slot(call_deadline)
                 try:
-                    resp = self._call(request, call_deadline)
+                    resp = self._call(client, request, call_deadline)
                 finally:
                     self._slots.release()
             except Cancelled:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from compactctl import api
+from compactctl import api, refs
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
+from compactctl.markers import NAMES_LINE
 from compactctl.model import Message, Transcript, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import offline
@@ -96,6 +97,26 @@ def test_digest_keeps_the_names_of_the_output():
     assert "SessionRegistry" in digest and "start_link" in digest and len(digest) < 600
 
 
+def test_names_are_separated_by_a_space_a_token_cheaper_than_a_comma():
+    """A names line (a digest's, a cut argument's, the summary's index) lists its names with a space between them:
+    ", " costs a token more per name, and names never hold a space (quoted phrases carry their own quotes)."""
+    rows = session(1)
+    rows[3] = res(
+        "r0", "".join(f"def handler_{k}(registry_{k}): return Config.read_{k}\n" for k in range(40)) + 'raise "Cannot list the dir"\n'
+    )
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    line = next(ln for ln in out.messages[3].text().split("\n") if ln.startswith(NAMES_LINE))
+    names = refs.REF_RE.sub("", line[len(NAMES_LINE) :]).strip()
+    assert "handler_0 registry_0 Config.read_0 handler_1" in names and ", " not in names
+    assert '"Cannot list the dir"' in names  # a quoted phrase stays whole
+    listed = names.split('"')[0].split()
+    assert COUNTER.text(" ".join(listed)) < COUNTER.text(", ".join(listed)) - len(listed) // 2
+    f = Facts(last_request="go", first_request="go")
+    f.names = [f"handler_{k}" for k in range(30)]
+    index = [ln for ln in offline.summarize(f, COUNTER, 3000).split("\n") if ln.startswith(offline.INDEX_LINE)]
+    assert index and all(", " not in ln for ln in index) and " handler_1 handler_2 " in index[0]
+
+
 def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds():
     rows = session(2)
     body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
@@ -132,9 +153,10 @@ def test_digests_keep_the_vocabulary_when_a_summary_must_follow():
     rows = session(30)
     rows[3] = res("r0", body)
     t = T(rows)
-    budget = api.Budget(context_window=3000, tail_tokens=60, summary_min=300)
+    budget = api.Budget(context_window=3000, tail_tokens=60, summary_min=300, protect_first=1)  # the digest is summarized
     out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
     summary = next(m.text() for m in out.messages if "## Active Task" in m.text())
+    assert rep["ranges"]["middle"][0] <= 3 < rep["ranges"]["middle"][1]
     assert rep["status"] == "compacted" and summary.count("arg_") > 2 * out64.messages[3].text().count("arg_")
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from .. import outline, refs, tools
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE  # re-exported here for callers of prune
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE  # re-exported here for callers of prune
 from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
@@ -548,7 +548,7 @@ class _Context:
         names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
         if not doc and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
-        return line + "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + ", ".join(names) if names else line
+        return line + "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + NAMES_SEP.join(names) if names else line
 
 
 def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
@@ -617,7 +617,7 @@ def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAME
 
     def cut_text(v: str) -> str:
         found = safe_names(v[keep:], weight, exclude=v[:keep], limit=names)
-        return v[:keep] + TRUNCATED + (f" names: {', '.join(found)}" if found else "")
+        return v[:keep] + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
 
     try:
         value = orjson.loads(arguments)

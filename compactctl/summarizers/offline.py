@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ..harness import INJECTED_TAGS
+from ..markers import NAMES_SEP
 from ..tokens import Counter
 from .facts import Facts
 from .prompt import SECTIONS, escape_body, parse_sections
@@ -255,11 +256,11 @@ def _work_and_notes(b: _Items) -> None:
     for label, doc in f.documents[-DOCUMENTS:]:
         doc = [n for n in doc if n not in written]
         if doc:
-            b.add("Remaining Work", f"- named by {b.rel(label)} (a description of work): " + ", ".join(doc[:DOCUMENT_NAMES]), 2)
+            b.add("Remaining Work", f"- named by {b.rel(label)} (a description of work): " + NAMES_SEP.join(doc[:DOCUMENT_NAMES]), 2)
     # In lines of a few, not one item: a long list (a pip log's versions and URLs) is kept as far as the room goes,
     # not dropped whole when it does not fit.
     for k in range(0, len(f.identifiers), NAMES_PER_LINE):
-        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
+        b.add("Critical Context", "- identifiers: " + NAMES_SEP.join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
     for note in f.notices[-5:]:
         b.add("Critical Context", "- harness note: " + " ".join(_MARKUP.sub(" ", note).split())[:300], 3)
 
@@ -305,7 +306,9 @@ def _index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> l
     """The index in lines of NAMES_PER_LINE names; the first `first` names close a line of their own (so a
     room smaller than one full line still takes the most used names)."""
     cuts = [*range(0, first, NAMES_PER_LINE), *range(first, len(names), NAMES_PER_LINE), len(names)]
-    return [Item("Critical Context", INDEX_LINE + ", ".join(names[a:e]), 5, order + k) for k, (a, e) in enumerate(itertools.pairwise(cuts))]
+    return [
+        Item("Critical Context", INDEX_LINE + NAMES_SEP.join(names[a:e]), 5, order + k) for k, (a, e) in enumerate(itertools.pairwise(cuts))
+    ]
 
 
 def _index_fit(names: list[str], counter: Counter, room: int) -> int:
@@ -313,7 +316,7 @@ def _index_fit(names: list[str], counter: Counter, room: int) -> int:
     while they fit, then as much of the next line as fits."""
 
     def cost(a: int, e: int) -> int:
-        return counter.text(INDEX_LINE + ", ".join(names[a:e])) + 1
+        return counter.text(INDEX_LINE + NAMES_SEP.join(names[a:e])) + 1
 
     start = 0
     while start < len(names) and cost(start, start + NAMES_PER_LINE) <= room:
@@ -408,12 +411,12 @@ def _top_up(ch: _Choice, budget: int) -> None:
     if k is None:
         return
     it = ch.items[k]
-    names = it.text[len(INDEX_LINE) :].split(", ")
+    names = it.text[len(INDEX_LINE) :].split(NAMES_SEP)
     heading = ch.heading[it.section] if ch.terse and it.section not in ch.sections else 0
     left = budget - ch.counter.text(_render(ch.items, set(ch.chosen), ch.terse)) - heading  # exact: the "(+N more)" notes too
     fit = _index_fit(names, ch.counter, left)
     if fit:
-        ch.items[k] = Item(it.section, INDEX_LINE + ", ".join(names[:fit]), 5, it.order)
+        ch.items[k] = Item(it.section, INDEX_LINE + NAMES_SEP.join(names[:fit]), 5, it.order)
         ch.take(ch.items[k])
 
 

@@ -94,7 +94,8 @@ def count_names(texts) -> Counter:
 
 
 # A quoted literal that reads as a phrase: a test's name, a message, a label ("excludes closed annotations").
-# No comma inside (a names line is a comma-separated list); single quotes only around, never inside, a word.
+# No comma inside (names lines were comma-separated once; a phrase with a comma is rarely one a continuation
+# quotes back); single quotes only around, never inside, a word.
 # The lookbehind of a single-quoted one sits after its quote (the character before that quote is not a word
 # character nor a quote), so that both alternatives start with a literal quote: a regex scan that is ~3x faster.
 _LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|\'(?<![\w\']\')([^\'\n\\,]{6,60})\'(?![\w\'])')
@@ -105,7 +106,8 @@ def literals_in(text: str) -> list[str]:
     out: dict[str, None] = {}
     for mo in _LITERAL.finditer(text):
         q = mo.group(1) or mo.group(2)
-        if " " in q and q.strip() == q and any(c.isalpha() for c in q):
+        # Listed between double quotes among the names of a digest: a phrase holding one would not read as one.
+        if " " in q and q.strip() == q and '"' not in q and any(c.isalpha() for c in q):
             out['"' + q + '"'] = None
     return list(out)
 

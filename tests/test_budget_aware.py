@@ -99,22 +99,37 @@ def test_digest_keeps_the_names_of_the_output():
 
 def test_names_are_separated_by_a_space_a_token_cheaper_than_a_comma():
     """A names line (a digest's, a cut argument's, the summary's index) lists its names with a space between them:
-    ", " costs a token more per name, and names never hold a space (quoted phrases carry their own quotes)."""
+    ", " costs a token more per name (20 names: 58 tokens against 77). A digest's names never hold a space; its
+    quoted phrases carry their own quotes, and a phrase holding a double quote is left out (it would not read as one)."""
+    from compactctl.summarizers.facts import document_names
+
     rows = session(1)
-    rows[3] = res(
-        "r0", "".join(f"def handler_{k}(registry_{k}): return Config.read_{k}\n" for k in range(40)) + 'raise "Cannot list the dir"\n'
-    )
+    body = "".join(f"def handler_{k}(registry_{k}): return Config.read_{k}\n" for k in range(40))
+    rows[3] = res("r0", body + 'raise "Cannot list the dir"\nx = \'the [data-mode="code"] code\'\n')
     out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
     line = next(ln for ln in out.messages[3].text().split("\n") if ln.startswith(NAMES_LINE))
     names = refs.REF_RE.sub("", line[len(NAMES_LINE) :]).strip()
     assert "handler_0 registry_0 Config.read_0 handler_1" in names and ", " not in names
-    assert '"Cannot list the dir"' in names  # a quoted phrase stays whole
-    listed = names.split('"')[0].split()
-    assert COUNTER.text(" ".join(listed)) < COUNTER.text(", ".join(listed)) - len(listed) // 2
+    assert names.endswith('"Cannot list the dir"') and "data-mode" not in names
+    # the names after a cut argument
+    cut = orjson.loads(truncate_arguments(orjson.dumps({"content": "x" * 300 + " parse_filter load_config tests/test_a.py"}).decode(), 200))
+    assert cut["content"].endswith("names: parse_filter load_config tests/test_a.py")
+    # the summary's index, also where the room takes only part of a line: whole names, never a piece of one
     f = Facts(last_request="go", first_request="go")
-    f.names = [f"handler_{k}" for k in range(30)]
-    index = [ln for ln in offline.summarize(f, COUNTER, 3000).split("\n") if ln.startswith(offline.INDEX_LINE)]
-    assert index and all(", " not in ln for ln in index) and " handler_1 handler_2 " in index[0]
+    f.names = [f"handler_{k}_of_the_registry" for k in range(60)]
+    for budget in (3000, 230, 170):
+        index = [ln for ln in offline.summarize(f, COUNTER, budget).split("\n") if ln.startswith(offline.INDEX_LINE)]
+        listed = [n for ln in index for n in ln[len(offline.INDEX_LINE) :].split(" ")]
+        assert index and all(", " not in ln for ln in index) and set(listed) <= set(f.names), budget
+    # identifiers may hold a space ("port 5432"): their line keeps ", "
+    f.identifiers = ["port 5432", "http://localhost:4000/api"]
+    assert "- identifiers: port 5432, http://localhost:4000/api" in offline.summarize(f, COUNTER, 3000)
+    # a task description's names read back whichever separator wrote them (an older compaction wrote ", ")
+    for sep in (" ", ", "):
+        old = Message(
+            "tool", f"[Read] read spec.md\n  names (task description): {sep.join(['lib/a.ex', 'handler_1', 'handler_2'])} [ref 1a2b3c4d]"
+        )
+        assert document_names(old) == ["lib/a.ex", "handler_1", "handler_2"]
 
 
 def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds():

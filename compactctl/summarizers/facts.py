@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .. import refs, tools
 from ..harness import human_text, is_injected
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_summary
 from ..names import is_task_document, names_in
 from ..pairs import match
@@ -155,7 +155,8 @@ def document_names(result: Message | None) -> list[str]:
     text = result.text()
     for ln in text.split("\n"):
         if ln.startswith(DOC_NAMES_LINE):
-            return [n for n in refs.REF_RE.sub("", ln[len(DOC_NAMES_LINE) :]).strip().split(NAMES_SEP) if n]
+            # A name never holds a space nor a comma: a line written with either separator (an older compaction's ", ") reads alike.
+            return refs.REF_RE.sub("", ln[len(DOC_NAMES_LINE) :]).replace(",", " ").split()
     return names_in(text) if is_task_document(text) else []
 
 

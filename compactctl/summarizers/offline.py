@@ -260,7 +260,8 @@ def _work_and_notes(b: _Items) -> None:
     # In lines of a few, not one item: a long list (a pip log's versions and URLs) is kept as far as the room goes,
     # not dropped whole when it does not fit.
     for k in range(0, len(f.identifiers), NAMES_PER_LINE):
-        b.add("Critical Context", "- identifiers: " + NAMES_SEP.join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
+        # ", " here, not NAMES_SEP: an identifier may hold a space ("port 5432").
+        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
     for note in f.notices[-5:]:
         b.add("Critical Context", "- harness note: " + " ".join(_MARKUP.sub(" ", note).split())[:300], 3)
 

@@ -11,4 +11,4 @@ DUPLICATE = "[Duplicate tool output — same content as a more recent call]"  # 
 NAMES_LINE = "  names: "  # how a prune digest lists the names it kept
 DOC_NAMES_LINE = "  names (task description): "  # ... of an output that describes work (names.is_task_document)
 OUTLINE_LINE = "  outline: "  # ... the definitions of a numbered file read, with their lines (outline.py)
-NAMES_SEP = " "  # between the names of a names line or an index line (", " costs a token more per name)
+NAMES_SEP = " "  # between the names of a names, outline or index line (", " costs a token more per name)

@@ -111,7 +111,7 @@ def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twi
     digest = out.messages[3].text()
     first, outline_line, names = digest.split("\n")[:3]
     assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
-    assert outline_line == "  outline: MyApp.Sessions 1-14, list 4-8, load 10-13"
+    assert outline_line == "  outline: MyApp.Sessions 1-14 list 4-8 load 10-13"  # a range follows each name; no comma (a token each)
     assert names.startswith("  names: ") and "MyApp.Sessions" not in names
     # The summary's action line keeps the read's line, not its outline (the index takes the names).
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
@@ -216,7 +216,7 @@ def test_a_digest_whose_only_names_are_its_outline_keeps_its_reference_in_the_su
     t = read_session(numbered(code))
     out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
     digest = out.messages[3].text()
-    assert "  outline: load_config 1-2, main 4-5 [ref " in digest and "names:" not in digest
+    assert "  outline: load_config 1-2 main 4-5 [ref " in digest and "names:" not in digest
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
     assert "[ref " in action.line and "outline" not in action.line
 

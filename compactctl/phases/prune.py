@@ -543,7 +543,7 @@ class _Context:
             # A numbered file read: its definitions and their lines first (half the names at most).
             k = min(len(entries), max(1, limit // 2))
             chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
-            line += "\n" + OUTLINE_LINE + ", ".join(map(str, chosen))
+            line += "\n" + OUTLINE_LINE + NAMES_SEP.join(map(str, chosen))  # "name 12-40 other 45": a range follows each name
             limit -= k
         names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
         if not doc and self.opts.digest_names and ('"' in text or "'" in text):

@@ -139,7 +139,10 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     msgs = [m for m in originals if m is not None]
     for i, m in enumerate(msgs):
         m.index = i
-    return compacted.evolve(messages=msgs, native=None)
+    # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
+    # layouts' state (their lines) described the compacted file.
+    carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None
+    return compacted.evolve(messages=msgs, native=carrier)
 
 
 def lines_record(t: Transcript, written: list[bytes]) -> dict | None:

@@ -17,6 +17,8 @@ Baselines, at the same token budget as compactctl:
 - head-tail: the system message(s) and first N messages + the last messages that fit, every tool
   output cut to 500 characters (the naive `messages[:N] + messages[-M:]`), then repaired;
 - masking: tool outputs outside the recent tail replaced by a placeholder, everything else kept.
+An observation (Message.observation: SWE-agent's output of a text action, in a user turn) counts as a tool
+output throughout: its error lines are probes, its sentences are not the user's constraints.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import tools
-from .model import Message, Transcript, fingerprint, is_summary, last_user_index
+from .model import Message, ToolCall, Transcript, fingerprint, is_output, is_summary, last_user_index
 from .phases.plan import Budget
 from .phases.prune import protected_start
 from .phases.repair import MEASURED, check, repair
@@ -59,44 +61,38 @@ def probes(t: Transcript, removed: set[int]) -> list[Probe]:
     call_of = calls_for_results(msgs)
     result_of = {id(c): msgs[i] for i, c in call_of.items()}
     out: dict[Probe, None] = {}
-
-    def add(p: Probe) -> None:
-        if p.text.strip():
-            out.setdefault(p)
-
     for i in sorted(removed):
         m = msgs[i]
         if is_summary(m):
             continue
-        if m.role == "user":
-            for s in constraint_sentences(m.text()):
-                add(Probe("constraints", s))
-            for ident in identifiers_in(m.text()):
-                add(Probe("identifiers", ident))
+        if m.role == "user" and not m.observation:  # an observation is output (SWE-agent), below
+            found = [Probe("constraints", s) for s in constraint_sentences(m.text())] + _identifiers(m.text())
         elif m.role == "assistant":
-            for ident in identifiers_in(m.text()):
-                add(Probe("identifiers", ident))
-            for c in m.tool_calls:
-                for _, path in tools.files_of(c):
-                    add(Probe("files", path))
-                cmd = tools.command_of(c)
-                res = result_of.get(id(c))
-                out_ = tools.outcome(res) if res is not None else None
-                if cmd:
-                    add(Probe("commands", cmd[:100], out_.exit_code if out_ else None))
-                    for ident in identifiers_in(cmd):
-                        add(Probe("identifiers", ident))
-        elif m.role == "tool":
+            found = _identifiers(m.text()) + [p for c in m.tool_calls for p in _call_probes(c, result_of.get(id(c)))]
+        elif is_output(m):
             o = tools.outcome(m)
-            if o.failed:
-                for e in o.error_lines[:3]:
-                    add(Probe("errors", e[:200]))
-                    for ident in identifiers_in(e):
-                        add(Probe("identifiers", ident))
+            found = [p for e in o.error_lines[:3] for p in [Probe("errors", e[:200]), *_identifiers(e)]] if o.failed else []
+        else:
+            found = []
+        out.update((p, None) for p in found if p.text.strip())
     lu = last_user_index(msgs)
-    if lu is not None:
-        add(Probe("last_ask", msgs[lu].text()))
+    if lu is not None and msgs[lu].text().strip():
+        out.setdefault(Probe("last_ask", msgs[lu].text()))
     return list(out)
+
+
+def _identifiers(text: str) -> list[Probe]:
+    return [Probe("identifiers", ident) for ident in identifiers_in(text)]
+
+
+def _call_probes(c: ToolCall, result: Message | None) -> list[Probe]:
+    """A call's files, and its command with the exit code its result shows."""
+    found = [Probe("files", path) for _, path in tools.files_of(c)]
+    cmd = tools.command_of(c)
+    if cmd:
+        code = tools.outcome(result).exit_code if result is not None else None
+        found += [Probe("commands", cmd[:100], code), *_identifiers(cmd)]
+    return found
 
 
 def haystack(t: Transcript) -> str:
@@ -187,7 +183,7 @@ def masking(t: Transcript, counter: Counter, keep_tokens: int) -> Transcript:
     """Observation masking: old tool outputs become a placeholder; everything else is kept."""
     counts = counter.messages(t.messages)
     start = protected_start(counts, keep_tokens)
-    msgs = [m.evolve(content=MASK) if i < start and m.role == "tool" else m for i, m in enumerate(t.messages)]
+    msgs = [m.evolve(content=MASK) if i < start and is_output(m) else m for i, m in enumerate(t.messages)]
     return t.evolve(messages=msgs)
 
 

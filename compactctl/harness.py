@@ -3,7 +3,8 @@
 Agents' harnesses put their own text in user turns: Claude Code's `<system-reminder>`, hook output,
 `<task-notification>`, slash-command echoes and local-command output, skill bodies (`isMeta` lines);
 Codex's `<environment_context>`, `<user_instructions>` and the IDE context wrapped around the
-person's request ("## My request for Codex:"); interruption notices. Those are facts about the
+person's request ("## My request for Codex:"); interruption notices; SWE-agent's demonstration and the
+observation of each text action (flagged by the reader: `Message.observation`). Those are facts about the
 session, not asks: the Goal, Active Task and Pending User Asks of a summary and the last ask that a
 plan keeps verbatim come from the person's own words (`human_text`).
 
@@ -43,13 +44,16 @@ INJECTED_OPENINGS = (
 )
 _TAG_BLOCK = re.compile(r"<(" + "|".join(re.escape(t) for t in INJECTED_TAGS) + r")\b[^>]*>.*?(?:</\1>|\Z)", re.S)
 CODEX_REQUEST = "## My request for Codex:"
+# Keys SWE-agent writes on each history entry besides `action` (a record from elsewhere that has an `action` key
+# does not make the user turn after it an observation).
+SWE_AGENT_KEYS = ("thought", "agent", "message_type")
 
 
 def is_injected(m: Any) -> bool:
     """True for a user-role message written by the harness, not the person."""
     if m.role != "user":
         return False
-    if m.injected:
+    if m.injected or m.observation:
         return True
     text = m.text().lstrip()
     if text.startswith(INJECTED_OPENINGS):
@@ -67,3 +71,15 @@ def human_text(m: Any) -> str:
     if "<" in text:
         text = _TAG_BLOCK.sub("", text)
     return text.strip()
+
+
+def text_action(m: Any) -> str | None:
+    """The command an assistant turn ran as text: SWE-agent keeps what it parsed from the reply (`edit 12:14 ...`,
+    `find_file "x.py"`) in `action`, beside its `thought`; the environment's answer is the next user turn. None
+    for a turn that calls tools or carries no such action."""
+    if m.role != "assistant" or m.tool_calls:
+        return None
+    action = m.extra.get("action")
+    if not isinstance(action, str) or not action.strip() or not any(k in m.extra for k in SWE_AGENT_KEYS):
+        return None
+    return action.strip()

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .harness import is_injected
+from .harness import is_injected, text_action
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"
@@ -87,6 +87,9 @@ class Message:
     extra: dict[str, Any] = field(default_factory=dict)  # every key we do not model, in order
     note: dict[str, Any] = field(default_factory=dict)  # compactctl's own annotation ("_compactctl" key)
     injected: bool = False  # a user-role message the harness wrote (the source flags it, e.g. Claude Code's isMeta)
+    # A user-role message that carries output, not words: the environment's observation of the agent's text action
+    # before it, or a demonstration the harness shows (SWE-agent). A tool output in all but role; always injected too.
+    observation: bool = False
     provenance: Provenance = NEW  # where it came from (see Provenance; frozen, so one shared default)
 
     # The provenance's parts, read and set on the message (setting one replaces the frozen Provenance; the
@@ -227,3 +230,22 @@ FOREIGN_SUMMARY_OPENINGS = (
 def is_summary(m: Message) -> bool:
     head = m.text()[:400]
     return SUMMARY_MARKER in head or head.lstrip().startswith(FOREIGN_SUMMARY_OPENINGS)
+
+
+def is_output(m: Message) -> bool:
+    """A tool result, or an observation (Message.observation): output, not anyone's words."""
+    return m.role == "tool" or m.observation
+
+
+def mark_observations(messages: list[Message]) -> None:
+    """Flag SWE-agent's output in user turns (Message.observation, injected): the user turn right after a text action
+    (harness.text_action) and the demonstration (`is_demo`). Readers call it on the messages they parsed. (After
+    an earlier compaction, an observation that follows the summary is not flagged: its action was summarized; a
+    plan never starts the tail at one, see phases.plan.)"""
+    prev = None
+    for m in messages:
+        if m.role == "user" and not m.observation:
+            x = m.extra
+            if x.get("is_demo") is True or x.get("message_type") == "demonstration" or (prev is not None and text_action(prev) is not None):
+                m.injected = m.observation = True
+        prev = m

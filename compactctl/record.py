@@ -32,7 +32,7 @@ from . import config, formats
 from .errors import CannotFit, CompactError, DataError, UsageError
 from .formats.openai import message_from_dict, message_to_dict
 from .jsonl import BOM
-from .model import Transcript
+from .model import Transcript, mark_observations
 from .phases import Archived
 from .phases.plan import Budget, annotate
 from .phases.plan import plan_for_repair as plan_phase  # the zones `summarize` and `compact` plan with
@@ -230,6 +230,7 @@ def from_messages(messages: list[dict], **metadata: Any) -> Transcript:
     if not isinstance(messages, list):
         raise DataError("<messages>", 1, "messages must be a list")
     msgs = [message_from_dict(d, "<messages>", 1, i) for i, d in enumerate(messages)]
+    mark_observations(msgs)  # as the openai reader does
     return Transcript(
         msgs,
         id=str(metadata.get("id", "<messages>")),

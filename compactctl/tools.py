@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from . import outline
+from .harness import text_action
 from .model import Message, ToolCall
 
 # Canonical kinds of tool, by name (case-insensitive).
@@ -97,6 +98,13 @@ def _first_str(args: dict, *keys: str) -> str | None:
         if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
             return " ".join(v)
     return None
+
+
+def text_action_call(m: Message) -> ToolCall | None:
+    """The call an assistant turn's text action (harness.text_action: SWE-agent's parsed command, run in its shell
+    with its own commands installed) amounts to, answered by the observation after it; None without one."""
+    action = text_action(m)
+    return ToolCall(None, "bash", orjson.dumps({"command": action}).decode()) if action is not None else None
 
 
 def command_of(call: ToolCall) -> str | None:

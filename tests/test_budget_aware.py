@@ -280,6 +280,164 @@ def test_a_session_with_only_harness_messages_has_no_ask_of_the_person():
     assert out.messages[-1].text() == rows[-1]["content"]  # the last user-role message is still kept verbatim
 
 
+# ---- SWE-agent: observations and demonstrations are the harness's output, not the person's words
+
+
+def swe_trajectory(typed: bool, steps: int = 6, size: int = 2400) -> dict:
+    """A SWE-agent .traj: system prompt, a demonstration, the issue, then text actions and their observations
+    (typed: `message_type` on each entry, as newer trajectories write it; untyped: older ones, where an
+    observation is only the user turn after an assistant turn that carries its `action`)."""
+    kind = (lambda t: {"message_type": t}) if typed else (lambda t: {})
+    history = [
+        {"role": "system", "content": "SETTING: you are an autonomous programmer.", "agent": "primary", **kind("system_prompt")},
+        {
+            "role": "user",
+            "content": "Here is a demonstration of how to correctly accomplish this task.\n" + "demo step\n" * 300,
+            "agent": "primary",
+            "is_demo": True,
+        },
+        {"role": "user", "content": "We're currently solving the following issue: parse_header drops the charset", "agent": "primary"},
+    ]
+    for k in range(steps):
+        action = f'search_file "parse_header_{k}" src/http/headers_{k}.py'
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"Let me look.\n```\n{action}\n```",
+                "thought": "Let me look.",
+                "action": action,
+                "agent": "primary",
+                **kind("action"),
+            }
+        )
+        out = (
+            f"Found 3 matches for parse_header_{k} in src/http/headers_{k}.py:\nLine 12: def parse_header_{k}(raw):\n"
+            + "    context line\n" * (size // 17)
+        )
+        history.append({"role": "user", "content": out, "agent": "primary", **kind("observation")})
+    return {"environment": "swe_main", "trajectory": [], "history": history, "info": {}}
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_swe_agent_observations_and_demonstrations_are_flagged(tmp_path, typed):
+    src = tmp_path / "x.traj"
+    src.write_bytes(orjson.dumps(swe_trajectory(typed)))
+    [t] = api.read([str(src)])
+    msgs = t.messages
+    assert [i for i, m in enumerate(msgs) if m.observation] == [1, *range(4, len(msgs), 2)]  # the demonstration, every observation
+    assert all(m.injected for m in msgs if m.observation) and not msgs[2].injected
+    assert last_user_index(msgs) == 2  # the issue is the person's ask, not the last observation
+    assert [m.extra.get("action") is not None for m in msgs[3::2]] == [True] * 6
+    lines = tmp_path / "x.jsonl"  # the same messages, one per line (an OpenAI chat session file)
+    lines.write_bytes(b"\n".join(orjson.dumps(d) for d in swe_trajectory(typed)["history"]) + b"\n")
+    [s] = api.read([str(lines)])
+    assert [m.observation for m in s.messages] == [m.observation for m in msgs]
+
+
+def test_a_function_calling_trajectory_is_read_as_before(tmp_path):
+    """An assistant turn with `action` and tool calls is answered by tool messages: no user turn is an observation."""
+    rows = [
+        {"role": "user", "content": "Fix it"},
+        {**call("c1", "bash", {"command": "ls"}), "action": "ls"},
+        {**res("c1", "a.py"), "message_type": "observation"},
+        {"role": "user", "content": "And add a test"},
+    ]
+    src = tmp_path / "x.traj"
+    src.write_bytes(orjson.dumps({"history": rows}))
+    [t] = api.read([str(src)])
+    assert not any(m.observation or m.injected for m in t.messages) and last_user_index(t.messages) == 3
+
+
+@pytest.mark.parametrize(
+    "assistant",
+    [
+        {"role": "assistant", "content": "Thought: look it up\nAction: Search[Paris]", "action": "Search[Paris]"},  # ReAct, not SWE-agent
+        {"role": "assistant", "content": "ok", "action": None, "thought": "ok", "agent": "primary"},  # no action
+        {"role": "assistant", "content": "ok", "action": "", "agent": "primary"},
+    ],
+)
+def test_only_a_swe_agent_text_action_makes_the_next_user_turn_an_observation(tmp_path, assistant):
+    """A record from elsewhere with an `action` key, or an empty action, leaves the person's next ask theirs."""
+    rows = [{"role": "user", "content": "Find the capital"}, assistant, {"role": "user", "content": "Now migrate the config loader"}]
+    t = T(rows)
+    from compactctl.model import mark_observations
+
+    mark_observations(t.messages)
+    assert not any(m.observation for m in t.messages) and last_user_index(t.messages) == 2
+
+
+def test_a_rejected_line_never_decides_an_observation(tmp_path):
+    """One message per line, a broken assistant line (with an action) skipped: the ask after it stays the person's."""
+    src = tmp_path / "s.jsonl"
+    rows = [
+        {"role": "user", "content": "Fix the parser"},
+        {"role": "assistant", "content": "x", "action": "ls", "thought": "x", "tool_calls": "not a list"},
+        {"role": "user", "content": "Actually, write the changelog first"},
+    ]
+    src.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    [t] = api.read([str(src)], on_error="skip")
+    assert [m.observation for m in t.messages] == [False, False] and last_user_index(t.messages) == 1
+
+
+def test_every_way_in_flags_observations_alike():
+    from compactctl import from_messages
+
+    history = swe_trajectory(False)["history"]
+    flagged = [i for i, m in enumerate(from_messages(history).messages) if m.observation]
+    assert flagged == [1, *range(4, len(history), 2)]
+    assert is_injected(Message(role="user", content="Found 3 matches", observation=True))  # never the person's ask
+
+
+def test_a_plan_keeps_an_action_with_its_observation(tmp_path):
+    """The tail never starts at an observation (a second compaction would take it for the person's words)."""
+    src = tmp_path / "x.traj"
+    src.write_bytes(orjson.dumps(swe_trajectory(False, steps=12, size=900)))
+    [t] = api.read([str(src)])
+    for window in (4000, 5000, 6000, 7000):
+        p = api.plan(t, COUNTER, api.Budget(context_window=window))
+        answers = lambda i: t.messages[i].observation and t.messages[i - 1].role == "assistant"  # noqa: E731
+        if p.needs_compaction:
+            assert not answers(p.tail_start) and not answers(p.head_end), window
+    assert any(api.plan(t, COUNTER, api.Budget(context_window=w)).needs_compaction for w in (4000, 5000, 6000, 7000))
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_old_observations_are_digested_like_tool_outputs(tmp_path, typed):
+    src = tmp_path / "x.traj"
+    src.write_bytes(orjson.dumps(swe_trajectory(typed)))
+    [t] = api.read([str(src)])
+    total = sum(COUNTER.messages(t.messages))
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=800, target=total // 3))
+    digested = [i for i, (a, b) in enumerate(zip(t.messages, out.messages, strict=True)) if a.text() != b.text()]
+    assert len(digested) >= 4 and all(out.messages[i].observation for i in digested)
+    # Each digest says which action it answered and keeps the names of its output.
+    first = out.messages[4].text()
+    assert first.startswith('[bash] ran `search_file "parse_header_0" src/http/headers_0.py`') and "parse_header_0" in first
+    assert out.messages[1].text().startswith("[observation] ")  # the demonstration: no action before it
+    assert out.messages[2].text() == t.messages[2].text()  # the issue is never touched
+    assert out.messages[-1].text() == t.messages[-1].text()  # the recent part is protected
+    # Written back, a digested observation keeps its entry's keys (a trajectory reader still reads it).
+    rec = orjson.loads(api.write(out))
+    assert rec["history"][4]["agent"] == "primary" and rec["history"][4]["content"] == first
+    assert ("message_type" in rec["history"][4]) is typed
+
+
+def test_an_action_and_its_observation_are_one_action_in_the_summary(tmp_path):
+    src = tmp_path / "x.traj"
+    src.write_bytes(orjson.dumps(swe_trajectory(False, steps=3, size=200)))
+    [t] = api.read([str(src)])
+    f = extract(t.messages, 3, len(t.messages))
+    assert [a.command for a in f.actions] == [f'search_file "parse_header_{k}" src/http/headers_{k}.py' for k in range(3)]
+    assert not f.notices and f.requests == [] and f.pending == []  # an observation is neither the harness's notice nor an ask
+
+
+def test_an_llm_sees_an_observation_as_output():
+    from compactctl.summarizers.llm import serialize
+
+    m = Message(role="user", content="Found 3 matches", injected=True, observation=True)
+    assert serialize([m]) == ["[observation]\nFound 3 matches"]
+
+
 # ---- sections do not starve
 
 

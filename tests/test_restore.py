@@ -96,3 +96,19 @@ def test_every_bundled_sample_restores_byte_for_byte(window, tmp_path):
         assert r.returncode == 0, r.stderr
         api.restore_file(str(out), str(arch), str(back))
         assert back.read_bytes() == src.read_bytes(), src.name
+
+
+def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):
+    """A SWE-agent trajectory keeps its messages in "history": restored, they go back there (they once went to a
+    new "messages" key, the compacted "history" left beside them)."""
+    from .test_budget_aware import swe_trajectory
+
+    src = tmp_path / "x.traj"
+    traj = swe_trajectory(False, steps=10, size=3000)
+    src.write_bytes(orjson.dumps(traj))
+    out, arch, back = tmp_path / "out.jsonl", tmp_path / "a.jsonl", tmp_path / "back.jsonl"
+    r = cli("compact", str(src), "-o", str(out), "--archive", str(arch), "--context-window", "12000", "--on-error", "skip", "-q")
+    assert r.returncode == 0, r.stderr
+    assert orjson.loads(_lines(out)[0])["history"] != traj["history"]  # compacted: the restore has work to do
+    api.restore_file(str(out), str(arch), str(back))
+    assert orjson.loads(_lines(back)[0]) == traj

@@ -10,7 +10,7 @@ import orjson
 from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
 from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
-from ..model import LEGACY, MISSING, ROLES, Message, Provenance, ToolCall, Transcript
+from ..model import LEGACY, MISSING, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations
 from . import Reader, Record
 
 NAME = "openai"
@@ -147,6 +147,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 if not isinstance(msgs, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 parsed = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
+                mark_observations(parsed)
                 noted = any(m.note for m in parsed)
                 yield Transcript(
                     parsed,
@@ -168,6 +169,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         with reader.guard(lineno, raw):
             messages.append(message_from_dict(obj, source, lineno, len(messages)))
             raws.append(raw if NOTE_KEY not in obj else None)
+    mark_observations(messages)  # over the lines read: a rejected line never decides
     if messages:
         yield Transcript(messages, id=source, source=source, line=first, format=NAME, layout="session", native=raws)
 

@@ -99,6 +99,18 @@ class Plan:
         return "\n".join(lines)
 
 
+def with_observations(spans: list[tuple[int, int]], msgs: list) -> list[tuple[int, int]]:
+    """The groups with each observation (Message.observation, after a text action) joined to the action before
+    it: a cut keeps an action with its output, as it keeps a call with its results."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and msgs[a].observation and msgs[a - 1].role == "assistant":
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int, keep_prior: bool = True) -> tuple[int, int | None]:
     msgs = t.messages
     s = 0
@@ -292,7 +304,7 @@ def plan(
     counts = counts if counts is not None else counter.messages(msgs)
     total = sum(counts)
     target = budget.target - reserve
-    spans = groups(msgs)
+    spans = with_observations(groups(msgs), msgs)
     lu = last_user_index(msgs)
     summary_min = budget.summary_min
     ask = _asks(t, counter, lu) if total > target else _Asks(0)  # an ask costs something only in a compaction

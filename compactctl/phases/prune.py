@@ -32,7 +32,7 @@ import orjson
 
 from .. import outline, refs, tools
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE  # re-exported here for callers of prune
-from ..model import Message, ToolCall, Transcript, is_image_part, last_user_index
+from ..model import Message, ToolCall, Transcript, is_image_part, is_output, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
 from ..summarizers.redact import redact
@@ -401,6 +401,9 @@ class _Context:
         self.t, self.msgs, self.counter, self.opts, self.protect = t, msgs, counter, opts, protect
         self.keep_user = last_user_index(msgs)
         self.call_of = calls_for_results(msgs)
+        for i, m in enumerate(msgs):  # an observation answers the text action before it (SWE-agent)
+            if m.observation and i and (c := tools.text_action_call(msgs[i - 1])) is not None:
+                self.call_of[i] = c
         self._weight = None
         self._outcomes: dict[int, tools.Outcome] = {}
         # Per output text (memoized: _settle digests an output again with more names, and its names,
@@ -442,7 +445,7 @@ class _Context:
         and a name the agent never wrote is weak evidence of use."""
         if self._weight is None:
             self._weight = count_names(
-                "\n".join([m.text(), *map(tools.argument_text, m.tool_calls)]) for m in self.msgs if m.role != "tool"
+                "\n".join([m.text(), *map(tools.argument_text, m.tool_calls)]) for m in self.msgs if not is_output(m)
             )
         return self._weight
 
@@ -454,7 +457,7 @@ class _Context:
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             old = i < self.protect
-            if m.role == "tool" and i != self.keep_user and i not in self.kept:
+            if is_output(m) and i != self.keep_user and i not in self.kept:
                 step = self._output_step(i, m, old, later)
                 if step is not None:
                     out.append(step)
@@ -608,7 +611,8 @@ def _generic_line(m: Message) -> str:
     out = tools.outcome(m)
     first = next((ln.strip() for ln in out.text.split("\n") if ln.strip()), "")
     err = f" -> error: {out.error_lines[0][:120]}" if out.failed and out.error_lines else ""
-    return f"[tool result{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {first[:80]}{err}"
+    tag = "observation" if m.observation else "tool result"
+    return f"[{tag}{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {first[:80]}{err}"
 
 
 def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:

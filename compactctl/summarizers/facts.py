@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from .. import refs, tools
 from ..harness import human_text, is_injected
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
-from ..model import Message, ToolCall, is_summary
+from ..model import Message, ToolCall, is_output, is_summary
 from ..names import is_task_document, names_in
 from ..pairs import match
 
@@ -150,7 +150,7 @@ def rank_names(messages: list[Message]) -> list[str]:
 
 def document_names(result: Message | None) -> list[str]:
     """The names of an output that describes work (its prune digest's list, or found in it), in order."""
-    if result is None or result.role != "tool":
+    if result is None or not is_output(result):
         return []
     text = result.text()
     for ln in text.split("\n"):
@@ -280,15 +280,20 @@ def extract(
         if is_summary(m):
             f.prior_summary = m.text()
         elif m.role == "user":
-            ex.user(m)
+            if not m.observation:  # an observation is the output of the text action before it (below)
+                ex.user(m)
         elif m.role == "assistant":
             text = m.text().strip()
+            action = tools.text_action_call(m)
             if text:
                 ex.assistant_text(text)
-                if not m.tool_calls:
+                if not m.tool_calls and action is None:
                     last_final = i
             for pos, c in enumerate(m.tool_calls):
                 ex.call(c, result_of.get((i, pos)))
+            if action is not None:
+                nxt = messages[i + 1] if i + 1 < len(messages) and messages[i + 1].observation else None
+                ex.call(action, nxt)
     f.names = index_names(messages, start, end, prior)
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):

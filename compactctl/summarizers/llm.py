@@ -25,7 +25,7 @@ from typing import TypedDict
 from ..cache import SummaryCache, key_of, open_cache
 from ..errors import LLMAuthError, UsageError
 from ..jsonl import without_surrogates
-from ..model import Message
+from ..model import Message, is_output
 from ..tokens import Counter
 from . import offline
 from .base import SummaryRequest, SummaryResult
@@ -126,10 +126,11 @@ def serialize(messages: list[Message]) -> list[str]:
     rule no longer sees it), then capped."""
     out = []
     for m in messages:
-        if m.role == "tool":
+        if is_output(m):  # a tool result, or an observation: the output of the text action before it (SWE-agent)
             body = _cap(redact(m.text()), TOOL_HEAD, TOOL_TAIL)
             cid = m.tool_call_id if isinstance(m.tool_call_id, str) else None
-            out.append(f"[tool result{' for ' + redact(cid) if cid else ''}]\n{body}")
+            label = "observation" if m.observation else f"tool result{' for ' + redact(cid) if cid else ''}"
+            out.append(f"[{label}]\n{body}")
             continue
         parts = []
         text = redact(m.text())

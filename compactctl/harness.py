@@ -47,6 +47,10 @@ CODEX_REQUEST = "## My request for Codex:"
 # Keys SWE-agent writes on each history entry besides `action` (a record from elsewhere that has an `action` key
 # does not make the user turn after it an observation).
 SWE_AGENT_KEYS = ("thought", "agent", "message_type")
+# mini-swe-agent's observation template opens with these (`<exception>` when the command raised); the action is the
+# last fenced block of the assistant turn before it.
+MINI_OBSERVATION_OPENINGS = ("<returncode>", "<exception>")
+_FENCED_ACTION = re.compile(r"```(?:bash|sh|mswea_bash_command)[ \t]*\n(.*?)\n?```", re.S)
 
 
 def is_injected(m: Any) -> bool:
@@ -83,3 +87,19 @@ def text_action(m: Any) -> str | None:
     if not isinstance(action, str) or not action.strip() or not any(k in m.extra for k in SWE_AGENT_KEYS):
         return None
     return action.strip()
+
+
+def fenced_action(m: Any) -> str | None:
+    """The command in the last ```bash block of an assistant turn (mini-swe-agent's action), or None."""
+    if m.role != "assistant" or m.tool_calls or "```" not in m.text():
+        return None
+    found = _FENCED_ACTION.findall(m.text())
+    return (found[-1].strip() or None) if found else None
+
+
+def answers_action(m: Any, prev: Any) -> bool:
+    """User turn `m` is the environment's answer to the text action of assistant turn `prev`: SWE-agent's (its
+    parsed `action`, text_action) or mini-swe-agent's (its observation template's opening)."""
+    if m.role != "user" or prev is None or prev.role != "assistant" or prev.tool_calls:
+        return False
+    return text_action(prev) is not None or m.text().lstrip().startswith(MINI_OBSERVATION_OPENINGS)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .harness import is_injected, text_action
+from .harness import answers_action, is_injected
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"
@@ -238,14 +238,14 @@ def is_output(m: Message) -> bool:
 
 
 def mark_observations(messages: list[Message]) -> None:
-    """Flag SWE-agent's output in user turns (Message.observation, injected): the user turn right after a text action
-    (harness.text_action) and the demonstration (`is_demo`). Readers call it on the messages they parsed. (After
-    an earlier compaction, an observation that follows the summary is not flagged: its action was summarized; a
-    plan never starts the tail at one, see phases.plan.)"""
+    """Flag the harness's output in user turns (Message.observation, injected): the answer to a text action
+    (harness.answers_action: SWE-agent's, mini-swe-agent's) and SWE-agent's demonstration (`is_demo`). Readers
+    call it on the messages they parsed. (After an earlier compaction, an observation that follows the summary
+    is not flagged: its action was summarized; a plan never starts the tail at one, see phases.plan.)"""
     prev = None
     for m in messages:
         if m.role == "user" and not m.observation:
             x = m.extra
-            if x.get("is_demo") is True or x.get("message_type") == "demonstration" or (prev is not None and text_action(prev) is not None):
+            if x.get("is_demo") is True or x.get("message_type") == "demonstration" or answers_action(m, prev):
                 m.injected = m.observation = True
         prev = m

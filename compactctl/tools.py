@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from . import outline
-from .harness import text_action
+from .harness import fenced_action, text_action
 from .model import Message, ToolCall
 
 # Canonical kinds of tool, by name (case-insensitive).
@@ -42,6 +42,7 @@ EXIT_PATTERNS = [
     re.compile(r"non-zero exit status (\d+)", re.I),
     re.compile(r"Process exited with code (-?\d+)", re.I),
     re.compile(r"\] ran `.*` -> exit (-?\d+)"),  # our own one-liner
+    re.compile(r"<returncode>(-?\d+)</returncode>"),  # mini-swe-agent's observation
 ]
 ERROR_LINE = re.compile(
     r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*)?(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
@@ -50,6 +51,8 @@ ERROR_LINE = re.compile(
     r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
     re.I | re.M,
 )
+# An output that opens so reports a failure whatever its lines say (SWE-agent's linter refusing an edit).
+FAILURE_OPENINGS = ("Your proposed edit has introduced new syntax error",)
 TOOL_USE_ERROR = re.compile(r"<tool_use_error>(.*?)</tool_use_error>", re.S)
 
 
@@ -100,10 +103,11 @@ def _first_str(args: dict, *keys: str) -> str | None:
     return None
 
 
-def text_action_call(m: Message) -> ToolCall | None:
-    """The call an assistant turn's text action (harness.text_action: SWE-agent's parsed command, run in its shell
-    with its own commands installed) amounts to, answered by the observation after it; None without one."""
-    action = text_action(m)
+def text_action_call(m: Message, answered: bool = False) -> ToolCall | None:
+    """The call an assistant turn's text action amounts to: SWE-agent's parsed command (harness.text_action, run
+    in its shell with its own commands installed) or, when the next turn is its observation (`answered`), the
+    command of its last ```bash block (mini-swe-agent); None without one."""
+    action = text_action(m) or (fenced_action(m) if answered else None)
     return ToolCall(None, "bash", orjson.dumps({"command": action}).decode()) if action is not None else None
 
 
@@ -211,13 +215,11 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
     text = _clean(text)
     if code is None:
         code = _exit_code(text)
-    errors = []
-    m = TOOL_USE_ERROR.search(text)
-    if m:
-        errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
+    errors: list[str] = []
+    said = _says_failed(text, errors)
     if any(h in text for h in ERROR_HINTS):
         _error_lines(text, errors, max_error_lines)
-    failed = bool(result.is_error) or (code is not None and code != 0) or m is not None
+    failed = bool(result.is_error) or (code is not None and code != 0) or said
     if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):
         failed = True
     return Outcome(
@@ -228,6 +230,19 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
         len(text),
         text,
     )
+
+
+def _says_failed(text: str, errors: list[str]) -> bool:
+    """The output says in so many words that the call failed (Claude Code's <tool_use_error>, SWE-agent's linter
+    refusing an edit); its message goes first among `errors`."""
+    m = TOOL_USE_ERROR.search(text)
+    if m:
+        errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
+        return True
+    if text.lstrip().startswith(FAILURE_OPENINGS):
+        errors.append(text.strip().split("\n", 1)[0][:300])
+        return True
+    return False
 
 
 def _clean(text: str) -> str:

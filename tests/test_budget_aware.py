@@ -388,6 +388,61 @@ def test_every_way_in_flags_observations_alike():
     assert is_injected(Message(role="user", content="Found 3 matches", observation=True))  # never the person's ask
 
 
+def mini_trajectory(steps: int = 6, size: int = 2400) -> list[dict]:
+    """mini-swe-agent's plain message list: its action is the assistant's ```bash block, the answer a user turn in its
+    observation template (`<returncode>` ... `<output>`)."""
+    rows = [{"role": "system", "content": "You are a helpful assistant that can interact with a computer."}]
+    rows.append({"role": "user", "content": "Please solve this issue: parse_header drops the charset"})
+    for k in range(steps):
+        rows.append(
+            {"role": "assistant", "content": f"THOUGHT: look at module {k}.\n\n```bash\ngrep -n parse_header_{k} src/http/h{k}.py\n```"}
+        )
+        out = f"12:def parse_header_{k}(raw):\n" + "    context line\n" * (size // 17)
+        rows.append({"role": "user", "content": f"<returncode>{k % 2}</returncode>\n<output>\n{out}</output>"})
+    return rows
+
+
+def test_mini_swe_agent_observations_are_output():
+    t = T(mini_trajectory())
+    from compactctl.model import mark_observations
+
+    mark_observations(t.messages)
+    assert [i for i, m in enumerate(t.messages) if m.observation] == list(range(3, len(t.messages), 2))
+    assert last_user_index(t.messages) == 1
+    total = sum(COUNTER.messages(t.messages))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=800, target=total // 3))
+    assert out.messages[3].text().startswith("[bash] ran `grep -n parse_header_0 src/http/h0.py` -> exit 0")
+    assert out.messages[5].text().startswith("[bash] ran `grep -n parse_header_1 src/http/h1.py` -> exit 1")
+    f = extract(t.messages, 2, len(t.messages))
+    assert [a.command for a in f.actions] == [f"grep -n parse_header_{k} src/http/h{k}.py" for k in range(6)]
+
+
+def test_an_edit_swe_agent_refused_never_reads_as_done():
+    from compactctl import tools
+
+    refused = (
+        "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then "
+        "retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\nThis is how your edit would have looked"
+    )
+    out = tools.outcome(Message(role="user", content=refused, observation=True, injected=True))
+    assert out.failed and out.error_lines[0].startswith("Your proposed edit has introduced new syntax error(s).")
+
+
+def test_a_bash_block_answered_by_the_person_is_no_action():
+    """An assistant that shows a command and a person who answers in words: no observation, no action."""
+    rows = [
+        {"role": "user", "content": "How do I list files?"},
+        {"role": "assistant", "content": "Run this:\n```bash\nls -la\n```"},
+        {"role": "user", "content": "Thanks. Now explain the output <returncode> tag"},
+    ]
+    t = T(rows)
+    from compactctl.model import mark_observations
+
+    mark_observations(t.messages)
+    assert not any(m.observation for m in t.messages) and last_user_index(t.messages) == 2
+    assert extract(t.messages).actions == []
+
+
 def test_a_plan_keeps_an_action_with_its_observation(tmp_path):
     """The tail never starts at an observation (a second compaction would take it for the person's words)."""
     src = tmp_path / "x.traj"

@@ -402,7 +402,7 @@ class _Context:
         self.keep_user = last_user_index(msgs)
         self.call_of = calls_for_results(msgs)
         for i, m in enumerate(msgs):  # an observation answers the text action before it (SWE-agent)
-            if m.observation and i and (c := tools.text_action_call(msgs[i - 1])) is not None:
+            if m.observation and i and (c := tools.text_action_call(msgs[i - 1], answered=True)) is not None:
                 self.call_of[i] = c
         self._weight = None
         self._outcomes: dict[int, tools.Outcome] = {}

@@ -284,7 +284,8 @@ def extract(
                 ex.user(m)
         elif m.role == "assistant":
             text = m.text().strip()
-            action = tools.text_action_call(m)
+            nxt = messages[i + 1] if i + 1 < len(messages) and messages[i + 1].observation else None
+            action = tools.text_action_call(m, answered=nxt is not None)
             if text:
                 ex.assistant_text(text)
                 if not m.tool_calls and action is None:
@@ -292,7 +293,6 @@ def extract(
             for pos, c in enumerate(m.tool_calls):
                 ex.call(c, result_of.get((i, pos)))
             if action is not None:
-                nxt = messages[i + 1] if i + 1 < len(messages) and messages[i + 1].observation else None
                 ex.call(action, nxt)
     f.names = index_names(messages, start, end, prior)
     # Asks not yet answered by a final assistant reply.

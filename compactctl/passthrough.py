@@ -16,7 +16,7 @@ from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
 from .model import LEGACY, SYSTEM_ROLES
-from .phases.repair import blank_parts
+from .phases.repair import VALID_ID, blank_parts, is_blank_part
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
 
@@ -61,7 +61,7 @@ def _plain(d: Any) -> list | None:
     if role not in _PLAIN_ROLES:  # a result here answers no call before it; "function", unknown or missing roles
         return None
     content = d.get("content")
-    if not (content is None or type(content) is str or type(content) is list):
+    if not (content is None or type(content) is str or type(content) is list) or _has_blank(content):
         return None
     calls = d.get("tool_calls")
     if not calls:  # absent, null or [] (not a list: {} or "" read as an error)
@@ -74,6 +74,11 @@ def _plain(d: Any) -> list | None:
 def _unusual(d: dict) -> bool:
     """Keys the ordinary path handles specially: a compactctl note, a legacy call, SWE-agent's list of ids."""
     return NOTE_KEY in d or "function_call" in d or "tool_call_ids" in d
+
+
+def _has_blank(content: Any) -> bool:
+    """A list of parts with a blank text part (repair drops it, or removes the message)."""
+    return type(content) is list and any(is_blank_part(p) for p in content)
 
 
 def _empty(d: dict, content: Any) -> bool:
@@ -99,13 +104,19 @@ def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
         return False
     name = fn.get("name")
     cid = c.get("id")
-    if type(name) is not str or type(cid) is not str or not cid or cid in seen or type(fn.get("arguments", "")) is not str:
+    if (
+        type(name) is not str
+        or type(cid) is not str
+        or not VALID_ID.fullmatch(cid)
+        or cid in seen
+        or type(fn.get("arguments", "")) is not str
+    ):
         return False
     seen.add(cid)
     if type(r) is not dict or r.get("role") != "tool" or r.get("tool_call_id") != cid or _unusual(r):
         return False
     content = r.get("content")
-    if not (content is None or type(content) is str or type(content) is list) or r.get("tool_calls") is not None:
+    if not (content is None or type(content) is str or type(content) is list) or r.get("tool_calls") is not None or _has_blank(content):
         return False
     rname = r.get("name")
     return not (rname and name and rname != name)

@@ -443,6 +443,22 @@ def test_a_bash_block_answered_by_the_person_is_no_action():
     assert extract(t.messages).actions == []
 
 
+def test_a_summary_merged_into_an_empty_turn_ends_without_white_space():
+    """Both roles collide and the tail opens with an assistant turn that has no text (SWE-agent's `submit`): the
+    summary is that turn's text, with no "continues below" note and no trailing white space."""
+    from compactctl.phases.assemble import MERGED, assemble
+
+    rows = [
+        {"role": "user", "content": "Fix the bug"},
+        {"role": "assistant", "content": "Looking."},
+        {"role": "user", "content": "more context"},
+        {"role": "assistant", "content": "", "action": "submit", "thought": "", "agent": "primary"},
+    ]
+    out, _ = assemble(T(rows), 1, 3, "## Active Task\nfix it")
+    last = out.messages[-1]
+    assert last.role == "assistant" and MERGED not in last.text() and last.text() == last.text().rstrip()
+
+
 def test_a_plan_keeps_an_action_with_its_observation(tmp_path):
     """The tail never starts at an observation (a second compaction would take it for the person's words)."""
     src = tmp_path / "x.traj"

@@ -199,10 +199,33 @@ def test_repair_text_parts_without_text_are_an_empty_message():
         {"role": "user", "content": [{"type": "text", "value": "LlamaFactory keeps its text under value"}]},
     ]
     t = T(rows)
-    assert [v.rule for v in api.check(t)] == ["empty-message", "empty-message"]
+    assert [v.rule for v in api.check(t)] == ["empty-message", "empty-message", "blank-part"]
     out, st = api.repair(t)
     assert api.check(out) == [] and st.empty_removed == 2 and [m.text().strip() for m in out.messages][:2] == ["q", "a"]
+    assert (
+        out.messages[1].content == [{"type": "text", "text": "a"}] and st.blank_parts_removed == 1
+    )  # Anthropic: a text block must not be empty
     assert out.messages[-1].content == rows[-1]["content"]  # not blank: kept as it is
+
+
+def test_repair_drops_blank_parts_beside_calls_images_and_in_results():
+    img = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    rows = [
+        {"role": "user", "content": [{"type": "text", "text": " "}, img]},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": ""}],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": ""}]},
+        {"role": "assistant", "content": "done"},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["blank-part", "blank-part", "blank-part"]
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.blank_parts_removed == 3
+    assert [m.content for m in out.messages[:3]] == [[img], None, ""]
+    assert out.messages[1].tool_calls[0].id == "c1" and out.messages[2].tool_call_id == "c1"  # the pairing is untouched
 
 
 def test_a_transcript_with_nothing_to_send_is_a_data_error_never_an_empty_output(tmp_path):
@@ -441,3 +464,31 @@ def test_a_changed_message_keeps_only_the_anchor_of_its_provenance():
     assert Message(role="user", content="new").evolve().provenance == Provenance()
     m.index = 4  # setting a part replaces the frozen provenance
     assert m.provenance.index == 4 and m.provenance.anchor == ("lines", (7,))
+
+
+def test_repair_gives_a_call_an_id_both_apis_take():
+    """Anthropic takes `^[a-zA-Z0-9_-]+$`, OpenAI 40 characters at most: an id outside either is renamed (its result
+    follows), from its own characters where it can."""
+    import re
+
+    long_id = "call_" + "a" * 59
+    rows = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "toolu 01/bad.id", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+                {"id": long_id, "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "toolu 01/bad.id", "content": "a"},
+        {"role": "tool", "tool_call_id": long_id, "content": "b"},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["bad-id", "bad-id"]
+    out, st = api.repair(t)
+    ids = [c.id for c in out.messages[1].tool_calls]
+    assert api.check(out) == [] and st.ids_renamed == 2 and all(re.fullmatch(r"[A-Za-z0-9_-]{1,40}", i) for i in ids)
+    assert ids[0].startswith("toolu_01_bad_id__") and [m.tool_call_id for m in out.messages[2:]] == ids
+    assert [m.text() for m in out.messages[2:]] == ["a", "b"]

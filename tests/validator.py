@@ -7,7 +7,8 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
   those ids (no repeats, none missing, none extra); a tool message anywhere else is an orphan.
   A legacy `function_call` is followed at once by one `role: "function"` message of the same name.
 - Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
-  non-system message is from the user; no user/assistant message is empty.
+  non-system message is from the user; no user/assistant message is empty; no text block is empty
+  ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def validate(messages: list[dict]) -> list[str]:
             and not (isinstance(m.get("content"), list) and m["content"])
         ):
             errors.append(f"{i}: empty {role} message")
+        content = m.get("content")
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip() for p in content
+        ):
+            errors.append(f"{i}: a text part without text")
         if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
             calls = m.get("tool_calls") or []
             ids = []

@@ -77,7 +77,10 @@ def assemble(t: Transcript, head_end: int, tail_start: int, body: str, prior: in
                 summary = Message(role="user", content=text)
                 return t.evolve(messages=head + [summary] + tail), replaced
             replaced.append(nxt)
-            tail[0] = _prepend_text(nxt, text + "\n\n" + MERGED + "\n\n")
+            # Into a message with neither text nor calls (SWE-agent's empty turn that only submitted) the summary goes
+            # alone: nothing continues below it (and a last assistant turn must not end in white space).
+            said = nxt.text().strip() or nxt.tool_calls
+            tail[0] = _prepend_text(nxt, text + "\n\n" + MERGED + "\n\n" if said else text)
             return t.evolve(messages=head + tail), replaced
         role = flipped
     summary = Message(role=role, content=text)

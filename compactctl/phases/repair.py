@@ -14,14 +14,18 @@ not one: real OpenAI transcripts do it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import DataError
 from ..model import LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
 from ..pairs import match
 from . import Archived, archive
 
+# A tool-call id both APIs take: Anthropic's pattern, OpenAI's length (40 at most).
+VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 STUB = "[Result from earlier conversation — see context summary above]"
 OPENING = "[Earlier conversation compacted — continuing from here]"
 
@@ -47,6 +51,7 @@ class RepairStats:
     result_ids_set: int = 0  # results given their call's (new or missing) id
     empty_removed: int = 0
     openings_added: int = 0
+    blank_parts_removed: int = 0  # blank text parts beside other content (Anthropic refuses an empty text block)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -61,6 +66,7 @@ class RepairStats:
                 self.result_ids_set,
                 self.empty_removed,
                 self.openings_added,
+                self.blank_parts_removed,
             )
         )
 
@@ -81,7 +87,29 @@ def _empty(m: Message) -> bool:
 def blank_parts(parts: list) -> bool:
     """No part, or only text parts whose text is blank (`[{"type": "text", "text": ""}]`): both APIs reject it as
     empty. A part that holds its text under another key (LlamaFactory's "value") is not blank."""
-    return all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip() for p in parts)
+    return all(is_blank_part(p) for p in parts)
+
+
+def is_blank_part(p: Any) -> bool:
+    return isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip()
+
+
+def has_blank_part(m: Message) -> bool:
+    """A list of parts with a blank text part that repair drops: beside other parts, or all of a tool result's or
+    of a message with calls (a user or assistant message of blank parts alone is empty, and removed)."""
+    c = m.content
+    if not isinstance(c, list) or not any(is_blank_part(p) for p in c):
+        return False
+    return not blank_parts(c) or m.role == "tool" or bool(m.tool_calls)
+
+
+def _without_blank_parts(m: Message) -> Message:
+    """`m` without its blank text parts (see has_blank_part): a result left without parts says nothing (""), a
+    message with calls has no content."""
+    parts = [p for p in m.content if not is_blank_part(p)]
+    if not parts:
+        return m.evolve(content="" if m.role == "tool" else None)
+    return m.evolve(content=parts)
 
 
 def is_legacy(c) -> bool:
@@ -111,6 +139,8 @@ def check(t: Transcript) -> list[Violation]:
             out.extend(_call_violations(t.id, i, m, answered, sorted(results_of.get(i, []))))
         if _empty(m):
             out.append(Violation(t.id, i, "empty-message", f"{m.role} message has no content"))
+        elif has_blank_part(m):
+            out.append(Violation(t.id, i, "blank-part", f"{m.role} message has a text part without text"))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -127,6 +157,8 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
             yield Violation(tid, i, "missing-result", f"call {c.id!r} ({c.name}) has no result")
         if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
             yield Violation(tid, i, "missing-id", f"call {c.name!r} has no id")
+        elif isinstance(c.id, str) and not is_legacy(c) and not VALID_ID.fullmatch(c.id):
+            yield Violation(tid, i, "bad-id", f"call id {c.id!r} is not 1-40 letters, digits, _ or -")
         elif c.id is not None and c.id in seen:
             yield Violation(tid, i, "duplicate-id", f"call id {c.id!r} appears twice in one message")
         seen.add(c.id)
@@ -144,9 +176,9 @@ MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what
 
 
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
-    msgs = t.messages
     o = opts or RepairOptions()
     fix = _Repair(t, o.strip_unanswered)
+    msgs = fix.msgs
     placed: list[Message] = []
     for i, m in enumerate(msgs):
         if m.role == "tool":
@@ -166,7 +198,7 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
         st.openings_added += 1
-    if not st.changed and len(placed) == len(msgs) and all(a is b for a, b in zip(placed, msgs, strict=True)):
+    if not st.changed and len(placed) == len(t.messages) and all(a is b for a, b in zip(placed, t.messages, strict=True)):
         return t, st
     return t.evolve(messages=placed), st
 
@@ -178,6 +210,7 @@ class _Repair:
         self.t = t
         self.strip = strip_unanswered
         self.st = RepairStats()
+        self.msgs = self.drop_blank_parts() if any(has_blank_part(m) for m in t.messages) else t.messages
         msgs = t.messages
         pairs, orphans = match(msgs)
         for i in orphans:
@@ -188,7 +221,20 @@ class _Repair:
         self.seen: set = set()  # call ids given out so far: unique over the whole transcript
         self.fresh = 0
 
+    def drop_blank_parts(self) -> list[Message]:
+        """The messages without their blank text parts beside other content (the originals archived); the pairing
+        stays (it is by position)."""
+        out = []
+        for m in self.t.messages:
+            if has_blank_part(m):
+                archive(self.t, m, "repair", self.st.archived)
+                self.st.blank_parts_removed += 1
+                m = _without_blank_parts(m)
+            out.append(m)
+        return out
+
     def new_id(self, base: str | None) -> str:
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", base)[:30] if base else None  # room for "__N" within 40
         while True:
             self.fresh += 1
             cand = f"{base}__{self.fresh}" if base else f"call_cc{self.fresh}"
@@ -200,7 +246,7 @@ class _Repair:
         calls = m.tool_calls
         if self.intact(i, calls):  # the common case, checked fast: nothing to change
             placed.append(m)
-            placed.extend(self.t.messages[i + 1 : i + 1 + len(calls)])
+            placed.extend(self.msgs[i + 1 : i + 1 + len(calls)])
             return
         results: list[Message] = []
         kept_calls = []
@@ -209,7 +255,7 @@ class _Repair:
             fixed = self.call(c)
             renamed = renamed or fixed is not c
             r = self.result_for.get((i, pos))
-            rmsg = self.result(fixed, self.t.messages[r] if r is not None else None)
+            rmsg = self.result(fixed, self.msgs[r] if r is not None else None)
             if rmsg is None:
                 continue
             kept_calls.append(fixed)
@@ -229,11 +275,11 @@ class _Repair:
     def intact(self, i: int, calls: list[ToolCall]) -> bool:
         """Every call of message i has an id not given out before and its result, with that id, right
         after the message in call order (no legacy call): then `group` changes nothing. Marks the ids seen."""
-        msgs, result_for = self.t.messages, self.result_for
+        msgs, result_for = self.msgs, self.result_for
         ids = set()
         for pos, c in enumerate(calls):
             cid = c.id
-            if not (isinstance(cid, str) and cid) or cid in self.seen or cid in ids or c.extra.get(LEGACY):
+            if not (isinstance(cid, str) and VALID_ID.fullmatch(cid)) or cid in self.seen or cid in ids or c.extra.get(LEGACY):
                 return False
             if result_for.get((i, pos)) != i + 1 + pos or msgs[i + 1 + pos].tool_call_id != cid:
                 return False
@@ -245,7 +291,7 @@ class _Repair:
         """The call with an id unique over the transcript (legacy calls keep their form)."""
         if is_legacy(c):
             return c
-        if not (isinstance(c.id, str) and c.id) or c.id in self.seen:
+        if not (isinstance(c.id, str) and VALID_ID.fullmatch(c.id)) or c.id in self.seen:
             c = ToolCall(self.new_id(c.id if isinstance(c.id, str) and c.id else None), c.name, c.arguments, dict(c.extra))
             self.st.ids_renamed += 1
         self.seen.add(c.id)

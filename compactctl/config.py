@@ -100,11 +100,17 @@ def _coerce(name: str, kind: Any, value: Any, where: str) -> Any:
         if kind is int:
             if isinstance(value, bool) or not isinstance(value, int | str):
                 raise ValueError("an integer")
-            return int(value)
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError("an integer") from None
         if kind is float:
             if isinstance(value, bool) or not isinstance(value, int | float | str):
                 raise ValueError("a number")
-            return float(value)
+            try:
+                return float(value)
+            except ValueError:
+                raise ValueError("a number") from None
         if not isinstance(value, str):
             raise ValueError("a string")
         return value

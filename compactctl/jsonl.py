@@ -9,6 +9,7 @@ surrogates (valid JSON, but not encodable) become U+FFFD with a warning, so outp
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -19,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import DataError, IOFailure
+from .errors import DataError, IOFailure, UsageError
 
 BOM = b"\xef\xbb\xbf"
 INPUT_SUFFIXES = (".jsonl", ".json", ".traj")  # what a directory input contributes
@@ -33,8 +34,10 @@ def max_line_bytes() -> int:
     try:
         mb = float(raw)
     except ValueError:
-        raise IOFailure(f"${MAX_LINE_ENV} must be a number of megabytes, got {raw!r}") from None
-    return int(mb * (1 << 20)) if mb > 0 else 0
+        mb = math.nan
+    if not (math.isfinite(mb) and mb >= 0):
+        raise UsageError(f"${MAX_LINE_ENV} must be a number of megabytes (0: no limit), got {raw!r}")
+    return int(mb * (1 << 20))
 
 
 STDIN = "-"
@@ -112,7 +115,11 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
         ) from None
     except json.JSONDecodeError as e:
         ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
-        what = f"truncated JSON (the line ends early: {e.msg})" if ends_early else f"invalid JSON: {e.msg} at column {e.colno}"
+        what = (
+            f"truncated JSON (the line ends early: {e.msg})"
+            if ends_early
+            else f"invalid JSON: {e.msg.removesuffix(' at')} at column {e.colno}"
+        )
         raise DataError(source, lineno, what) from None
     except RecursionError:
         raise DataError(source, lineno, f"invalid JSON: {err}") from None
@@ -202,6 +209,8 @@ class Output:
     def write(self, data: bytes) -> None:
         try:
             self.stream.write(data)
+        except BrokenPipeError:
+            raise  # the reader closed standard output: cli.exit_codes says so, as everywhere
         except OSError as e:  # a full disk, a closed pipe's neighbour errors
             raise IOFailure(f"{self.target or self._special or 'standard output'}: cannot write ({e.strerror or e})") from e
 

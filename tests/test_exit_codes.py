@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from compactctl.cli import app
 from compactctl.errors import Exit
 
-from .conftest import SAMPLES, proc, tool_session, write_jsonl
+from .conftest import SAMPLES, cli, proc, tool_session, write_jsonl
 
 BROKEN = str(SAMPLES / "broken_pairs.jsonl")
 LONG = str(SAMPLES / "long_session.jsonl")
@@ -153,3 +153,64 @@ def test_eval_and_recall_option_errors_are_usage_errors(tmp_path):
     ):
         r = CliRunner().invoke(app, args)
         assert r.exit_code == Exit.USAGE and "compactctl: error: " in r.stderr, (args, r.exit_code, r.stderr)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_reader_that_closes_stdout_early_is_exit_4_said_once(tmp_path, streamed):
+    """`compactctl compact big | head -c 100`: the reader closes the pipe. Held back or streamed (--on-error skip),
+    the same I/O exit code and one line on stderr (typer turned the held-back case into a silent exit 1)."""
+    import subprocess
+    import sys
+
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": tool_session(12, 3000)} for _ in range(40)])
+    cmd = [sys.executable, "-m", "compactctl", "compact", str(src), "--context-window", "4000", "-q", "--workers", "1"]
+    p = subprocess.Popen(cmd + (["--on-error", "skip"] if streamed else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stdout.read(100)
+    p.stdout.close()  # as `head -c 100` does
+    err = p.stderr.read() if p.stderr else b""
+    assert p.wait(timeout=120) == Exit.IO
+    assert err.count(b"broken pipe") == 1 and b"Traceback" not in err and b"Exception ignored" not in err
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
+    """The parts and the journal stay for --resume (said on stderr), no temporary file is left, and the resumed
+    output is the uninterrupted one."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": tool_session(12, 3000)} for _ in range(400)])
+    out = tmp_path / "o" / "out.jsonl"
+    out.parent.mkdir()
+    args = ["compact", str(src), "--context-window", "4000", "-q", "-o", str(out), "--archive", str(out.parent / "a.jsonl")]
+    p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stderr=subprocess.PIPE)
+    journal = out.parent / "out.jsonl.compactctl-journal"
+    for _ in range(600):  # until the run has started writing
+        if journal.exists():
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    err = p.stderr.read() if p.stderr else b""
+    assert p.wait(timeout=120) == 128 + signal.SIGTERM, err
+    assert b"--resume" in err and not out.exists() and journal.exists()
+    assert all(f.name.endswith(("compactctl-part", "compactctl-journal")) for f in out.parent.iterdir()), list(out.parent.iterdir())
+    assert proc(*args, "--resume").returncode == 0
+    whole = tmp_path / "whole.jsonl"
+    assert proc(*args[:-4], "-o", str(whole)).returncode == 0
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_bad_environment_values_are_usage_errors(tmp_path):
+    for value in ("inf", "nan", "-1", "abc"):
+        p = proc("repair", LONG, "-q", env={"COMPACTCTL_MAX_LINE_MB": value})
+        assert p.returncode == Exit.USAGE and b"COMPACTCTL_MAX_LINE_MB" in p.stderr, value
+    p = proc("compact", LONG, "-q", env={"COMPACTCTL_CONTEXT_WINDOW": "abc"})
+    assert p.returncode == Exit.USAGE and b"expected an integer)" in p.stderr and b"invalid literal" not in p.stderr
+
+
+def test_an_output_directory_that_is_a_file_is_an_io_error(tmp_path):
+    f = tmp_path / "taken.jsonl"
+    f.write_bytes(b"")
+    r = cli("compact", LONG, "-o", str(f) + "/", "-q")
+    assert r.returncode == Exit.IO and b"cannot be the output directory" in r.stderr and b"Traceback" not in r.stderr

@@ -457,3 +457,18 @@ def test_a_summary_merged_into_a_tool_calling_turn_keeps_that_turn_in_a_claude_c
     written.write_bytes(api.write(out))
     [back] = api.read([str(written)])
     assert api.check(back) == [] and any(c.name == "terminal" for m in back.messages for c in m.tool_calls)
+
+
+def test_a_later_system_message_joins_the_anthropic_system_prompt(tmp_path):
+    """Anthropic has one system prompt: a system message after the first turn joins it (it was dropped)."""
+    src = tmp_path / "mid.jsonl"
+    rows = [
+        {"role": "system", "content": "top rules"},
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "mid system note"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)])
+    lines = [orjson.loads(ln) for ln in api.write(t, "anthropic").splitlines()]
+    assert lines[0] == {"system": "top rules\n\nmid system note"} and [x["role"] for x in lines[1:]] == ["user", "assistant"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from ..errors import CheckFailed, CompactError, UsageError
+from ..errors import CheckFailed, CompactError, Exit, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, prune_options
 from .options import SETTINGS, with_groups
 from .recall import HINT, REFS
@@ -27,12 +28,18 @@ if TYPE_CHECKING:
 
 @contextmanager
 def exit_codes() -> Iterator[None]:
-    """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr."""
+    """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr; so does a
+    standard output its reader closed (`| head`): an unwritable output, exit 4, whichever path was writing."""
     try:
         yield
     except CompactError as e:
         print(f"compactctl: error: {e}", file=sys.stderr)
         raise typer.Exit(int(e.exit_code)) from e
+    except BrokenPipeError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more goes to it, not even at exit
+        with contextlib.suppress(OSError):
+            print("compactctl: error: standard output: its reader closed it (broken pipe)", file=sys.stderr)
+        raise typer.Exit(int(Exit.IO)) from e
 
 
 class _App(TyperGroup):
@@ -574,13 +581,31 @@ def app_for(argv: list[str]) -> typer.Typer:
     return sub
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM ends a run as Ctrl-C does (temporary files removed; with -o, the parts and the journal kept for
+    --resume), then exits 143 (128 + SIGTERM), as a process the signal ended."""
+    global _TERMINATED
+    _TERMINATED = True
+    raise KeyboardInterrupt
+
+
+_TERMINATED = False
+
+
 def main() -> None:
+    import signal
+
     # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.
     if sys.stdout.isatty():
         app.rich_markup_mode = "rich"
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         app_for(sys.argv[1:])()  # standalone: exit codes (errors.Exit, usage errors 2, Ctrl-C 130) come from the app
+    except SystemExit as e:
+        if _TERMINATED and e.code == 130:
+            sys.exit(128 + signal.SIGTERM)
+        raise
     except BrokenPipeError:
         sys.exit(0)
     except KeyboardInterrupt:  # before the app runs (while importing); inside it, typer exits 130 itself
-        sys.exit(130)
+        sys.exit(128 + signal.SIGTERM if _TERMINATED else 130)

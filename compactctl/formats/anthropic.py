@@ -7,6 +7,7 @@ prompt). Dataset: {"system": ..., "messages": [...], ...} per line, other keys k
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -117,7 +118,8 @@ def to_rows(t: Transcript) -> tuple[object, list[dict]]:
     while i < len(msgs):
         m = msgs[i]
         if m.role in ("system", "developer"):
-            system = m.content if system is None else system
+            # The API has one system prompt: a later system message joins it (it was dropped).
+            system = m.content if system is None else _joined(system, m.content)
             i += 1
             continue
         origin = m.anchor if isinstance(m.anchor, tuple) else None
@@ -143,6 +145,16 @@ def to_rows(t: Transcript) -> tuple[object, list[dict]]:
             rows.append(_row(group))
         i = j
     return system, rows
+
+
+def _joined(a: Any, b: Any) -> Any:
+    """Two system contents as one: text after text, or blocks after blocks."""
+    if not b:
+        return a
+    if isinstance(a, str) and isinstance(b, str):
+        return f"{a}\n\n{b}" if a else b
+    blocks = lambda c: [{"type": "text", "text": c}] if isinstance(c, str) else list(c or [])  # noqa: E731
+    return blocks(a) + blocks(b)
 
 
 def _complete(group: list[Message], row: dict) -> bool:

@@ -3,7 +3,9 @@ all-or-nothing and resumably (journal, checkpoints), and the side files (archive
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from typing import Any
 
@@ -11,7 +13,7 @@ import orjson
 
 from ..archive import SqliteSink, is_sqlite
 from ..archive import sink as archive_sink
-from ..errors import UsageError
+from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path
 from ..jsonl import JsonlSink, Output, expand_inputs
 from .base import Done, IOOptions, RunStats, warn
@@ -66,7 +68,10 @@ class _Sinks:
             "output": os.path.abspath(out) + (os.sep if to_dir else ""),
         }
         if to_dir:
-            os.makedirs(out, exist_ok=True)
+            try:
+                os.makedirs(out, exist_ok=True)
+            except OSError as err:  # a file of that name, a read-only parent
+                raise IOFailure(f"{out}: cannot be the output directory ({err.strerror or err})") from err
         self.journal = Journal(journal_path(out, to_dir), header)
         if not (io.resume and os.path.exists(self.journal.path)):
             if os.path.exists(self.journal.path) and not io.quiet:
@@ -234,6 +239,13 @@ class _Sinks:
                 s.abort()
         if self.journal is not None:
             self.journal.close() if interrupted else self.journal.remove()
+            if interrupted:
+                with contextlib.suppress(OSError):
+                    print(
+                        f"compactctl: interrupted: what was written is kept ({self.journal.path} and *.compactctl-part); "
+                        "the same command with --resume continues from there",
+                        file=sys.stderr,
+                    )
 
 
 def _fingerprint(io: IOOptions) -> str:

@@ -186,8 +186,9 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     args = ["compact", str(src), "--context-window", "4000", "-q", "-o", str(out), "--archive", str(out.parent / "a.jsonl")]
     p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stderr=subprocess.PIPE)
     journal = out.parent / "out.jsonl.compactctl-journal"
-    for _ in range(600):  # until the run has started writing
-        if journal.exists():
+    part = out.parent / "out.jsonl.compactctl-part"
+    for _ in range(1200):  # until the run has written its first records
+        if part.exists() and part.stat().st_size > 0:
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGTERM)

@@ -472,3 +472,59 @@ def test_a_later_system_message_joins_the_anthropic_system_prompt(tmp_path):
     [t] = api.read([str(src)])
     lines = [orjson.loads(ln) for ln in api.write(t, "anthropic").splitlines()]
     assert lines[0] == {"system": "top rules\n\nmid system note"} and [x["role"] for x in lines[1:]] == ["user", "assistant"]
+
+
+def test_converted_messages_are_in_the_target_apis_form(tmp_path):
+    """--to anthropic: images as `image` blocks, no keys the Messages API refuses, a null tool result as "";
+    --to openai: images as `image_url`, and an image in a tool result as a line (OpenAI tool results hold text)."""
+    rows = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}],
+        },
+        {"role": "assistant", "content": "ok", "refusal": None, "thought": "t", "action": "ls"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": None},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
+    ]
+    src = tmp_path / "c.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)])
+    out = [orjson.loads(ln) for ln in api.write(t, "anthropic").splitlines()]
+    assert out[0]["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}
+    assert out[1] == {"role": "assistant", "content": "ok"}
+    assert out[3]["content"] == [{"type": "tool_result", "tool_use_id": "c1", "content": ""}]
+    assert out[4]["content"] == [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]
+    anth = tmp_path / "a.jsonl"
+    anth.write_bytes(api.write(t, "anthropic"))
+    [a] = api.read([str(anth)], fmt="anthropic")
+    back = [orjson.loads(ln) for ln in api.write(a, "openai").splitlines()]
+    assert back[0]["content"] == rows[0]["content"] and back[4]["content"] == rows[4]["content"]
+    res = tmp_path / "r.jsonl"
+    res.write_bytes(
+        b"\n".join(
+            orjson.dumps(r)
+            for r in [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}}],
+                        }
+                    ],
+                },
+            ]
+        )
+        + b"\n"
+    )
+    [r] = api.read([str(res)])
+    tool = [orjson.loads(ln) for ln in api.write(r, "openai").splitlines()][-1]
+    assert tool["role"] == "tool" and tool["content"] == [{"type": "text", "text": "[image: image/png]"}]

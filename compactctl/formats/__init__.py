@@ -25,7 +25,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
-from ..model import ToolCall, Transcript
+from ..model import MISSING, ToolCall, Transcript
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
@@ -323,17 +323,60 @@ def _portable(m: Any, target: str) -> Any:
     raw calls), no keys of another format's tool calls (Claude Code's `caller`), and no empty part list beside
     calls: both APIs reject what they do not know."""
     retype = target != "codex" and _foreign_parts(m.content)  # Codex writes its own part types
-    if m.origin is None and target != "openai" and not retype:
+    images = target in ("openai", "anthropic") and _foreign_images(m.content, target)
+    if m.origin is None and target not in ("openai", "anthropic") and not retype:
         return m
     changes: dict[str, Any] = {}
-    if retype:
-        changes["content"] = [{"type": "text", "text": p.get("text", "")} if _is_text_part(p) else p for p in m.content]
+    if retype or images:
+        changes["content"] = [_part_for(p, target, m.role) for p in m.content]
     if target == "openai":
-        changes["extra"] = {k: v for k, v in m.extra.items() if not k.startswith("_")}
-        changes["tool_calls"] = [ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls]
-        if m.tool_calls and changes.get("content", m.content) == []:
-            changes["content"] = None
-    return m.evolve(**changes)
+        _to_openai(m, changes)
+    elif target == "anthropic":
+        _to_anthropic(m, changes)
+    return m.evolve(**changes) if changes else m
+
+
+def _to_openai(m: Any, changes: dict[str, Any]) -> None:
+    changes["extra"] = {k: v for k, v in m.extra.items() if not k.startswith("_")}
+    changes["tool_calls"] = [ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls]
+    if m.tool_calls and changes.get("content", m.content) == []:
+        changes["content"] = None
+
+
+def _to_anthropic(m: Any, changes: dict[str, Any]) -> None:
+    # A message holds its role and content only (the API refuses other keys: OpenAI's `refusal`, SWE-agent's `action`).
+    changes["extra"] = {k: v for k, v in m.extra.items() if k.startswith("_")}
+    if m.role == "tool" and m.content in (None, MISSING):
+        changes["content"] = ""  # a tool_result's content is text or blocks, never null
+
+
+def _foreign_images(content: Any, target: str) -> bool:
+    """An image part in the other API's form (OpenAI `image_url`, Anthropic `image`)."""
+    other = "image" if target == "openai" else "image_url"
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == other for p in content)
+
+
+def _part_for(p: Any, target: str, role: str) -> Any:
+    """A content part in the target's form: Codex text parts as "text"; an image as the target API takes it (an
+    OpenAI tool result holds text only: the image becomes a line that says it was there)."""
+    if _is_text_part(p):
+        return {"type": "text", "text": p.get("text", "")}
+    if not isinstance(p, dict):
+        return p
+    if target == "anthropic" and p.get("type") == "image_url":
+        url = p.get("image_url", {}).get("url", "") if isinstance(p.get("image_url"), dict) else str(p.get("image_url", ""))
+        head, _, data = url.partition(";base64,")
+        if url.startswith("data:") and data:
+            return {"type": "image", "source": {"type": "base64", "media_type": head[5:], "data": data}}
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    if target == "openai" and p.get("type") == "image":
+        src: dict = p["source"] if isinstance(p.get("source"), dict) else {}
+        if role == "tool":
+            return {"type": "text", "text": f"[image: {src.get('media_type') or src.get('url') or 'not carried over'}]"}
+        if src.get("type") == "base64":
+            return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"}}
+        return {"type": "image_url", "image_url": {"url": src.get("url", "")}}
+    return p
 
 
 def _is_text_part(p: Any) -> bool:

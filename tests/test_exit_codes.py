@@ -215,3 +215,42 @@ def test_an_output_directory_that_is_a_file_is_an_io_error(tmp_path):
     f.write_bytes(b"")
     r = cli("compact", LONG, "-o", str(f) + "/", "-q")
     assert r.returncode == Exit.IO and b"cannot be the output directory" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_sigterm_stops_the_mcp_server_at_once_while_its_client_holds_stdin(tmp_path):
+    """The server reads stdin in a thread: SIGTERM ends it outright (the Ctrl-C path waited on that thread)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = subprocess.Popen(
+        [sys.executable, "-m", "compactctl", "mcp", "--archive", str(tmp_path / "a.jsonl")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdin is not None
+    p.stdin.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    )
+    p.stdin.flush()
+    time.sleep(1.5)
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=10)
+    finally:
+        p.kill()
+        p.stdin.close()
+    assert time.perf_counter() - t0 < 5
+
+
+def test_version_into_a_closed_pipe_is_quiet():
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        f"{sys.executable} -m compactctl --version | true; exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash", capture_output=True
+    )
+    assert r.returncode == 0 and b"Traceback" not in r.stderr

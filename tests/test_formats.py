@@ -528,3 +528,18 @@ def test_converted_messages_are_in_the_target_apis_form(tmp_path):
     [r] = api.read([str(res)])
     tool = [orjson.loads(ln) for ln in api.write(r, "openai").splitlines()][-1]
     assert tool["role"] == "tool" and tool["content"] == [{"type": "text", "text": "[image: image/png]"}]
+
+
+def test_codex_and_uploaded_images_convert_to_what_each_api_takes(tmp_path):
+    """A Codex `input_image` (refused by both chat APIs) becomes the target's image; an Anthropic image of an
+    uploaded file (no URL OpenAI could take) becomes a line that says it was there, never an empty URL."""
+    from compactctl.formats import _part_for
+
+    codex = {"type": "input_image", "image_url": "data:image/png;base64,QUJD"}
+    assert _part_for(codex, "openai", "user") == {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+    assert _part_for(codex, "anthropic", "user") == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"},
+    }
+    upload = {"type": "image", "source": {"type": "file", "file_id": "file_011"}}
+    assert _part_for(upload, "openai", "user") == {"type": "text", "text": "[image: file_011]"}

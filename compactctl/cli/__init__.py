@@ -586,6 +586,9 @@ def _terminated(signum: int, frame: Any) -> None:
     --resume), then exits 143 (128 + SIGTERM), as a process the signal ended."""
     global _TERMINATED
     _TERMINATED = True
+    llm = sys.modules.get("compactctl.summarizers.llm")
+    if llm is not None:
+        llm.CANCEL.set()  # LLM calls in flight (--jobs) give up at once, as on Ctrl-C
     raise KeyboardInterrupt
 
 
@@ -598,7 +601,8 @@ def main() -> None:
     # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.
     if sys.stdout.isatty():
         app.rich_markup_mode = "rich"
-    signal.signal(signal.SIGTERM, _terminated)
+    if sys.argv[1:2] != ["mcp"]:  # the MCP server reads stdin in a thread: SIGTERM ends it outright, as before
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         app_for(sys.argv[1:])()  # standalone: exit codes (errors.Exit, usage errors 2, Ctrl-C 130) come from the app
     except SystemExit as e:

@@ -352,8 +352,8 @@ def _to_anthropic(m: Any, changes: dict[str, Any]) -> None:
 
 def _foreign_images(content: Any, target: str) -> bool:
     """An image part in the other API's form (OpenAI `image_url`, Anthropic `image`)."""
-    other = "image" if target == "openai" else "image_url"
-    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == other for p in content)
+    other = ("image", "input_image") if target == "openai" else ("image_url", "input_image")
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in other for p in content)
 
 
 def _part_for(p: Any, target: str, role: str) -> Any:
@@ -363,20 +363,36 @@ def _part_for(p: Any, target: str, role: str) -> Any:
         return {"type": "text", "text": p.get("text", "")}
     if not isinstance(p, dict):
         return p
+    if p.get("type") == "input_image" and target in ("openai", "anthropic"):  # Codex: {"type": "input_image", "image_url": "data:..."}
+        url = p.get("image_url")
+        p = {"type": "image_url", "image_url": {"url": url if isinstance(url, str) else ""}}
+        if target == "openai":
+            return p
     if target == "anthropic" and p.get("type") == "image_url":
-        url = p.get("image_url", {}).get("url", "") if isinstance(p.get("image_url"), dict) else str(p.get("image_url", ""))
-        head, _, data = url.partition(";base64,")
-        if url.startswith("data:") and data:
-            return {"type": "image", "source": {"type": "base64", "media_type": head[5:], "data": data}}
-        return {"type": "image", "source": {"type": "url", "url": url}}
+        return _anthropic_image(p)
     if target == "openai" and p.get("type") == "image":
-        src: dict = p["source"] if isinstance(p.get("source"), dict) else {}
-        if role == "tool":
-            return {"type": "text", "text": f"[image: {src.get('media_type') or src.get('url') or 'not carried over'}]"}
-        if src.get("type") == "base64":
-            return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"}}
-        return {"type": "image_url", "image_url": {"url": src.get("url", "")}}
+        return _openai_image(p, role)
     return p
+
+
+def _anthropic_image(p: dict) -> dict:
+    """An OpenAI `image_url` part as an Anthropic `image` block (a data URL as base64, any other as a URL)."""
+    url = p.get("image_url", {}).get("url", "") if isinstance(p.get("image_url"), dict) else str(p.get("image_url", ""))
+    head, _, data = url.partition(";base64,")
+    if url.startswith("data:") and data:
+        return {"type": "image", "source": {"type": "base64", "media_type": head[5:], "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _openai_image(p: dict, role: str) -> dict:
+    """An Anthropic `image` block as an OpenAI `image_url` part; in a tool result (text only), or from a source
+    OpenAI cannot take (an uploaded file), a line that says it was there."""
+    src: dict = p["source"] if isinstance(p.get("source"), dict) else {}
+    if src.get("type") == "base64" and role != "tool":
+        return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"}}
+    if src.get("type") == "url" and src.get("url") and role != "tool":
+        return {"type": "image_url", "image_url": {"url": src["url"]}}
+    return {"type": "text", "text": f"[image: {src.get('media_type') or src.get('url') or src.get('file_id') or 'not carried over'}]"}
 
 
 def _is_text_part(p: Any) -> bool:

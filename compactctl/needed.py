@@ -11,8 +11,8 @@ Segments. Every message is split into text segments with a source:
 - ``written``: what the person and the agent write: user text, assistant text, and the string values of
   tool-call arguments (JSON decoded; keys and non-string values such as timeouts are not text);
 - ``output``: tool results, and user-role observations of text-action agents (SWE-agent and the like:
-  in a transcript with no tool calls, a user message that answers an assistant message holding a
-  fenced ``` action block);
+  in a transcript with no tool calls, a user message that answers an assistant message holding an
+  action block: fenced ```, or SWE-agent's XML ``<command>...</command>``);
 - ``injected``: text the harness put in a user turn: ``<system-reminder>``, ``<local-command-*>``,
   ``<task-notification>``, ``<command-name>``/``<command-message>`` blocks, Codex ``<environment_context>``
   and ``<user_instructions>``, the "# Context from my IDE setup" preamble (up to "## My request for
@@ -30,7 +30,7 @@ Facts, by kind (each fact is a string `key` that is searched in text):
   humps or a leading acronym (``JSONDecodeError``), dotted names (``Spotter.Repo.get``) whose last part
   is not a file extension, errno-like ``EACCES``; 4+ characters, minus a stop-list.
 - ``command``: from tool-call arguments named command/cmd/script (Codex ``["bash", "-lc", s]`` too)
-  and, for text-action agents, fenced blocks in assistant text: per simple command (split on
+  and, for text-action agents, fenced (or ``<command>``) blocks in assistant text: per simple command (split on
   ``&& || ; |`` and newlines, env assignments / sudo / timeout skipped, ``cd`` dropped), the leading
   words (the program and up to two plain sub-command words, e.g. ``git push``, ``npx prisma migrate``)
   and the whole command when it is short (<= 60 characters, redirections removed). One-word trivial
@@ -123,7 +123,7 @@ _HEX = re.compile(r"(?<![\w-])[0-9a-f]{7,64}(?![\w-])")
 _UUID = re.compile(r"(?<![\w-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])")
 _MIXED = re.compile(r"(?<![\w.-])[A-Za-z0-9]+(?:[-.][A-Za-z0-9]+)*(?![\w-])(?!\.\w)")
 _QUOTED = re.compile(r"\"([^\"\n\\]{6,60})\"|'([^'\n\\]{6,60})'")
-_FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
+_FENCE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.S)  # SWE-agent's xml_* configs: <command>
 _INJECTED_BLOCK = re.compile(
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|task-notification|command-name|"
     r"command-message|environment_context|user_instructions|ide_opened_file|ide_selection)>.*?</\1>",
@@ -204,7 +204,7 @@ def is_observation(messages: Sequence[Message], i: int, text_actions: bool) -> b
     if m.extra.get("message_type") == "observation" and messages[i - 1].role == "assistant":
         return True
     prev = messages[i - 1]
-    return prev.role == "assistant" and "```" in prev.text()
+    return prev.role == "assistant" and any(mark in prev.text() for mark in ("```", "<command>"))
 
 
 def split_injected(text: str) -> tuple[list[str], str]:
@@ -469,7 +469,7 @@ def scripts_of(m: Message, text_actions: bool) -> Iterator[str]:
                     yield " ".join(v)
     if text_actions and m.role == "assistant":
         for mo in _FENCE.finditer(m.text()):
-            yield mo.group(1)
+            yield mo.group(1) if mo.group(1) is not None else mo.group(2)
 
 
 # ---- occurrence

@@ -110,6 +110,19 @@ def test_text_action_agents_and_json_outputs():
     by = {(f.kind, f.key): f for f in needed.needed_facts(msgs, 4)}
     assert by[("identifier", "division_helper")].source == "output"
     assert by[("path", "tests/missing_colon.py")].source == "written"
+    # SWE-agent's xml_* configs: the action is a <command> block; its observation is output, its script a command
+    xml = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Fix the colon in missing_colon.py"},
+        {"role": "assistant", "content": "Let me look.\n<command>\nopen tests/missing_colon.py\n</command>"},
+        {"role": "user", "content": "1:def division_helper(a, b)\n(Open file: tests/missing_colon.py)"},
+        {"role": "assistant", "content": "Now run it.\n<command>\npython -m pytest tests/missing_colon.py\n</command>"},
+        {"role": "user", "content": "def division_helper(a, b) ok"},
+    ]
+    xm = T(xml).messages
+    assert [s.source for s in needed.segments(xm, 3)] == ["output"]
+    assert list(needed.scripts_of(xm[4], True)) == ["python -m pytest tests/missing_colon.py\n"]
+    assert needed.is_observation(xm, 5, True) and not needed.is_observation(xm, 1, True)
     # Codex: a tool output that is JSON text is read as its strings (no `\n` glued to the next word)
     out = needed.decode_json_text('{"output":"README.md\\nsrc/main_app.py\\n","metadata":{"exit_code":0}}')
     assert set(needed.facts_in(needed.fold(out))) == {("path", "README.md"), ("path", "src/main_app.py")}

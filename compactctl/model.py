@@ -25,6 +25,9 @@ from .harness import answers_action, is_injected
 ROLES = ("system", "developer", "user", "assistant", "tool")
 LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"
 SYSTEM_ROLES = ("system", "developer")
+# key in Message.extra: the reader found this user message's blocks before the tool results of the same source
+# message (Anthropic refuses it: "Messages following tool_use blocks must begin with ... tool_result blocks")
+BEFORE_RESULTS = "_before_results"
 
 
 class _Missing:

@@ -543,3 +543,70 @@ def test_codex_and_uploaded_images_convert_to_what_each_api_takes(tmp_path):
     }
     upload = {"type": "image", "source": {"type": "file", "file_id": "file_011"}}
     assert _part_for(upload, "openai", "user") == {"type": "text", "text": "[image: file_011]"}
+
+
+def _anthropic_rows(data: bytes) -> list[dict]:
+    return [r for r in map(orjson.loads, data.splitlines()) if "role" in r]
+
+
+def test_anthropic_text_before_tool_results_is_reported_and_written_after_them(tmp_path):
+    """The Messages API wants a user turn after tool_use blocks to begin with their results: text before them is a
+    `result-order` violation, and repair writes the results first (written as read, the file was refused)."""
+    from .validator import validate_anthropic
+
+    rows = [
+        {"role": "user", "content": "list files"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "here"}, {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}],
+        },
+        {"role": "assistant", "content": "done"},
+    ]
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)])
+    assert validate_anthropic(rows) and [v.rule for v in api.check(t)] == ["result-order"]
+    fixed, st = api.repair(t)
+    assert st.results_put_first == 1 and api.check(fixed) == []
+    out = _anthropic_rows(api.write(fixed))
+    assert validate_anthropic(out) == [] and out[2]["content"] == [rows[2]["content"][1], rows[2]["content"][0]]
+    assert out[:2] == rows[:2] and out[3] == rows[3]  # the rest as it came
+    # results first, then text: as the API wants it, written back byte for byte
+    ok = [*rows[:2], {"role": "user", "content": [rows[2]["content"][1], rows[2]["content"][0]]}, rows[3]]
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in ok))
+    [t2] = api.read([str(src)])
+    assert api.check(t2) == [] and api.write(api.repair(t2)[0]) == src.read_bytes()
+
+
+def test_anthropic_results_split_over_two_user_rows_with_text_between_are_written_once(tmp_path):
+    """Results of one turn's calls in two user rows, text after the first: repair placed the second result after
+    the first, and the writer wrote the first row as it came (with the text) and the text again after it."""
+    from .validator import validate_anthropic
+
+    rows = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}},
+                {"type": "tool_use", "id": "toolu_2", "name": "pwd", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}, {"type": "text", "text": "note"}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "/x"}]},
+        {"role": "assistant", "content": "done"},
+    ]
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)])
+    assert validate_anthropic(rows) and [v.rule for v in api.check(t)] == ["placement"]
+    out = _anthropic_rows(api.write(api.repair(t)[0]))
+    assert validate_anthropic(out) == []
+    assert sum(1 for r in out for b in (r["content"] if isinstance(r["content"], list) else []) if b.get("text") == "note") == 1

@@ -9,6 +9,10 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 - Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
   non-system message is from the user; no user/assistant message is empty; no text block is empty
   ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
+- Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
+  one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
+  that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
+  begin with a matching number of tool_result blocks"); a `tool_result` anywhere else answers nothing.
 """
 
 from __future__ import annotations
@@ -82,6 +86,56 @@ def validate(messages: list[dict]) -> list[str]:
         if role in ("tool", "function"):
             errors.append(f"{i}: orphan {role} result")
         i += 1
+    return errors
+
+
+def _blocks(content: Any) -> list:
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if isinstance(content, str) and content else []
+
+
+def _leading_results(blocks: list) -> list:
+    lead = []
+    for b in blocks:
+        if not (isinstance(b, dict) and b.get("type") == "tool_result"):
+            break
+        lead.append(str(b.get("tool_use_id")))
+    return lead
+
+
+def validate_anthropic(rows: list[dict]) -> list[str]:
+    """Every rule Anthropic Messages rows (no system row) break, as text (empty when valid)."""
+    errors: list[str] = []
+    turns: list[tuple[str, list]] = []  # (role, blocks), consecutive rows of one role combined
+    for r in rows:
+        role = r.get("role")
+        if role not in ("user", "assistant"):
+            errors.append(f"a row with role {role!r}")
+        elif turns and turns[-1][0] == role:
+            turns[-1][1].extend(_blocks(r.get("content")))
+        else:
+            turns.append((role, list(_blocks(r.get("content")))))
+    if turns and turns[0][0] != "user":
+        errors.append("the first turn is not the user's")
+    uses: list[str] = []  # the calls of the turn before
+    for k, (role, blocks) in enumerate(turns):
+        results = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result")
+        if role == "user":
+            lead = _leading_results(blocks)
+            if sorted(lead) != sorted(uses):
+                errors.append(f"turn {k} does not begin with the results of the calls {uses} before it: {lead}")
+            elif results != len(lead):
+                errors.append(f"turn {k}: a tool_result that does not open the turn after its call")
+            uses = []
+        else:
+            if uses:
+                errors.append(f"turn {k}: calls {uses} before it have no results")
+            if results:
+                errors.append(f"turn {k}: a tool_result in an assistant turn")
+            uses = [str(b.get("id")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if uses:
+        errors.append(f"the last turn's calls {uses} have no results")
     return errors
 
 

@@ -158,9 +158,17 @@ def _joined(a: Any, b: Any) -> Any:
 
 
 def _complete(group: list[Message], row: dict) -> bool:
+    """`group` holds every message read from `row` (a result per tool_result block, then a user message for
+    the other blocks), so that the row may be written as it came; a row whose results do not lead is rebuilt
+    (results first: the API refuses anything before them)."""
     c = row.get("content")
-    n = sum(1 for b in c if isinstance(b, dict) and b.get("type") == "tool_result") if isinstance(c, list) else 0
-    return sum(1 for g in group if g.role == "tool") == n
+    if not isinstance(c, list):
+        return len(group) == 1
+    kinds = [isinstance(b, dict) and b.get("type") == "tool_result" for b in c]
+    n = sum(kinds)
+    if any(kinds[n:]):  # a result after another block
+        return False
+    return sum(1 for g in group if g.role == "tool") == n and len(group) == n + (1 if n < len(c) or not n else 0)
 
 
 def _row(group: list[Message]) -> dict:

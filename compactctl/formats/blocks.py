@@ -3,7 +3,9 @@
 An assistant message's blocks become: text parts (content), `thinking` text (reasoning; the blocks
 themselves, with their signatures, are kept to be replayed), and `tool_use` blocks (tool calls).
 A user message's `tool_result` blocks become canonical tool messages, one per block, followed by a
-user message for any other blocks. Writing reverses it.
+user message for any other blocks (marked BEFORE_RESULTS when some stood before a result, which the
+API refuses: repair reports and clears it, and the message is written after the results). Writing
+reverses it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import MISSING, Message, ToolCall
+from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall
 
 THINKING = ("thinking", "redacted_thinking")
 
@@ -51,11 +53,14 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
         return [Message(role="user", content=content, **kw)]
     if not isinstance(content, list):
         raise DataError(source, lineno, "user content must be a string or a list of blocks")
-    out, rest = [], []
+    out: list[Message] = []
+    rest: list = []
+    before = False  # a block other than a result stood before a result
     for b in content:
         if not isinstance(b, dict):
             raise DataError(source, lineno, "a content block must be an object")
         if b.get("type") == "tool_result":
+            before = before or bool(rest)
             c = b.get("content", "")
             extra = {k: v for k, v in b.items() if k not in ("type", "tool_use_id", "content", "is_error")}
             m = Message(role="tool", content=c, tool_call_id=b.get("tool_use_id"), is_error=b.get("is_error"), **kw)
@@ -67,6 +72,8 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
             rest.append(b)
     if rest or not out:
         out.append(Message(role="user", content=rest, **kw))
+        if before:
+            out[-1].extra[BEFORE_RESULTS] = True
     return out
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DataError
-from ..model import LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
+from ..model import BEFORE_RESULTS, LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
 from ..pairs import match
 from . import Archived, archive
 
@@ -52,6 +52,7 @@ class RepairStats:
     empty_removed: int = 0
     openings_added: int = 0
     blank_parts_removed: int = 0  # blank text parts beside other content (Anthropic refuses an empty text block)
+    results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -67,6 +68,7 @@ class RepairStats:
                 self.empty_removed,
                 self.openings_added,
                 self.blank_parts_removed,
+                self.results_put_first,
             )
         )
 
@@ -141,6 +143,8 @@ def check(t: Transcript) -> list[Violation]:
             out.append(Violation(t.id, i, "empty-message", f"{m.role} message has no content"))
         elif has_blank_part(m):
             out.append(Violation(t.id, i, "blank-part", f"{m.role} message has a text part without text"))
+        if m.extra.get(BEFORE_RESULTS):
+            out.append(Violation(t.id, i, "result-order", "text stands before the tool results of its message (they must come first)"))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -211,6 +215,8 @@ class _Repair:
         self.strip = strip_unanswered
         self.st = RepairStats()
         self.msgs = self.drop_blank_parts() if any(has_blank_part(m) for m in t.messages) else t.messages
+        if any(m.extra.get(BEFORE_RESULTS) for m in self.msgs):
+            self.msgs = self.results_first()
         msgs = t.messages
         pairs, orphans = match(msgs)
         for i in orphans:
@@ -230,6 +236,18 @@ class _Repair:
                 archive(self.t, m, "repair", self.st.archived)
                 self.st.blank_parts_removed += 1
                 m = _without_blank_parts(m)
+            out.append(m)
+        return out
+
+    def results_first(self) -> list[Message]:
+        """The messages, the text that stood before its tool results written after them (the reader already put
+        it after them in the model; a changed message is written from the model, not as it came)."""
+        out = []
+        for m in self.msgs:
+            if m.extra.get(BEFORE_RESULTS):
+                m = m.evolve()
+                del m.extra[BEFORE_RESULTS]
+                self.st.results_put_first += 1
             out.append(m)
         return out
 

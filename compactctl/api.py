@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from . import formats
-from .errors import DataError
+from .errors import DataError, UsageError
 from .formats.openai import message_from_dict
 from .jsonl import Output
 from .model import Message, Transcript, content_print, fingerprint
@@ -92,6 +92,8 @@ def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None)
         return OfflineSummarizer()
     from .summarizers.llm import LLMSummarizer
 
+    if not (opts.api_key or opts.base_url):  # the transcript would go to the OpenAI API with no key, to be refused
+        raise UsageError("--summarizer llm needs an endpoint: --base-url (or $OPENAI_BASE_URL), or $OPENAI_API_KEY for the OpenAI API")
     s = LLMSummarizer.from_options(opts, model, warn=warn)
     if warn:
         warn(f"summarizer: llm ({s.model} at {s.base_url or 'the OpenAI API'})")

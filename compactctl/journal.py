@@ -26,6 +26,7 @@ from typing import IO, Any
 import orjson
 
 from .errors import IOFailure, UsageError
+from .jsonl import keep_mode
 
 PART = ".compactctl-part"
 VERSION = 1
@@ -93,6 +94,7 @@ class PartFile:
     def commit(self) -> None:
         self.f.close()
         try:
+            keep_mode(self.path, self.target)
             os.replace(self.path, self.target)
         except OSError as e:
             raise IOFailure(f"{self.target}: {e.strerror or e}") from e

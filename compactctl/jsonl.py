@@ -8,10 +8,12 @@ surrogates (valid JSON, but not encodable) become U+FFFD with a warning, so outp
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -177,6 +179,13 @@ def _has_surrogate(s: str) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in s)
 
 
+def keep_mode(new: str, target: str) -> None:
+    """A file written anew over `target` keeps the mode `target` had (the user's choice for it); a new file
+    stays 0600, as its temporary file was made (an output may hold what a transcript held)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(new, stat.S_IMODE(os.stat(target).st_mode))
+
+
 class Output:
     """All-or-nothing output: a file is written to a temp file and renamed on success; stdout is
     spooled and copied out only on success when `spool` is set (a failed run prints nothing)."""
@@ -219,6 +228,7 @@ class Output:
             assert self._tmp is not None and self._tmp_path is not None
             try:
                 self._tmp.close()  # flushes: a full disk shows here
+                keep_mode(self._tmp_path, self.target)
                 os.replace(self._tmp_path, self.target)
             except OSError as e:
                 raise IOFailure(f"{self.target}: {e.strerror or e}") from e

@@ -16,6 +16,9 @@ Behaviour is chosen by the requested model name:
   inject     a structured answer holding a forged end marker, fake system lines and tool calls
   echo       a structured answer that repeats the request's user content under Critical Context
   surrogate  a structured answer holding a lone UTF-16 surrogate (valid JSON: "\\ud800")
+  think      a <think> draft with its own headings, then the structured answer (a reasoning model)
+  cut        a structured answer stopped mid-line, finish_reason "length" (cut at max_tokens)
+  err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
 Every request body is kept raw in `raw` (bytes), for the secrets suite.
 """
@@ -111,7 +114,15 @@ class Server:
                     time.sleep(3)
                 if model == "latency":
                     time.sleep(outer.latency)
+                if model == "err200":
+                    return self._send(
+                        200, {"id": "x", "object": "chat.completion", "choices": [], "error": {"message": "context length exceeded"}}
+                    )
                 content = {"empty": "", "garbage": "I think it went fine, mostly.", "huge": HUGE, "inject": INJECT}.get(model, GOOD)
+                if model == "think":
+                    content = "<think>\n## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS\n</think>\n" + GOOD
+                if model == "cut":
+                    content = GOOD.split("## Relevant Files")[0] + "## Relevant Files\n- app.py\n- half-writ"
                 if model == "echo":
                     content = GOOD.replace("## Critical Context\nNone", "## Critical Context\n" + body["messages"][-1]["content"])
                 if model == "surrogate":
@@ -123,7 +134,13 @@ class Server:
                         "object": "chat.completion",
                         "created": 0,
                         "model": model,
-                        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "length" if model == "cut" else "stop",
+                                "message": {"role": "assistant", "content": content},
+                            }
+                        ],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                     },
                 )

@@ -110,6 +110,18 @@ def _planted() -> list[tuple[str, str, str]]:
     add("telegram", k, f"bot token {k}")
     pw = _r(12)
     add("password-flag", pw, f"mysqladmin --password={pw} status")
+    pw = "Tr0ub4dor3" + _r(6)
+    add("env-pass", pw, f"DB_PASS={pw}")
+    pw = "Zebra-Quokka-" + _r(4, DIG)
+    add("json-pass", pw, '{"user":"admin","pass":"' + pw + '"}')
+    pw = "Hunter2" + _r(8)
+    add("mysql-p", pw, f"mysql -u root -p{pw} appdb")
+    pw = "CorrectHorse" + _r(4, DIG)
+    add("sshpass", pw, f"sshpass -p '{pw}' ssh deploy@10.0.0.5")
+    pw = "Sup3r" + _r(10)
+    add("url-password-no-user", pw, f"REDIS_URL=redis://:{pw}@cache.internal:6379/0")
+    b = base64.b64encode(f"ci:{_r(12)}".encode()).decode()
+    add("docker-auth", b, '{"auths": {"ghcr.io": {"auth": "' + b + '"}}}')
     return out
 
 

@@ -202,3 +202,20 @@ def test_a_file_argument_survives_python_310_type_hints():
     arg = typing.Annotated[list[str] | None, "argument"]
     assert _annotated(typing.Optional[arg]) is arg  # noqa: UP045 (the 3.10 shape, spelled as 3.10 builds it)
     assert _annotated(arg) is arg and _annotated(int | None) == int | None
+
+
+def test_an_output_written_over_a_file_keeps_that_files_mode(tmp_path):
+    """A new output is 0600 (it may hold what a transcript held); one written over an existing file keeps the mode
+    the user gave that file (it became 0600)."""
+    import stat
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    src = str(SAMPLES / "long_session.jsonl")
+    for args in (["compact", src, "-q", "-o", str(out)], ["repair", src, "-o", str(out)]):
+        cli(*args)
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640, args
+    new = tmp_path / "new.jsonl"
+    cli("compact", src, "-q", "-o", str(new))
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600

@@ -245,3 +245,67 @@ def test_long_last_ask_is_not_cut_with_last_ask_summary(server):
     assert parse_sections(res.text)["Active Task"] == long_ask
     assert long_ask in orjson.loads(server.raw[-1])["messages"][-1]["content"]
     assert len(rows) > 0
+
+
+def test_a_reasoning_models_think_draft_is_not_the_summary(server):
+    rep, _, summary, _ = compact(server, "think")
+    assert rep["summarizer"] == "llm:think" and "DRAFT" not in summary and "<think>" not in summary
+    assert "Fix the bug." in summary
+
+
+def test_an_answer_cut_at_max_tokens_loses_its_unfinished_line_and_is_not_cached(server, tmp_path):
+    from compactctl.cache import SummaryCache
+
+    cache = SummaryCache(tmp_path / "c")
+    warnings: list[str] = []
+    s = LLMSummarizer("cut", server.url, "k", None, timeout=5, retries=0, cache=cache, warn=warnings.append)
+    out, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    summary = next(m for m in out.messages if SUMMARY_MARKER in m.text()).text()
+    assert rep["summarizer"] == "llm:cut" and "half-writ" not in summary
+    assert any("cut at max_tokens" in w for w in rep["warnings"])
+    calls = len(server.requests)
+    api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert len(server.requests) > calls  # asked again: a cut answer is not cached
+
+
+def test_a_200_without_choices_says_what_the_endpoint_said_and_counts_as_a_failure(server):
+    from compactctl.summarizers import llm
+
+    rep, warnings, _, _ = compact(server, "err200")
+    assert rep["summarizer"] == "offline (llm failed)"
+    assert any("context length exceeded" in w for w in rep["warnings"]), rep["warnings"]
+    for _ in range(3):  # the breaker opens: an endpoint whose answers are never summaries is not paid for again
+        compact(server, "err200")
+    calls = len(server.requests)
+    compact(server, "err200")
+    assert len(server.requests) == calls and not llm.breaker_for(server.url, 60.0).allow()
+
+
+def test_the_cache_tells_endpoints_apart(server, tmp_path):
+    """Two servers may serve one model name: an answer cached from one is not the other's."""
+    from compactctl.cache import SummaryCache
+
+    cache = SummaryCache(tmp_path / "c")
+    for url, calls in ((server.url, 1), (server.url.replace("127.0.0.1", "localhost"), 2), (server.url, 2)):
+        s = LLMSummarizer("good", url, "k", None, timeout=5, retries=0, cache=cache)
+        api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+        assert len(server.requests) == calls, url
+
+
+def test_a_long_summary_so_far_is_bounded_in_the_next_request(server):
+    """Chunked: the summary so far goes into each later request at most the summary budget (a `huge` answer was
+    sent on whole, ~460,000 characters), and each request leaves room for it within --llm-context."""
+    s = LLMSummarizer("huge", server.url, "k", None, timeout=5, retries=0, cache=None, llm_context=4000)
+    api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    later = [r for r in server.requests if "PREVIOUS SUMMARY" in r["messages"][-1]["content"]]
+    assert later
+    for r in later:
+        sent = COUNTER.text(r["messages"][0]["content"]) + COUNTER.text(r["messages"][-1]["content"])
+        assert sent + r["max_tokens"] <= 4000 + 1_500, sent
+
+
+def test_llm_without_a_key_or_base_url_is_a_usage_error(tmp_path):
+    src = tmp_path / "s.jsonl"
+    write_jsonl(src, tool_session(30, 4000))
+    r = cli("compact", str(src), "--summarizer", "llm", "--context-window", "3000", env={"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None})  # type: ignore[dict-item]
+    assert r.returncode == 2 and b"needs an endpoint" in r.stderr, r.stderr

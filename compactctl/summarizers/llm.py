@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import re
 import signal
 import sys
 import threading
@@ -274,24 +275,35 @@ class LLMSummarizer:
                 raise Transient("the deadline passed while waiting for a free LLM slot")
 
     # -- one request, with cache, breaker, fallback
-    def _answer(self, resp, model: str, stats: _CallStats) -> str | None:
-        """The text of a chat completion that reads as a summary, or None (said in the warnings)."""
+    def _answer(self, resp, model: str, stats: _CallStats) -> tuple[str, bool] | None:
+        """The text of a chat completion that reads as a summary and whether it is whole (not cut at max_tokens:
+        its unfinished last line is dropped, and it is not cached), or None (said in the warnings). An endpoint
+        whose answers are not summaries counts as failing (the breaker stops paying for them)."""
         try:
-            text = (resp.choices[0].message.content or "") if resp.choices else ""
+            choice = resp.choices[0] if resp.choices else None
+            text = (choice.message.content or "") if choice is not None else ""
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
-            text = without_surrogates(text)  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
+            text = _without_reasoning(without_surrogates(text))  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
         except Exception:  # noqa: BLE001 - a 200 that is not a chat completion (HTML, truncated JSON)
             self.breaker.record(False)
             start = " ".join(redact(str(resp)).split())[:120]
             stats["warnings"].append(f"{model}: the answer is not a chat completion (not JSON?): {start!r}")
             return None
-        self.breaker.record(True)
+        cut = getattr(choice, "finish_reason", None) == "length"
         if len(parse_sections(text)) < MIN_HEADINGS:
-            start = " ".join(redact(text).split())[:160]
-            stats["warnings"].append(f"{model}: answer has {len(parse_sections(text))} of 13 sections: {start!r}")
+            self.breaker.record(False)
+            stats["warnings"].append(f"{model}: {_unusable(resp, text, cut)}")
             return None
-        return text
+        self.breaker.record(True)
+        if cut:
+            stats["warnings"].append(f"{model}: the answer was cut at max_tokens (its last line dropped; not cached)")
+            text = text.rsplit("\n", 1)[0]
+        return text, not cut
+
+    def _key(self, request: dict) -> str:
+        """The cache key: the request and the endpoint it goes to (two servers may serve one model name)."""
+        return key_of({**request, "endpoint": self.base_url or "openai"})
 
     def _cached(self, key: str, stats: _CallStats) -> str | None:
         """The cached answer to this request, if there is one that reads as a summary (a damaged entry is asked again)."""
@@ -314,7 +326,7 @@ class LLMSummarizer:
             for model in models
         }
         for model in models:  # a rerun makes no call: also when the fallback wrote the answer last time
-            hit = self._cached(key_of(requests[model]), stats)
+            hit = self._cached(self._key(requests[model]), stats)
             if hit is not None:
                 stats["models"].append(model)
                 return hit
@@ -335,7 +347,7 @@ class LLMSummarizer:
             if time.monotonic() >= call_deadline:
                 stats["warnings"].append(f"{model}: the transcript's LLM deadline has passed")
                 break
-            key = key_of(request)
+            key = self._key(request)
             if not self.breaker.allow():
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
@@ -359,12 +371,13 @@ class LLMSummarizer:
                 self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
                 continue
-            text = self._answer(resp, model, stats)
-            if text is None:
+            answer = self._answer(resp, model, stats)
+            if answer is None:
                 continue
+            text, whole = answer
             if model != self.model:
                 stats["warnings"].append(f"fallback model {model} used")
-            if self.cache is not None:
+            if self.cache is not None and whole:
                 self.cache.put(key, text)
             stats["models"].append(model)
             return text
@@ -378,6 +391,8 @@ class LLMSummarizer:
         room = max(self.llm_context - req.budget - counter.text(system) - 1_500, 1_000)
         summary = facts.prior_summary
         parts = chunk(blocks, counter, room)
+        if summary or len(parts) > 1:  # a part after the first carries the summary so far (at most the budget): room for it
+            parts = chunk(blocks, counter, max(room - req.budget, 1_000))
         # The transcript's overall deadline: each part's call, and the fallback model's after it when there is one.
         deadline = time.monotonic() + self.call_deadline * len(parts) * (2 if self.fallback_model else 1)
         try:
@@ -386,6 +401,7 @@ class LLMSummarizer:
                 last = redact(facts.last_request or "")
                 ask = f"LATEST USER REQUEST (copy it verbatim under Active Task):\n{last}\n\n"
                 if summary:
+                    summary = _within(summary, counter, req.budget)  # an answer over its budget is not sent on whole
                     user = f"PREVIOUS SUMMARY:\n{redact(summary)}\n\nNEW TURNS:\n{part}\n\n{UPDATE_INSTRUCTIONS}\n\n{ask}{SKELETON}"
                 else:
                     user = f"TURNS TO SUMMARIZE:\n{part}\n\n{ask}{SKELETON}"
@@ -421,6 +437,34 @@ class LLMSummarizer:
             secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
         _put_back(secs, wanted)
         return _trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
+
+
+_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)\s*", re.S | re.I)
+
+
+def _without_reasoning(text: str) -> str:
+    """A reasoning model's answer without its <think> draft (whose headings would be read first)."""
+    return _REASONING.sub("", text) if "<" in text else text
+
+
+def _unusable(resp, text: str, cut: bool) -> str:
+    """Why an answer is not a summary, with what the endpoint said (an error in a 200 body, the finish reason)."""
+    extra = getattr(resp, "model_extra", None) or {}
+    error = extra.get("error") if isinstance(extra, dict) else None
+    said = f"; the endpoint said: {redact(str(error))[:160]!r}" if error else ""
+    if not text.strip():
+        reason = "cut at max_tokens before any text" if cut else "an empty answer"
+        return f"{reason}{said}"
+    start = " ".join(redact(text).split())[:160]
+    return f"answer has {len(parse_sections(text))} of 13 sections{' (cut at max_tokens)' if cut else ''}: {start!r}{said}"
+
+
+def _within(summary: str, counter: Counter, budget: int) -> str:
+    """A summary so far at most `budget` tokens: trimmed as a final one is (sections kept, oldest lines first out)."""
+    if counter.text(summary) <= budget:
+        return summary
+    secs = parse_sections(summary)
+    return _trim(secs, counter, budget) if secs else summary[: budget * 2]
 
 
 def _retention(answer: str, wanted: dict[str, list[str]]) -> float | None:

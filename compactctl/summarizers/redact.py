@@ -20,7 +20,8 @@ from collections import Counter
 
 # The keys whose values are secrets in `key: value`, `key=value`, `"key": "value"` (JSON, YAML, env, ini).
 _KEY = (
-    r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
+    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z])|pwd|(?<![A-Za-z])auth(?![A-Za-z])|secret|token|"
+    r"api[_\-]?key|apikey|access[_\-]?key|"
     r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*"
 )
 _NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
@@ -99,30 +100,39 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("JWT", ("eyj",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", None),
     ("BASIC AUTH", ("basic",), r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{4,}={0,2}", r"\1[REDACTED]"),
     ("BEARER TOKEN", ("bearer",), r"(?i)(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/\-]{12,}=*", r"\1[REDACTED]"),
-    ("URL PASSWORD", ("://",), r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']+:)(?!\[REDACTED)[^\s@/\"']+@", r"\1[REDACTED]@"),
+    # (the user may be empty: redis://:PASSWORD@host)
+    ("URL PASSWORD", ("://",), r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\[REDACTED)[^\s@/\"']+@", r"\1[REDACTED]@"),
     (
         "CURL PASSWORD",
         ("-u", "--user"),
         r"((?:^|\s)(?:-u|--user|--proxy-user)[ =]?[\"']?[^\s:\"']+:)(?!\[REDACTED)[^\s\"']+",
         r"\1[REDACTED]",
     ),
+    # mysql -pSECRET (the password glued to -p), sshpass -p SECRET
+    (
+        "PASSWORD FLAG",
+        ("mysql", "mariadb"),
+        r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p[\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}",
+        r"\1[REDACTED]",
+    ),
+    ("PASSWORD FLAG", ("sshpass",), r"(\bsshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"']+", r"\1[REDACTED]"),
     ("PASSWORD FLAG", ("--pass",), r"((?:^|\s)--(?:password|passwd|pass)[ =][\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}", r"\1[REDACTED]"),
     # -- key = value and "key": "value" (JSON, YAML, env files, ini, code)
     (
         "SECRET FIELD",
-        ("pass", "pwd", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "auth", "secret", "token", "key", "credential"),
         r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
         r"\1[REDACTED]",
     ),
     (
         "SECRET FIELD",
-        ("pass", "pwd", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "auth", "secret", "token", "key", "credential"),
         r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')",
         r"\1[REDACTED]",
     ),
     (
         "SECRET FIELD",
-        ("pass", "pwd", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "auth", "secret", "token", "key", "credential"),
         r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)",
         r"\1[REDACTED]",
     ),
@@ -147,7 +157,7 @@ def _compiled() -> tuple[list[tuple[str, tuple[str, ...], re.Pattern[str], str]]
 
 # key = value rules are single-line and their keys are common words: they run only on the lines that
 # hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
-_FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
+_FIELD_HINTS = ("pass", "pwd", "auth", "secret", "token", "key", "credential")
 SHORT = 256  # redact: a text this short is first searched for any rule's hint at once
 
 # detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed

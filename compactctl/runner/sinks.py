@@ -52,7 +52,8 @@ class _Sinks:
         ck = self._open_journal(out, files, desc)
         self._open_sides(ck)
         self._open_output(out, ck)
-        self.stats = RunStats(ck.get("n", 0), ck.get("changed", 0))
+        rejected = ck.get("rj", 0)  # "n" counts every record read, the rejected too (--resume skips them all)
+        self.stats = RunStats(ck.get("n", 0) - rejected, ck.get("changed", 0), rejected=rejected)
         self.key = ck.get("key", "")
         self.first_seq = dict(ck.get("fs", {}))
 
@@ -135,6 +136,19 @@ class _Sinks:
             return rest, ck["n"] - skip, skip, ck["key"] if skip else None
         return files, 0, ck["n"], ck["key"]
 
+    def add(self, source: str, tid: str, done: Done, rejects: list[bytes]) -> None:
+        """Write one transcript's outputs, numbered as written: a record rejected once read (--on-error skip) takes
+        no number, so that output record k is archive seq k (or first_seq + k in its file), as `restore` reads them."""
+        seq = self.stats.transcripts
+        self.first_seq.setdefault(source, seq)
+        for rec in done.archive:
+            rec["seq"] = seq
+        self.write(source, done, rejects)
+        self.stats.transcripts += not done.skipped
+        self.stats.rejected += done.skipped
+        self.stats.changed += done.changed
+        self.key = tid
+
     def write(self, source: str, done: Done, rejects: list[bytes]) -> None:
         if self.to_dir and source != self.current:  # one output file per input file, each atomic
             self._close_file()
@@ -178,7 +192,8 @@ class _Sinks:
         self.journal.append(
             {
                 "t": "ck",
-                "n": stats.transcripts,
+                "n": stats.transcripts + stats.rejected,  # records read: what --resume skips
+                "rj": stats.rejected,
                 "key": key,
                 "file": self.current if self.to_dir else "*",
                 "fn": self.file_n,
@@ -204,7 +219,13 @@ class _Sinks:
                 self._side("rejects", line + b"\n")
         if "archive" in self.sides and self.sides["archive"] is not None and not self.ended:
             # the closing record: restore refuses an archive without it (truncated)
-            end = {"type": "end", "transcripts": self.stats.transcripts, "sources": list(self.first_seq), "first_seq": self.first_seq}
+            end = {
+                "type": "end",
+                "transcripts": self.stats.transcripts,
+                "sources": list(self.first_seq),
+                "first_seq": self.first_seq,
+                "rejected": self.stats.rejected,
+            }
             self._side("archive", orjson.dumps(end) + b"\n")
         if self.journal is not None and not self.ended:
             self.checkpoint()

@@ -172,3 +172,56 @@ def test_resume_over_rejected_records_is_byte_identical(tmp_path):
     back = cli("restore", str(tmp_path / "k.out"), "--archive", str(tmp_path / "k.archive"))
     assert back.returncode == 0, back.stderr
     assert _json_lines(back.stdout) == [x for x in rows if x is not BAD["wizard"]]
+
+
+# -- a first record that cannot tell the format, a whole-file JSON that is not a transcript --------------------
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_an_undetectable_first_line_is_skipped_like_any_bad_line(tmp_path, fmt, workers):
+    rows = _records(fmt, "wizard")
+    good = [rows[0], rows[2], rows[0]]
+    src = tmp_path / "f.jsonl"
+    src.write_bytes(b'{"foo":1}\n[1]\n{"bar":2}\n' + b"".join(orjson.dumps(r) + b"\n" for r in good))
+    out, arch, rej = _compact(tmp_path, src, "--workers", workers)
+    assert _json_lines(rej.read_bytes()) == [{"foo": 1}, [1], {"bar": 2}]
+    written = _json_lines(out.read_bytes())
+    assert len(written) == 3 and written[0] == good[0] and written[2] == good[2] and written[1] != good[1]
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0 and _json_lines(back.stdout) == good, back.stderr
+    err = cli("compact", str(src), "--context-window", "4000", "-q", "--on-error", "skip").stderr.decode()
+    assert f"skipped {src}:1: cannot tell the transcript format" in err and f"skipped {src}:3: cannot tell" in err, err
+    failed = cli("compact", str(src), "--context-window", "4000", "-q", "-o", str(tmp_path / "x.jsonl"))
+    assert failed.returncode == 3 and f"{src}:1: cannot tell the transcript format".encode() in failed.stderr
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_file_no_record_of_which_tells_its_format_writes_nothing(tmp_path):
+    src = tmp_path / "f.jsonl"
+    src.write_bytes(b'{"foo":1}\n{"bar":2}\n')
+    r = cli("compact", str(src), "-q", "--on-error", "skip", "--rejects", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 0 and r.stdout == b"", r.stderr
+    assert (tmp_path / "r.jsonl").read_bytes() == src.read_bytes()
+
+
+def test_a_bad_whole_file_json_in_a_directory_is_skipped(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "package.json").write_bytes(b'{"name": "x", "version": "1.0.0"}\n')  # JSON, not a transcript
+    (d / "broken.json").write_bytes(b'{"messages": [\n  {"role": "user"')  # not JSON: to rejects as it is
+    (d / "empty.traj").write_bytes(b"")
+    (d / "list.json").write_bytes(orjson.dumps([SMALL["messages"][0], SMALL["messages"][1]]))  # a plain message list
+    write_jsonl(d / "good.jsonl", [SMALL])
+    out, rej = tmp_path / "out", tmp_path / "r.jsonl"
+    r = cli("compact", str(d), "-q", "--on-error", "skip", "--rejects", str(rej), "-o", f"{out}/")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["good.jsonl", "list.jsonl"]
+    assert _json_lines((out / "good.jsonl").read_bytes()) == [SMALL]
+    assert rej.read_bytes() == b'{"messages": [\n  {"role": "user"\n{"name":"x","version":"1.0.0"}\n'
+    err = r.stderr.decode()
+    for name in ("broken.json:2: invalid JSON", "empty.traj:1: invalid JSON", "package.json:1: cannot tell the transcript format"):
+        assert f"skipped {d / name}" in err, err
+    failed = cli("compact", str(d), "-q", "-o", f"{tmp_path / 'out2'}/")
+    assert failed.returncode == 3 and f"{d / 'broken.json'}:2: invalid JSON".encode() in failed.stderr
+    assert not list((tmp_path / "out2").glob("*.jsonl"))

@@ -225,3 +225,35 @@ def test_a_bad_whole_file_json_in_a_directory_is_skipped(tmp_path):
     failed = cli("compact", str(d), "-q", "-o", f"{tmp_path / 'out2'}/")
     assert failed.returncode == 3 and f"{d / 'broken.json'}:2: invalid JSON".encode() in failed.stderr
     assert not list((tmp_path / "out2").glob("*.jsonl"))
+
+
+# -- a fatal error after --on-error skip has streamed transcripts to stdout --------------------------------------
+
+
+def test_a_fatal_error_keeps_the_side_files_of_what_stdout_got(server, tmp_path):
+    """stdout under --on-error skip is streamed (a dataset through a pipe is never held whole): a 401 part way leaves
+    the transcripts before it printed, and the archive, rejects and report now match them (they were removed, so
+    the printed output's references and `restore` had nothing behind them). -o FILE and --on-error fail: nothing."""
+    rows = [SMALL, BAD["wizard"], {"messages": tool_session(8, 2000)}, SMALL, {"messages": tool_session(30, 4000)}, SMALL]
+    src = write_jsonl(tmp_path / "d.jsonl", rows)
+    sides = {k: tmp_path / f"{k}.jsonl" for k in ("archive", "rejects", "report")}
+    args = [str(src), "--context-window", "3000", "-q", "--base-url", server.url, "--llm-model", "error401"]
+    args += [x for k, p in sides.items() for x in (f"--{k}", str(p))]
+    r = cli("compact", *args, "--on-error", "skip")
+    assert r.returncode == 7, r.stderr
+    printed = _json_lines(r.stdout)
+    assert printed[0] == SMALL and printed[1] != rows[2] and printed[2] == SMALL and len(printed) == 3  # the second was pruned
+    assert _json_lines(sides["rejects"].read_bytes()) == [BAD["wizard"]]
+    assert len(_json_lines(sides["report"].read_bytes())) == 3
+    end = _json_lines(sides["archive"].read_bytes())[-1]
+    assert end["type"] == "end" and end["transcripts"] == 3 and end["rejected"] == 1 and "401" in end["stopped"]
+    out = tmp_path / "printed.jsonl"
+    out.write_bytes(r.stdout)
+    back = cli("restore", str(out), "--archive", str(sides["archive"]))
+    assert back.returncode == 0 and _json_lines(back.stdout) == [rows[0], rows[2], rows[3]], back.stderr
+    for p in sides.values():
+        p.unlink()
+    for more in (["--on-error", "skip", "-o", str(tmp_path / "o.jsonl")], ["--on-error", "fail"]):  # all or nothing
+        r = cli("compact", *args, *more)
+        assert r.returncode == (7 if "skip" in more else 3) and r.stdout == b"", r.stderr  # fail: the bad record stops it
+        assert not [p for p in tmp_path.iterdir() if p.name not in ("d.jsonl", "printed.jsonl", "cache")], more

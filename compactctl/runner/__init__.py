@@ -96,8 +96,8 @@ def run(
                 if slow:
                     time.sleep(slow)
         sinks.finish(rejects.take())
-    except Exception:
-        sinks.fail(interrupted=False)
+    except Exception as e:
+        sinks.fail(interrupted=False, error=e)
         raise
     except BaseException:
         sinks.fail(interrupted=True)

@@ -217,16 +217,8 @@ class _Sinks:
         for line in tail_rejects:
             if "rejects" in self.sides:
                 self._side("rejects", line + b"\n")
-        if "archive" in self.sides and self.sides["archive"] is not None and not self.ended:
-            # the closing record: restore refuses an archive without it (truncated)
-            end = {
-                "type": "end",
-                "transcripts": self.stats.transcripts,
-                "sources": list(self.first_seq),
-                "first_seq": self.first_seq,
-                "rejected": self.stats.rejected,
-            }
-            self._side("archive", orjson.dumps(end) + b"\n")
+        if not self.ended:
+            self._end_archive()
         if self.journal is not None and not self.ended:
             self.checkpoint()
             if self.to_dir and self.out is not None:
@@ -247,8 +239,28 @@ class _Sinks:
         if self.journal is not None:
             self.journal.remove()
 
-    def fail(self, interrupted: bool) -> None:
-        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume."""
+    def _end_archive(self, stopped: str | None = None) -> None:
+        """The archive's closing record (restore refuses an archive without it: truncated); `stopped`: why a run
+        whose output was streamed ended early (the archive covers what was written)."""
+        if self.sides.get("archive") is None:
+            return
+        end = {
+            "type": "end",
+            "transcripts": self.stats.transcripts,
+            "sources": list(self.first_seq),
+            "first_seq": self.first_seq,
+            "rejected": self.stats.rejected,
+        }
+        if stopped is not None:
+            end["stopped"] = stopped
+        self._side("archive", orjson.dumps(end) + b"\n")
+
+    def fail(self, interrupted: bool, error: Exception | None = None) -> None:
+        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume.
+        Transcripts already streamed to stdout (--on-error skip) stay written: the side files are kept to match them."""
+        if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
+            self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
+            return
         for s in (self.out, *self.sides.values()):
             if s is None:
                 continue
@@ -267,6 +279,23 @@ class _Sinks:
                         "the same command with --resume continues from there",
                         file=sys.stderr,
                     )
+
+    def _keep_sides(self, reason: str) -> None:
+        """The side files as the transcripts printed before the run stopped: their archive records (closed, with the
+        reason, so `restore` rebuilds what was printed), reports and the rejected lines read before them."""
+        try:
+            self._end_archive(stopped=reason)
+            for s in self.sides.values():
+                s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
+        except Exception as e:  # noqa: BLE001 (the run's own error is the one to report)
+            warn(f"the side files could not be kept: {e}")
+            for s in self.sides.values():
+                with contextlib.suppress(Exception):
+                    s.close(False) if isinstance(s, (JsonlSink, SqliteSink)) else s.abort()
+            return
+        kept = ", ".join(getattr(self.io, k) for k in self.SIDES if getattr(self.io, k))
+        if kept and not self.io.quiet:
+            warn(f"what was written to standard output stays; the side files match it: {kept}")
 
 
 def _fingerprint(io: IOOptions) -> str:

@@ -215,6 +215,11 @@ class Output:
             self._tmp = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115
         self.stream: IO[bytes] = self._tmp if self._tmp is not None else sys.stdout.buffer
 
+    @property
+    def streams(self) -> bool:
+        """Written straight to stdout as it comes (not spooled): what was written before an error stays written."""
+        return self._tmp is None
+
     def write(self, data: bytes) -> None:
         try:
             self.stream.write(data)

@@ -259,9 +259,11 @@ def repair(
 
     stats = run(inputs or ["-"], io, work, "repair", keeps=None if check else repair_keeps)
     if check:
+        bad = stats.skipped_lines + stats.rejected  # --on-error skip: not checked, in --rejects
+        skipped = f" ({bad} bad record{'s' if bad != 1 else ''} skipped)" if bad else ""
         if violations:
-            raise CheckFailed(f"{violations} violation(s) in {stats.transcripts} transcript(s)")
-        _say(io, f"ok: {stats.transcripts} transcript(s), no violations")
+            raise CheckFailed(f"{violations} violation(s) in {stats.transcripts} transcript(s){skipped}")
+        _say(io, f"ok: {stats.transcripts} transcript(s), no violations{skipped}")
 
 
 @app.command()

@@ -160,12 +160,13 @@ class Reader:
         except DataError as e:
             self.reject(e, raw)
 
-    def reject(self, e: DataError, raw: bytes) -> None:
+    def reject(self, e: DataError, raw: bytes | None) -> None:
+        """Raise `e` (--on-error fail), or skip its record: warn, count it, keep its raw bytes (if any) in rejects."""
         if self.on_error != "skip":
             raise e
         self.skipped += 1
         self.warn(f"skipped {e}")
-        if self.rejects is not None:
+        if self.rejects is not None and raw is not None:
             self.rejects.add_raw(raw)
 
     def read_file(self, name: str) -> Iterator[Transcript]:
@@ -173,11 +174,10 @@ class Reader:
         stream = open_input(name)
         try:
             records = self._json_records(stream, source) if name.endswith((".json", ".traj")) else self._records(stream, source)
-            first = next(records, None)
-            if first is None:
-                return
-            mod, layout, records = self.detect_stream(first, records, source)
-            yield from mod.read(records, source, layout, self)
+            found = self.detect_records(records, source)
+            if found is not None:
+                mod, layout, records = found
+                yield from mod.read(records, source, layout, self)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
@@ -207,8 +207,9 @@ class Reader:
         data = stream.read()
         try:
             doc = orjson.loads(data)
-        except orjson.JSONDecodeError as e:
-            raise DataError(source, getattr(e, "lineno", 1), f"invalid JSON: {e.msg}") from None
+        except orjson.JSONDecodeError as e:  # with --on-error skip: the whole file to rejects, as it is
+            self.reject(DataError(source, getattr(e, "lineno", 1), f"invalid JSON: {e.msg}"), data.strip(b"\r\n") or None)
+            return
         items = doc if isinstance(doc, list) else [doc]
         for k, obj in enumerate(items, 1):
             if not isinstance(obj, dict):
@@ -223,6 +224,16 @@ class Reader:
                 )
                 continue
             yield k, raw, obj
+
+    def detect_records(self, records: Iterator[Record], source: str) -> tuple[Any, str, Iterator[Record]] | None:
+        """detect_stream from the first record that tells the format: with --on-error skip, a first record that
+        cannot tell is rejected like any bad line and the next one tried (None: no record told)."""
+        for first in records:
+            try:
+                return self.detect_stream(first, records, source)
+            except DataError as e:  # the format cannot be told from this record
+                self.reject(e, first[1])
+        return None
 
     def detect_stream(self, first: Record, records: Iterator[Record], source: str) -> tuple[Any, str, Iterator[Record]]:
         """The format and layout of a file from its first record, and its records again. A first record every chat

@@ -86,22 +86,18 @@ def run(
                 flow = _threads(work, items, ctx, io.jobs)
             else:
                 flow = _serial(work, items, ctx)
-            for (seq, source, tid, rej), done in flow:
+            for (_, source, tid, rej), done in flow:
                 for note in done.notes:
                     print(note, file=sys.stderr)
-                sinks.first_seq.setdefault(source, seq)
-                sinks.write(source, done, rej)
-                stats.transcripts += 1
-                stats.changed += done.changed
-                sinks.key = tid
+                sinks.add(source, tid, done, rej)
                 if done.report is not None and on_report is not None:
                     on_report(done.report)
                 sinks.maybe_checkpoint()
                 if slow:
                     time.sleep(slow)
         sinks.finish(rejects.take())
-    except Exception:
-        sinks.fail(interrupted=False)
+    except Exception as e:
+        sinks.fail(interrupted=False, error=e)
         raise
     except BaseException:
         sinks.fail(interrupted=True)

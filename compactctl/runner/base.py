@@ -41,9 +41,10 @@ class Result:
 
 @dataclass
 class RunStats:
-    transcripts: int = 0
+    transcripts: int = 0  # written (numbered 0, 1, ... in the archive: `restore` maps output record k to seq k)
     changed: int = 0
-    skipped_lines: int = 0
+    skipped_lines: int = 0  # lines the reader rejected (not JSON, not a record of the format)
+    rejected: int = 0  # records rejected once read (--on-error skip: to --rejects, nothing written, no seq)
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Done:
     changed: bool
     rejects: list[bytes] = field(default_factory=list)  # a record found bad where it was parsed (a Lazy one)
     notes: list[str] = field(default_factory=list)  # Result.notes
+    skipped: bool = False  # rejected (--on-error skip): nothing written, its raw lines in `rejects`
 
 
 @dataclass

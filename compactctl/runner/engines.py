@@ -95,7 +95,7 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
         return Done([item.raw], [], None, False)
     t, rejected = _materialize(item, ctx.on_error)
     if t is None:
-        return Done([], [], None, False, rejected)
+        return Done([], [], None, False, rejected, skipped=True)
     try:
         return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
     except (DataError, TypeError) as e:  # a transcript the work cannot make valid, or that cannot be written back
@@ -105,7 +105,8 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
         if ctx.on_error != "skip":
             raise err from None
         warn(f"skipped {err}")
-        return Done([], [], None, False, rejected + [item.raw] if isinstance(item, Lazy) else rejected + list(formats.write(t)))
+        raw = [item.raw] if isinstance(item, Lazy) else list(formats.write(t))
+        return Done([], [], None, False, rejected + raw, skipped=True)
 
 
 def _data_error(e: Exception, t: Transcript) -> DataError | None:

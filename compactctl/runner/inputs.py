@@ -64,11 +64,10 @@ def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Laz
             continue
         stream = open_input(name)
         try:
-            records = reader._records(stream, name)
-            first = next(records, None)
-            if first is None:
+            found = reader.detect_records(reader._records(stream, name), name)
+            if found is None:
                 continue
-            mod, layout, records = reader.detect_stream(first, records, name)
+            mod, layout, records = found
             if layout != "dataset" or mod.NAME not in LAZY_FORMATS:
                 yield from mod.read(records, name, layout, reader)
                 continue

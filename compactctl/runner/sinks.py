@@ -52,7 +52,8 @@ class _Sinks:
         ck = self._open_journal(out, files, desc)
         self._open_sides(ck)
         self._open_output(out, ck)
-        self.stats = RunStats(ck.get("n", 0), ck.get("changed", 0))
+        rejected = ck.get("rj", 0)  # "n" counts every record read, the rejected too (--resume skips them all)
+        self.stats = RunStats(ck.get("n", 0) - rejected, ck.get("changed", 0), rejected=rejected)
         self.key = ck.get("key", "")
         self.first_seq = dict(ck.get("fs", {}))
 
@@ -135,6 +136,19 @@ class _Sinks:
             return rest, ck["n"] - skip, skip, ck["key"] if skip else None
         return files, 0, ck["n"], ck["key"]
 
+    def add(self, source: str, tid: str, done: Done, rejects: list[bytes]) -> None:
+        """Write one transcript's outputs, numbered as written: a record rejected once read (--on-error skip) takes
+        no number, so that output record k is archive seq k (or first_seq + k in its file), as `restore` reads them."""
+        seq = self.stats.transcripts
+        self.first_seq.setdefault(source, seq)
+        for rec in done.archive:
+            rec["seq"] = seq
+        self.write(source, done, rejects)
+        self.stats.transcripts += not done.skipped
+        self.stats.rejected += done.skipped
+        self.stats.changed += done.changed
+        self.key = tid
+
     def write(self, source: str, done: Done, rejects: list[bytes]) -> None:
         if self.to_dir and source != self.current:  # one output file per input file, each atomic
             self._close_file()
@@ -178,7 +192,8 @@ class _Sinks:
         self.journal.append(
             {
                 "t": "ck",
-                "n": stats.transcripts,
+                "n": stats.transcripts + stats.rejected,  # records read: what --resume skips
+                "rj": stats.rejected,
                 "key": key,
                 "file": self.current if self.to_dir else "*",
                 "fn": self.file_n,
@@ -202,10 +217,8 @@ class _Sinks:
         for line in tail_rejects:
             if "rejects" in self.sides:
                 self._side("rejects", line + b"\n")
-        if "archive" in self.sides and self.sides["archive"] is not None and not self.ended:
-            # the closing record: restore refuses an archive without it (truncated)
-            end = {"type": "end", "transcripts": self.stats.transcripts, "sources": list(self.first_seq), "first_seq": self.first_seq}
-            self._side("archive", orjson.dumps(end) + b"\n")
+        if not self.ended:
+            self._end_archive()
         if self.journal is not None and not self.ended:
             self.checkpoint()
             if self.to_dir and self.out is not None:
@@ -226,8 +239,28 @@ class _Sinks:
         if self.journal is not None:
             self.journal.remove()
 
-    def fail(self, interrupted: bool) -> None:
-        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume."""
+    def _end_archive(self, stopped: str | None = None) -> None:
+        """The archive's closing record (restore refuses an archive without it: truncated); `stopped`: why a run
+        whose output was streamed ended early (the archive covers what was written)."""
+        if self.sides.get("archive") is None:
+            return
+        end = {
+            "type": "end",
+            "transcripts": self.stats.transcripts,
+            "sources": list(self.first_seq),
+            "first_seq": self.first_seq,
+            "rejected": self.stats.rejected,
+        }
+        if stopped is not None:
+            end["stopped"] = stopped
+        self._side("archive", orjson.dumps(end) + b"\n")
+
+    def fail(self, interrupted: bool, error: Exception | None = None) -> None:
+        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume.
+        Transcripts already streamed to stdout (--on-error skip) stay written: the side files are kept to match them."""
+        if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
+            self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
+            return
         for s in (self.out, *self.sides.values()):
             if s is None:
                 continue
@@ -246,6 +279,23 @@ class _Sinks:
                         "the same command with --resume continues from there",
                         file=sys.stderr,
                     )
+
+    def _keep_sides(self, reason: str) -> None:
+        """The side files as the transcripts printed before the run stopped: their archive records (closed, with the
+        reason, so `restore` rebuilds what was printed), reports and the rejected lines read before them."""
+        try:
+            self._end_archive(stopped=reason)
+            for s in self.sides.values():
+                s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
+        except Exception as e:  # noqa: BLE001 (the run's own error is the one to report)
+            warn(f"the side files could not be kept: {e}")
+            for s in self.sides.values():
+                with contextlib.suppress(Exception):
+                    s.close(False) if isinstance(s, (JsonlSink, SqliteSink)) else s.abort()
+            return
+        kept = ", ".join(getattr(self.io, k) for k in self.SIDES if getattr(self.io, k))
+        if kept and not self.io.quiet:
+            warn(f"what was written to standard output stays; the side files match it: {kept}")
 
 
 def _fingerprint(io: IOOptions) -> str:

@@ -1,0 +1,259 @@
+"""Datasets under --on-error skip: a record rejected where it is built (an unknown role, nothing repair can send)
+takes no place in the output's numbering, so `restore` gives back the kept records; counts say how many were
+rejected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactctl import api
+
+from .conftest import cli, tool_session, write_jsonl
+
+SMALL = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+BAD = {
+    "wizard": {"messages": [{"role": "wizard", "content": "x"}]},  # rejected when its transcript is built
+    "empty": {"messages": []},  # rejected by repair: nothing a model could be sent
+}
+
+
+def _anthropic(messages: list[dict]) -> dict:
+    """An OpenAI chat tool session as an Anthropic dataset record."""
+    out: list[dict] = []
+    for m in messages[1:]:
+        if m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            out.append({"role": "user", "content": [block]})
+        elif m.get("tool_calls"):
+            calls = [
+                {"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": orjson.loads(c["function"]["arguments"])}
+                for c in m["tool_calls"]
+            ]
+            out.append({"role": "assistant", "content": calls})
+        else:
+            out.append({"role": m["role"], "content": [{"type": "text", "text": m["content"]}]})
+    return {"system": messages[0]["content"], "messages": out}
+
+
+def _records(fmt: str, bad: str) -> list[dict]:
+    big = {"messages": tool_session(30, 4000)}
+    small, worse = SMALL, BAD[bad]
+    if fmt == "anthropic":
+        small = {"system": "s", **SMALL}
+        worse = {"system": "s", **worse}
+        big = _anthropic(big["messages"])
+    return [small, worse, big]
+
+
+def _json_lines(data: bytes) -> list:
+    return [orjson.loads(x) for x in data.split(b"\n") if x.strip()]
+
+
+def _compact(tmp_path: Path, src: Path, *more: str) -> tuple[Path, Path, Path]:
+    out, arch, rej = tmp_path / "o.jsonl", tmp_path / "a.jsonl", tmp_path / "r.jsonl"
+    r = cli(
+        "compact",
+        str(src),
+        "--context-window",
+        "4000",
+        "-q",
+        "--on-error",
+        "skip",
+        "--archive",
+        str(arch),
+        "--rejects",
+        str(rej),
+        "-o",
+        str(out),
+        *more,
+    )
+    assert r.returncode == 0, r.stderr
+    return out, arch, rej
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("bad", sorted(BAD))
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_rejected_record_does_not_break_restore(tmp_path, fmt, bad, workers):
+    rows = _records(fmt, bad)
+    src = write_jsonl(tmp_path / "m.jsonl", rows)
+    out, arch, rej = _compact(tmp_path, src, "--workers", workers)
+    assert _json_lines(rej.read_bytes()) == [rows[1]]
+    written = _json_lines(out.read_bytes())
+    assert len(written) == 2 and written[1] != rows[2]  # the big record was compacted: restore has work to do
+    end = _json_lines(arch.read_bytes())[-1]
+    assert end["type"] == "end" and end["transcripts"] == 2 and end["rejected"] == 1
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert _json_lines(back.stdout) == [rows[0], rows[2]]
+    for phase in ("prune", "repair"):  # the phase commands share the runner (prune writes an empty record as it came)
+        o2, a2, r2 = (tmp_path / f"{phase}.{k}.jsonl" for k in ("o", "a", "r"))
+        args = ["--context-window", "4000", "-q", "--on-error", "skip", "--archive", str(a2), "--rejects", str(r2), "-o", str(o2)]
+        r = cli(phase, str(src), *args)
+        assert r.returncode == 0, r.stderr
+        back = cli("restore", str(o2), "--archive", str(a2))
+        assert back.returncode == 0, back.stderr
+        rejected = _json_lines(r2.read_bytes())
+        assert rejected in ([], [rows[1]]) and _json_lines(back.stdout) == [x for x in rows if x not in rejected]
+
+
+def test_rejected_records_in_a_directory_output_restore_per_file(tmp_path):
+    rows = _records("openai", "wizard")
+    d = tmp_path / "in"
+    d.mkdir()
+    write_jsonl(d / "a.jsonl", [rows[1], *rows])  # a rejected record first, and another in the middle
+    write_jsonl(d / "b.jsonl", [rows[2], rows[1], rows[0]])
+    r = cli(
+        "compact",
+        str(d),
+        "--context-window",
+        "4000",
+        "-q",
+        "--on-error",
+        "skip",
+        "--archive",
+        str(tmp_path / "a.jsonl"),
+        "-o",
+        f"{tmp_path / 'out'}/",
+    )
+    assert r.returncode == 0, r.stderr
+    for name, kept in (("a.jsonl", [rows[0], rows[2]]), ("b.jsonl", [rows[2], rows[0]])):
+        back = tmp_path / f"back-{name}"
+        api.restore_file(str(tmp_path / "out" / name), str(tmp_path / "a.jsonl"), str(back))
+        assert _json_lines(back.read_bytes()) == kept, name
+
+
+def test_repair_check_counts_the_valid_records_and_the_rejected(tmp_path):
+    rows = [SMALL, BAD["wizard"], SMALL, b"{not json", SMALL]
+    src = tmp_path / "bad.jsonl"
+    src.write_bytes(b"".join((r if isinstance(r, bytes) else orjson.dumps(r)) + b"\n" for r in rows))
+    r = cli("repair", "--check", str(src), "--on-error", "skip")
+    assert r.returncode == 0, r.stderr
+    assert b"ok: 3 transcript(s), no violations (2 bad records skipped)" in r.stderr, r.stderr
+    src.write_bytes(src.read_bytes() + orjson.dumps(BAD["empty"]) + b"\n")  # --check reports it (repair rejects it)
+    r = cli("repair", "--check", str(src), "--on-error", "skip")
+    assert r.returncode == 6 and b"1 violation(s) in 4 transcript(s) (2 bad records skipped)" in r.stderr, r.stderr
+
+
+def test_resume_over_rejected_records_is_byte_identical(tmp_path):
+    """--resume skips every record read (the rejected too) and numbers on from the records written."""
+    from .test_scale import SLOW, _killed_run
+
+    rows = [BAD["wizard"] if k % 5 == 2 else {"messages": tool_session(6 + k % 4, 1500), "id": k} for k in range(24)]
+    src = write_jsonl(tmp_path / "d.jsonl", rows)
+
+    def args(base: str) -> list[str]:
+        sides = [x for k in ("archive", "rejects", "report") for x in (f"--{k}", str(tmp_path / f"{base}.{k}"))]
+        return [
+            str(src),
+            "--context-window",
+            "3000",
+            "--summary-min",
+            "300",
+            "-q",
+            "--on-error",
+            "skip",
+            "-o",
+            str(tmp_path / f"{base}.out"),
+            *sides,
+        ]
+
+    def outputs(base: str) -> list[bytes]:
+        return [(tmp_path / f"{base}.{k}").read_bytes() for k in ("out", "archive", "rejects", "report")]
+
+    assert cli("compact", *args("ref")).returncode == 0
+    _killed_run(args("k"), tmp_path / "k.out.compactctl-journal", 6, SLOW)
+    r = cli("compact", *args("k"), "--resume", "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    assert outputs("k") == outputs("ref")
+    back = cli("restore", str(tmp_path / "k.out"), "--archive", str(tmp_path / "k.archive"))
+    assert back.returncode == 0, back.stderr
+    assert _json_lines(back.stdout) == [x for x in rows if x is not BAD["wizard"]]
+
+
+# -- a first record that cannot tell the format, a whole-file JSON that is not a transcript --------------------
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_an_undetectable_first_line_is_skipped_like_any_bad_line(tmp_path, fmt, workers):
+    rows = _records(fmt, "wizard")
+    good = [rows[0], rows[2], rows[0]]
+    src = tmp_path / "f.jsonl"
+    src.write_bytes(b'{"foo":1}\n[1]\n{"bar":2}\n' + b"".join(orjson.dumps(r) + b"\n" for r in good))
+    out, arch, rej = _compact(tmp_path, src, "--workers", workers)
+    assert _json_lines(rej.read_bytes()) == [{"foo": 1}, [1], {"bar": 2}]
+    written = _json_lines(out.read_bytes())
+    assert len(written) == 3 and written[0] == good[0] and written[2] == good[2] and written[1] != good[1]
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0 and _json_lines(back.stdout) == good, back.stderr
+    err = cli("compact", str(src), "--context-window", "4000", "-q", "--on-error", "skip").stderr.decode()
+    assert f"skipped {src}:1: cannot tell the transcript format" in err and f"skipped {src}:3: cannot tell" in err, err
+    failed = cli("compact", str(src), "--context-window", "4000", "-q", "-o", str(tmp_path / "x.jsonl"))
+    assert failed.returncode == 3 and f"{src}:1: cannot tell the transcript format".encode() in failed.stderr
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_file_no_record_of_which_tells_its_format_writes_nothing(tmp_path):
+    src = tmp_path / "f.jsonl"
+    src.write_bytes(b'{"foo":1}\n{"bar":2}\n')
+    r = cli("compact", str(src), "-q", "--on-error", "skip", "--rejects", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 0 and r.stdout == b"", r.stderr
+    assert (tmp_path / "r.jsonl").read_bytes() == src.read_bytes()
+
+
+def test_a_bad_whole_file_json_in_a_directory_is_skipped(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "package.json").write_bytes(b'{"name": "x", "version": "1.0.0"}\n')  # JSON, not a transcript
+    (d / "broken.json").write_bytes(b'{"messages": [\n  {"role": "user"')  # not JSON: to rejects as it is
+    (d / "empty.traj").write_bytes(b"")
+    (d / "list.json").write_bytes(orjson.dumps([SMALL["messages"][0], SMALL["messages"][1]]))  # a plain message list
+    write_jsonl(d / "good.jsonl", [SMALL])
+    out, rej = tmp_path / "out", tmp_path / "r.jsonl"
+    r = cli("compact", str(d), "-q", "--on-error", "skip", "--rejects", str(rej), "-o", f"{out}/")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["good.jsonl", "list.jsonl"]
+    assert _json_lines((out / "good.jsonl").read_bytes()) == [SMALL]
+    assert rej.read_bytes() == b'{"messages": [\n  {"role": "user"\n{"name":"x","version":"1.0.0"}\n'
+    err = r.stderr.decode()
+    for name in ("broken.json:2: invalid JSON", "empty.traj:1: invalid JSON", "package.json:1: cannot tell the transcript format"):
+        assert f"skipped {d / name}" in err, err
+    failed = cli("compact", str(d), "-q", "-o", f"{tmp_path / 'out2'}/")
+    assert failed.returncode == 3 and f"{d / 'broken.json'}:2: invalid JSON".encode() in failed.stderr
+    assert not list((tmp_path / "out2").glob("*.jsonl"))
+
+
+# -- a fatal error after --on-error skip has streamed transcripts to stdout --------------------------------------
+
+
+def test_a_fatal_error_keeps_the_side_files_of_what_stdout_got(server, tmp_path):
+    """stdout under --on-error skip is streamed (a dataset through a pipe is never held whole): a 401 part way leaves
+    the transcripts before it printed, and the archive, rejects and report now match them (they were removed, so
+    the printed output's references and `restore` had nothing behind them). -o FILE and --on-error fail: nothing."""
+    rows = [SMALL, BAD["wizard"], {"messages": tool_session(8, 2000)}, SMALL, {"messages": tool_session(30, 4000)}, SMALL]
+    src = write_jsonl(tmp_path / "d.jsonl", rows)
+    sides = {k: tmp_path / f"{k}.jsonl" for k in ("archive", "rejects", "report")}
+    args = [str(src), "--context-window", "3000", "-q", "--base-url", server.url, "--llm-model", "error401"]
+    args += [x for k, p in sides.items() for x in (f"--{k}", str(p))]
+    r = cli("compact", *args, "--on-error", "skip")
+    assert r.returncode == 7, r.stderr
+    printed = _json_lines(r.stdout)
+    assert printed[0] == SMALL and printed[1] != rows[2] and printed[2] == SMALL and len(printed) == 3  # the second was pruned
+    assert _json_lines(sides["rejects"].read_bytes()) == [BAD["wizard"]]
+    assert len(_json_lines(sides["report"].read_bytes())) == 3
+    end = _json_lines(sides["archive"].read_bytes())[-1]
+    assert end["type"] == "end" and end["transcripts"] == 3 and end["rejected"] == 1 and "401" in end["stopped"]
+    out = tmp_path / "printed.jsonl"
+    out.write_bytes(r.stdout)
+    back = cli("restore", str(out), "--archive", str(sides["archive"]))
+    assert back.returncode == 0 and _json_lines(back.stdout) == [rows[0], rows[2], rows[3]], back.stderr
+    for p in sides.values():
+        p.unlink()
+    for more in (["--on-error", "skip", "-o", str(tmp_path / "o.jsonl")], ["--on-error", "fail"]):  # all or nothing
+        r = cli("compact", *args, *more)
+        assert r.returncode == (7 if "skip" in more else 3) and r.stdout == b"", r.stderr  # fail: the bad record stops it
+        assert not [p for p in tmp_path.iterdir() if p.name not in ("d.jsonl", "printed.jsonl", "cache")], more

@@ -113,6 +113,7 @@ def finish_part(target: str) -> None:
     """Complete a commit a kill interrupted: the part is renamed if it is still there."""
     p = part_path(target)
     if os.path.exists(p):
+        keep_mode(p, target)
         os.replace(p, target)
 
 

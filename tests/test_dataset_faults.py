@@ -257,3 +257,35 @@ def test_a_fatal_error_keeps_the_side_files_of_what_stdout_got(server, tmp_path)
         r = cli("compact", *args, *more)
         assert r.returncode == (7 if "skip" in more else 3) and r.stdout == b"", r.stderr  # fail: the bad record stops it
         assert not [p for p in tmp_path.iterdir() if p.name not in ("d.jsonl", "printed.jsonl", "cache")], more
+
+
+def test_an_error_in_a_later_file_under_o_dir_writes_nothing(tmp_path):
+    """-o DIR/ with --on-error fail: a bad line in the second file left the first file's output in place (its
+    archive removed); every file is renamed into place only when the run ends."""
+    from .conftest import SAMPLES
+
+    din = tmp_path / "in"
+    din.mkdir()
+    good = (SAMPLES / "dataset.jsonl").read_bytes()
+    (din / "a.jsonl").write_bytes(good)
+    (din / "b.jsonl").write_bytes(good.splitlines()[0] + b"\nnot json\n")
+    out = tmp_path / "out"
+    r = cli("compact", str(din), "-o", f"{out}/", "--archive", str(tmp_path / "arc.jsonl"), "-q", "--context-window", "4000")
+    assert r.returncode == 3, r.stderr
+    assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
+    assert not (tmp_path / "arc.jsonl").exists()
+    r = cli("compact", str(din / "a.jsonl"), "-o", f"{out}/", "-q", "--context-window", "4000")  # a good run still writes
+    assert r.returncode == 0 and (out / "a.jsonl").exists()
+
+
+def test_an_input_given_twice_is_refused_before_anything_is_written(tmp_path):
+    from .conftest import SAMPLES
+
+    din = tmp_path / "in"
+    din.mkdir()
+    (din / "a.jsonl").write_bytes((SAMPLES / "dataset.jsonl").read_bytes())
+    for args in ([str(din), str(din / "a.jsonl")], [str(din / "a.jsonl"), str(din / "a.jsonl")]):
+        out = tmp_path / "o.jsonl"
+        r = cli("compact", *args, "-o", str(out), "-q")
+        assert r.returncode == 2 and b"given twice" in r.stderr, r.stderr
+        assert not out.exists()

@@ -39,6 +39,7 @@ class _Sinks:
         self.key = ""
         self.last_ck = time.monotonic()
         self.first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (the archive's end record)
+        self.pending: list[PartFile] = []  # -o DIR/: finished files, renamed into place when the run ends (all or nothing)
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
@@ -210,7 +211,8 @@ class _Sinks:
         if self.journal is not None:
             self.checkpoint()
             self.journal.append({"t": "done", "file": self.current})
-        self.out.commit()
+        self.out.leave()  # closed; renamed with the others when the run ends (a kill after "done": --resume renames it)
+        self.pending.append(self.out)
         self.out = None
 
     def finish(self, tail_rejects: list[bytes]) -> None:
@@ -234,6 +236,8 @@ class _Sinks:
         else:
             if self.out is not None:
                 self.out.commit()
+            for p in self.pending:
+                finish_part(p.target)
             for s in self.sides.values():
                 s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
         if self.journal is not None:
@@ -261,7 +265,7 @@ class _Sinks:
         if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
             self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
             return
-        for s in (self.out, *self.sides.values()):
+        for s in (self.out, *self.pending, *self.sides.values()):
             if s is None:
                 continue
             if isinstance(s, (JsonlSink, SqliteSink)):
@@ -340,7 +344,13 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
     def regular(p: str) -> bool:  # devices (/dev/null) and pipes may be shared
         return not os.path.exists(p) or os.path.isfile(p)
 
-    inputs = {same(f): f for f in files if f != "-"}
+    inputs: dict[str, str] = {}
+    for f in files:
+        if f == "-":
+            continue
+        if same(f) in inputs:
+            raise UsageError(f"{f} is given twice (also as {inputs[same(f)]}): each input is read once")
+        inputs[same(f)] = f
     outs: list[tuple[str, str]] = []
     if to_dir:
         seen: dict[str, str] = {}

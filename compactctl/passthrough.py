@@ -64,8 +64,8 @@ def _plain(d: Any) -> list | None:
     if not (content is None or type(content) is str or type(content) is list) or _has_blank(content):
         return None
     calls = d.get("tool_calls")
-    if not calls:  # absent, null or [] (not a list: {} or "" read as an error)
-        if calls is not None and type(calls) is not list:
+    if not calls:  # absent or null ([] is repair's to leave out; not a list: {} or "" read as an error)
+        if calls is not None:
             return None
         return None if role in ("user", "assistant") and _empty(d, content) else []
     return calls if role == "assistant" and type(calls) is list else None
@@ -85,6 +85,9 @@ def _empty(d: dict, content: Any) -> bool:
     """repair's `_empty` for a user or assistant message without calls."""
     reasoning = d.get("reasoning_content")
     reasoned = type(reasoning) is str and bool(reasoning)
+    refusal = d.get("refusal")
+    if (type(refusal) is str and refusal.strip()) or type(d.get("audio")) is dict:  # says something outside content
+        return False
     if content is None:  # null or absent
         return not reasoned
     if type(content) is str:

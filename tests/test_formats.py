@@ -610,3 +610,101 @@ def test_anthropic_results_split_over_two_user_rows_with_text_between_are_writte
     out = _anthropic_rows(api.write(api.repair(t)[0]))
     assert validate_anthropic(out) == []
     assert sum(1 for r in out for b in (r["content"] if isinstance(r["content"], list) else []) if b.get("text") == "note") == 1
+
+
+def test_an_empty_tool_calls_list_is_reported_and_left_out(tmp_path):
+    """OpenAI refuses `"tool_calls": []` ("empty array. Expected an array with minimum length 1"): --check says
+    `empty-calls`, repair writes the message without it, and the fast path does not pass the line through."""
+    from compactctl.phases.repair import check
+
+    rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Here you go.", "tool_calls": []}]
+    for layout in ("session", "dataset"):
+        src = tmp_path / f"{layout}.jsonl"
+        data = b"".join(orjson.dumps(r) + b"\n" for r in rows) if layout == "session" else orjson.dumps({"messages": rows}) + b"\n"
+        src.write_bytes(data)
+        [t] = api.read([str(src)])
+        assert [v.rule for v in check(t)] == ["empty-calls"]
+        fixed, st = api.repair(t)
+        assert st.empty_calls_removed == 1 and check(fixed) == []
+        assert b"tool_calls" not in api.write(fixed)
+        out = cli("repair", str(src))
+        assert out.returncode == 0 and b"tool_calls" not in out.stdout, layout
+
+
+def test_a_refusal_or_an_audio_reply_is_not_an_empty_message(tmp_path):
+    """An assistant turn with `content: null` and a `refusal` (or an `audio` reply) says something: repair removed
+    it (two user turns in a row); written as Anthropic, the refusal is its text."""
+    rows = [
+        {"role": "user", "content": "bomb?"},
+        {"role": "assistant", "content": None, "refusal": "I cannot help with that."},
+        {"role": "user", "content": "then say hi"},
+        {"role": "assistant", "content": None, "audio": {"id": "audio_1"}},
+        {"role": "user", "content": "thanks"},
+    ]
+    src = tmp_path / "r.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)])
+    assert api.check(t) == []
+    assert cli("repair", str(src)).stdout == src.read_bytes()
+    out = [orjson.loads(x) for x in api.write(t, "anthropic").splitlines()]
+    assert out[1] == {"role": "assistant", "content": "I cannot help with that."}
+    assert out[3]["content"] and "refusal" not in out[1] and "audio" not in out[3]
+
+
+def test_gemini_content_as_a_list_of_parts_is_its_text(tmp_path):
+    doc = {
+        "sessionId": "s1",
+        "messages": [
+            {"type": "user", "content": [{"text": "Fix the bug in parser.py"}]},
+            {"type": "gemini", "content": [{"text": "Looking."}, {"inlineData": {"mimeType": "image/png", "data": "iVBOR"}}]},
+            {"type": "user", "content": [{"text": "LAST ASK"}, {"text": "please"}]},
+        ],
+    }
+    src = tmp_path / "g.json"
+    src.write_bytes(orjson.dumps(doc))
+    [t] = api.read([str(src)])
+    assert [m.text() for m in t.messages] == ["Fix the bug in parser.py", "Looking.\n[image/png]", "LAST ASK\nplease"]
+
+
+def test_sharegpt_parallel_function_calls_are_calls_each(tmp_path):
+    """LlamaFactory writes parallel calls as a JSON list in one `function_call` turn: they read as one call
+    each (they were one call named `unknown` whose arguments were the list), and come back as the list."""
+    from .validator import validate_anthropic
+
+    calls = [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_weather", "arguments": {"city": "Rome"}}]
+    conv = [
+        {"from": "human", "value": "weather in Paris and Rome?"},
+        {"from": "function_call", "value": orjson.dumps(calls).decode()},
+        {"from": "observation", "value": "Paris 20C"},
+        {"from": "observation", "value": "Rome 25C"},
+        {"from": "gpt", "value": "Paris 20C, Rome 25C."},
+    ]
+    src = tmp_path / "sg.jsonl"
+    src.write_bytes(orjson.dumps({"conversations": conv}) + b"\n")
+    [t] = api.read([str(src)])
+    assert [(c.name, c.arguments) for c in t.messages[1].tool_calls] == [
+        ("get_weather", '{"city":"Paris"}'),
+        ("get_weather", '{"city":"Rome"}'),
+    ]
+    assert api.check(t) == [] and api.write(api.repair(t)[0]) == src.read_bytes()
+    rows = orjson.loads(api.write(t, "anthropic"))["messages"]
+    assert validate_anthropic(rows) == []
+    changed = t.evolve(messages=[t.messages[0], t.messages[1].evolve(), *t.messages[2:]])  # rebuilt, not passed through
+    assert orjson.loads(orjson.loads(api.write(changed))["conversations"][1]["value"]) == calls
+
+
+def test_a_call_whose_arguments_are_not_an_object_is_a_valid_tool_use(tmp_path):
+    rows = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[1, 2]"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)])
+    out = [orjson.loads(x) for x in api.write(t, "anthropic").splitlines()]
+    assert out[1]["content"][0]["input"] == {"arguments": [1, 2]}

@@ -359,6 +359,12 @@ def _to_anthropic(m: Any, changes: dict[str, Any]) -> None:
     changes["extra"] = {k: v for k, v in m.extra.items() if k.startswith("_")}
     if m.role == "tool" and m.content in (None, MISSING):
         changes["content"] = ""  # a tool_result's content is text or blocks, never null
+    refusal = m.extra.get("refusal")
+    if m.role == "assistant" and not m.text().strip() and not m.tool_calls:  # what it said outside content, as text
+        if isinstance(refusal, str) and refusal.strip():
+            changes["content"] = refusal
+        elif isinstance(m.extra.get("audio"), dict):
+            changes["content"] = "[an audio reply]"
 
 
 def _foreign_images(content: Any, target: str) -> bool:

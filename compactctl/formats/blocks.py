@@ -93,6 +93,8 @@ def assistant_blocks(m: Message) -> list | str | None:
             value = orjson.loads(call.arguments) if call.arguments else {}
         except orjson.JSONDecodeError:
             value = {"_raw_arguments": call.arguments}
+        if not isinstance(value, dict):  # a tool_use input is an object: a list or a scalar goes under a key
+            value = {"arguments": value}
         own = {k: v for k, v in call.extra.items() if not k.startswith("_") and k not in ("type", "id", "name", "input")}
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": value, **own})
     return blocks

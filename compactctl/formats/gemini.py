@@ -40,14 +40,34 @@ def _result_text(result) -> str:
     return "\n".join(texts)
 
 
+def _text_of(content) -> str:
+    """A turn's content: a string, or (newer Gemini CLI) a list of parts, whose text parts are the text; other
+    parts (an inline image, a file) say what they were, anything else is kept as JSON."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else [content]
+    texts = []
+    for p in parts:
+        if isinstance(p, str):
+            texts.append(p)
+        elif isinstance(p, dict) and isinstance(p.get("text"), str):
+            texts.append(p["text"])
+        elif isinstance(p, dict) and isinstance(p.get("inlineData") or p.get("fileData"), dict):
+            data: dict = p.get("inlineData") or p.get("fileData") or {}
+            uri = data.get("fileUri")
+            texts.append(f"[{data.get('mimeType') or 'file'}{': ' + uri if isinstance(uri, str) else ''}]")
+        elif p is not None:
+            texts.append(orjson.dumps(p).decode())
+    return "\n".join(texts)
+
+
 def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
     out: list[Message] = []
     for m in rows:
         if not isinstance(m, dict):
             raise DataError(source, lineno, "a Gemini message must be an object")
         typ = m.get("type")
-        content = m.get("content", "")
-        text = content if isinstance(content, str) else orjson.dumps(content).decode()
+        text = _text_of(m.get("content", ""))
         if typ == "user":
             out.append(Message(role="user", content=text))
         elif typ == "gemini":

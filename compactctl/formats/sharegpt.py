@@ -75,10 +75,27 @@ def _call_from_json(text: str, turn: int, k: int) -> ToolCall:
         return ToolCall(f"sg_{turn}_{k}", "unknown", text, {"_raw_call": text})
     if not isinstance(v, dict):
         return ToolCall(f"sg_{turn}_{k}", "unknown", text, {"_raw_call": text})
+    return _call_from_obj(v, text, turn, k)
+
+
+def _call_from_obj(v: dict, raw: str, turn: int, k: int) -> ToolCall:
     args = v.get("arguments", {})
     return ToolCall(
-        f"sg_{turn}_{k}", str(v.get("name", "")), args if isinstance(args, str) else orjson.dumps(args).decode(), {"_raw_call": text}
+        f"sg_{turn}_{k}", str(v.get("name", "")), args if isinstance(args, str) else orjson.dumps(args).decode(), {"_raw_call": raw}
     )
+
+
+def _function_calls(text: str, turn: int) -> list[ToolCall]:
+    """A `function_call` turn's calls: one JSON object, or (LlamaFactory's parallel calls) a list of them."""
+    try:
+        v = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        v = None
+    if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+        calls = [_call_from_obj(x, orjson.dumps(x).decode(), turn, k) for k, x in enumerate(v)]
+        calls[0].extra["_call_list"] = text  # written back as a list (as it came, when no call changed)
+        return calls
+    return [_call_from_json(text, turn, 0)]
 
 
 def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
@@ -96,11 +113,11 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
         extra = {k: v for k, v in t.items() if k not in ("from", "value")}
         origin = ("turn", turn)
         if frm == "function_call":
-            call = _call_from_json(value, turn, 0)
-            pending = [call]
+            calls = _function_calls(value, turn)
+            pending = list(calls)
             out.append(
                 Message(
-                    role="assistant", content=None, tool_calls=[call], extra={"_from": frm, **extra}, provenance=Provenance(origin=origin)
+                    role="assistant", content=None, tool_calls=calls, extra={"_from": frm, **extra}, provenance=Provenance(origin=origin)
                 )
             )
         elif role == "assistant":
@@ -213,6 +230,26 @@ def _call_text(c: ToolCall) -> str:
     return fresh
 
 
+def _function_call_text(calls: list[ToolCall]) -> str:
+    """A `function_call` turn's value: the call, or the list of them it was read from."""
+    if len(calls) == 1 and "_call_list" not in calls[0].extra:
+        return _call_text(calls[0])
+    return _call_list_text(calls)
+
+
+def _call_list_text(calls: list[ToolCall]) -> str:
+    """Parallel calls as LlamaFactory writes them: a JSON list (the source text when it says the same)."""
+    fresh = "[" + ", ".join(_call_text(c) for c in calls) + "]"
+    raw = calls[0].extra.get("_call_list")
+    if isinstance(raw, str):
+        try:
+            if orjson.loads(raw) == orjson.loads(fresh):
+                return raw
+        except orjson.JSONDecodeError:
+            pass
+    return fresh
+
+
 def to_conversations(t: Transcript) -> list[dict]:
     src = t.native if isinstance(t.native, list) else None
     names = _names(src)
@@ -264,9 +301,8 @@ def _turn(group: list[Message], names: dict[str, str]) -> dict:
             return {"from": frm, "value": m.text(), **extra}
         return {"from": frm or names["tool"], "value": "\n".join(f"<tool_response>\n{g.text()}\n</tool_response>" for g in group), **extra}
     if m.role == "assistant":
-        if frm == "function_call" and len(m.tool_calls) == 1 and not m.text():
-            c = m.tool_calls[0]
-            return {"from": "function_call", "value": _call_text(c), **extra}
+        if frm == "function_call" and m.tool_calls and not m.text():
+            return {"from": "function_call", "value": _function_call_text(m.tool_calls), **extra}
         value = m.text()
         if m.tool_calls:
             value = (value + "\n" if value else "") + "\n".join(f"<tool_call>\n{_call_text(c)}\n</tool_call>" for c in m.tool_calls)

@@ -53,6 +53,7 @@ class RepairStats:
     openings_added: int = 0
     blank_parts_removed: int = 0  # blank text parts beside other content (Anthropic refuses an empty text block)
     results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
+    empty_calls_removed: int = 0  # `"tool_calls": []` (OpenAI refuses an empty array)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -69,12 +70,13 @@ class RepairStats:
                 self.openings_added,
                 self.blank_parts_removed,
                 self.results_put_first,
+                self.empty_calls_removed,
             )
         )
 
 
 def _empty(m: Message) -> bool:
-    if m.role not in ("user", "assistant") or m.tool_calls:
+    if m.role not in ("user", "assistant") or m.tool_calls or _other_content(m.extra):
         return False
     c = m.content
     if c is MISSING or c is None:
@@ -84,6 +86,17 @@ def _empty(m: Message) -> bool:
     if isinstance(c, list):
         return len(c) == 0 or (blank_parts(c) and not m.reasoning)
     return False
+
+
+def _other_content(extra: dict) -> bool:
+    """An OpenAI assistant turn that says something outside `content`: a refusal, an audio reply."""
+    refusal = extra.get("refusal")
+    return (isinstance(refusal, str) and bool(refusal.strip())) or isinstance(extra.get("audio"), dict)
+
+
+def empty_calls(m: Message) -> bool:
+    """A message read with `"tool_calls": []` and written back as read (OpenAI refuses an empty array)."""
+    return not m.tool_calls and m.untouched and isinstance(m.origin, dict) and m.origin.get("tool_calls") == []
 
 
 def blank_parts(parts: list) -> bool:
@@ -145,6 +158,8 @@ def check(t: Transcript) -> list[Violation]:
             out.append(Violation(t.id, i, "blank-part", f"{m.role} message has a text part without text"))
         if m.extra.get(BEFORE_RESULTS):
             out.append(Violation(t.id, i, "result-order", "text stands before the tool results of its message (they must come first)"))
+        if empty_calls(m):
+            out.append(Violation(t.id, i, "empty-calls", "an empty tool_calls list (OpenAI wants at least one call, or none)"))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -215,8 +230,8 @@ class _Repair:
         self.strip = strip_unanswered
         self.st = RepairStats()
         self.msgs = self.drop_blank_parts() if any(has_blank_part(m) for m in t.messages) else t.messages
-        if any(m.extra.get(BEFORE_RESULTS) for m in self.msgs):
-            self.msgs = self.results_first()
+        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) for m in self.msgs):
+            self.msgs = self.rewritten()
         msgs = t.messages
         pairs, orphans = match(msgs)
         for i in orphans:
@@ -239,15 +254,19 @@ class _Repair:
             out.append(m)
         return out
 
-    def results_first(self) -> list[Message]:
-        """The messages, the text that stood before its tool results written after them (the reader already put
-        it after them in the model; a changed message is written from the model, not as it came)."""
+    def rewritten(self) -> list[Message]:
+        """The messages, those the model holds right but whose source form an API refuses written from the model
+        (a changed message is, not as it came): the text that stood before its tool results (the reader put it
+        after them), an empty `tool_calls` list (left out)."""
         out = []
         for m in self.msgs:
             if m.extra.get(BEFORE_RESULTS):
                 m = m.evolve()
                 del m.extra[BEFORE_RESULTS]
                 self.st.results_put_first += 1
+            elif empty_calls(m):
+                m = m.evolve()
+                self.st.empty_calls_removed += 1
             out.append(m)
         return out
 

@@ -321,11 +321,16 @@ class Hit:
         return d
 
 
+SNIPPET_CHARS = 400  # a search hit's snippet at most
+
+
 class Index:
     """A read-only archive index. `open(path)` takes a .sqlite archive or a JSONL one (indexed on first use)."""
 
-    def __init__(self, db: sqlite3.Connection, path: str):
+    def __init__(self, db: sqlite3.Connection, path: str, source: str | None = None):
         self.db, self.path = db, path
+        self.source = source  # the JSONL archive this index was built from (None: a SQLite archive)
+        self.identity = _identity(source) if source is not None else None
 
     @classmethod
     def open(cls, archive: str) -> Index:
@@ -336,7 +341,19 @@ class Index:
         path, state = _locate(archive)
         if state != "fresh":
             build(archive, path)
-        return cls(_connect(path), path)
+        return cls(_connect(path), path, archive)
+
+    def current(self) -> Index:
+        """This index, or a new one when its JSONL archive changed since it was opened (a long-lived reader, the MCP
+        server, sees what a later run wrote). One stat when nothing changed."""
+        if self.source is None:
+            return self
+        try:
+            if _identity(self.source) == self.identity:
+                return self
+        except IOFailure:
+            return self  # gone or unreadable now: what was indexed still answers
+        return Index.open(self.source)  # this one is left open: a request in another thread may be using it
 
     def close(self) -> None:
         self.db.close()
@@ -363,8 +380,9 @@ class Index:
         hits, seen = [], set()
         for row in self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.ref = ? {where} ORDER BY r.id", (ref, *args)):
             h = self._hit(row)
-            if row[-1] not in seen:  # byte-identical originals: given once
-                seen.add(row[-1])
+            said = (h.role, h.text)  # the same content under one reference (the same output of several calls): given once
+            if said not in seen:
+                seen.add(said)
                 hits.append(h)
         spans = self.db.execute(
             f"SELECT seq, transcript, start, end FROM spans WHERE span = ? {where.replace('r.', '')}", (ref, *args)
@@ -387,7 +405,10 @@ class Index:
         (snip,) = self.db.execute(
             "SELECT snippet(search, 0, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?", (match, rowid)
         ).fetchone()
-        return self._hit(row, snippet=" ".join(snip.split()), score=-rank)
+        snip = " ".join(snip.split())
+        if len(snip) > SNIPPET_CHARS:  # an FTS token may be a megabyte of hex: a snippet of 24 of them is cut
+            snip = snip[:SNIPPET_CHARS] + " …"
+        return self._hit(row, snippet=snip, score=-rank)
 
     def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
         """The best matches (bm25) for the words of `query`: all of them if any record has all,

@@ -6,6 +6,8 @@ An agent resumed from a compacted transcript sees `[ref 3f9a2c1b]` where content
 
 from __future__ import annotations
 
+import threading
+
 from .archive import Index, UnknownRef
 from .errors import CompactError
 
@@ -30,7 +32,7 @@ def search_text(ix: Index, query: str, limit: int = 5) -> str:
     hits = ix.search(query, max(1, min(limit, 50)))
     if not hits:
         return f"no archived original matches {query!r}"
-    return "\n".join(f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}" for h in hits)
+    return _capped("\n".join(f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}" for h in hits), "ask for fewer")
 
 
 def recall_text(ix: Index, ref: str) -> str:
@@ -39,15 +41,27 @@ def recall_text(ix: Index, ref: str) -> str:
         text = hits[0].text
     else:
         text = "\n".join(f"--- [ref {h.ref}] {h.transcript} #{h.index} {h.role} ---\n{h.text}" for h in hits)
-    if len(text) > MAX_CHARS:  # the note counts too: the answer is MAX_CHARS at most
-        note = f"\n...[cut at {{:,}} of {len(text):,} chars: search for what you need]"
-        keep = MAX_CHARS - len(note.format(MAX_CHARS))
-        text = text[:keep] + note.format(keep)
-    return text
+    return _capped(text, "search for what you need")
+
+
+def _capped(text: str, hint: str) -> str:
+    """An answer of MAX_CHARS at most (the note counts too)."""
+    if len(text) <= MAX_CHARS:
+        return text
+    note = f"\n...[cut at {{:,}} of {len(text):,} chars: {hint}]"
+    keep = MAX_CHARS - len(note.format(MAX_CHARS))
+    return text[:keep] + note.format(keep)
 
 
 def build_server(archive: str):
-    ix = Index.open(archive)  # fails early (bad path, not an archive) before the session starts
+    opened = [Index.open(archive)]  # fails early (bad path, not an archive) before the session starts
+    lock = threading.Lock()
+
+    def ix() -> Index:  # re-indexed when a later run wrote the JSONL archive (the server lives long)
+        with lock:
+            opened[0] = opened[0].current()
+            return opened[0]
+
     server_class, tool_error = _sdk()
     server = server_class(
         "compactctl",
@@ -58,13 +72,13 @@ def build_server(archive: str):
     @server.tool()
     def search(query: str, limit: int = 5) -> str:
         """Search the archived originals (removed tool outputs, cut arguments, summarized turns) by words; best matches first, each with its [ref ...]."""
-        return search_text(ix, query, limit)
+        return search_text(ix(), query, limit)
 
     @server.tool()
     def recall(ref: str) -> str:
         """The original content behind a reference such as 3f9a2c1b (from [ref 3f9a2c1b] in the conversation or a search result)."""
         try:
-            return recall_text(ix, ref)
+            return recall_text(ix(), ref)
         except UnknownRef as e:
             raise tool_error(str(e)) from e
 

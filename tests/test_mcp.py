@@ -71,3 +71,71 @@ def test_a_recall_longer_than_the_cap_is_cut_note_included():
 
     text = recall_text(Ix(), "r")  # type: ignore[arg-type]
     assert len(text) == MAX_CHARS and text.endswith("of 60,000 chars: search for what you need]")
+
+
+def test_the_server_answers_for_what_a_later_run_archived(tmp_path):
+    """The server lives long: a compaction that writes its archive after it started is found (it said "no archived
+    original has reference ..." until restarted). The index is checked with one stat per request."""
+    rows = tool_session(6, 3000)
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    arch = tmp_path / "a.jsonl"
+    cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(tmp_path / "c1.jsonl"), "--archive", str(arch))
+    ix = archive.Index.open(str(arch))
+    assert ix.current() is ix  # nothing changed: the same index
+    rows[3]["content"] = "Traceback: KeyError 'warp_core' in engine/core.py line 88\n" + "noise\n" * 600
+    src2 = write_jsonl(tmp_path / "s2.jsonl", rows)
+    cli("compact", str(src2), "--context-window", "3000", "-q", "-o", str(tmp_path / "c2.jsonl"), "--archive", str(arch))
+    [rec] = [x for x in archive.records(str(arch)) if "warp_core" in str(x.get("message", {}).get("content"))]
+    fresh = ix.current()
+    assert fresh is not ix and fresh.recall(rec["ref"])[0].text == rec["message"]["content"]
+
+
+def test_search_answers_and_snippets_are_capped(tmp_path):
+    """Outputs that are each one 800 KB token made a 9.6 MB search answer: a snippet is SNIPPET_CHARS at most, and
+    an answer MAX_CHARS."""
+    from compactctl.archive import SNIPPET_CHARS
+    from compactctl.mcp_server import MAX_CHARS, search_text
+
+    rows = tool_session(8, 3000)
+    for i, r in enumerate(rows):
+        if r["role"] == "tool":
+            r["content"] = f"MARKER {i} " + "ab12" * 50_000
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    arch = tmp_path / "a.jsonl"
+    cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(tmp_path / "c.jsonl"), "--archive", str(arch))
+    with archive.Index.open(str(arch)) as ix:
+        hits = ix.search("MARKER", 50)
+        assert hits and all(len(h.snippet) <= SNIPPET_CHARS + 2 for h in hits)
+        assert len(search_text(ix, "MARKER", 50)) <= MAX_CHARS
+
+    class Hit:
+        def __init__(self, k):
+            self.ref, self.transcript, self.index, self.role, self.snippet = f"{k:08x}", "t", k, "tool", "x" * 2_000
+
+    class Ix:
+        def search(self, query, limit):
+            return [Hit(k) for k in range(limit)]
+
+    text = search_text(Ix(), "x", 50)  # type: ignore[arg-type]
+    assert len(text) == MAX_CHARS and text.endswith("ask for fewer]")
+
+
+def test_the_same_content_under_one_reference_is_recalled_once(tmp_path):
+    """Byte-identical originals share a reference: the same assistant line summarized in several transcripts of a
+    dataset (twice in one) came back once per copy ("4 different originals have this reference")."""
+    from .conftest import SAMPLES
+
+    arch = tmp_path / "a.jsonl"
+    r = cli(
+        "compact", str(SAMPLES / "dataset.jsonl"), "--context-window", "8000", "-q", "-o", str(tmp_path / "d.jsonl"), "--archive", str(arch)
+    )
+    assert r.returncode == 0, r.stderr
+    copies: dict[str, list] = {}
+    for x in archive.records(str(arch)):
+        if x.get("ref"):
+            copies.setdefault(x["ref"], []).append((x["message"].get("role"), x["message"].get("content")))
+    shared = {ref: c for ref, c in copies.items() if len(c) > 1}
+    assert shared  # the sample has them
+    with archive.Index.open(str(arch)) as ix:
+        for ref, c in shared.items():
+            assert len(ix.recall(ref)) == len(set(map(str, c))), ref

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import DataError
 from ..model import Message, ToolCall, Transcript
 from . import Reader, Record
 from .linelog import LineLog, layout, lines_of, unchanged
@@ -28,6 +29,7 @@ NAME = "codex"
 CARRIER_KEYS = ()
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
+ROLES = ("user", "assistant", "system", "developer")
 
 
 def sniff(obj: dict) -> str | None:
@@ -37,14 +39,31 @@ def sniff(obj: dict) -> str | None:
         "role" in obj or "call_id" in obj or "summary" in obj
     ):
         return "session"  # bare Responses-API items, one per line
+    if "type" not in obj and obj.get("role") in ROLES and _responses_parts(obj.get("content")):
+        return "session"  # a message without "type" (EasyInputMessage) in the Responses API's own parts
     return None
+
+
+def _responses_parts(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "input_image") for p in content
+    )
+
+
+def _kind(it: dict) -> Any:
+    """An item's type. A message may come without one (the Responses API's EasyInputMessage: role and
+    content only): it is a message all the same."""
+    typ = it.get("type")
+    if typ is None and it.get("role") in ROLES and "content" in it:
+        return "message"
+    return typ
 
 
 def _item(obj: dict) -> dict | None:
     """The Responses-API item a line carries, if any."""
     if obj.get("type") == "response_item" and isinstance(obj.get("payload"), dict):
         return obj["payload"]
-    if "payload" not in obj and obj.get("type") in ("message", *CALLS, *OUTPUTS, "reasoning"):
+    if "payload" not in obj and _kind(obj) in ("message", *CALLS, *OUTPUTS, "reasoning"):
         return obj
     return None
 
@@ -72,7 +91,7 @@ def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
             lines.setdefault(id(m), []).append(j)
 
     for j, it in items:
-        typ = it.get("type")
+        typ = _kind(it)
         if typ == "message" and it.get("role") in ("user", "developer", "system"):
             cur = None
             m = Message(role="user" if it["role"] == "user" else "system", content=it.get("content"))
@@ -102,7 +121,13 @@ def _add_to_assistant(cur: Message, typ: str, it: dict) -> None:
         text = "\n".join(s.get("text", "") for s in it.get("summary") or [] if isinstance(s, dict))
         cur.reasoning = (cur.reasoning + "\n" if cur.reasoning else "") + text if text else cur.reasoning
     elif typ == "message":
-        cur.content = (cur.content or []) + list(it.get("content") or [])
+        c = it.get("content")
+        if isinstance(c, str) and not cur.content:
+            cur.content = c  # an EasyInputMessage's text, as it came
+            return
+        parts = [{"type": "output_text", "text": c}] if isinstance(c, str) else list(c or [])
+        had = cur.content
+        cur.content = ([{"type": "output_text", "text": had}] if isinstance(had, str) else list(had or [])) + parts
     else:
         cur.tool_calls.append(_call(it))
 
@@ -121,7 +146,12 @@ def _output_message(it: dict) -> Message:
 
 
 def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -> Iterator[Transcript]:
-    lines = [(raw, obj) for _, raw, obj in records]
+    lines, linenos = [], []
+    for lineno, raw, obj in records:
+        with reader.guard(lineno, raw):
+            _check_message_line(obj, source, lineno)
+            lines.append((raw, obj))
+            linenos.append(lineno)
     if not lines:
         return
     start = 0
@@ -139,7 +169,20 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     for k, m in enumerate(msgs):
         m.index = k
         msg_lines.append(lines_of(m))
-    yield Transcript(msgs, id=source, source=source, line=1, format=NAME, layout="session", native=LineLog(lines, start, msg_lines))
+    yield Transcript(
+        msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines)
+    )
+
+
+def _check_message_line(obj: dict, source: str, lineno: int) -> None:
+    """A bare line with a role that is no Responses-API item (an OpenAI chat tool message, a message without
+    content) is refused by file and line: read as a line that is not a message, it was silently lost."""
+    if "payload" not in obj and "role" in obj and _item(obj) is None:
+        raise DataError(
+            source,
+            lineno,
+            f"a line with role {obj.get('role')!r} is not a Responses-API item (a message needs a role of {', '.join(ROLES)} and content)",
+        )
 
 
 def _wrap(template: dict | None, item: dict) -> dict:
@@ -184,7 +227,7 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
     for j in ls:
         raw, obj = log.lines[j]
         it = _item(obj) or {}
-        typ = it.get("type")
+        typ = _kind(it)
         if typ == "reasoning":
             out.append((raw, obj))
             continue
@@ -208,12 +251,27 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
             if msg is None:
                 continue
             target.clear()
-            target.update(msg)
+            target.update(_as_came(it, msg))
         out.append((None, new))
     template = log.lines[ls[0]][1] if ls else None
     for call in calls:
         out.append((None, _wrap(template, call)))
     return out
+
+
+def _as_came(old: dict, msg: dict) -> dict:
+    """A rewritten message item in the shape its source line had: without "type" when it had none, its text
+    as a string when it was one (and still is a single text part)."""
+    if "type" not in old:
+        msg = {k: v for k, v in msg.items() if k != "type"}
+    c = msg.get("content")
+    if isinstance(old.get("content"), str) and isinstance(c, list) and len(c) == 1 and _is_text(c[0]):
+        msg["content"] = c[0].get("text", "")
+    return msg
+
+
+def _is_text(p: Any) -> bool:
+    return isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "text") and set(p) <= {"type", "text", "annotations"}
 
 
 def _take_call(calls: list[dict], cid: Any, source_ids: set) -> dict | None:

@@ -92,3 +92,137 @@ def test_a_role_line_that_is_no_item_is_refused_not_dropped(tmp_path):
     r = cli("convert", "--to", "openai", "--on-error", "skip", str(src))
     assert r.returncode == 0 and f"skipped {src}:3:" in r.stderr.decode()
     assert read_jsonl(r.stdout)[-1] == {"role": "user", "content": "Now write a test. LAST ASK"}
+
+
+def _ui(text):
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def _line(ts, typ, payload):
+    return {"timestamp": ts, "type": typ, "payload": payload}
+
+
+def _shell(cid, cmd):
+    return {"type": "function_call", "name": "shell", "arguments": orjson.dumps({"command": ["bash", "-lc", cmd]}).decode(), "call_id": cid}
+
+
+def _out(cid, text):
+    return {"type": "function_call_output", "call_id": cid, "output": orjson.dumps({"output": text, "metadata": {"exit_code": 0}}).decode()}
+
+
+def _items_after_compacted(objs):
+    at = max(k for k, o in enumerate(objs) if o.get("type") == "compacted")
+    return [o["payload"] for o in objs[at + 1 :] if o.get("type") == "response_item"]
+
+
+def test_repair_leaves_a_compacted_lines_history_in_it(tmp_path):
+    """The messages of a compacted line's replacement_history were written again as response_item lines after it
+    when anything else changed (repair answering a trailing call): Codex resumes from that history and then
+    replays the lines after it, so it saw them twice."""
+    compacted = {"message": "summary S", "replacement_history": [_ui("old ask"), _ui("summary S")]}
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "response_item", _ui("old ask")),
+        _line("t2", "compacted", compacted),
+        _line("t3", "response_item", _ui("new ask")),
+        _line("t4", "response_item", _shell("c9", "ls")),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert objs[:5] == rows  # the compacted line as it was
+    after = _items_after_compacted(objs)
+    assert [it["type"] for it in after] == ["message", "function_call", "function_call_output"]
+    assert after[0] == _ui("new ask")
+    out = tmp_path / "fixed.jsonl"
+    out.write_bytes(r.stdout)
+    [t] = api.read([str(out)])
+    assert [m.text() for m in t.messages[:3]] == ["old ask", "summary S", "new ask"]
+    assert cli("repair", "--check", str(out)).returncode == 0
+
+
+def _rollout_with_history(n_live=12):
+    history = [
+        _ui("old ask"),
+        {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAA"},
+        _shell("c0", "cat f0.py"),
+        _out("c0", "line of old output\n" * 80),
+        {"type": "ghost_snapshot", "ghost_commit": {"id": "g1"}},
+        _ui("summary S"),
+    ]
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "compacted", {"message": "summary S", "replacement_history": history}),
+        _line("t2", "response_item", _ui("new ask")),
+    ]
+    for k in range(1, n_live):
+        rows.append(_line(f"t{k + 2}", "response_item", _shell(f"c{k}", f"cat f{k}.py")))
+        rows.append(_line(f"t{k + 2}", "response_item", _out(f"c{k}", f"line of output {k}\n" * 80)))
+    rows.append(_line("tz", "response_item", _ui("LAST ASK")))
+    return rows, history
+
+
+def test_a_changed_history_message_is_rewritten_inside_the_compacted_line(tmp_path):
+    """prune shrinking an old output that stands in the replacement history: the compacted line's history gets
+    the new output in its place (the other items as they were, the ghost_snapshot and reasoning kept where they
+    stood), and nothing of it is written after the line; restore gives the file back byte for byte."""
+    rows, history = _rollout_with_history()
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    out, archive = tmp_path / "pruned.jsonl", tmp_path / "archive.jsonl"
+    r = cli("prune", "--context-window", "4000", "--protect-tokens", "300", "--archive", str(archive), str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(out.read_bytes())
+    new_history = objs[1]["payload"]["replacement_history"]
+    assert len(new_history) == len(history)
+    assert [h for k, h in enumerate(new_history) if k != 3] == [h for k, h in enumerate(history) if k != 3]
+    assert "[ref" in new_history[3]["output"] and new_history[3]["call_id"] == "c0"
+    after = _items_after_compacted(objs)
+    assert after[0] == _ui("new ask") and not any(it.get("call_id") == "c0" for it in after)
+    assert sum(1 for it in after if it["type"] == "message") == 2
+    back = cli("restore", str(out), "--archive", str(archive))
+    assert back.returncode == 0 and back.stdout == src.read_bytes()
+
+
+def test_a_new_summary_over_a_compacted_rollout_does_not_repeat_the_old_history(tmp_path):
+    """Compacting a rollout that already has a compacted line: the old history's messages go into the new
+    compacted line's history, not into response_item lines."""
+    rows, _ = _rollout_with_history(40)
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("compact", str(src), "--context-window", "3000", "--tail-tokens", "300", "--summary-min", "300", "--summary-max", "600")
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert sum(o["type"] == "compacted" for o in objs) == 2
+    texts = [p["content"][0]["text"] for o in objs if o["type"] == "response_item" and (p := o["payload"])["type"] == "message"]
+    assert "old ask" not in texts and "summary S" not in texts
+    assert "old ask" in [
+        h["content"][0]["text"]
+        for h in objs[-1 - len(_items_after_compacted(objs))]["payload"]["replacement_history"]
+        if h["type"] == "message"
+    ]
+
+
+def test_bare_items_compacted_are_read_back_from_the_compacted_line(tmp_path):
+    """Bare Responses items get a bare `{"type": "compacted", ...}` line; it was not recognized when read back:
+    the summary was lost and the head read twice."""
+    rows = [{"role": "user", "content": "Find the bug in io.py"}]
+    for k in range(30):
+        rows.append({"role": "assistant", "content": f"Step {k}: looking."})
+        rows.append(_shell(f"c{k}", f"cat f{k}.py"))
+        rows.append({"type": "function_call_output", "call_id": f"c{k}", "output": f"line of output {k}\n" * 60})
+    rows.append({"role": "user", "content": "Now write a test. LAST ASK"})
+    src = tmp_path / "resp.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("compact", str(src), "--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(r.stdout)
+    [t] = api.read([str(out)])
+    from compactctl.model import is_summary
+
+    assert sum(is_summary(m) for m in t.messages) == 1
+    assert sum(m.text() == "Find the bug in io.py" for m in t.messages) == 1
+    assert t.messages[-1].text() == "Now write a test. LAST ASK"

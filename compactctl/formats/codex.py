@@ -30,11 +30,14 @@ CARRIER_KEYS = ()
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
 ROLES = ("user", "assistant", "system", "developer")
+MESSAGE_KINDS = ("message", "reasoning", *CALLS, *OUTPUTS)  # the item types messages are read from
 
 
 def sniff(obj: dict) -> str | None:
     if obj.get("type") in ("session_meta", "response_item", "event_msg", "turn_context", "compacted") and "payload" in obj:
         return "session"
+    if obj.get("type") == "compacted" and "replacement_history" in obj:
+        return "session"  # bare items compacted: the compacted line comes first when no head was kept
     if obj.get("type") in ("message", "function_call", "function_call_output", "reasoning") and (
         "role" in obj or "call_id" in obj or "summary" in obj
     ):
@@ -80,8 +83,10 @@ def _call(item: dict) -> ToolCall:
     return ToolCall(item.get("call_id"), item.get("name", ""), args if isinstance(args, str) else orjson.dumps(args).decode())
 
 
-def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
-    """Canonical messages from (line index or None, item) pairs."""
+def messages_from_items(items: list[tuple[int | None, dict]], where: str = "lines") -> list[Message]:
+    """Canonical messages from (line index or None, item) pairs. Each message is anchored at the indices its
+    items had: ("lines", ...) for source lines, ("history", ...) for the items of a compacted line's
+    replacement_history (such a message has no line of its own: it lives in that compacted line)."""
     msgs: list[Message] = []
     cur: Message | None = None  # the assistant message being built from a run of items
     lines: dict[int, list] = {}
@@ -110,8 +115,10 @@ def messages_from_items(items: list[tuple[int | None, dict]]) -> list[Message]:
             anchor(m, j)
     for m in msgs:
         ls = lines.get(id(m))
-        if ls:
+        if ls and where == "lines":
             m.origin = m.anchor = ("lines", tuple(ls))
+        elif ls:
+            m.anchor = (where, tuple(ls))
     return msgs
 
 
@@ -154,17 +161,11 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
             linenos.append(lineno)
     if not lines:
         return
-    start = 0
-    replacement: list = []
-    for i, (_, obj) in enumerate(lines):
-        if obj.get("type") == "compacted" and isinstance(obj.get("payload"), dict):
-            start = i + 1
-            replacement = obj["payload"].get("replacement_history") or []
-            if not replacement and obj["payload"].get("message"):
-                replacement = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": obj["payload"]["message"]}]}]
-    items: list[tuple[int | None, dict]] = [(None, it) for it in replacement if isinstance(it, dict)]
-    items += [(i, it) for i in range(start, len(lines)) if (it := _item(lines[i][1])) is not None]
-    msgs = messages_from_items(items)
+    start = next((i + 1 for i in range(len(lines) - 1, -1, -1) if _compaction(lines[i][1]) is not None), 0)
+    history = _history(_compaction(lines[start - 1][1])) if start else []
+    # The replacement history and the lines after it are read apart: an assistant run never spans the two.
+    msgs = messages_from_items([(k, it) for k, it in enumerate(history) if isinstance(it, dict)], "history")
+    msgs += messages_from_items([(i, it) for i in range(start, len(lines)) if (it := _item(lines[i][1])) is not None])
     msg_lines = []
     for k, m in enumerate(msgs):
         m.index = k
@@ -172,6 +173,33 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     yield Transcript(
         msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines)
     )
+
+
+def _compaction(obj: dict) -> dict | None:
+    """The payload of a `compacted` line (a bare one, as written for bare items, is its own payload)."""
+    if obj.get("type") != "compacted":
+        return None
+    payload = obj.get("payload")
+    if isinstance(payload, dict):
+        return payload
+    return obj if "payload" not in obj else None
+
+
+def _history(compaction: dict | None) -> list:
+    """A compacted line's replacement history: what Codex resumes from (its summary alone when it has none)."""
+    compaction = compaction or {}
+    history = compaction.get("replacement_history")
+    if isinstance(history, list) and history:
+        return history
+    if compaction.get("message"):
+        return [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": compaction["message"]}]}]
+    return []
+
+
+def _history_of(m: Message) -> list[int]:
+    """The replacement-history items a message came from (also after a phase changed it)."""
+    a = m.anchor
+    return list(a[1]) if isinstance(a, tuple) and len(a) == 2 and a[0] == "history" else []
 
 
 def _check_message_line(obj: dict, source: str, lineno: int) -> None:
@@ -303,7 +331,13 @@ def write(t: Transcript) -> Iterator[bytes]:
 
 class _Rewrite:
     """A changed rollout: its lines in order, untouched messages as they were read, the summary as a
-    `compacted` record, and the lines that are not messages where they stood."""
+    `compacted` record, and the lines that are not messages where they stood.
+
+    The messages read from the replacement history of the rollout's last `compacted` line (those that still
+    stand before its first message line) live in that line, never in lines of their own: Codex resumes from
+    that history, so a message written again after it would be sent twice. When they are as they were read,
+    the compacted line is kept as it was; when one changed, was dropped or a new one was put among them
+    (repair, prune), the line's replacement_history is rewritten with them, untouched items as they were."""
 
     def __init__(self, t: Transcript, log: LineLog) -> None:
         self.log = log
@@ -313,11 +347,16 @@ class _Rewrite:
         self.out: list[tuple[bytes | None, dict]] = []
         self.emitted: set[int] = set()
         self.pos = log.context_start
+        self.compaction = _compaction(log.lines[log.context_start - 1][1]) if log.context_start else None
+        self.history = _history(self.compaction)
 
     def lines(self) -> list[tuple[bytes | None, dict]]:
         log, plan = self.log, self.plan
         self.out.extend(log.lines[: log.context_start])
-        for m in plan.head:
+        n = self.in_history(plan.head)
+        if plan.summary is None and self.compaction is not None:
+            self.rewrite_history(plan.head[:n])
+        for m in plan.head[n:]:  # with a new summary, those before it are in its replacement history
             self.emit(m)
         if plan.summary is not None:
             self.out.append((None, self.compacted(plan.head, plan.summary, plan.tail)))
@@ -343,6 +382,40 @@ class _Rewrite:
         else:
             self.out.extend((None, _wrap(self.template, it)) for it in items_of(m))
         self.emitted.update(ls)
+
+    def in_history(self, head: list[Message]) -> int:
+        """How many messages at the start stand in the last compacted line's history (none without one)."""
+        if self.compaction is None:
+            return 0
+        return next((k for k, m in enumerate(head) if lines_of(m)), len(head))
+
+    def rewrite_history(self, region: list[Message]) -> None:
+        """The last compacted line with `region` as its replacement history, unless it is that history as read."""
+        read = [k for k, ls in enumerate(self.log.msg_lines) if not ls]
+        if all(m.untouched for m in region) and [m.index for m in region] == read:
+            return
+        j = self.log.context_start - 1
+        new = copy.deepcopy(self.log.lines[j][1])
+        target = new["payload"] if isinstance(new.get("payload"), dict) else new
+        target["replacement_history"] = self.history_items(region)
+        self.out[j] = (None, new)
+
+    def history_items(self, region: list[Message]) -> list:
+        """The items of `region` for a replacement history: each untouched message's items as they were, a
+        changed one's reasoning items as they were and its new items; an item no message was read from stays
+        in its place (by the index of the message after it)."""
+        loose = [k for k, it in enumerate(self.history) if not (isinstance(it, dict) and _kind(it) in MESSAGE_KINDS)]
+        out: list = []
+        for m in region:
+            ks = _history_of(m)
+            while loose and ks and loose[0] < min(ks):
+                out.append(self.history[loose.pop(0)])
+            if m.untouched and ks:
+                out.extend(self.history[k] for k in ks)
+                continue
+            out.extend(self.history[k] for k in ks if _kind(self.history[k]) == "reasoning")
+            out.extend(items_of(m))
+        return out + [self.history[k] for k in loose]
 
     def compacted(self, head: list[Message], summary: Message, tail: list[Message]) -> dict:
         lines = self.log.lines

@@ -226,3 +226,102 @@ def test_bare_items_compacted_are_read_back_from_the_compacted_line(tmp_path):
     assert sum(is_summary(m) for m in t.messages) == 1
     assert sum(m.text() == "Find the bug in io.py" for m in t.messages) == 1
     assert t.messages[-1].text() == "Now write a test. LAST ASK"
+
+
+LOCAL_1 = {
+    "type": "local_shell_call",
+    "id": "lsh_1",
+    "call_id": "d",
+    "status": "completed",
+    "action": {
+        "type": "exec",
+        "command": ["bash", "-lc", "echo 1"],
+        "timeout_ms": 1000,
+        "working_directory": "/p",
+        "env": {"A": "1"},
+        "user": None,
+    },
+}
+LOCAL_2 = {**LOCAL_1, "id": "lsh_2", "action": {**LOCAL_1["action"], "command": ["bash", "-lc", "echo 2"], "timeout_ms": 2000}}
+CUSTOM_1 = {
+    "type": "custom_tool_call",
+    "id": "ctc_1",
+    "status": "completed",
+    "call_id": "e",
+    "name": "apply_patch",
+    "input": "*** Begin Patch\n*** End Patch",
+}
+CUSTOM_2 = {**CUSTOM_1, "id": "ctc_2", "input": "*** Begin Patch\nx\n*** End Patch"}
+
+
+def test_calls_renamed_by_repair_keep_their_kind_and_fields(tmp_path):
+    """repair renaming a duplicate call id rewrote a local_shell_call as a function_call named local_shell (its
+    id, status, timeout_ms, working_directory and env lost) and a custom_tool_call without its id and status:
+    only the call_id may change."""
+    rows = [
+        _line("t1", "response_item", _ui("run both")),
+        _line("t2", "response_item", LOCAL_1),
+        _line("t3", "response_item", LOCAL_2),
+        _line("t4", "response_item", {"type": "function_call_output", "call_id": "d", "output": "1"}),
+        _line("t5", "response_item", {"type": "function_call_output", "call_id": "d", "output": "2"}),
+        _line("t6", "response_item", CUSTOM_1),
+        _line("t6", "response_item", CUSTOM_2),
+        _line("t7", "response_item", {"type": "custom_tool_call_output", "call_id": "e", "output": "ok"}),
+        _line("t7", "response_item", {"type": "custom_tool_call_output", "call_id": "e", "output": "ok2"}),
+        _line("t8", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    items = [o["payload"] for o in read_jsonl(r.stdout)]
+    assert items[1] == LOCAL_1 and items[5] == CUSTOM_1  # the first of each id: as it was
+    renamed_local, renamed_custom = items[2], items[6]
+    assert renamed_local["call_id"] not in ("d", None) and renamed_local == {**LOCAL_2, "call_id": renamed_local["call_id"]}
+    assert renamed_custom["call_id"] not in ("e", None) and renamed_custom == {**CUSTOM_2, "call_id": renamed_custom["call_id"]}
+    assert list(renamed_local) == list(LOCAL_2) and list(renamed_local["action"]) == list(LOCAL_2["action"])
+    out = tmp_path / "fixed.jsonl"
+    out.write_bytes(r.stdout)
+    assert cli("repair", "--check", str(out)).returncode == 0
+
+
+def test_changed_call_arguments_are_written_into_the_calls_own_field(tmp_path):
+    """A changed call keeps every field but the one changed: a local shell call's action.command, a custom
+    call's input, a Responses function_call's arguments (its id and status kept)."""
+    fn = {"type": "function_call", "id": "fc_1", "status": "completed", "call_id": "f", "name": "shell", "arguments": '{"command":["ls"]}'}
+    rows = [
+        _line("t1", "response_item", _ui("go")),
+        _line("t2", "response_item", LOCAL_1),
+        _line("t3", "response_item", CUSTOM_1),
+        _line("t4", "response_item", fn),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    [t] = api.read([str(src)])
+    from compactctl.model import ToolCall
+
+    m = t.messages[1]
+    local, custom, call = m.tool_calls
+    args = ['{"command":["bash","-lc","echo 3"]}', '{"input":"*** Begin Patch\\ny\\n*** End Patch"}', '{"command":["pwd"]}']
+    t.messages[1] = m.evolve(
+        tool_calls=[ToolCall(c.id, c.name, a, dict(c.extra)) for c, a in zip((local, custom, call), args, strict=True)]
+    )
+    items = [o["payload"] for o in read_jsonl(api.write(t))]
+    assert items[1] == {**LOCAL_1, "action": {**LOCAL_1["action"], "command": ["bash", "-lc", "echo 3"]}}
+    assert items[2] == {**CUSTOM_1, "input": "*** Begin Patch\ny\n*** End Patch"}
+    assert items[3] == {**fn, "arguments": '{"command":["pwd"]}'}
+    assert list(items[3]) == list(fn)
+
+
+def test_calls_of_other_kinds_keep_their_kind_in_a_new_compacted_history(tmp_path):
+    """A head message's calls written into the replacement history of a new compacted line are in kind too."""
+    [t] = api.read([str(_write(tmp_path, [_line("t1", "response_item", _ui("go")), _line("t2", "response_item", LOCAL_1)]))])
+    from compactctl.formats.codex import items_of
+
+    assert items_of(t.messages[1].evolve()) == [LOCAL_1]
+
+
+def _write(tmp_path, rows):
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    return src

@@ -71,16 +71,64 @@ def _item(obj: dict) -> dict | None:
     return None
 
 
+FUNCTION_KEYS = ("type", "name", "arguments", "call_id")  # a function_call as Codex writes it
+
+
 def _call(item: dict) -> ToolCall:
+    """A call item as a canonical call. The item's own shape (its type, and every field beside the arguments:
+    id, status, a local shell call's timeout_ms and working_directory, ...) is kept in extra["_item"], with
+    the arguments' place held by None, so a changed call is written back in kind."""
+    shape = {k: (None if k in ("arguments", "input") else v) for k, v in item.items()}
     if item["type"] == "custom_tool_call":
         args = item.get("input", "")
         args = orjson.dumps({"input": args}).decode() if isinstance(args, str) else orjson.dumps(args).decode()
-        return ToolCall(item.get("call_id"), item.get("name", "custom"), args, {"_custom": True})
-    if item["type"] == "local_shell_call":
+        return ToolCall(item.get("call_id"), item.get("name", "custom"), args, {"_custom": True, "_item": shape})
+    if item["type"] == "local_shell_call":  # its command stays in the shape too: the fallback for arguments cut unreadable
         action = item.get("action") or {}
-        return ToolCall(item.get("call_id"), "local_shell", orjson.dumps({"command": action.get("command", [])}).decode(), {"_local": True})
+        return ToolCall(
+            item.get("call_id"),
+            "local_shell",
+            orjson.dumps({"command": action.get("command", [])}).decode(),
+            {"_local": True, "_item": item},
+        )
     args = item.get("arguments", "")
-    return ToolCall(item.get("call_id"), item.get("name", ""), args if isinstance(args, str) else orjson.dumps(args).decode())
+    extra = {"_item": shape} if tuple(item) != FUNCTION_KEYS else {}
+    return ToolCall(item.get("call_id"), item.get("name", ""), args if isinstance(args, str) else orjson.dumps(args).decode(), extra)
+
+
+def _call_item(c: ToolCall) -> dict:
+    """A canonical call as a Responses-API item, in the kind and shape it was read in (its id, name and
+    arguments as they are now)."""
+    shape = c.extra.get("_item")
+    item = copy.deepcopy(shape) if isinstance(shape, dict) else {}
+    if c.extra.get("_local"):
+        item.update(type="local_shell_call", call_id=c.id)
+        item.setdefault("status", "completed")
+        action = item.get("action")
+        if not isinstance(action, dict):
+            action = item["action"] = {"type": "exec"}
+        args = _loads(c.arguments, None)
+        command = args.get("command") if isinstance(args, dict) else None
+        if isinstance(command, list) or "command" not in action:  # else: the command as read
+            action["command"] = command if isinstance(command, list) else []
+    elif c.extra.get("_custom"):
+        value = _loads(c.arguments, None)
+        item.update(
+            type="custom_tool_call",
+            call_id=c.id,
+            name=c.name,
+            input=value.get("input", c.arguments) if isinstance(value, dict) else c.arguments,
+        )
+    else:
+        item.update(type="function_call", name=c.name, arguments=c.arguments, call_id=c.id)
+    return item
+
+
+def _loads(text: str, default: Any) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return default
 
 
 def messages_from_items(items: list[tuple[int | None, dict]], where: str = "lines") -> list[Message]:
@@ -231,16 +279,7 @@ def items_of(m: Message) -> list[dict]:
     parts = m.content if isinstance(m.content, list) else ([{"type": "output_text", "text": m.content}] if m.content else [])
     if parts:
         out.append({"type": "message", "role": "assistant", "content": parts})
-    for c in m.tool_calls:
-        if c.extra.get("_custom"):
-            try:
-                value = orjson.loads(c.arguments).get("input", c.arguments)
-            except (orjson.JSONDecodeError, AttributeError):
-                value = c.arguments
-            out.append({"type": "custom_tool_call", "call_id": c.id, "name": c.name, "input": value})
-        else:
-            out.append({"type": "function_call", "name": c.name, "arguments": c.arguments, "call_id": c.id})
-    return out
+    return out + [_call_item(c) for c in m.tool_calls]
 
 
 def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:

@@ -1,0 +1,327 @@
+"""Codex rollouts and bare Responses-API items in the shapes the API allows beside the ones Codex writes:
+messages without "type" (EasyInputMessage), rollouts that already hold a `compacted` line, and calls of
+other kinds (local_shell_call, custom_tool_call) rewritten in kind."""
+
+from __future__ import annotations
+
+import orjson
+
+from compactctl import api
+
+from .conftest import cli, read_jsonl
+
+
+def lines(rows):
+    return b"".join(orjson.dumps(r) + b"\n" for r in rows)
+
+
+TYPELESS = [
+    {"role": "user", "content": "Find the bug in io.py"},
+    {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "io.py"},
+    {"role": "assistant", "content": "Found it."},
+    {"role": "user", "content": "Now write a test. LAST ASK"},
+]
+
+
+def test_messages_without_type_are_read_as_messages(tmp_path):
+    """A Responses-API message may come without "type" (role and content only). Detection went to Codex on the
+    calls that follow, and the reader took only typed items: both user asks and the assistant's answer were
+    dropped, with exit 0."""
+    src = tmp_path / "resp.jsonl"
+    src.write_bytes(lines(TYPELESS))
+    [t] = api.read([str(src)])
+    assert t.format == "codex"
+    assert [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant", "user"]
+    assert api.write(t) == src.read_bytes()  # untouched: byte for byte
+    r = cli("convert", "--to", "openai", str(src))
+    assert r.returncode == 0, r.stderr
+    out = read_jsonl(r.stdout)
+    assert out[0] == {"role": "user", "content": "Find the bug in io.py"}
+    assert out[3] == {"role": "assistant", "content": "Found it."}
+    assert out[-1] == {"role": "user", "content": "Now write a test. LAST ASK"}
+    r = cli("compact", "--context-window", "4000", str(src))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == src.read_bytes()  # nothing to compact: written as it came
+
+
+def test_changed_typeless_message_is_written_back_as_it_came(tmp_path):
+    """A changed message whose line had no "type" and a string content keeps that shape."""
+    src = tmp_path / "resp.jsonl"
+    src.write_bytes(lines(TYPELESS))
+    [t] = api.read([str(src)])
+    t.messages[3] = t.messages[3].evolve(content="Found it: line 3.")
+    out = read_jsonl(api.write(t))
+    assert out[3] == {"role": "assistant", "content": "Found it: line 3."}
+    assert out[:3] == TYPELESS[:3] and out[4] == TYPELESS[4]
+
+
+def test_typeless_assistant_text_joins_the_calls_after_it(tmp_path):
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "Let me look."},
+        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "x"},
+    ]
+    src = tmp_path / "resp.jsonl"
+    src.write_bytes(lines(rows))
+    [t] = api.read([str(src)])
+    assert [m.role for m in t.messages] == ["user", "assistant", "tool"]
+    assert t.messages[1].content == "Let me look." and [c.id for c in t.messages[1].tool_calls] == ["c1"]
+
+
+def test_first_typeless_message_in_responses_parts_is_detected_as_codex(tmp_path):
+    """A first line {role, content: [input_text parts]} tells the Responses API (chat has no input_text): it was
+    read as OpenAI chat and the next line failed."""
+    rows = [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}, *TYPELESS[1:]]
+    src = tmp_path / "resp.jsonl"
+    src.write_bytes(lines(rows))
+    [t] = api.read([str(src)])
+    assert t.format == "codex" and [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant", "user"]
+
+
+def test_a_role_line_that_is_no_item_is_refused_not_dropped(tmp_path):
+    """A bare line with a role that no Responses item has (an OpenAI chat tool message) names its file and line
+    (--on-error skip: rejected and warned); it was left out of the messages with exit 0."""
+    rows = [*TYPELESS[:2], {"role": "tool", "tool_call_id": "c1", "content": "io.py"}, TYPELESS[-1]]
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("convert", "--to", "openai", str(src))
+    assert r.returncode == 3
+    assert f"{src}:3:" in r.stderr.decode() and "role 'tool'" in r.stderr.decode()
+    r = cli("convert", "--to", "openai", "--on-error", "skip", str(src))
+    assert r.returncode == 0 and f"skipped {src}:3:" in r.stderr.decode()
+    assert read_jsonl(r.stdout)[-1] == {"role": "user", "content": "Now write a test. LAST ASK"}
+
+
+def _ui(text):
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def _line(ts, typ, payload):
+    return {"timestamp": ts, "type": typ, "payload": payload}
+
+
+def _shell(cid, cmd):
+    return {"type": "function_call", "name": "shell", "arguments": orjson.dumps({"command": ["bash", "-lc", cmd]}).decode(), "call_id": cid}
+
+
+def _out(cid, text):
+    return {"type": "function_call_output", "call_id": cid, "output": orjson.dumps({"output": text, "metadata": {"exit_code": 0}}).decode()}
+
+
+def _items_after_compacted(objs):
+    at = max(k for k, o in enumerate(objs) if o.get("type") == "compacted")
+    return [o["payload"] for o in objs[at + 1 :] if o.get("type") == "response_item"]
+
+
+def test_repair_leaves_a_compacted_lines_history_in_it(tmp_path):
+    """The messages of a compacted line's replacement_history were written again as response_item lines after it
+    when anything else changed (repair answering a trailing call): Codex resumes from that history and then
+    replays the lines after it, so it saw them twice."""
+    compacted = {"message": "summary S", "replacement_history": [_ui("old ask"), _ui("summary S")]}
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "response_item", _ui("old ask")),
+        _line("t2", "compacted", compacted),
+        _line("t3", "response_item", _ui("new ask")),
+        _line("t4", "response_item", _shell("c9", "ls")),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert objs[:5] == rows  # the compacted line as it was
+    after = _items_after_compacted(objs)
+    assert [it["type"] for it in after] == ["message", "function_call", "function_call_output"]
+    assert after[0] == _ui("new ask")
+    out = tmp_path / "fixed.jsonl"
+    out.write_bytes(r.stdout)
+    [t] = api.read([str(out)])
+    assert [m.text() for m in t.messages[:3]] == ["old ask", "summary S", "new ask"]
+    assert cli("repair", "--check", str(out)).returncode == 0
+
+
+def _rollout_with_history(n_live=12):
+    history = [
+        _ui("old ask"),
+        {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAA"},
+        _shell("c0", "cat f0.py"),
+        _out("c0", "line of old output\n" * 80),
+        {"type": "ghost_snapshot", "ghost_commit": {"id": "g1"}},
+        _ui("summary S"),
+    ]
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "compacted", {"message": "summary S", "replacement_history": history}),
+        _line("t2", "response_item", _ui("new ask")),
+    ]
+    for k in range(1, n_live):
+        rows.append(_line(f"t{k + 2}", "response_item", _shell(f"c{k}", f"cat f{k}.py")))
+        rows.append(_line(f"t{k + 2}", "response_item", _out(f"c{k}", f"line of output {k}\n" * 80)))
+    rows.append(_line("tz", "response_item", _ui("LAST ASK")))
+    return rows, history
+
+
+def test_a_changed_history_message_is_rewritten_inside_the_compacted_line(tmp_path):
+    """prune shrinking an old output that stands in the replacement history: the compacted line's history gets
+    the new output in its place (the other items as they were, the ghost_snapshot and reasoning kept where they
+    stood), and nothing of it is written after the line; restore gives the file back byte for byte."""
+    rows, history = _rollout_with_history()
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    out, archive = tmp_path / "pruned.jsonl", tmp_path / "archive.jsonl"
+    r = cli("prune", "--context-window", "4000", "--protect-tokens", "300", "--archive", str(archive), str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(out.read_bytes())
+    new_history = objs[1]["payload"]["replacement_history"]
+    assert len(new_history) == len(history)
+    assert [h for k, h in enumerate(new_history) if k != 3] == [h for k, h in enumerate(history) if k != 3]
+    assert "[ref" in new_history[3]["output"] and new_history[3]["call_id"] == "c0"
+    after = _items_after_compacted(objs)
+    assert after[0] == _ui("new ask") and not any(it.get("call_id") == "c0" for it in after)
+    assert sum(1 for it in after if it["type"] == "message") == 2
+    back = cli("restore", str(out), "--archive", str(archive))
+    assert back.returncode == 0 and back.stdout == src.read_bytes()
+
+
+def test_a_new_summary_over_a_compacted_rollout_does_not_repeat_the_old_history(tmp_path):
+    """Compacting a rollout that already has a compacted line: the old history's messages go into the new
+    compacted line's history, not into response_item lines."""
+    rows, _ = _rollout_with_history(40)
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("compact", str(src), "--context-window", "3000", "--tail-tokens", "300", "--summary-min", "300", "--summary-max", "600")
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert sum(o["type"] == "compacted" for o in objs) == 2
+    texts = [p["content"][0]["text"] for o in objs if o["type"] == "response_item" and (p := o["payload"])["type"] == "message"]
+    assert "old ask" not in texts and "summary S" not in texts
+    assert "old ask" in [
+        h["content"][0]["text"]
+        for h in objs[-1 - len(_items_after_compacted(objs))]["payload"]["replacement_history"]
+        if h["type"] == "message"
+    ]
+
+
+def test_bare_items_compacted_are_read_back_from_the_compacted_line(tmp_path):
+    """Bare Responses items get a bare `{"type": "compacted", ...}` line; it was not recognized when read back:
+    the summary was lost and the head read twice."""
+    rows = [{"role": "user", "content": "Find the bug in io.py"}]
+    for k in range(30):
+        rows.append({"role": "assistant", "content": f"Step {k}: looking."})
+        rows.append(_shell(f"c{k}", f"cat f{k}.py"))
+        rows.append({"type": "function_call_output", "call_id": f"c{k}", "output": f"line of output {k}\n" * 60})
+    rows.append({"role": "user", "content": "Now write a test. LAST ASK"})
+    src = tmp_path / "resp.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("compact", str(src), "--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(r.stdout)
+    [t] = api.read([str(out)])
+    from compactctl.model import is_summary
+
+    assert sum(is_summary(m) for m in t.messages) == 1
+    assert sum(m.text() == "Find the bug in io.py" for m in t.messages) == 1
+    assert t.messages[-1].text() == "Now write a test. LAST ASK"
+
+
+LOCAL_1 = {
+    "type": "local_shell_call",
+    "id": "lsh_1",
+    "call_id": "d",
+    "status": "completed",
+    "action": {
+        "type": "exec",
+        "command": ["bash", "-lc", "echo 1"],
+        "timeout_ms": 1000,
+        "working_directory": "/p",
+        "env": {"A": "1"},
+        "user": None,
+    },
+}
+LOCAL_2 = {**LOCAL_1, "id": "lsh_2", "action": {**LOCAL_1["action"], "command": ["bash", "-lc", "echo 2"], "timeout_ms": 2000}}
+CUSTOM_1 = {
+    "type": "custom_tool_call",
+    "id": "ctc_1",
+    "status": "completed",
+    "call_id": "e",
+    "name": "apply_patch",
+    "input": "*** Begin Patch\n*** End Patch",
+}
+CUSTOM_2 = {**CUSTOM_1, "id": "ctc_2", "input": "*** Begin Patch\nx\n*** End Patch"}
+
+
+def test_calls_renamed_by_repair_keep_their_kind_and_fields(tmp_path):
+    """repair renaming a duplicate call id rewrote a local_shell_call as a function_call named local_shell (its
+    id, status, timeout_ms, working_directory and env lost) and a custom_tool_call without its id and status:
+    only the call_id may change."""
+    rows = [
+        _line("t1", "response_item", _ui("run both")),
+        _line("t2", "response_item", LOCAL_1),
+        _line("t3", "response_item", LOCAL_2),
+        _line("t4", "response_item", {"type": "function_call_output", "call_id": "d", "output": "1"}),
+        _line("t5", "response_item", {"type": "function_call_output", "call_id": "d", "output": "2"}),
+        _line("t6", "response_item", CUSTOM_1),
+        _line("t6", "response_item", CUSTOM_2),
+        _line("t7", "response_item", {"type": "custom_tool_call_output", "call_id": "e", "output": "ok"}),
+        _line("t7", "response_item", {"type": "custom_tool_call_output", "call_id": "e", "output": "ok2"}),
+        _line("t8", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    items = [o["payload"] for o in read_jsonl(r.stdout)]
+    assert items[1] == LOCAL_1 and items[5] == CUSTOM_1  # the first of each id: as it was
+    renamed_local, renamed_custom = items[2], items[6]
+    assert renamed_local["call_id"] not in ("d", None) and renamed_local == {**LOCAL_2, "call_id": renamed_local["call_id"]}
+    assert renamed_custom["call_id"] not in ("e", None) and renamed_custom == {**CUSTOM_2, "call_id": renamed_custom["call_id"]}
+    assert list(renamed_local) == list(LOCAL_2) and list(renamed_local["action"]) == list(LOCAL_2["action"])
+    out = tmp_path / "fixed.jsonl"
+    out.write_bytes(r.stdout)
+    assert cli("repair", "--check", str(out)).returncode == 0
+
+
+def test_changed_call_arguments_are_written_into_the_calls_own_field(tmp_path):
+    """A changed call keeps every field but the one changed: a local shell call's action.command, a custom
+    call's input, a Responses function_call's arguments (its id and status kept)."""
+    fn = {"type": "function_call", "id": "fc_1", "status": "completed", "call_id": "f", "name": "shell", "arguments": '{"command":["ls"]}'}
+    rows = [
+        _line("t1", "response_item", _ui("go")),
+        _line("t2", "response_item", LOCAL_1),
+        _line("t3", "response_item", CUSTOM_1),
+        _line("t4", "response_item", fn),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    [t] = api.read([str(src)])
+    from compactctl.model import ToolCall
+
+    m = t.messages[1]
+    local, custom, call = m.tool_calls
+    args = ['{"command":["bash","-lc","echo 3"]}', '{"input":"*** Begin Patch\\ny\\n*** End Patch"}', '{"command":["pwd"]}']
+    t.messages[1] = m.evolve(
+        tool_calls=[ToolCall(c.id, c.name, a, dict(c.extra)) for c, a in zip((local, custom, call), args, strict=True)]
+    )
+    items = [o["payload"] for o in read_jsonl(api.write(t))]
+    assert items[1] == {**LOCAL_1, "action": {**LOCAL_1["action"], "command": ["bash", "-lc", "echo 3"]}}
+    assert items[2] == {**CUSTOM_1, "input": "*** Begin Patch\ny\n*** End Patch"}
+    assert items[3] == {**fn, "arguments": '{"command":["pwd"]}'}
+    assert list(items[3]) == list(fn)
+
+
+def test_calls_of_other_kinds_keep_their_kind_in_a_new_compacted_history(tmp_path):
+    """A head message's calls written into the replacement history of a new compacted line are in kind too."""
+    [t] = api.read([str(_write(tmp_path, [_line("t1", "response_item", _ui("go")), _line("t2", "response_item", LOCAL_1)]))])
+    from compactctl.formats.codex import items_of
+
+    assert items_of(t.messages[1].evolve()) == [LOCAL_1]
+
+
+def _write(tmp_path, rows):
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    return src

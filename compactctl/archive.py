@@ -144,6 +144,9 @@ def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
         "INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, raw) VALUES (?,?,?,?,?,?,?,?,?)",
         (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, raw),
     )
+    call = rec.get("call")
+    if isinstance(call, dict):  # a tool result is found by its call too (the file it read, the command it ran)
+        text = f"{text}\n[output of {call.get('name')}] {_readable(str(call.get('arguments') or ''))}"
     db.execute("INSERT INTO search(rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
     if rec.get("span"):
         db.execute(

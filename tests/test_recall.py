@@ -259,3 +259,21 @@ def test_a_reference_line_given_up_for_the_ask_comes_back_when_the_summary_leave
     assert _body(text, "", line, need, COUNTER).endswith(line)  # room for it: back
     assert _body(text, "", line, need - 1, COUNTER) == text  # no room: left out
     assert _body(text, line, "", 0, COUNTER).endswith(line)  # never given up: kept
+
+
+def test_a_tool_output_is_found_by_the_file_or_command_of_its_call(tmp_path):
+    """A search for a path found the calls that named it, never the archived output of reading that file (its text
+    does not hold its own path): the archive records a result's call, and the search index holds it."""
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(SAMPLES / "long_session.jsonl"), "--context-window", "8000", "-q", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    reads = {
+        x["ref"]
+        for x in archive.records(str(arch))
+        if x.get("call", {}).get("name") == "read_file" and "net/client.py" in x["call"]["arguments"]
+    }
+    assert reads
+    with archive.Index.open(str(arch)) as ix:
+        found = {h.ref for h in ix.search("read_file net/client.py", 10)}
+        assert reads & found
+        assert all(h.text == h.message.get("content") for h in ix.recall(next(iter(reads))))  # recall: the output only

@@ -19,6 +19,7 @@ class Archived:
     phase: str
     message: Message  # the original, untouched
     span: tuple[str, int, int] | None = None  # (reference, start, end) of the summarized span it belonged to
+    call: dict | None = None  # a tool result's call (name, arguments): what a search for its file or command finds
 
     def record(self) -> dict:
         """The original as a JSON record: its source object for OpenAI chat, else the canonical
@@ -39,10 +40,29 @@ class Archived:
         }
         if self.span is not None:
             rec["span"], rec["span_start"], rec["span_end"] = self.span
+        if self.call is not None:
+            rec["call"] = self.call
         return rec
 
 
 def archive(t: Transcript, m: Message, phase: str, into: list[Archived]) -> None:
     """Keep the original of a message about to be changed or removed (only the first change counts)."""
     if m.index is not None:  # untouched
-        into.append(Archived(t.id, m.index, phase, m))
+        into.append(Archived(t.id, m.index, phase, m, call=_call_of(t, m)))
+
+
+CALL_LOOKBACK = 64  # messages searched back for a result's call (it is right before its result, as a rule)
+CALL_CHARS = 1_000  # of its arguments (a written file's content is not copied whole)
+
+
+def _call_of(t: Transcript, m: Message) -> dict | None:
+    """The call a tool result answers (by id, among the messages just before it), as the archive records it."""
+    if m.role != "tool" or not m.tool_call_id or m.index is None:
+        return None
+    msgs = t.messages
+    start = min(m.index, len(msgs)) - 1
+    for k in range(start, max(start - CALL_LOOKBACK, -1), -1):
+        for c in msgs[k].tool_calls:
+            if c.id == m.tool_call_id:
+                return {"name": c.name, "arguments": c.arguments[:CALL_CHARS]}  # a file's path, a command: its start
+    return None

@@ -35,12 +35,15 @@ MAX_TERMS = 12  # words of a query that count (a record with all of the query's 
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 SCHEMA = """
 CREATE TABLE records(id INTEGER PRIMARY KEY, seq INTEGER, transcript TEXT, idx INTEGER, phase TEXT, ref TEXT,
-                     span TEXT, role TEXT, text TEXT, raw BLOB NOT NULL);
+                     span TEXT, role TEXT, text TEXT, call TEXT, raw BLOB NOT NULL);
 CREATE TABLE spans(seq INTEGER, transcript TEXT, span TEXT, start INTEGER, end INTEGER, PRIMARY KEY(seq, transcript, span));
-CREATE VIRTUAL TABLE search USING fts5(text, content='records', content_rowid='id');
+CREATE VIRTUAL TABLE search USING fts5(text, call, content='records', content_rowid='id');
+INSERT INTO search(search, rank) VALUES('rank', 'bm25(1.0, 0.25)');
 """
+# (a tool result's call, its second column, counts a quarter: it finds the output of reading a file by the file's
+# path without crowding out the originals that hold the words themselves)
 # An index built from a JSONL archive says which one, so that it is only ever rebuilt over itself.
-DERIVED_VERSION = 1
+DERIVED_VERSION = 2
 DERIVED = "CREATE TABLE derived_from(version INTEGER, name TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, ino INTEGER);"
 INDEXES = """
 CREATE INDEX IF NOT EXISTS records_ref ON records(ref);
@@ -140,14 +143,13 @@ def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
         db.execute("INSERT INTO records(seq, transcript, raw) VALUES (?, ?, ?)", (seq, transcript, raw))
         return
     role, text = searchable(rec["message"])
+    call = rec.get("call")  # a tool result is found by its call too (the file it read, the command it ran)
+    said = f"[output of {call.get('name')}] {_readable(str(call.get('arguments') or ''))}" if isinstance(call, dict) else None
     cur = db.execute(
-        "INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, raw) VALUES (?,?,?,?,?,?,?,?,?)",
-        (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, raw),
+        "INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, call, raw) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, said, raw),
     )
-    call = rec.get("call")
-    if isinstance(call, dict):  # a tool result is found by its call too (the file it read, the command it ran)
-        text = f"{text}\n[output of {call.get('name')}] {_readable(str(call.get('arguments') or ''))}"
-    db.execute("INSERT INTO search(rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
+    db.execute("INSERT INTO search(rowid, text, call) VALUES (?, ?, ?)", (cur.lastrowid, text, said))
     if rec.get("span"):
         db.execute(
             "INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?, ?)", (seq, transcript, rec["span"], rec.get("span_start"), rec.get("span_end"))
@@ -406,7 +408,7 @@ class Index:
     def _ranked(self, rowid: int, rank: float, match: str) -> Hit:
         row = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.id = ?", (rowid,)).fetchone()
         (snip,) = self.db.execute(
-            "SELECT snippet(search, 0, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?", (match, rowid)
+            "SELECT snippet(search, -1, '', '', ' … ', 24) FROM search WHERE search MATCH ? AND rowid = ?", (match, rowid)
         ).fetchone()
         snip = " ".join(snip.split())
         if len(snip) > SNIPPET_CHARS:  # an FTS token may be a megabyte of hex: a snippet of 24 of them is cut

@@ -35,13 +35,23 @@ def search_text(ix: Index, query: str, limit: int = 5) -> str:
     return _capped("\n".join(f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}" for h in hits), "ask for fewer")
 
 
-def recall_text(ix: Index, ref: str) -> str:
+def recall_text(ix: Index, ref: str, offset: int = 0) -> str:
+    """The original(s) behind `ref`, from character `offset` on: MAX_CHARS at most, the note saying where the next
+    part starts (a long output or span is read in parts)."""
     hits = ix.recall(ref)
     if len(hits) == 1 and not hits[0].span:
         text = hits[0].text
     else:
         text = "\n".join(f"--- [ref {h.ref}] {h.transcript} #{h.index} {h.role} ---\n{h.text}" for h in hits)
-    return _capped(text, "search for what you need")
+    offset = max(0, offset)
+    if offset >= len(text) > 0:
+        return f"[offset {offset:,} is past the end: the original has {len(text):,} characters]"
+    part = text[offset:]
+    if len(part) <= MAX_CHARS:
+        return part
+    note = "\n...[characters {:,}-{:,} of " + f"{len(text):,}: the rest with offset={{:,}}, or search for what you need]"
+    keep = MAX_CHARS - len(note.format(offset, offset + MAX_CHARS, offset + MAX_CHARS))
+    return part[:keep] + note.format(offset, offset + keep, offset + keep)
 
 
 def _capped(text: str, hint: str) -> str:
@@ -75,10 +85,10 @@ def build_server(archive: str):
         return search_text(ix(), query, limit)
 
     @server.tool()
-    def recall(ref: str) -> str:
-        """The original content behind a reference such as 3f9a2c1b (from [ref 3f9a2c1b] in the conversation or a search result)."""
+    def recall(ref: str, offset: int = 0) -> str:
+        """The original content behind a reference such as 3f9a2c1b (from [ref 3f9a2c1b] in the conversation or a search result); a long one comes in parts: pass the offset the answer names for the next."""
         try:
-            return recall_text(ix(), ref)
+            return recall_text(ix(), ref, offset)
         except UnknownRef as e:
             raise tool_error(str(e)) from e
 

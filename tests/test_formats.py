@@ -708,3 +708,25 @@ def test_a_call_whose_arguments_are_not_an_object_is_a_valid_tool_use(tmp_path):
     [t] = api.read([str(src)])
     out = [orjson.loads(x) for x in api.write(t, "anthropic").splitlines()]
     assert out[1]["content"][0]["input"] == {"arguments": [1, 2]}
+
+
+def test_a_chat_message_in_a_claude_code_log_is_a_data_error_not_a_silent_loss(tmp_path):
+    """A line of another format (role, no type) after Claude Code lines was neither read nor reported: its ask was
+    not the last ask. It is a data error naming its line; --on-error skip leaves it out and says so."""
+    rows = [
+        {"type": "user", "message": {"role": "user", "content": "hello"}, "uuid": "u1", "parentUuid": None, "sessionId": "s"},
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+            "uuid": "u2",
+            "parentUuid": "u1",
+            "sessionId": "s",
+        },
+        {"role": "user", "content": "LAST ASK from another format"},
+    ]
+    src = tmp_path / "mix.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 3 and b"mix.jsonl:3" in r.stderr
+    r = cli("repair", str(src), "--on-error", "skip", "--rejects", str(tmp_path / "rej.jsonl"))
+    assert r.returncode == 0 and b"skipped" in r.stderr and (tmp_path / "rej.jsonl").read_bytes() == orjson.dumps(rows[2]) + b"\n"

@@ -70,7 +70,18 @@ def test_a_recall_longer_than_the_cap_is_cut_note_included():
             return [One("x" * 60_000)]
 
     text = recall_text(Ix(), "r")  # type: ignore[arg-type]
-    assert len(text) == MAX_CHARS and text.endswith("of 60,000 chars: search for what you need]")
+    assert len(text) == MAX_CHARS and text.endswith("or search for what you need]") and "of 60,000" in text
+    # the rest, in parts: every character once, in order
+    got, offset = "", 0
+    while True:
+        part = recall_text(Ix(), "r", offset)  # type: ignore[arg-type]
+        body, _, note = part.partition("\n...[characters ")
+        got += body
+        if not note:
+            break
+        offset = int(note.split("offset=")[1].split(", or")[0].replace(",", ""))
+    assert got == "x" * 60_000
+    assert "past the end" in recall_text(Ix(), "r", 70_000)  # type: ignore[arg-type]
 
 
 def test_the_server_answers_for_what_a_later_run_archived(tmp_path):

@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 
 import orjson
 
+from ..errors import DataError
 from ..model import Message, Transcript, is_summary
 from . import Reader, Record
 from .blocks import assistant_blocks, assistant_from_blocks, tool_result_block, user_from_blocks
@@ -50,6 +51,10 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     lines: list[tuple[bytes, dict]] = []
     linenos: list[int] = []
     for lineno, raw, obj in records:
+        if "role" in obj and "type" not in obj:  # a chat message of another format: never read, so never silently kept
+            with reader.guard(lineno, raw):
+                raise DataError(source, lineno, "a chat message (a role, no type) in a Claude Code log: a line of another format")
+            continue
         lines.append((raw, obj))
         linenos.append(lineno)
     if not lines:

@@ -220,8 +220,12 @@ def _call_text(c: ToolCall) -> str:
         args = orjson.loads(c.arguments) if c.arguments else {}
     except orjson.JSONDecodeError:
         args = c.arguments
-    fresh = orjson.dumps({"name": c.name, "arguments": args}).decode()
-    if raw is not None:
+    return _as_read(raw, orjson.dumps({"name": c.name, "arguments": args}).decode())
+
+
+def _as_read(raw: object, fresh: str) -> str:
+    """The source text when it says what `fresh` says (its own spacing kept), else `fresh`."""
+    if isinstance(raw, str):
         try:
             if orjson.loads(raw) == orjson.loads(fresh):
                 return raw
@@ -239,15 +243,7 @@ def _function_call_text(calls: list[ToolCall]) -> str:
 
 def _call_list_text(calls: list[ToolCall]) -> str:
     """Parallel calls as LlamaFactory writes them: a JSON list (the source text when it says the same)."""
-    fresh = "[" + ", ".join(_call_text(c) for c in calls) + "]"
-    raw = calls[0].extra.get("_call_list")
-    if isinstance(raw, str):
-        try:
-            if orjson.loads(raw) == orjson.loads(fresh):
-                return raw
-        except orjson.JSONDecodeError:
-            pass
-    return fresh
+    return _as_read(calls[0].extra.get("_call_list"), "[" + ", ".join(_call_text(c) for c in calls) + "]")
 
 
 def to_conversations(t: Transcript) -> list[dict]:

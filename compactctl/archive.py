@@ -335,7 +335,9 @@ class Index:
     def __init__(self, db: sqlite3.Connection, path: str, source: str | None = None):
         self.db, self.path = db, path
         self.source = source  # the JSONL archive this index was built from (None: a SQLite archive)
-        self.identity = _identity(source) if source is not None else None
+        # what it indexed (size, mtime, inode), as the index recorded it: a JSONL that changed while it was built shows
+        row = db.execute("SELECT size, mtime_ns, ino FROM derived_from").fetchone() if source is not None else None
+        self.identity = tuple(row) if row is not None else None
 
     @classmethod
     def open(cls, archive: str) -> Index:
@@ -356,9 +358,9 @@ class Index:
         try:
             if _identity(self.source) == self.identity:
                 return self
-        except IOFailure:
-            return self  # gone or unreadable now: what was indexed still answers
-        return Index.open(self.source)  # this one is left open: a request in another thread may be using it
+            return Index.open(self.source)  # this one is left open: a request in another thread may be using it
+        except CompactError:
+            return self  # gone, unreadable or not indexable now: what was indexed still answers
 
     def close(self) -> None:
         self.db.close()
@@ -376,7 +378,7 @@ class Index:
         return Hit(ref, transcript, seq, idx, phase, role, text, orjson.loads(raw)["message"], **kw)
 
     def recall(self, ref: str, transcript: str | None = None) -> list[Hit]:
-        """The original(s) behind a reference: one message (or byte-identical copies, given once), or
+        """The original(s) behind a reference: one message (copies of the same content given once), or
         every archived member of a summarized span in order. UnknownRef when there is none."""
         ref = ref.strip().lower().removeprefix("[ref ").removesuffix("]").strip()
         if not re.fullmatch(r"[0-9a-f]{4,16}", ref):

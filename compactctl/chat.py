@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .model import LEGACY, MISSING, Message, ToolCall
+from .model import BEFORE_RESULTS, LEGACY, MISSING, Message, ToolCall
 
 NOTE_KEY = "_compactctl"  # a message's note (what a phase did to it), kept across a write and a read
 
@@ -25,6 +25,7 @@ def message_to_dict(m: Message) -> dict:
 def _fresh_dict(m: Message) -> dict:
     """A changed or new message as OpenAI chat."""
     extra = dict(m.extra)
+    extra.pop(BEFORE_RESULTS, None)  # a reader's note on the source's block order, not part of the message
     legacy_result = extra.pop(LEGACY, False) and m.role == "tool" and m.tool_call_id is None
     d = {"role": "function" if legacy_result else m.role}
     if m.content is not MISSING:

@@ -183,6 +183,12 @@ class Transcript:
         return dataclasses.replace(self, **changes)
 
 
+def other_content(extra: dict) -> bool:
+    """An OpenAI assistant turn that says something outside `content` (its `extra`): a refusal, an audio reply."""
+    refusal = extra.get("refusal")
+    return (isinstance(refusal, str) and bool(refusal.strip())) or isinstance(extra.get("audio"), dict)
+
+
 def fingerprint(m: Message) -> str:
     """A short stable digest of what a message says (role, text, calls, result id)."""
     body = orjson.dumps([m.role, m.text(), m.tool_call_id, [[c.id, c.name, c.arguments] for c in m.tool_calls]])

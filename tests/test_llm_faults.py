@@ -309,3 +309,13 @@ def test_llm_without_a_key_or_base_url_is_a_usage_error(tmp_path):
     write_jsonl(src, tool_session(30, 4000))
     r = cli("compact", str(src), "--summarizer", "llm", "--context-window", "3000", env={"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None})  # type: ignore[dict-item]
     assert r.returncode == 2 and b"needs an endpoint" in r.stderr, r.stderr
+
+
+def test_a_think_tag_in_the_summarys_own_text_is_kept():
+    """Only a draft the answer opens with is dropped: "fix the parser that drops <think> blocks" was cut at the tag
+    (the answer then had too few sections and counted against the breaker)."""
+    from compactctl.summarizers.llm import _without_reasoning
+
+    text = "## Active Task\nfix the parser that drops <think> blocks\n## Goal\nparse"
+    assert _without_reasoning(text) == text
+    assert _without_reasoning("<think>\n## Goal\ndraft\n</think>\n" + text) == text

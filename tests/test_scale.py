@@ -277,6 +277,13 @@ def test_resume_a_directory_output_per_file(tmp_path):
     _run(str(src), *opts, "-o", f"{out}/", "--resume")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == ref
     assert (tmp_path / "rep").read_bytes() == ref_report
+    # A resumed run that then fails leaves none of its files either (the finished ones were put in place at once)
+    out2 = tmp_path / "out2"
+    _killed_run([str(src), *opts, "-o", f"{out2}/"], out2 / ".compactctl-journal", n0 + 3, SLOW)
+    (out2 / "s2.jsonl").mkdir()  # the last file cannot be put in place: an I/O error at the end
+    r = cli("compact", str(src), *opts, "-o", f"{out2}/", "--resume")
+    assert r.returncode == 4, r.stderr
+    assert not (out2 / "s0.jsonl").exists() and not (out2 / "s1.jsonl").exists()
 
 
 def test_foreign_or_corrupt_journal_is_refused(dataset, tmp_path):

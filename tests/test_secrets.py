@@ -58,7 +58,8 @@ def test_ordinary_text_is_left_alone():
         "git checkout 3f2c9e1d8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e\nmkdir -p build/out && curl https://example.com/a@b\n"
         "The basic idea is simple. Bearer of news.\nuuid 123e4567-e89b-12d3-a456-426614174000 path /usr/lib/python3.11/site.py\n"
         "bypass = cache_layer\ncompass: north_by_west\nauthor: Jane Doe\n"
-        '{"author": "Jane Doe", "oauth_flow": "device"}\nmysql -u root -h db.internal appdb\npytest -p no:cacheprovider'
+        '{"author": "Jane Doe", "oauth_flow": "device"}\nmysql -u root -h db.internal appdb\npytest -p no:cacheprovider\n'
+        "First pass: tokenize the input\nauth: required\nPASS: test_parser\nbypass=true"
     )
     assert redact(text) == text
 

@@ -25,7 +25,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
-from ..model import MISSING, ToolCall, Transcript
+from ..model import MISSING, ToolCall, Transcript, other_content
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
@@ -359,12 +359,9 @@ def _to_anthropic(m: Any, changes: dict[str, Any]) -> None:
     changes["extra"] = {k: v for k, v in m.extra.items() if k.startswith("_")}
     if m.role == "tool" and m.content in (None, MISSING):
         changes["content"] = ""  # a tool_result's content is text or blocks, never null
-    refusal = m.extra.get("refusal")
-    if m.role == "assistant" and not m.text().strip() and not m.tool_calls:  # what it said outside content, as text
-        if isinstance(refusal, str) and refusal.strip():
-            changes["content"] = refusal
-        elif isinstance(m.extra.get("audio"), dict):
-            changes["content"] = "[an audio reply]"
+    if m.role == "assistant" and not m.text().strip() and not m.tool_calls and other_content(m.extra):
+        refusal = m.extra.get("refusal")  # what it said outside content, as text
+        changes["content"] = refusal if isinstance(refusal, str) and refusal.strip() else "[an audio reply]"
 
 
 def _foreign_images(content: Any, target: str) -> bool:

@@ -56,11 +56,16 @@ CALL_CHARS = 1_000  # of its arguments (a written file's content is not copied w
 
 
 def _call_of(t: Transcript, m: Message) -> dict | None:
-    """The call a tool result answers (by id, among the messages just before it), as the archive records it."""
+    """The call a tool result answers (by id, the nearest before it), as the archive records it. `m.index` is its
+    place as read; a phase may have moved it since (repair adds an opening turn), so the search starts a little after."""
     if m.role != "tool" or not m.tool_call_id or m.index is None:
         return None
     msgs = t.messages
-    start = min(m.index, len(msgs)) - 1
+    start = min(m.index + CALL_LOOKBACK, len(msgs)) - 1
+    for k in range(start, max(m.index - CALL_LOOKBACK, -1), -1):
+        if msgs[k] is m:  # its own place: the nearest call before it from here on
+            start = k
+            break
     for k in range(start, max(start - CALL_LOOKBACK, -1), -1):
         for c in msgs[k].tool_calls:
             if c.id == m.tool_call_id:

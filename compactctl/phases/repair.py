@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript
+from ..model import BEFORE_RESULTS, LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript, other_content
 from ..pairs import match
 from . import Archived, archive
 
@@ -76,7 +76,7 @@ class RepairStats:
 
 
 def _empty(m: Message) -> bool:
-    if m.role not in ("user", "assistant") or m.tool_calls or _other_content(m.extra):
+    if m.role not in ("user", "assistant") or m.tool_calls or other_content(m.extra):
         return False
     c = m.content
     if c is MISSING or c is None:
@@ -86,12 +86,6 @@ def _empty(m: Message) -> bool:
     if isinstance(c, list):
         return len(c) == 0 or (blank_parts(c) and not m.reasoning)
     return False
-
-
-def _other_content(extra: dict) -> bool:
-    """An OpenAI assistant turn that says something outside `content`: a refusal, an audio reply."""
-    refusal = extra.get("refusal")
-    return (isinstance(refusal, str) and bool(refusal.strip())) or isinstance(extra.get("audio"), dict)
 
 
 def empty_calls(m: Message) -> bool:

@@ -14,7 +14,7 @@ import orjson
 from ..archive import SqliteSink, is_sqlite
 from ..archive import sink as archive_sink
 from ..errors import IOFailure, UsageError
-from ..journal import Journal, PartFile, finish_part, input_ids, journal_path
+from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
 from ..jsonl import JsonlSink, Output, expand_inputs
 from .base import Done, IOOptions, RunStats, warn
 
@@ -39,7 +39,7 @@ class _Sinks:
         self.key = ""
         self.last_ck = time.monotonic()
         self.first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (the archive's end record)
-        self.pending: list[PartFile] = []  # -o DIR/: finished files, renamed into place when the run ends (all or nothing)
+        self.pending: list[str] = []  # -o DIR/: finished files (their targets), renamed into place when the run ends (all or nothing)
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
@@ -117,8 +117,7 @@ class _Sinks:
         if not self.to_dir:
             self.out = PartFile(out, offs.get("out") if ck else None) if not self.ended else None
             return
-        for f in sorted(self.done_files):
-            finish_part(self.targets[f])  # a kill between "done" and the rename
+        self.pending += [self.targets[f] for f in sorted(self.done_files)]  # finished before the kill: renamed at the end
         if ck and ck.get("file") not in self.done_files and not self.ended:
             self.current = ck["file"]
             self.file_n = ck["fn"]
@@ -156,7 +155,7 @@ class _Sinks:
             self.current = source
             self.file_n = 0
             os.makedirs(os.path.dirname(self.targets[source]) or ".", exist_ok=True)
-            self.out = PartFile(self.targets[source]) if self.journal else Output(self.targets[source], spool=False)
+            self.out = PartFile(self.targets[source])  # -o DIR/ always keeps a journal
         if "rejects" in self.sides:
             for line in (*rejects, *done.rejects):
                 self._side("rejects", line + b"\n")
@@ -212,7 +211,7 @@ class _Sinks:
             self.checkpoint()
             self.journal.append({"t": "done", "file": self.current})
         self.out.leave()  # closed; renamed with the others when the run ends (a kill after "done": --resume renames it)
-        self.pending.append(self.out)
+        self.pending.append(self.out.target)
         self.out = None
 
     def finish(self, tail_rejects: list[bytes]) -> None:
@@ -236,10 +235,13 @@ class _Sinks:
         else:
             if self.out is not None:
                 self.out.commit()
-            for p in self.pending:
-                finish_part(p.target)
             for s in self.sides.values():
                 s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
+        for target in self.pending:
+            try:
+                finish_part(target)
+            except OSError as e:
+                raise IOFailure(f"{target}: {e.strerror or e}") from e
         if self.journal is not None:
             self.journal.remove()
 
@@ -265,7 +267,11 @@ class _Sinks:
         if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
             self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
             return
-        for s in (self.out, *self.pending, *self.sides.values()):
+        if not interrupted:  # finished files not yet in place: an error leaves none
+            for target in self.pending:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(part_path(target))
+        for s in (self.out, *self.sides.values()):
             if s is None:
                 continue
             if isinstance(s, (JsonlSink, SqliteSink)):

@@ -390,8 +390,8 @@ class LLMSummarizer:
         system = system_prompt(req.budget, req.focus, req.instructions)
         room = max(self.llm_context - req.budget - counter.text(system) - 1_500, 1_000)
         summary = facts.prior_summary
-        parts = chunk(blocks, counter, room)
-        if summary or len(parts) > 1:  # a part after the first carries the summary so far (at most the budget): room for it
+        parts = chunk(blocks, counter, max(room - req.budget, 1_000)) if summary else chunk(blocks, counter, room)
+        if len(parts) > 1 and not summary:  # a part after the first carries the summary so far (at most the budget): room for it
             parts = chunk(blocks, counter, max(room - req.budget, 1_000))
         # The transcript's overall deadline: each part's call, and the fallback model's after it when there is one.
         deadline = time.monotonic() + self.call_deadline * len(parts) * (2 if self.fallback_model else 1)
@@ -439,12 +439,13 @@ class LLMSummarizer:
         return _trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
 
 
-_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)\s*", re.S | re.I)
+_REASONING = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(?:</\1>|\Z)\s*", re.S | re.I)
 
 
 def _without_reasoning(text: str) -> str:
-    """A reasoning model's answer without its <think> draft (whose headings would be read first)."""
-    return _REASONING.sub("", text) if "<" in text else text
+    """A reasoning model's answer without the <think> draft it opens with (whose headings would be read first); the
+    tag anywhere else is the summary's own text ("the parser drops <think> blocks")."""
+    return _REASONING.sub("", text, count=1) if "<" in text else text
 
 
 def _unusable(resp, text: str, cut: bool) -> str:

@@ -20,8 +20,7 @@ from collections import Counter
 
 # The keys whose values are secrets in `key: value`, `key=value`, `"key": "value"` (JSON, YAML, env, ini).
 _KEY = (
-    r"(?:password|passwd|passphrase|(?<![A-Za-z])pass(?![A-Za-z])|pwd|(?<![A-Za-z])auth(?![A-Za-z])|secret|token|"
-    r"api[_\-]?key|apikey|access[_\-]?key|"
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
     r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*"
 )
 _NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
@@ -115,24 +114,28 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
         r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p[\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}",
         r"\1[REDACTED]",
     ),
+    # the bare words `pass` and `auth` are common English ("First pass:", "auth: required"): only as a quoted JSON key
+    # ({"pass": "...", a Docker config's "auth") or an env assignment (DB_PASS=...)
+    ("PASSWORD FIELD", ('"pass"', '"auth"'), r'(?i)("(?:pass|auth)"\s*:\s*")(?!\[REDACTED)[^"\\\n]{3,}(?=")', r"\1[REDACTED]"),
+    ("PASSWORD FIELD", ("pass=",), r"(?i)(\b(?:[A-Za-z0-9]+_)*pass=)" + _NOT_A_VALUE + r"[^\s\"',;]{3,}", r"\1[REDACTED]"),
     ("PASSWORD FLAG", ("sshpass",), r"(\bsshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"']+", r"\1[REDACTED]"),
     ("PASSWORD FLAG", ("--pass",), r"((?:^|\s)--(?:password|passwd|pass)[ =][\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}", r"\1[REDACTED]"),
     # -- key = value and "key": "value" (JSON, YAML, env files, ini, code)
     (
         "SECRET FIELD",
-        ("pass", "pwd", "auth", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "secret", "token", "key", "credential"),
         r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
         r"\1[REDACTED]",
     ),
     (
         "SECRET FIELD",
-        ("pass", "pwd", "auth", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "secret", "token", "key", "credential"),
         r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')",
         r"\1[REDACTED]",
     ),
     (
         "SECRET FIELD",
-        ("pass", "pwd", "auth", "secret", "token", "key", "credential"),
+        ("pass", "pwd", "secret", "token", "key", "credential"),
         r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)",
         r"\1[REDACTED]",
     ),
@@ -157,7 +160,7 @@ def _compiled() -> tuple[list[tuple[str, tuple[str, ...], re.Pattern[str], str]]
 
 # key = value rules are single-line and their keys are common words: they run only on the lines that
 # hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
-_FIELD_HINTS = ("pass", "pwd", "auth", "secret", "token", "key", "credential")
+_FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
 SHORT = 256  # redact: a text this short is first searched for any rule's hint at once
 
 # detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed

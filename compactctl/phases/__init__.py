@@ -61,11 +61,14 @@ def _call_of(t: Transcript, m: Message) -> dict | None:
     if m.role != "tool" or not m.tool_call_id or m.index is None:
         return None
     msgs = t.messages
-    start = min(m.index + CALL_LOOKBACK, len(msgs)) - 1
-    for k in range(start, max(m.index - CALL_LOOKBACK, -1), -1):
-        if msgs[k] is m:  # its own place: the nearest call before it from here on
-            start = k
-            break
+    if m.index < len(msgs) and msgs[m.index] is m:  # where it was read, as a rule (prune, summarize): no search
+        start = m.index
+    else:
+        start = min(m.index + CALL_LOOKBACK, len(msgs)) - 1
+        for k in range(start, max(m.index - CALL_LOOKBACK, -1), -1):
+            if msgs[k] is m:  # its own place: the nearest call before it from here on
+                start = k
+                break
     for k in range(start, max(start - CALL_LOOKBACK, -1), -1):
         for c in msgs[k].tool_calls:
             if c.id == m.tool_call_id:

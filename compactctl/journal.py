@@ -19,7 +19,6 @@ parse, or a journal written for other inputs or options, is refused.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import IO, Any
 
@@ -41,6 +40,8 @@ def part_path(target: str) -> str:
 
 
 def fingerprint(options: Any) -> str:
+    import hashlib  # here: a run to stdout keeps no journal, and never pays OpenSSL's start-up
+
     return hashlib.sha256(orjson.dumps(options, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
 
 

@@ -7,7 +7,8 @@ per-user cache file (`$XDG_CACHE_HOME/compactctl/` or `~/.cache/compactctl/`, or
 0600, written to a temporary file and renamed) holding the token bytes, their offsets and an
 open-addressing hash table over them. Later runs map it read-only and look tokens up in place.
 The header records the sha256 of the official rank file it was built from (which must be the
-official one) and the sha256 of its own payload, checked at every open: a file that fails either
+official one) and the sha256 of its own payload, checked when the file is first opened and again
+whenever the file has changed since (a stamp beside it, see `_stat_key`): a file that fails either
 check is rebuilt from the official source. The ranks are a dense 0..n-1 range in both encodings.
 
 `FastCounter` counts tokens exactly like tiktoken's `encode_ordinary`: ASCII text is split by the
@@ -170,14 +171,46 @@ def open_table(name: str, source_sha256: str, tokens_from_source) -> RankTable:
     path = cache_path(name, source_sha256)
     try:
         with open(path, "rb") as f:
+            seen = _stat_key(os.fstat(f.fileno()))
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return RankTable(mm, source_sha256)
+        verified = _read_stamp(path) == seen
+        table = RankTable(mm, source_sha256, verify=not verified)
+        if not verified:
+            _write_stamp(path, seen)
+        return table
     except (OSError, ValueError):
         pass
     data = build(tokens_from_source(), source_sha256)
     with contextlib.suppress(OSError):  # a read-only home still counts, from memory
         write_atomic(path, data)
+        _write_stamp(path, _stat_key(os.stat(path)))
     return RankTable(data, source_sha256, verify=False)
+
+
+# The payload's sha256 is checked once per cache file, not at every start (hashing 4.4 MB and OpenSSL's
+# start-up were ~7 ms of a ~150 ms run): a stamp beside the file records the file's identity and times
+# when its check passed, as git's index does for the files it has hashed. Any write to the file changes
+# its ctime (which no user can set back), a new file has another inode, so a stamp that still matches means
+# the bytes are the ones that were checked; otherwise the check runs again and a file that fails it is rebuilt.
+def _stat_key(st: os.stat_result) -> bytes:
+    return f"{MAGIC.decode()} {st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}".encode()
+
+
+def _stamp_path(path: str) -> str:
+    return path + ".checked"
+
+
+def _read_stamp(path: str) -> bytes | None:
+    try:
+        with open(_stamp_path(path), "rb") as f:
+            return f.read(256)
+    except OSError:
+        return None
+
+
+def _write_stamp(path: str, key: bytes) -> None:
+    with contextlib.suppress(OSError):  # no stamp: the check runs at every start, as before
+        write_atomic(_stamp_path(path), key)
 
 
 # --- the split patterns ------------------------------------------------------------------------

@@ -14,13 +14,12 @@ replaced); its archive records carry it as `span`, with the positions it covered
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
 import orjson
 
-from .model import Message, fingerprint
+from .model import Message, digest, fingerprint
 
 REF_HEX = 8
 REF_RE = re.compile(r"\[ref ([0-9a-f]{8})\]")
@@ -46,7 +45,7 @@ def canonical(body: Any) -> bytes:
 
 
 def ref_of_canonical(canon: bytes) -> str:
-    return hashlib.blake2b(canon, digest_size=REF_HEX // 2).hexdigest()
+    return digest(canon, REF_HEX // 2)
 
 
 def ref_of_body(body: Any) -> str:
@@ -60,7 +59,9 @@ def ref_of(original: Message) -> str:
 
 def span_ref(members: list[Message]) -> str:
     """One reference for a summarized span, from what its messages say."""
-    h = hashlib.blake2b(b"span", digest_size=REF_HEX // 2)
+    from hashlib import blake2b  # here, as in model.digest: a run that makes no reference never imports it
+
+    h = blake2b(b"span", digest_size=REF_HEX // 2)
     for m in members:
         h.update(b"\n" + fingerprint(m).encode())
     return h.hexdigest()

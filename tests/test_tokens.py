@@ -177,6 +177,36 @@ def test_rank_cache_is_private_verified_and_reused(tmp_path, monkeypatch):
     assert os.stat(path).st_mtime_ns == mtime
 
 
+def test_rank_cache_is_hashed_once_until_it_changes(tmp_path, monkeypatch):
+    """The payload's sha256 is checked when a cache file is first opened, not at every start; a file
+    written since (its stamp no longer matches) is checked again, and rebuilt when it fails."""
+    import hashlib
+    from pathlib import Path
+
+    from compactctl import ranks
+
+    tokens = _fresh_tables(monkeypatch, tmp_path)
+    tokens.rank_table("cl100k_base")  # built: the stamp records the new file
+    path = ranks.cache_path("cl100k_base", OFFICIAL_SHA256["cl100k_base"])
+    assert Path(path + ".checked").is_file()
+    hashed = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(1) or real(*a))
+    monkeypatch.setattr(tokens, "_tables", {})
+    assert tokens.rank_table("cl100k_base").get(b"hello") == 15339
+    assert hashed == []  # the stamp matches: not hashed again
+    Path(path + ".checked").unlink()  # no stamp (as for a cache of an older version): checked, and stamped
+    monkeypatch.setattr(tokens, "_tables", {})
+    tokens.rank_table("cl100k_base")
+    assert hashed and Path(path + ".checked").is_file()
+    data = bytearray(Path(path).read_bytes())
+    data[ranks.HEADER.size + 100] ^= 0xFF  # written in place: its ctime moves, the stamp no longer matches
+    Path(path).write_bytes(bytes(data))
+    monkeypatch.setattr(tokens, "_tables", {})
+    assert tokens.rank_table("cl100k_base").get(b"hello") == 15339
+    assert Path(path).read_bytes() != bytes(data)  # failed its check: rebuilt
+
+
 @pytest.mark.parametrize("damage", ["payload", "dict", "source", "truncate"])
 def test_damaged_rank_cache_is_rebuilt(tmp_path, monkeypatch, damage):
     from compactctl import ranks

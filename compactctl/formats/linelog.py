@@ -8,8 +8,6 @@ format place its own compaction records.
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,5 +85,8 @@ def dropped_records(t: Transcript) -> int:
 
 
 def stable_uuid(*parts: Any) -> str:
+    import hashlib  # here: only new lines need one; uuid and OpenSSL's start-up are not paid by a run that writes none
+    import uuid
+
     h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
     return str(uuid.UUID(h[:32], version=4))

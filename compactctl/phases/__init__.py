@@ -6,7 +6,6 @@ whether to write them (`--archive`). Phases never do I/O.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from ..model import Message, Transcript
@@ -25,6 +24,8 @@ class Archived:
         """The original as a JSON record: its source object for OpenAI chat, else the canonical
         message in OpenAI chat shape (which restore reads back through the canonical model),
         with its reference (see refs)."""
+        import hashlib
+
         from .. import refs
 
         body = refs.body_of(self.message)

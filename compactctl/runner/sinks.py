@@ -11,8 +11,6 @@ from typing import Any
 
 import orjson
 
-from ..archive import SqliteSink, is_sqlite
-from ..archive import sink as archive_sink
 from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
 from ..jsonl import JsonlSink, Output, expand_inputs
@@ -47,7 +45,7 @@ class _Sinks:
             raise UsageError("--resume needs -o FILE or -o DIR/ (stdout cannot be resumed)")
         if not journaled:  # stdout, or a device: written whole (spooled), not resumable
             self.out = Output(out, spool=io.on_error != "skip")
-            self.sides = {k: (archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
+            self.sides = {k: (_archive_sink if k == "archive" else JsonlSink)(getattr(io, k)) for k in self.SIDES if getattr(io, k)}
             return
         assert out is not None  # journaled: -o FILE or -o DIR/
         ck = self._open_journal(out, files, desc)
@@ -102,12 +100,12 @@ class _Sinks:
             p = getattr(self.io, k)
             if not p:
                 continue
-            if k == "archive" and is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
+            if k == "archive" and _is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
                 if self.io.resume and ck:
                     raise UsageError(
                         f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
                     )
-                self.sides[k] = SqliteSink(p)
+                self.sides[k] = _archive_sink(p)
             else:
                 self.sides[k] = PartFile(p, offs.get(k) if ck else None) if not self.ended else None
 
@@ -170,7 +168,7 @@ class _Sinks:
 
     def _side(self, k: str, data: bytes) -> None:
         s = self.sides[k]
-        if isinstance(s, (JsonlSink, SqliteSink)):
+        if _whole(s):
             s.add_raw(data[:-1])
         else:
             s.write(data)
@@ -236,7 +234,7 @@ class _Sinks:
             if self.out is not None:
                 self.out.commit()
             for s in self.sides.values():
-                s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
+                s.close(True) if _whole(s) else s.commit()
         for target in self.pending:
             try:
                 finish_part(target)
@@ -274,7 +272,7 @@ class _Sinks:
         for s in (self.out, *self.sides.values()):
             if s is None:
                 continue
-            if isinstance(s, (JsonlSink, SqliteSink)):
+            if _whole(s):
                 s.close(False)
             elif isinstance(s, PartFile):
                 s.leave() if interrupted else s.abort()
@@ -296,12 +294,12 @@ class _Sinks:
         try:
             self._end_archive(stopped=reason)
             for s in self.sides.values():
-                s.close(True) if isinstance(s, (JsonlSink, SqliteSink)) else s.commit()
+                s.close(True) if _whole(s) else s.commit()
         except Exception as e:  # noqa: BLE001 (the run's own error is the one to report)
             warn(f"the side files could not be kept: {e}")
             for s in self.sides.values():
                 with contextlib.suppress(Exception):
-                    s.close(False) if isinstance(s, (JsonlSink, SqliteSink)) else s.abort()
+                    s.close(False) if _whole(s) else s.abort()
             return
         kept = ", ".join(getattr(self.io, k) for k in self.SIDES if getattr(self.io, k))
         if kept and not self.io.quiet:
@@ -379,3 +377,21 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
         if k in owner:
             raise UsageError(f"{owner[k]} and {label} are the same file ({p}): each output needs its own file")
         owner[k] = f"{label} {p}" if label.startswith("-") else label
+
+
+def _whole(s: Any) -> bool:
+    """A side written whole and closed with close(ok) (a JsonlSink, an archive's SqliteSink), not a resumable part file."""
+    return hasattr(s, "add_raw")
+
+
+# The archive module (and sqlite3) is imported by a run that writes one.
+def _archive_sink(path: str) -> Any:
+    from ..archive import sink
+
+    return sink(path)
+
+
+def _is_sqlite(path: str) -> bool:
+    from ..archive import is_sqlite
+
+    return is_sqlite(path)

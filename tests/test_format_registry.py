@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from importlib import import_module
 
+import orjson
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from compactctl import api
 from compactctl.errors import UsageError
@@ -51,3 +54,91 @@ def test_a_read_only_format_cannot_be_written_to():
     with pytest.raises(UsageError, match="gemini is read-only"):
         api.write(t, "gemini")
     assert api.write(t, "openai") == api.write(t)  # the input's own format: written back as it was read
+
+
+# Keys the sniffers look at, and values that make them say yes (from each module's sniff).
+_KEYS = ["type", "role", "content", "messages", "system", "sessionId", "uuid", "leafUuid", "payload", "history", "action",
+         "observation", "conversations", "call_id", "summary", "replacement_history", "from", "x"]  # fmt: skip
+_VALUES = st.sampled_from(
+    [
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "session_meta",
+        "response_item",
+        "compacted",
+        "message",
+        "function_call",
+        "file-history-snapshot",
+        "input_text",
+        "tool_use",
+        "run",
+        "gemini",
+        1,
+        None,
+    ]  # fmt: skip
+)
+_PART = st.fixed_dictionaries({}, optional={"type": _VALUES, "text": _VALUES, "value": _VALUES})
+_ITEM = st.dictionaries(st.sampled_from(_KEYS), st.one_of(_VALUES, st.lists(_PART, max_size=2)), max_size=4)
+_RECORD = st.dictionaries(
+    st.sampled_from(_KEYS), st.one_of(_VALUES, st.lists(_PART, max_size=2), st.lists(_ITEM, max_size=3), _ITEM), max_size=5
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_RECORD)
+# one record each sniffer takes, by each of its ways
+@example({"type": "user", "sessionId": "s"})
+@example({"type": "file-history-snapshot"})
+@example({"type": "response_item", "payload": {}})
+@example({"type": "compacted", "replacement_history": []})
+@example({"type": "message", "role": "user"})
+@example({"role": "user", "content": [{"type": "input_text", "text": "x"}]})
+@example({"sessionId": "s", "messages": [{"type": "user"}]})
+@example({"history": [{"action": "run"}]})
+@example({"observation": "run"})
+@example({"conversations": [{"from": "human"}]})
+@example({"messages": [{"role": "user", "content": [{"type": "text", "value": "x"}]}]})
+@example({"messages": [{"role": "user", "content": "x"}], "system": "s"})
+@example({"role": "user", "content": [{"type": "tool_use"}]})
+@example({"system": "s"})
+@example({"messages": [{"role": "user", "content": "x"}]})
+def test_a_format_is_skipped_only_for_records_its_sniffer_refuses(obj):
+    """Detection skips a format (and does not import it) when the record has none of the keys the registry says
+    its sniffer needs: that must never hide a record the sniffer would take."""
+    for entry in REGISTRY:
+        if entry.needs is not None and not any(k in obj for k in entry.needs):
+            assert get_format(entry.name).sniff(obj) is None, (entry.name, obj)
+
+
+def test_the_needed_keys_hold_on_the_samples_and_the_corpus():
+    from .conftest import CORPUS
+
+    paths = sorted(SAMPLES.glob("*.jsonl")) + (sorted(CORPUS.rglob("*.jsonl"))[:200] if CORPUS.is_dir() else [])
+    seen = 0
+    for p in paths:
+        with open(p, "rb") as f:
+            for line in f.readlines()[:50]:
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(obj, dict):
+                    seen += 1
+                    test_a_format_is_skipped_only_for_records_its_sniffer_refuses.hypothesis.inner_test(obj)
+    assert seen > 100
+
+
+def test_an_openai_record_is_detected_without_importing_the_other_formats():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from compactctl.formats import detect; print(detect({'role': 'user', 'content': 'hi'})[0].name); "
+        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('compactctl.formats.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "openai"
+    for skipped in ("claude_code", "gemini", "openhands", "sharegpt"):
+        assert skipped not in out[1]

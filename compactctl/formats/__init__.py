@@ -60,16 +60,20 @@ class Registered:
     name: str
     writes: bool = True  # False: read-only, written as OpenAI chat
     line_log: bool = False  # one record per line (formats/linelog.py): it has dropped_records
+    # The module's sniff can only say yes to a record with one of these keys (None: any record). Detection
+    # imports a module only for a record that has one: start-up pays for the formats it may be reading.
+    # tests/test_format_registry.py checks them against the sniffers.
+    needs: tuple[str, ...] | None = None
 
 
 # Every format, once. Order matters: detection tries the most specific sniffers first.
 REGISTRY: tuple[Registered, ...] = (
-    Registered("claude_code", line_log=True),
-    Registered("codex", line_log=True),
-    Registered("gemini", writes=False),
-    Registered("openhands", writes=False),
-    Registered("sharegpt"),
-    Registered("anthropic"),
+    Registered("claude_code", line_log=True, needs=("type",)),
+    Registered("codex", line_log=True, needs=("type", "role")),
+    Registered("gemini", writes=False, needs=("sessionId",)),
+    Registered("openhands", writes=False, needs=("history", "action", "observation")),
+    Registered("sharegpt", needs=("conversations", "messages")),
+    Registered("anthropic", needs=("messages", "role", "system")),
     Registered("openai"),
 )
 FORMAT_NAMES = tuple(r.name for r in REGISTRY)
@@ -127,8 +131,10 @@ def _load(key: str) -> Format:
 def detect(obj: Any) -> tuple[Format, str] | None:
     if not isinstance(obj, dict):
         return None
-    for name in FORMAT_NAMES:
-        fmt = get_format(name)
+    for entry in REGISTRY:
+        if entry.needs is not None and not any(k in obj for k in entry.needs):
+            continue
+        fmt = get_format(entry.name)
         layout = fmt.sniff(obj)
         if layout:
             return fmt, layout

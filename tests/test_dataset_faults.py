@@ -289,3 +289,27 @@ def test_an_input_given_twice_is_refused_before_anything_is_written(tmp_path):
         r = cli("compact", *args, "-o", str(out), "-q")
         assert r.returncode == 2 and b"given twice" in r.stderr, r.stderr
         assert not out.exists()
+
+
+SHAREGPT = {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+
+
+@pytest.mark.parametrize("cmd", ["compact", "convert", "repair"])
+@pytest.mark.parametrize("to_stdout", [False, True])
+def test_inputs_of_different_formats_do_not_share_one_output(tmp_path, cmd, to_stdout):
+    """A reader tells a file's format from its first records: an Anthropic dataset followed by a ShareGPT one in one
+    output did not read back ('a dataset record needs a "messages" list'). Refused, naming both; nothing written."""
+    first = write_jsonl(tmp_path / "a.jsonl", [_anthropic(tool_session(2)), SMALL])
+    second = write_jsonl(tmp_path / "b.jsonl", [SHAREGPT])
+    out = tmp_path / "out.jsonl"
+    r = cli(cmd, str(first), str(second), *([] if to_stdout else ["-o", str(out)]))
+    assert r.returncode == 2
+    assert b"b.jsonl is written as sharegpt, and" in r.stderr and b"a.jsonl before it as anthropic" in r.stderr
+    assert b"--to" in r.stderr and r.stdout == b"" and not out.exists()
+    # One format, either way: --to, or one output per input.
+    r = cli(cmd, str(first), str(second), "--to", "openai", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert len(api.read([str(out)])) == 3
+    r = cli(cmd, str(first), str(second), "-o", str(tmp_path / "each") + "/")
+    assert r.returncode == 0, r.stderr
+    assert [t.format for t in api.read([str(tmp_path / "each" / "b.jsonl")])] == ["sharegpt"]

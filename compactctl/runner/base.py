@@ -58,6 +58,7 @@ class Done:
     rejects: list[bytes] = field(default_factory=list)  # a record found bad where it was parsed (a Lazy one)
     notes: list[str] = field(default_factory=list)  # Result.notes
     skipped: bool = False  # rejected (--on-error skip): nothing written, its raw lines in `rejects`
+    fmt: str | None = None  # the format `lines` are in (None: lines a work wrote itself)
 
 
 @dataclass

@@ -41,6 +41,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
     lines: list[bytes] = list(res.lines) if res.lines is not None else []
     archive: list[dict] = []
     changed = False
+    fmt = None
     if res.transcript is not None:
         t = res.transcript
         changed = t is not t_in
@@ -48,6 +49,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             t = _as_dataset_record(t, ctx.fmt_to)
         written = list(formats.write(t, ctx.fmt_to))
         lines.extend(written)
+        fmt = ctx.fmt_to or t.format
         if ctx.archive and (res.archived or changed):  # repair may add or move messages
             from ..api import lines_record
 
@@ -67,7 +69,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             log = lines_record(t_in, written)  # line logs: every source line, record for record
             if log is not None:
                 archive.append({"seq": seq, "source": src, **log})
-    return Done(lines, archive, res.report, changed, notes=res.notes)
+    return Done(lines, archive, res.report, changed, notes=res.notes, fmt=fmt)
 
 
 def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | None, list[bytes]]:
@@ -92,7 +94,7 @@ def _kept_as_read(item: Lazy, ctx: _Ctx) -> bool:
 
 def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     if isinstance(item, Lazy) and _kept_as_read(item, ctx):  # the work would write it as it came: nothing to build
-        return Done([item.raw], [], None, False)
+        return Done([item.raw], [], None, False, fmt=item.fmt)
     t, rejected = _materialize(item, ctx.on_error)
     if t is None:
         return Done([], [], None, False, rejected, skipped=True)

@@ -38,6 +38,7 @@ class _Sinks:
         self.last_ck = time.monotonic()
         self.first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (the archive's end record)
         self.pending: list[str] = []  # -o DIR/: finished files (their targets), renamed into place when the run ends (all or nothing)
+        self.written_as: tuple[str, str] | None = None  # (format, input) of the first transcript written to the one output
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
@@ -137,6 +138,7 @@ class _Sinks:
     def add(self, source: str, tid: str, done: Done, rejects: list[bytes]) -> None:
         """Write one transcript's outputs, numbered as written: a record rejected once read (--on-error skip) takes
         no number, so that output record k is archive seq k (or first_seq + k in its file), as `restore` reads them."""
+        self._same_format(source, done)
         seq = self.stats.transcripts
         self.first_seq.setdefault(source, seq)
         for rec in done.archive:
@@ -146,6 +148,20 @@ class _Sinks:
         self.stats.rejected += done.skipped
         self.stats.changed += done.changed
         self.key = tid
+
+    def _same_format(self, source: str, done: Done) -> None:
+        """One output holds one format: a reader detects it from the first record, so a file whose later records
+        are in another format does not read back (nor does a dataset of mixed formats train)."""
+        if self.to_dir or done.fmt is None:
+            return
+        if self.written_as is None:
+            self.written_as = (done.fmt, source)
+        elif done.fmt != self.written_as[0]:
+            fmt, first = self.written_as
+            raise UsageError(
+                f"{source} is written as {done.fmt}, and {first} before it as {fmt}: inputs of different formats cannot share one "
+                "output (it would not read back). Give --to FORMAT (e.g. --to openai), or -o DIR/ for one output per input."
+            )
 
     def write(self, source: str, done: Done, rejects: list[bytes]) -> None:
         if self.to_dir and source != self.current:  # one output file per input file, each atomic

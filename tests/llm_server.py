@@ -90,7 +90,7 @@ class Server:
                     outer.raw.append(data)
                 model = body["model"]
                 if model.startswith("error"):
-                    return self._send(int(model[5:]), {"error": {"message": f"status {model[5:]}"}}, {"retry-after-ms": "10"})
+                    return self._send(int(model[5:8]), {"error": {"message": f"status {model[5:8]}"}}, {"retry-after-ms": "10"})
                 if model == "notjson":
                     return self._send_raw(
                         200, b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess', "application/json"

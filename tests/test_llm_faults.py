@@ -102,6 +102,22 @@ def test_401_stops_the_run(server):
         api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
 
 
+def test_404_for_every_model_stops_the_run(server):
+    """A model name with a typo (or a base URL without /v1) answers 404 to every call: that stops the run (exit 7)
+    instead of summarizing every transcript offline; a fallback model the endpoint has still answers."""
+    from compactctl.errors import LLMAuthError
+
+    s = LLMSummarizer("error404", server.url, "k", None, timeout=5, retries=0, cache=None)
+    with pytest.raises(LLMAuthError, match="answered 404 for error404: no such model, or no such path; check --model and"):
+        api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    s = LLMSummarizer("error404", server.url, "k", "good", timeout=5, retries=0, cache=None)
+    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert rep["summarizer"] == "llm:good" and any("fallback model good used" in w for w in rep["warnings"])
+    s = LLMSummarizer("error404", server.url, "k", "error404b", timeout=5, retries=0, cache=None)
+    with pytest.raises(LLMAuthError, match="--model and --fallback-model"):
+        api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+
+
 def test_drip_is_cut_by_the_overall_deadline(server):
     # one byte a second resets the read timeout forever: the deadline (timeout x (retries + 1) + backoff + slack) ends it
     rep, warnings, _, took = compact(server, "drip", timeout=1.0, retries=0)

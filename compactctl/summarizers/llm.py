@@ -4,7 +4,8 @@
   secrets redacted; a middle larger than `llm_context` goes in chunks, each later chunk updating
   the summary so far (PREVIOUS SUMMARY + NEW TURNS), never cut;
 - retries with backoff on 429/5xx/timeouts (the client's own, honouring retry-after), then the
-  fallback model once, then the offline summarizer (the report says so); 401/403 stop the run;
+  fallback model once, then the offline summarizer (the report says so); 401/403 stop the run, and
+  so does a 404 for every model asked (no such model or path: a configuration error, not an outage);
 - a circuit breaker per endpoint pauses calls after repeated transient failures;
 - answers are cached by the exact request; a partly structured answer is completed from the offline
   summary; the retention guard adds the files, error lines, constraints and last ask the answer
@@ -180,6 +181,12 @@ def _refused_credentials(e: Exception) -> bool:
     return openai is not None and isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError))
 
 
+def _not_found(e: Exception) -> bool:
+    """A 404: the endpoint has no such model (a typo in --model) or no such path (--base-url without /v1)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(e, openai.NotFoundError)
+
+
 class LLMSummarizer:
     name = "llm"
 
@@ -339,6 +346,7 @@ class LLMSummarizer:
         client = self.client
         if deadline is not None:
             deadline += time.monotonic() - started
+        missing: list[str] = []  # models the endpoint answered 404 for
         for model in models:
             request = requests[model]
             call_deadline = time.monotonic() + self.call_deadline
@@ -370,6 +378,7 @@ class LLMSummarizer:
                     ) from e
                 self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
+                missing += [model] if _not_found(e) else []
                 continue
             answer = self._answer(resp, model, stats)
             if answer is None:
@@ -381,6 +390,12 @@ class LLMSummarizer:
                 self.cache.put(key, text)
             stats["models"].append(model)
             return text
+        if missing == models:  # a configuration error, not an outage: every transcript would be summarized offline
+            raise LLMAuthError(
+                f"the LLM endpoint {self.base_url or 'api.openai.com'} answered 404 for {' and '.join(missing)}: "
+                f"no such model, or no such path; check --model{' and --fallback-model' if len(models) > 1 else ''} and --base-url "
+                f"({stats['warnings'][-1]})"
+            )
         raise Transient("; ".join(stats["warnings"][-2:]) or "no usable answer")
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:

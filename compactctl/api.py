@@ -250,6 +250,6 @@ def _source_for(compacted_path: str, sources: list[str]) -> str | None:
 
 def _compacted_here(t: Transcript) -> bool:
     from .model import is_summary
-    from .phases.repair import OPENING, STUB
+    from .phases.repair import OLD_STUBS, OPENING, STUB
 
-    return any(is_summary(m) or m.text() in (STUB, OPENING) for m in t.messages)
+    return any(is_summary(m) or m.text() in (STUB, OPENING, *OLD_STUBS) for m in t.messages)

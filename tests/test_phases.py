@@ -8,7 +8,7 @@ import pytest
 from compactctl import api, refs, tools
 from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
-from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, last_user_index
+from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, is_summary, last_user_index
 from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
 from compactctl.phases.repair import STUB
 from compactctl.summarizers.offline import KEPT_LAST_ASK
@@ -157,6 +157,8 @@ def test_repair_orphans_stubs_reused_ids_placement():
     assert roles[1:4] == [("assistant", ""), ("tool", "first"), ("user", "interjection")]
     assert roles[4:6] == [("assistant", ""), ("tool", "second")]
     assert roles[7] == ("tool", STUB)
+    # There is no summary here (an agent stopped mid-call): the stub says what happened, and points at nothing.
+    assert STUB == "[No result was recorded for this call]" and not any(is_summary(m) for m in out.messages)
     assert st.orphan_results_removed == 1 and st.stubs_added == 1 and st.results_moved == 1
     again, st2 = api.repair(out)
     assert again is out and not st2.changed

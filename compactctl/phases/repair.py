@@ -26,7 +26,10 @@ from . import Archived, archive
 
 # A tool-call id both APIs take: Anthropic's pattern, OpenAI's length (40 at most).
 VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
-STUB = "[Result from earlier conversation — see context summary above]"
+STUB = "[No result was recorded for this call]"
+# The stub before the eleventh session, which pointed at a summary that most transcripts repaired this way do not
+# have (an agent stopped mid-call): recognized still as compactctl's own text.
+OLD_STUBS = ("[Result from earlier conversation — see context summary above]",)
 OPENING = "[Earlier conversation compacted — continuing from here]"
 
 

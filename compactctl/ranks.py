@@ -13,8 +13,9 @@ check is rebuilt from the official source. The ranks are a dense 0..n-1 range in
 
 `FastCounter` counts tokens exactly like tiktoken's `encode_ordinary`: ASCII text is split by the
 official pattern restricted to ASCII (where its Unicode classes are plain: letters, digits, the six
-White_Space characters) run by the standard `re` module,
-other text by the official pattern in the `regex` module when each of its characters has a settled
+White_Space characters) run by the standard `re` module, and so is text whose other characters are all
+punctuation or symbols (—, →, ✓: they fall in the same classes of both patterns); other text by the official
+pattern in the `regex` module when each of its characters has a settled
 Unicode class (see below); then each piece goes through the same byte-pair merge loop as
 tiktoken's `_byte_pair_merge` (lowest rank first, leftmost on ties). The counter declines (None)
 what it cannot count that way, and the caller uses the real tiktoken encoder.
@@ -299,6 +300,7 @@ class FastCounter:
         self._split = re.compile(_ASCII_PATTERNS[name], re.ASCII).findall
         self._usplit: Callable[[str], list[str]] | None = None
         self._classes: _UnicodeClasses | None = None
+        self._symbol: dict[str, bool] = {}  # non-ASCII character -> punctuation or a symbol (see _symbols_only)
         self._pieces: dict[str, int] = {}
         self._long_bytes = 0
 
@@ -317,9 +319,27 @@ class FastCounter:
                 return None
         return self._usplit(s)
 
+    def _symbols_only(self, s: str) -> bool:
+        """Every non-ASCII character of `s` is punctuation or a symbol (general category P* or S*: a dash, an arrow,
+        a check mark, box drawing: what agent transcripts mostly hold). The official pattern's classes leave such a
+        character where the ASCII pattern does (not a letter, number, mark nor space; a test checks every one of
+        them against the `regex` module's tables), so the ASCII pattern splits `s` into the same pieces, and the
+        `regex` module (~16 ms to import and compile the pattern) is not needed."""
+        symbol = self._symbol
+        for ch in set(s):
+            if ch > "\x7f":
+                ok = symbol.get(ch)
+                if ok is None:
+                    from unicodedata import category
+
+                    ok = symbol[ch] = category(ch)[0] in "PS"
+                if not ok:
+                    return False
+        return True
+
     def count(self, s: str) -> int | None:
         """Tokens of `s`, or None when this counter cannot count it (an unsettled character, a huge piece)."""
-        if s.isascii():
+        if s.isascii() or self._symbols_only(s):
             pieces = self._split(s)
         else:
             pieces = self._unicode_split(s)

@@ -383,6 +383,48 @@ def test_fast_unicode_counts_equal_tiktoken(name):
     check()
 
 
+def _punctuation_and_symbols() -> list[str]:
+    import unicodedata
+
+    return [chr(cp) for cp in range(0x80, 0x110000) if unicodedata.category(chr(cp))[0] in "PS"]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_punctuation_and_symbols_split_as_the_official_pattern_does(name):
+    """Text whose non-ASCII characters are all punctuation or symbols goes through the ASCII pattern (no `regex`
+    import): for each of them (8,528 in Unicode 14), in contexts that exercise every branch of the pattern, the
+    pieces are those of the official pattern in the `regex` module, and the counts tiktoken's."""
+    import regex
+
+    from compactctl import ranks, tokens
+
+    official = regex.compile(ranks.PATTERNS[name].replace("$", r"\Z")).findall
+    fast = ranks.FastCounter(name, tokens.rank_table(name))
+    enc = get_encoding(name)
+    chars = _punctuation_and_symbols()
+    assert len(chars) > 8000
+    for k, ch in enumerate(chars):
+        s = f"{ch}x {ch}{ch}Ab's 12{ch}3 {ch}\n{ch}  {ch}'S\r\n {ch}/{ch}"
+        assert fast._symbols_only(s)
+        assert fast._split(s) == official(s), (hex(ord(ch)), s)
+        if k % 7 == 0:  # tiktoken itself on a seventh of them (the split is what differs; the merges are shared)
+            assert fast.count(s) == len(enc.encode_ordinary(s)), hex(ord(ch))
+    for other in ("é", "日", "\u00a0", "\u0085", "\u200d", "\u0301", "²", "\U000e0fff"):  # letters, spaces, marks...
+        assert not fast._symbols_only(f"a{other}—")
+
+
+def test_a_transcript_of_ascii_and_symbols_is_counted_without_the_regex_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from compactctl.tokens import Counter; c = Counter('o200k_base'); "
+        "print(c.text('Done — 3 tests pass ✓ → next: ─── box ───'), 'regex' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(len(get_encoding("o200k_base").encode_ordinary("Done — 3 tests pass ✓ → next: ─── box ───"))), "False"]
+
+
 def test_long_pieces_are_bounded():
     from compactctl import ranks, tokens
 

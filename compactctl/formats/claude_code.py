@@ -6,6 +6,11 @@ come in `user` lines (with a structured `toolUseResult` copy); most lines are no
 As in Claude Code, the live context is what follows the last `compact_boundary`; the lines before
 it are kept as they are.
 
+The lines form a tree, not a list: a rewind (Esc Esc, an edited prompt) or a retry leaves the abandoned
+branch in the file, and an old version wrote subagent turns (`isSidechain`) into it. The conversation is
+the chain from the leaf back to the root, with the parallel tool calls the chain walk alone would miss
+(see `_off_path`); the other lines of the context are off the path: not read, and left out of a changed file.
+
 A compacted session is written the way Claude Code writes its own compaction: a `compact_boundary`
 record (parentUuid null) then the head, an `isCompactSummary` user line holding the summary, and the
 tail, with the parentUuid chain relinked wherever a parent was removed, so the tool can resume it.
@@ -63,13 +68,14 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     for i, (_, obj) in enumerate(lines):
         if _is_boundary(obj):
             start = i + 1
+    off = _off_path(lines, start, source, reader)
     msgs: list[Message] = []
     msg_lines: list[list[int]] = []
     last_assistant: dict[str | None, int] = {}  # message.id -> index in msgs (looked up only for an id)
     for i in range(start, len(lines)):
         raw, obj = lines[i]
         typ, msg = obj.get("type"), obj.get("message")
-        if typ not in ("user", "assistant") or not isinstance(msg, dict):
+        if typ not in ("user", "assistant") or not isinstance(msg, dict) or i in off:
             continue
         with reader.guard(linenos[i], raw):
             if typ == "assistant":
@@ -92,8 +98,112 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
         m.index = k
         m.origin = m.anchor = ("lines", tuple(msg_lines[k]))
     yield Transcript(
-        msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines)
+        msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines, off)
     )
+
+
+def _is_message(obj: dict) -> bool:
+    return obj.get("type") in ("user", "assistant") and isinstance(obj.get("message"), dict)
+
+
+def _off_path(lines: list[tuple[bytes, dict]], start: int, source: str, reader: Reader) -> frozenset[int]:
+    """The context lines (from `start`) that are not part of the conversation Claude Code resumes.
+
+    Claude Code's loader (`loadTranscriptFile` + `buildConversationChain` in its sessionStorage; described in
+    github.com/zhukunpenglinyutong/jetbrains-cc-gui pull 1660 and zenolab124/monet pull 28, which mirror it, and
+    in Claude Code's CHANGELOG 2.1.101, "the loader anchored on a dead-end branch instead of the live
+    conversation") takes the newest non-sidechain leaf, walks `parentUuid` back to the root, then adds what that
+    single-parent walk misses: the other lines of each API message on the path (one line per content block, the
+    same `message.id`: parallel tool calls are siblings) and the tool-result lines whose parent is one of them.
+    Here the leaf is the last user/assistant line of the file that is not a sidechain (all lines of a subagent's
+    own file are: then the last of them). Off the path are only, so that nothing else changes:
+    - user/assistant lines that fork off the path (a rewound or retried turn) and every line under them;
+    - sidechain lines (with their descendants) in a file that has a main thread.
+    Non-message lines hanging off the path (progress, system records) stay, as do lines whose chain ends
+    before reaching the path (a parent that is not in the file: a subagent's prompts, a broken chain), as read.
+    `summary` records (a title for a leaf) and lines with no uuid never decide anything and are kept."""
+    at: dict[str, int] = {}
+    for i in range(start, len(lines)):
+        u = lines[i][1].get("uuid")
+        if isinstance(u, str):
+            at[u] = i
+    live, main = _live_path(lines, start, at)
+    if not live:
+        return frozenset()
+    state: dict[int, tuple[bool, bool]] = {}  # line -> (hangs off the path, off the path)
+    for i in range(start, len(lines)):
+        if isinstance(lines[i][1].get("uuid"), str) and lines[i][1]["uuid"] not in live:
+            _classify(i, lines, at, live, main, state)
+    found = frozenset(i for i, (_, off) in state.items() if off)
+    if found:
+        reader.warn(
+            f"{source}: {len(found)} lines off the conversation's path (abandoned branches of a rewind or retry, sidechains) "
+            "are not read; a changed file is written without them (--archive keeps them for restore)"
+        )
+    return found
+
+
+def _live_path(lines: list[tuple[bytes, dict]], start: int, at: dict[str, int]) -> tuple[set[str], bool]:
+    """(the uuids of the conversation's lines, whether the file has a main thread): the chain from the leaf and
+    the parallel siblings and results Claude Code's `recoverOrphanedParallelToolResults` adds back."""
+    msgs = [i for i in range(start, len(lines)) if _is_message(lines[i][1]) and isinstance(lines[i][1].get("uuid"), str)]
+    main = [i for i in msgs if not lines[i][1].get("isSidechain")]
+    pool = main or msgs
+    live: set[str] = set()
+    if not pool:
+        return live, bool(main)
+    u = lines[pool[-1]][1]["uuid"]
+    while isinstance(u, str) and u in at and u not in live:
+        live.add(u)
+        u = lines[at[u]][1].get("parentUuid")
+    _recover_parallel(lines, msgs, at, live)
+    return live, bool(main)
+
+
+def _recover_parallel(lines: list[tuple[bytes, dict]], msgs: list[int], at: dict[str, int], live: set[str]) -> None:
+    """Add to `live` the other lines of each API message on it and the tool results whose parent is one of them."""
+    siblings: dict[str, list[str]] = {}  # message.id -> its lines' uuids
+    results: dict[str, list[str]] = {}  # parentUuid -> the tool-result lines under it
+    for i in msgs:
+        obj = lines[i][1]
+        mid = obj["message"].get("id")
+        if obj["type"] == "assistant" and isinstance(mid, str):
+            siblings.setdefault(mid, []).append(obj["uuid"])
+        elif obj["type"] == "user" and isinstance(obj.get("parentUuid"), str) and _has_result(obj["message"].get("content")):
+            results.setdefault(obj["parentUuid"], []).append(obj["uuid"])
+    on_path = {
+        lines[at[u]][1]["message"].get("id") for u in live if lines[at[u]][1].get("type") == "assistant" and _is_message(lines[at[u]][1])
+    }
+    for mid in on_path:
+        for s in siblings.get(mid, []) if isinstance(mid, str) else []:
+            live.add(s)
+            live.update(results.get(s, []))
+
+
+def _has_result(content) -> bool:
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def _classify(i: int, lines, at: dict[str, int], live: set[str], main: bool, state: dict[int, tuple[bool, bool]]) -> None:
+    """Set state[i] (and its ancestors'): whether the line hangs off the path, whether it is off it."""
+    path: list[int] = []
+    j: int | None = i
+    parent: tuple[bool, bool] | None = None  # the state below the first ancestor already known
+    while j is not None and j not in state and j not in path:
+        path.append(j)
+        p = lines[j][1].get("parentUuid")
+        k = at.get(p) if isinstance(p, str) else None
+        if k is not None and lines[k][1]["uuid"] in live:
+            parent, j = (True, False), None  # a child of the path: hangs off it, not off it by that alone
+        else:
+            j = k
+    if parent is None:
+        parent = state.get(j, (False, False)) if j is not None else (False, False)
+    for k in reversed(path):
+        obj = lines[k][1]
+        hangs, off = parent
+        off = off or (hangs and _is_message(obj)) or (main and bool(obj.get("isSidechain")))
+        state[k] = parent = (hangs, off)
 
 
 def _merge(base: Message, part: Message) -> None:
@@ -120,14 +230,13 @@ def write(t: Transcript) -> Iterator[bytes]:
             yield raw
         return
     plan = layout(t)
-    template: dict = next((o for _, o in reversed(log.lines) if o.get("sessionId")), {})
+    template, last_uuid = _last_of_path(log)
     # New lines' uuids come from the session and their content, never from the input's name: a file and the
     # same bytes through stdin (the `prune | plan | summarize` chain) get the same lines.
     seed = template.get("sessionId") or t.id
     out: list[tuple[bytes | None, dict]] = [log.lines[j] for j in range(log.context_start)]
     boundary_at = None
     if plan.summary is not None:
-        last_uuid = next((o["uuid"] for _, o in reversed(log.lines) if o.get("uuid")), None)
         boundary_at = len(out)
         out.append(
             (
@@ -169,6 +278,13 @@ def write(t: Transcript) -> Iterator[bytes]:
         after_moved = moved
         out.append(_materialize(payload[1] if moved else payload, log, template, seed))
     yield from _relink(out, boundary_at, force)
+
+
+def _last_of_path(log: LineLog) -> tuple[dict, str | None]:
+    """The last line with a session (the envelope of new lines) and the last uuid, of the lines on the path."""
+    kept = [o for j, (_, o) in enumerate(log.lines) if j not in log.off_path]
+    template: dict = next((o for o in reversed(kept) if o.get("sessionId")), {})
+    return template, next((o["uuid"] for o in reversed(kept) if o.get("uuid")), None)
 
 
 def _items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:

@@ -19,6 +19,9 @@ class LineLog:
     lines: list[tuple[bytes, dict]]  # every source line: (raw, parsed)
     context_start: int  # first line of the live context (after the tool's own last compaction)
     msg_lines: list[list[int]] = field(default_factory=list)  # per message read: its line indices
+    # context lines that are not part of the conversation (Claude Code: abandoned branches, sidechains): never
+    # read as messages; written back only when nothing changed (the file as it was), else left out and counted
+    off_path: frozenset[int] = frozenset()
 
 
 def lines_of(m: Message) -> list[int]:
@@ -43,7 +46,7 @@ class Plan:
     summary: Message | None
     head: list[Message]  # messages before the summary (all messages when there is none)
     tail: list[Message]
-    dropped_lines: set[int]  # non-message lines dropped inside the compacted region
+    dropped_lines: set[int]  # non-message lines dropped inside the compacted region, and the lines off the path
 
 
 def layout(t: Transcript) -> Plan:
@@ -56,6 +59,7 @@ def layout(t: Transcript) -> Plan:
         lo, hi = min(removed), max(removed)
         message_lines = {j for ls in log.msg_lines for j in ls}
         dropped = {j for j in range(lo, hi + 1) if j not in message_lines and j >= log.context_start}
+    dropped |= log.off_path
     if k is None:
         return Plan(None, list(t.messages), [], dropped)
     summary, rest = split_merged(t.messages[k])

@@ -1,0 +1,319 @@
+"""A Claude Code session is a tree (uuid/parentUuid): a rewind or a retry leaves the abandoned branch in the file,
+old versions wrote subagent turns (isSidechain) into it, and parallel tool calls give a line two live children.
+The conversation is the chain from the leaf, with the parallel siblings and their results; the rest is off it."""
+
+from __future__ import annotations
+
+import itertools
+
+import orjson
+import pytest
+
+from compactctl import api
+from compactctl.formats.linelog import LineLog
+from compactctl.phases.repair import STUB
+
+from .conftest import CORPUS, SAMPLES, cli, needs_corpus, read_jsonl, write_jsonl
+
+TIGHT = ["--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800"]
+_clock = itertools.count()
+
+
+def _line(kind: str, uuid: str, parent: str | None, message: dict, **extra) -> dict:
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/repo",
+        "sessionId": "s1",
+        "version": "2.0.0",
+        "type": kind,
+        "message": message,
+        "uuid": uuid,
+        "timestamp": f"2026-01-01T00:{next(_clock) % 60:02d}:00.000Z",
+        **extra,
+    }
+
+
+def user(uuid, parent, text, **extra):
+    return _line("user", uuid, parent, {"role": "user", "content": text}, **extra)
+
+
+def said(uuid, parent, text, mid, **extra):
+    return _line("assistant", uuid, parent, {"id": mid, "role": "assistant", "content": [{"type": "text", "text": text}]}, **extra)
+
+
+def call(uuid, parent, tool_id, command, mid, **extra):
+    block = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
+    return _line("assistant", uuid, parent, {"id": mid, "role": "assistant", "content": [block]}, **extra)
+
+
+def result(uuid, parent, tool_id, output, **extra):
+    block = {"type": "tool_result", "tool_use_id": tool_id, "content": output}
+    return _line("user", uuid, parent, {"role": "user", "content": [block]}, toolUseResult={"stdout": output}, **extra)
+
+
+def progress(uuid, parent):
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "sessionId": "s1",
+        "type": "progress",
+        "uuid": uuid,
+        "data": {"type": "hook_progress"},
+    }
+
+
+def flow(t) -> list[str]:
+    """What the model sees: role and text or calls of each message."""
+    out = []
+    for m in t.messages:
+        calls = ",".join(c.id for c in m.tool_calls)
+        out.append(f"{m.role}:{m.text()}" + (f" [{calls}]" if calls else "") + (f" ->{m.tool_call_id}" if m.tool_call_id else ""))
+    return out
+
+
+def resumable(objs: list[dict]) -> list[dict]:
+    """Every parentUuid points at a line written before it; the chain Claude Code follows from the last line."""
+    seen: set[str] = set()
+    for o in objs:
+        if o.get("parentUuid") is not None:
+            assert o["parentUuid"] in seen, f"{o.get('uuid')}: parentUuid points at a line not written before it"
+        if o.get("uuid"):
+            seen.add(o["uuid"])
+    by = {o["uuid"]: o for o in objs if o.get("uuid")}
+    cur: dict | None = [o for o in objs if o.get("type") in ("user", "assistant")][-1]
+    chain = []
+    while cur is not None:
+        chain.append(cur)
+        cur = by.get(cur.get("parentUuid"))
+    return chain[::-1]
+
+
+def rewound() -> list[dict]:
+    """A prompt edited after its turn ran a command (Esc Esc): the old prompt and its turn stay in the file."""
+    return [
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {}},
+        user("u1", None, "Add a --json flag to the CLI."),
+        said("a1", "u1", "Which command?", "m1"),
+        user("u2", "a1", "Use the old parser and rewrite main.py."),
+        call("a2", "u2", "t_old", "rm -rf build", "m2"),
+        progress("p1", "a2"),
+        result("r_old", "a2", "t_old", "removed build/"),
+        said("a3", "r_old", "Rewrote main.py with the old parser.", "m3"),
+        user("u2b", "a1", "The `report` command, keep the new parser."),  # the edited prompt: same parent as u2
+        said("a4", "u2b", "Added --json to report.", "m4"),
+    ]
+
+
+def test_a_rewind_drops_the_abandoned_branch(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", rewound())
+    [t] = api.read([str(src)])
+    assert flow(t) == [
+        "user:Add a --json flag to the CLI.",
+        "assistant:Which command?",
+        "user:The `report` command, keep the new parser.",
+        "assistant:Added --json to report.",
+    ]
+    assert isinstance(t.native, LineLog) and sorted(t.native.off_path) == [3, 4, 5, 6, 7]  # u2, a2, its progress, r_old, a3
+    assert api.write(t) == src.read_bytes()  # nothing changed: the file as it was (Claude Code resumes it alike)
+    r = cli("convert", str(src), "--to", "openai")
+    assert r.returncode == 0, r.stderr
+    assert b"old parser" not in r.stdout and b"t_old" not in r.stdout
+    assert b"abandoned branches" in r.stderr  # said, not silent
+
+
+def test_parallel_tool_calls_and_their_results_are_all_kept(tmp_path):
+    """One API message over three lines (thinking, two tool_use): each result's parent is its own call's line, so
+    the second call and its result are off the single-parent chain; a retried answer is abandoned."""
+    rows = [
+        user("u1", None, "Run the linters."),
+        said("a1", "u1", "Running both.", "m1"),
+        call("a2", "a1", "tA", "ruff check", "m1"),
+        call("a3", "a2", "tB", "mypy", "m1"),
+        progress("p1", "a3"),
+        result("rB", "a3", "tB", "Success: no issues"),
+        result("rA", "a2", "tA", "All checks passed!"),
+        said("a4", "rA", "Both failed?", "m2"),  # a retry after an API error: same parent as a5
+        said("a5", "rA", "Both linters pass.", "m3"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert flow(t) == [
+        "user:Run the linters.",
+        "assistant:Running both. [tA,tB]",
+        "tool:Success: no issues ->tB",
+        "tool:All checks passed! ->tA",
+        "assistant:Both linters pass.",
+    ]
+    assert sorted(t.native.off_path) == [7]
+    assert cli("repair", "--check", str(src)).returncode == 0
+    out = cli("repair", str(src))  # puts the results in their calls' order: a changed transcript
+    assert out.returncode == 0, out.stderr
+    objs = read_jsonl(out.stdout)
+    assert [o["uuid"] for o in objs] == [o["uuid"] for o in rows if o["uuid"] != "a4"]  # the retried answer is left out
+    assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "a2", "rA", "a5"]  # Claude Code puts a3 and rB back
+
+
+def test_sidechain_lines_in_the_main_file_are_not_the_conversation(tmp_path):
+    """Old versions wrote a Task subagent's turns into the session file (isSidechain: true); its own file holds
+    only such lines, and is read whole."""
+    side = {"isSidechain": True}
+    rows = [
+        user("u1", None, "Find where the config is loaded."),
+        call("a1", "u1", "t1", "Task: search the code", "m1"),
+        user("s1", None, "Search the code for config loading.", **side),
+        call("s2", "s1", "g1", "grep -rn load_config", "sm1", **side),
+        result("s3", "s2", "g1", "app/config.py:12", **side),
+        said("s4", "s3", "It is in app/config.py.", "sm2", **side),
+        result("r1", "a1", "t1", "It is in app/config.py."),
+        said("a2", "r1", "app/config.py loads it.", "m2"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert flow(t) == [
+        "user:Find where the config is loaded.",
+        "assistant: [t1]",
+        "tool:It is in app/config.py. ->t1",
+        "assistant:app/config.py loads it.",
+    ]
+    assert api.check(t) == []
+    sub = write_jsonl(tmp_path / "agent-x.jsonl", rows[2:6])
+    [s] = api.read([str(sub)])
+    assert len(s.messages) == 4 and not s.native.off_path
+
+
+def test_an_abandoned_tool_use_without_a_result_leaves_nothing_dangling(tmp_path):
+    """The person rewound while a command was waiting for approval: the call has no result, and is not part of
+    the conversation; repair has nothing to stub, and a compacted file does not bring the call back."""
+    rows = [
+        user("u1", None, "Tidy the migrations."),
+        said("a1", "u1", "Sure.", "m1"),
+        user("u2", "a1", "Squash them all."),
+        call("a2", "u2", "t_drop", "dropdb prod", "m2"),
+        user("u2b", "a1", "Only list them, change nothing."),
+        call("a3", "u2b", "t_ls", "ls migrations", "m3"),
+        result("r3", "a3", "t_ls", "0001_init.py\n0002_users.py"),
+        said("a4", "r3", "Two migrations.", "m4"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    assert cli("repair", "--check", str(src)).returncode == 0
+    fixed = tmp_path / "fixed.jsonl"
+    r = cli("repair", str(src), "-o", str(fixed))
+    assert r.returncode == 0, r.stderr
+    [t] = api.read([str(fixed)])
+    assert api.check(t) == [] and STUB not in fixed.read_text()
+    assert "t_drop" not in {c.id for m in t.messages for c in m.tool_calls} | {m.tool_call_id for m in t.messages}
+    long = write_jsonl(
+        tmp_path / "long.jsonl",
+        _long([said("x1", "fork", "Dropping the test database.", "mx1"), call("x2", "x1", "t_drop", "dropdb test", "mx2")]),
+    )
+    compacted = cli("compact", str(long), *TIGHT)
+    assert compacted.returncode == 0, compacted.stderr
+    assert b"t_drop" not in compacted.stdout and STUB.encode() not in compacted.stdout
+    resumable(read_jsonl(compacted.stdout))
+    out = tmp_path / "c.jsonl"
+    out.write_bytes(compacted.stdout)
+    assert cli("repair", "--check", str(out)).returncode == 0
+
+
+def test_the_leaf_can_be_a_tool_result(tmp_path):
+    """The session ended while the second of two parallel calls was finishing: the last line is a result whose
+    parent is the first call's line; the other call and its result (written before it) are kept."""
+    rows = [
+        user("u1", None, "What changed?"),
+        said("a1", "u1", "Let me look.", "m1"),
+        user("u2", "a1", "Never mind that, show the log."),  # rewound
+        said("a2", "u2", "Here is the log.", "m2"),
+        user("u3", "a1", "Show the diff and the status."),
+        call("a3", "u3", "t1", "git diff", "m3"),
+        call("a4", "a3", "t2", "git status", "m3"),
+        result("r2", "a4", "t2", "clean"),
+        result("r1", "a3", "t1", "diff --git a/x b/x"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert flow(t) == [
+        "user:What changed?",
+        "assistant:Let me look.",
+        "user:Show the diff and the status.",
+        "assistant: [t1,t2]",
+        "tool:clean ->t2",
+        "tool:diff --git a/x b/x ->t1",
+    ]
+    assert sorted(t.native.off_path) == [2, 3]
+
+
+def _long(abandoned: list[dict], fork: str = "fork") -> list[dict]:
+    """A session long enough to be summarized, with `abandoned` forking off it after the 30 turns (a retried
+    answer: its first try's lines have the parent "fork")."""
+    rows = [user("u0", None, "Speed up the test suite. Never touch the fixtures.")]
+    parent = "u0"
+    for k in range(30):
+        out = "\n".join(f"tests/test_{k}.py::case_{i} {(i * 37 + k) % 97}.{i % 10}s slowest in module_{i % 7}" for i in range(40))
+        rows += [
+            call(f"c{k}", parent, f"t{k}", f"pytest tests/test_{k}.py --durations=5", f"mc{k}"),
+            result(f"r{k}", f"c{k}", f"t{k}", out),
+        ]
+        parent = f"r{k}"
+    rows += [{**o, "parentUuid": parent if o["parentUuid"] == fork else o["parentUuid"]} for o in abandoned]
+    rows += [
+        said("y1", parent, "The slowest tests share a database; caching it per session saves 40 s.", "my1"),
+        user("y2", "y1", "Do that."),
+    ]
+    return rows
+
+
+def _long_rewound() -> list[dict]:
+    return _long(
+        [
+            said("x1", "fork", "I will rewrite the fixtures to be faster.", "mx1"),
+            call("x2", "x1", "tx", "sed -i s/scope=function/scope=session/ tests/conftest.py", "mx2"),
+            result("x3", "x2", "tx", "edited"),
+        ]
+    )
+
+
+def test_a_compacted_rewound_session_resumes_without_the_branch_and_restores_whole(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", _long_rewound())
+    out, arch, rep = tmp_path / "c.jsonl", tmp_path / "a.jsonl", tmp_path / "r.jsonl"
+    r = cli("compact", str(src), *TIGHT, "-o", str(out), "--archive", str(arch), "--report", str(rep))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(out.read_bytes())
+    assert not {"x1", "x2", "x3"} & {o.get("uuid") for o in objs} and b"scope=session" not in out.read_bytes()
+    chain = resumable(objs)
+    assert chain[0].get("subtype") == "compact_boundary" and chain[-1]["uuid"] == "y2"
+    assert any(o.get("isCompactSummary") for o in chain)
+    assert all(o.get("isSidechain") is False for o in objs if "isSidechain" in o)  # new lines take the path's envelope
+    [report] = read_jsonl(rep.read_bytes())
+    assert report["status"] == "compacted" and report["records_dropped"] >= 3
+    back = tmp_path / "back.jsonl"
+    api.restore_file(str(out), str(arch), str(back))
+    assert back.read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["claude_code_session.jsonl"])
+def test_a_branch_free_session_reads_and_writes_as_before(name, tmp_path):
+    """Every user/assistant line is on the path: the transcript is the linear reading, the bytes unchanged."""
+    src = SAMPLES / name
+    [t] = api.read([str(src)])
+    assert not t.native.off_path
+    objs = [orjson.loads(raw) for raw, _ in t.native.lines]
+    read_lines = sorted({j for ls in t.native.msg_lines for j in ls})
+    assert read_lines == [j for j, o in enumerate(objs) if j >= t.native.context_start and o.get("type") in ("user", "assistant")]
+    assert api.write(t) == src.read_bytes()
+    r = cli("compact", str(src), *TIGHT, "-q")
+    assert r.returncode == 0 and r.stderr == b"", r.stderr  # no note about lines off the path
+    resumable(read_jsonl(r.stdout))
+
+
+@needs_corpus
+def test_no_corpus_session_has_an_abandoned_branch():
+    """The real sessions' forks are all parallel tool calls and progress/system side lines (31 of them have two
+    message children, each a result and the next call of one API message): nothing is off the path."""
+    files = sorted((CORPUS / "claude-code").rglob("*.jsonl"))
+    assert files
+    for f in files:
+        for t in api.read([str(f)]):
+            assert not t.native.off_path, f
+            assert api.write(t) == f.read_bytes(), f

@@ -98,7 +98,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
         report["prune_recent"] = harder.as_dict()  # the recent part was pruned too, to fit
     counted = get_format(t.format).dropped_records  # line logs only (formats.Format)
     if counted is not None:
-        report["records_dropped"] = counted(t3)  # lines never sent to a model, dropped inside the compacted region
+        report["records_dropped"] = counted(t3)  # lines never sent to a model (dropped inside the compacted region) or off the path
     return t3, Report(report, ps.archived + ss.archived + rs.archived)
 
 

@@ -190,9 +190,12 @@ def open_table(name: str, source_sha256: str, tokens_from_source) -> RankTable:
 
 # The payload's sha256 is checked once per cache file, not at every start (hashing 4.4 MB and OpenSSL's
 # start-up were ~7 ms of a ~150 ms run): a stamp beside the file records the file's identity and times
-# when its check passed, as git's index does for the files it has hashed. Any write to the file changes
-# its ctime (which no user can set back), a new file has another inode, so a stamp that still matches means
-# the bytes are the ones that were checked; otherwise the check runs again and a file that fails it is rebuilt.
+# when its check passed, as git's index does for the files it has hashed. A write through the file system
+# (write, truncate) changes its ctime, which no user can set back, and a file renamed over it has another
+# inode: a stamp that still matches means the bytes are the ones that were checked; otherwise the check runs
+# again and a file that fails it is rebuilt. Not seen (a reviewer showed the first): a change made through a
+# writable shared mapping of the file to a page already dirty, and the disk's own corruption; the folder is
+# the user's own (0700), and nothing of compactctl maps the file writable.
 def _stat_key(st: os.stat_result) -> bytes:
     return f"{MAGIC.decode()} {st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}".encode()
 

@@ -155,6 +155,22 @@ def test_parallel_tool_calls_and_their_results_are_all_kept(tmp_path):
     assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "a2", "rA", "a5"]  # Claude Code puts a3 and rB back
 
 
+def test_a_parallel_result_under_a_progress_line_of_its_call_is_kept(tmp_path):
+    """A tool's result whose parent is a progress line of its call (not the call's own line) is that call's result:
+    found through the progress line, it stays in the conversation (it was read as a branch off the path)."""
+    rows = [
+        user("u1", None, "Run both."),
+        call("a1", "u1", "tA", "ruff check", "m1"),
+        progress("p1", "a1"),
+        call("a2", "p1", "tB", "mypy", "m1"),
+        result("rA", "p1", "tA", "LIVE-RESULT-1"),
+        result("rB", "a2", "tB", "Success: no issues"),
+        said("a3", "rB", "Both pass.", "m2"),
+    ]
+    [t] = api.read([str(write_jsonl(tmp_path / "s.jsonl", rows))])
+    assert "tool:LIVE-RESULT-1 ->tA" in flow(t) and not t.native.off_path
+
+
 def test_sidechain_lines_in_the_main_file_are_not_the_conversation(tmp_path):
     """Old versions wrote a Task subagent's turns into the session file (isSidechain: true); its own file holds
     only such lines, and is read whole."""

@@ -313,3 +313,18 @@ def test_inputs_of_different_formats_do_not_share_one_output(tmp_path, cmd, to_s
     r = cli(cmd, str(first), str(second), "-o", str(tmp_path / "each") + "/")
     assert r.returncode == 0, r.stderr
     assert [t.format for t in api.read([str(tmp_path / "each" / "b.jsonl")])] == ["sharegpt"]
+
+
+def test_a_read_only_format_shares_an_output_with_what_it_is_written_as(tmp_path):
+    """Gemini and OpenHands are read only, and written as OpenAI chat: with an OpenAI file, one output (it was refused
+    as 'gemini' and 'openai', and an OpenHands session beside anything as a session file of another format)."""
+    gemini = tmp_path / "g.json"
+    gemini.write_bytes(
+        orjson.dumps({"sessionId": "s1", "messages": [{"type": "user", "content": "hi"}, {"type": "gemini", "content": "yo"}]})
+    )
+    openai = write_jsonl(tmp_path / "o.jsonl", [SMALL])
+    out = tmp_path / "out.jsonl"
+    for cmd in ("convert", "compact", "repair"):
+        r = cli(cmd, str(gemini), str(openai), "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        assert [t.format for t in api.read([str(out)])] == ["openai", "openai"]

@@ -108,13 +108,19 @@ def test_404_for_every_model_stops_the_run(server):
     from compactctl.errors import LLMAuthError
 
     s = LLMSummarizer("error404", server.url, "k", None, timeout=5, retries=0, cache=None)
-    with pytest.raises(LLMAuthError, match="answered 404 for error404: no such model, or no such path; check --model and"):
+    with pytest.raises(
+        LLMAuthError, match="answered 404 for error404: no such model, or no such path; check --llm-model \\(or --model\\) and"
+    ):
         api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    for _ in range(5):  # not an outage: it never opens the breaker (with --jobs, an open breaker hid the 404 as offline)
+        with pytest.raises(LLMAuthError):
+            api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert s.breaker.allow()
     s = LLMSummarizer("error404", server.url, "k", "good", timeout=5, retries=0, cache=None)
     _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     assert rep["summarizer"] == "llm:good" and any("fallback model good used" in w for w in rep["warnings"])
     s = LLMSummarizer("error404", server.url, "k", "error404b", timeout=5, retries=0, cache=None)
-    with pytest.raises(LLMAuthError, match="--model and --fallback-model"):
+    with pytest.raises(LLMAuthError, match=r"--llm-model \(or --model\) and --fallback-model"):
         api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
 
 

@@ -17,7 +17,7 @@ import pytest
 import compactctl
 from compactctl.errors import CannotFit
 
-from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session
+from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session, write_jsonl
 
 OPTS = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--on-error", "skip"]
 LIB = {"context_window": 6000, "summaries": False, "summary_min": 500}
@@ -344,3 +344,20 @@ def test_colliding_outputs_are_refused_before_writing(tmp_path):
         assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
     assert sorted(p for p in tmp_path.rglob("*")) == before
     assert cli("compact", a, "--context-window", "8000", "--archive", "/dev/null", "--report", "/dev/null").returncode == 0
+
+
+def test_resume_keeps_one_format_per_output(tmp_path):
+    """The format of what the killed run wrote is in its journal: a resumed run still refuses an input of another
+    format (it wrote an Anthropic record, then a ShareGPT one, into a file that did not read back)."""
+    from .test_dataset_faults import SHAREGPT, _anthropic
+
+    first = write_jsonl(tmp_path / "a.jsonl", [_anthropic(tool_session(2))] * 6)
+    second = write_jsonl(tmp_path / "b.jsonl", [SHAREGPT])
+    out = tmp_path / "out.jsonl"
+    args = [str(first), str(second), "-o", str(out), "--workers", "1"]
+    # killed once every record of a.jsonl is written (each is followed by a 0.3 s pause): the resumed run starts at b.jsonl
+    _killed_run(args, Path(f"{out}.compactctl-journal"), 6, {**SLOW, "COMPACTCTL_SLOW_DOWN": "0.3"})
+    r = cli("compact", *args, "--resume")
+    assert r.returncode == 2, r.stderr
+    assert b"b.jsonl is written as sharegpt, and" in r.stderr and b"a.jsonl before it as anthropic" in r.stderr
+    assert not out.exists()

@@ -309,6 +309,13 @@ def _json_kind(v: Any) -> str:
     return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(type(v), "null")
 
 
+def written_as(fmt: str, to: str | None = None) -> str:
+    """The format `write` writes a transcript read as `fmt` in: `to`, else its own, else (read-only) OpenAI chat."""
+    if to:
+        return get_format(to).name
+    return fmt if get_format(fmt).write is not None else "openai"
+
+
 def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
     """Output lines for one transcript, in its own format or converted with `to`. Formats that are
     read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise."""

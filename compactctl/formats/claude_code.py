@@ -169,8 +169,10 @@ def _recover_parallel(lines: list[tuple[bytes, dict]], msgs: list[int], at: dict
         mid = obj["message"].get("id")
         if obj["type"] == "assistant" and isinstance(mid, str):
             siblings.setdefault(mid, []).append(obj["uuid"])
-        elif obj["type"] == "user" and isinstance(obj.get("parentUuid"), str) and _has_result(obj["message"].get("content")):
-            results.setdefault(obj["parentUuid"], []).append(obj["uuid"])
+        elif obj["type"] == "user" and _has_result(obj["message"].get("content")):
+            parent = _message_above(lines, at, obj.get("parentUuid"))
+            if parent is not None:
+                results.setdefault(parent, []).append(obj["uuid"])
     on_path = {
         lines[at[u]][1]["message"].get("id") for u in live if lines[at[u]][1].get("type") == "assistant" and _is_message(lines[at[u]][1])
     }
@@ -178,6 +180,19 @@ def _recover_parallel(lines: list[tuple[bytes, dict]], msgs: list[int], at: dict
         for s in siblings.get(mid, []) if isinstance(mid, str) else []:
             live.add(s)
             live.update(results.get(s, []))
+
+
+def _message_above(lines: list[tuple[bytes, dict]], at: dict[str, int], u) -> str | None:
+    """The uuid of the nearest user/assistant line at or above `u`, through the progress and system lines between
+    (a tool's result may hang under a progress line of its call)."""
+    seen: set[str] = set()
+    while isinstance(u, str) and u in at and u not in seen:
+        obj = lines[at[u]][1]
+        if _is_message(obj):
+            return u
+        seen.add(u)
+        u = obj.get("parentUuid")
+    return None
 
 
 def _has_result(content) -> bool:

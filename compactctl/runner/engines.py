@@ -45,11 +45,11 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
     if res.transcript is not None:
         t = res.transcript
         changed = t is not t_in
+        fmt = formats.written_as(t.format, ctx.fmt_to)
         if t.layout == "session" and ctx.many:
-            t = _as_dataset_record(t, ctx.fmt_to)
+            t = _as_dataset_record(t, fmt)
         written = list(formats.write(t, ctx.fmt_to))
         lines.extend(written)
-        fmt = ctx.fmt_to or t.format
         if ctx.archive and (res.archived or changed):  # repair may add or move messages
             from ..api import lines_record
 
@@ -270,7 +270,8 @@ def _kept(t: Transcript) -> list[list]:
     return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
 
 
-def _as_dataset_record(t: Transcript, to: str | None) -> Transcript:
-    if (to or t.format) != "openai":
+def _as_dataset_record(t: Transcript, fmt: str) -> Transcript:
+    """A session as one record of the shared output; `fmt`: the format it is written in."""
+    if fmt != "openai":
         raise UsageError("several session files cannot share one output in this format: give -o DIR/, or convert with --to openai")
     return t.evolve(layout="dataset", metadata={"source": t.source, "messages": None}, native=None)

@@ -56,6 +56,7 @@ class _Sinks:
         self.stats = RunStats(ck.get("n", 0) - rejected, ck.get("changed", 0), rejected=rejected)
         self.key = ck.get("key", "")
         self.first_seq = dict(ck.get("fs", {}))
+        self.written_as = tuple(ck["wf"]) if isinstance(ck.get("wf"), list) else None  # what the killed run wrote
 
     def _open_journal(self, out: str, files: list[str], desc: str) -> dict:
         """Start a journal, or (--resume) load the interrupted run's: its last checkpoint ({} if none)."""
@@ -214,6 +215,7 @@ class _Sinks:
                 "off": off,
                 "changed": stats.changed,
                 "fs": self.first_seq,
+                "wf": self.written_as,
             }
         )
         self.last_ck = time.monotonic()

@@ -376,9 +376,11 @@ class LLMSummarizer:
                     raise LLMAuthError(
                         f"the LLM endpoint refused the credentials ({getattr(e, 'status_code', '?')}): check OPENAI_API_KEY and --base-url"
                     ) from e
-                self.breaker.record(False)
                 stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
-                missing += [model] if _not_found(e) else []
+                if _not_found(e):  # a configuration error, not an outage: it must not open the breaker (which hides it)
+                    missing.append(model)
+                else:
+                    self.breaker.record(False)
                 continue
             answer = self._answer(resp, model, stats)
             if answer is None:
@@ -392,9 +394,9 @@ class LLMSummarizer:
             return text
         if missing == models:  # a configuration error, not an outage: every transcript would be summarized offline
             raise LLMAuthError(
-                f"the LLM endpoint {self.base_url or 'api.openai.com'} answered 404 for {' and '.join(missing)}: "
-                f"no such model, or no such path; check --model{' and --fallback-model' if len(models) > 1 else ''} and --base-url "
-                f"({stats['warnings'][-1]})"
+                f"the LLM endpoint {self.base_url or 'api.openai.com'} answered 404 for {' and '.join(dict.fromkeys(missing))}: "
+                f"no such model, or no such path; check --llm-model (or --model){' and --fallback-model' if len(models) > 1 else ''} "
+                f"and --base-url ({stats['warnings'][-1]})"
             )
         raise Transient("; ".join(stats["warnings"][-2:]) or "no usable answer")
 

@@ -420,7 +420,8 @@ class _Context:
     # Memoized per output text (or index): _settle digests an output again with more names, and its names, their
     # ranking, its quoted phrases and its outline stay the same.
     def outcome(self, i: int) -> tools.Outcome:
-        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i]))
+        """tools.outcome of message i, memoized; a success's error lines left out (a digest shows none)."""
+        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i], ok_errors=False))
 
     def names_of(self, text: str) -> list[str]:
         """names_in(text), memoized."""
@@ -529,7 +530,7 @@ class _Context:
         call = self.call_of.get(i)
         text = m.text()
         if step == DEDUP:
-            line = tools.describe(call, m, error_lines=3) if call is not None else ""
+            line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
         line = f"{line} {SUPERSEDED}" if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
@@ -608,7 +609,7 @@ def _same_shape(content: Any, text: str) -> Any:
 
 
 def _generic_line(m: Message) -> str:
-    out = tools.outcome(m)
+    out = tools.outcome(m, ok_errors=False)
     first = next((ln.strip() for ln in out.text.split("\n") if ln.strip()), "")
     err = f" -> error: {out.error_lines[0][:120]}" if out.failed and out.error_lines else ""
     tag = "observation" if m.observation else "tool result"

@@ -66,6 +66,20 @@ def test_a_cut_splits_the_count_exactly(text, enc):
         assert len(c.encode(text[:p])) + len(c.encode(text[p:])) == n, (text, p)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(PIECES, min_size=0, max_size=6).map("".join), min_size=0, max_size=40), st.sampled_from(sorted(COUNTERS)))
+def test_text_from_parts_is_the_count_of_the_text(parts, enc):
+    """Counter.text_from counts a text part by part where the pre-tokenizer must split (a prune digest's names): the
+    same count as the whole text, whatever the parts (runs are memoized across calls)."""
+    c = COUNTERS[enc]
+    text = "".join(parts)
+    exact = len(c.encode(text))
+    c._memo.clear()
+    assert c.text_from(text, parts) == exact
+    assert c.text(text) == exact  # memoized
+    assert make_counter(encoding=enc, tokenizer="approx").text_from(text, parts) == (len(text) + 3) // 4
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(PIECES, min_size=300, max_size=1200).map("".join), st.integers(-5, 600))
 def test_text_bound_is_exact_or_at_least_the_need(text, need):

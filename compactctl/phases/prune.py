@@ -150,7 +150,6 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         if new is None:
             continue
         old = msgs[i]
-        new = _tagged(old, new, opts)
         delta = counter.message(old) - counter.message(new) if (opts.count_tokens or opts.target is not None) else 0
         if opts.target is not None and delta <= 0:
             continue
@@ -324,7 +323,6 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
         if new is None:
             continue
         old = msgs[i]
-        new = _tagged(old, new, opts)
         tokens = counter.message(new)
         if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
             continue  # saves no token (message_bound is exact when under its need)
@@ -500,14 +498,21 @@ class _Context:
         cur = self.msgs[i]
         self.msgs[i] = old
         try:
-            new = self.reduce(i, step, names)
+            return self.reduce(i, step, names)
         finally:
             self.msgs[i] = cur
-        return _tagged(old, new, self.opts) if new is not None else None
 
     def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
-        """Message i after `step`; `names`: the names its digest keeps (default: opts.digest_names)."""
+        """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
+        (default: opts.digest_names)."""
         m = self.msgs[i]
+        new = self._reduced(i, m, step, names)
+        if new is None:
+            return None
+        return _tagged(m, new, self.opts) if isinstance(new, Message) else self._replaced(m, new)
+
+    def _reduced(self, i: int, m: Message, step: int, names: int | None) -> Message | list[str] | None:
+        """Message i (`m`) after `step`, untagged, or the parts of the text that replaces its content (a digest)."""
         if step == IMAGE:
             if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
                 return None
@@ -533,26 +538,42 @@ class _Context:
             line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
-        line = f"{line} {SUPERSEDED}" if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
-        if len(line) >= len(text):
-            return None
-        return m.evolve(content=_same_shape(m.content, line))
+        parts = [f"{line} {SUPERSEDED}"] if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
+        return parts if sum(map(len, parts)) < len(text) else None
 
-    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> str:
-        """A digest's line and the names of the output it replaces (a document's: 4x, in order; any other's:
-        ranked by use, then its quoted phrases); `keep`: how many names, when not the default."""
+    def _replaced(self, m: Message, parts: list[str]) -> Message:
+        """`m` with its content replaced by the text of `parts`, tagged as its first change (as _tagged does: its
+        reference ends the text). When tokens are counted, the text is counted from its parts (Counter.text_from:
+        the names a digest keeps recur from digest to digest)."""
+        if self.opts.refs and m.untouched:
+            parts.append(" " + refs.mark(refs.ref_of(m)))
+        text = "".join(parts)
+        if self.opts.count_tokens or self.opts.target is not None:
+            self.counter.text_from(text, parts)  # memoized: counter.message(the new message) finds it
+        return m.evolve(content=_same_shape(m.content, text))
+
+    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> list[str]:
+        """The parts of a digest: its line and the names of the output it replaces (a document's: 4x, in order; any
+        other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default."""
         default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         limit = keep if keep is not None else default
+        parts = [line]
         if not doc and limit > 0 and (entries := self._outline_of(text)):
             # A numbered file read: its definitions and their lines first (half the names at most).
             k = min(len(entries), max(1, limit // 2))
             chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
-            line += "\n" + OUTLINE_LINE + NAMES_SEP.join(map(str, chosen))  # "name 12-40 other 45": a range follows each name
+            parts += _listed(OUTLINE_LINE, list(map(str, chosen)))  # "name 12-40 other 45": a range follows each name
+            line = "".join(parts)  # what the names need not repeat
             limit -= k
         names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
         if not doc and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
-        return line + "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + NAMES_SEP.join(names) if names else line
+        return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+
+
+def _listed(label: str, items: list[str]) -> list[str]:
+    """The parts of a digest's line that lists `items` after `label` (a new line, then NAMES_SEP between them)."""
+    return ["\n" + label, items[0], *(NAMES_SEP + x for x in items[1:])]
 
 
 def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:

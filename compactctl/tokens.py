@@ -45,7 +45,8 @@ BOUND_CHARS_PER_TOKEN = 3  # text_bound's first part: characters a needed token
 # newline follows (no piece holds a letter or digit and a space or newline after it, and no rule looks
 # behind), so that tokens(s) = tokens(s[:p]) + tokens(s[p:]) at p = match.end().
 _CUT = re.compile(r"[A-Za-z0-9](?=[ \n])")
-_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")  # _CUT's, as sets: text_from's test
+_SPLIT = frozenset(" \n")
 RUNS_MAX = 1 << 16  # runs Counter.text_from keeps counted (short texts: a name with its separator)
 
 # Known context windows (tokens). Unknown models need --context-window.
@@ -248,9 +249,11 @@ class Counter:
         if n is None:
             n = 0
             run = ""
+            counted = self._runs.get
             for p in parts:
-                if run and run[-1] in _ALNUM and p[:1] in (" ", "\n"):
-                    n += self._run(run)
+                if p[:1] in _SPLIT and run[-1:] in _ALNUM:
+                    c = counted(run)
+                    n += c if c is not None else self._run(run)
                     run = p
                 else:
                     run += p
@@ -258,6 +261,7 @@ class Counter:
         return n
 
     def _run(self, s: str) -> int:
+        """The count of a run of text_from, memoized (RUNS_MAX runs at most)."""
         n = self._runs.get(s)
         if n is None:
             if len(self._runs) >= RUNS_MAX:

@@ -25,6 +25,7 @@ the last user ask and `--keep-tool` outputs are never touched, tool pairs stay i
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -597,7 +598,17 @@ def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
     those, the ones that could be a fragment of a secret dropped."""
     if limit <= 0:
         return []
-    return [n for n in first_not_in(candidates, exclude, limit + 8) if len(n) < 16 or _unchanged_by_redaction(n)][:limit]
+    return list(filter(_safe_name, first_not_in(candidates, exclude, limit + 8)))[:limit]
+
+
+# A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py
+# holds it), and they are most of a log's long names, each new (the cache would not spare the check).
+_PLAIN = re.compile(r"[0-9a-f]+")
+
+
+def _safe_name(name: str) -> bool:
+    """Not a fragment of a secret: too short to be one, a number or a hex digest, or left as it is by redaction."""
+    return len(name) < 16 or _PLAIN.fullmatch(name) is not None or _unchanged_by_redaction(name)
 
 
 def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:

@@ -182,6 +182,33 @@ def test_bounded_prune_equals_exact_prune_at_every_stopping_point(seed):
     assert steps > 0
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_bounded_prune_counting_the_later_steps_exactly_equals_exact_prune(seed, monkeypatch):
+    """Near its target when the long arguments' step begins, the bounded way counts the transcript and goes on as the
+    exact loop does (_total_within): with no guess and 'near' at twice the target it does so wherever it can, and the
+    result is the exact way's."""
+    monkeypatch.setattr(P, "GUESS_CHARS", 10**9)
+    monkeypatch.setattr(P, "NEAR", 1)
+    went_exact = [0]
+    real = P._total_within
+
+    def counting(*a):
+        got = real(*a)
+        went_exact[0] += got is not None
+        return got
+
+    monkeypatch.setattr(P, "_total_within", counting)
+    t = _transcript(seed, turns=14, scale=0.5)
+    c = make_counter("gpt-4o")
+    opts = P.PruneOptions(protect_tokens=400, min_dedup_chars=50, min_summary_chars=50, arg_limit=100, arg_keep=50)
+    total = sum(c.messages(t.messages))
+    floor = P.prune(t, c, replace(opts, target=0))[1].tokens_after
+    assert floor is not None
+    for k in range(24):
+        _same(t, replace(opts, target=floor - 100 + (total - floor) * k // 46))  # the lower half: the later steps apply
+    assert went_exact[0] > 0
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.integers(3, 16), st.floats(0.05, 0.6), st.floats(0.0, 1.1), st.integers(0, 4000), st.booleans())
 def test_bounded_prune_equals_exact_prune(seed, turns, scale, where, protect, refs):

@@ -294,8 +294,8 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     count (a token is at least one byte): it is returned as it came, nothing tokenized.
 
     The exact path applies the candidates in order, skipping those that save no token, until the total
-    fits. Here every candidate is applied, each decided "saves tokens" on a lower bound of its original
-    (counter.message_bound: a prefix of a long output settles it); then, from the total at the end (the
+    fits. Here every candidate is applied (_apply_bounded), each decided "saves tokens" on a lower bound of its
+    original (counter.message_bound: a prefix of a long output settles it); then, from the total at the end (the
     remaining originals counted exactly, the reduced messages' counts known), the applied reductions are
     taken back from the last while the total before one was already within the target, which is where
     the exact loop stops (totals only fall, so the ones it applied are the first ones here)."""
@@ -318,22 +318,7 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, exact)
     st = PruneStats(protected_from=protect)
     ctx = _Context(t, msgs, counter, opts, protect)
-    applied: list[_Applied] = []
-    for _, i, step in sorted(ctx.candidates()):
-        new = ctx.reduce(i, step)
-        if new is None:
-            continue
-        old = msgs[i]
-        tokens = counter.message(new)
-        if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
-            continue  # saves no token (message_bound is exact when under its need)
-        done = _Applied(i, step, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
-        archive(t, old, "prune", st.archived)
-        done.stats.count += 1
-        done.stats.chars += done.chars
-        applied.append(done)
-        msgs[i] = new
-        exact[i] = tokens
+    applied = _apply_bounded(ctx, st, exact, target)
     total = sum(count_at(i) for i in range(n))
     while applied:
         a = applied[-1]
@@ -355,6 +340,63 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     digests = [(a.i, a.step, a.old, a.stats) for a in applied if a.step in (OLD_OK, OLD_DOC)]
     _settle(ctx, st, total, (last.i, last.step, last.old), digests, count=False)
     return t.evolve(messages=msgs), st
+
+
+def _apply_bounded(ctx: _Context, st: PruneStats, exact: dict[int, int], target: int) -> list[_Applied]:
+    """_prune_bounded's reductions, applied in the candidates' order, each that saves tokens. The later steps (long
+    arguments, task documents) are the ones mostly taken back: when they begin with the transcript near its target
+    (_total_within: counted to the end, a few of its messages), it goes on as the exact loop does, stopping as soon
+    as the total fits."""
+    counter, msgs = ctx.counter, ctx.msgs
+    applied: list[_Applied] = []
+    total: int | None = None  # exact, once the later steps begin near the target
+    at = None
+    for key, i, step in sorted(ctx.candidates()):
+        if total is None and key != at and key >= ARGS:
+            total = _total_within(counter, msgs, exact, target + target // NEAR)
+        if total is not None and total <= target:
+            break  # the exact loop stops here
+        at = key
+        new = ctx.reduce(i, step)
+        if new is None:
+            continue
+        old = msgs[i]
+        tokens = counter.message(new)
+        if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
+            continue  # saves no token (message_bound is exact when under its need)
+        done = _Applied(i, step, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
+        archive(ctx.t, old, "prune", st.archived)
+        done.stats.count += 1
+        done.stats.chars += done.chars
+        applied.append(done)
+        msgs[i] = new
+        if total is not None:
+            total -= exact[i] - tokens
+        exact[i] = tokens
+    return applied
+
+
+# Near the target, for _apply_bounded: within a NEAR-th of it above. A guess at GUESS_CHARS characters a token of what
+# is not counted yet decides whether to count (the guess picks the way, not the result).
+NEAR = 4
+GUESS_CHARS = 4
+
+
+def _total_within(counter: Counter, msgs: list[Message], exact: dict[int, int], limit: int) -> int | None:
+    """The total tokens of `msgs` as they stand when it is within `limit`, each message counted to its end going into
+    `exact` (the others' counts there); None when over it, counting only as far as that takes, or with no counting
+    when the guess puts it over."""
+    total = sum(exact.values())
+    rest = [i for i in range(len(msgs)) if i not in exact]
+    if total + sum(_chars(msgs[i]) for i in rest) // GUESS_CHARS > limit:
+        return None
+    for i in rest:
+        c = counter.message_bound(msgs[i], limit - total + 1)  # exact when within the limit
+        total += c
+        if total > limit:
+            return None
+        exact[i] = c
+    return total
 
 
 def _protected_start_bounded(msgs: list[Message], counter: Counter, budget: int, exact: dict[int, int]) -> int:

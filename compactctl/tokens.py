@@ -45,6 +45,9 @@ BOUND_CHARS_PER_TOKEN = 3  # text_bound's first part: characters a needed token
 # newline follows (no piece holds a letter or digit and a space or newline after it, and no rule looks
 # behind), so that tokens(s) = tokens(s[:p]) + tokens(s[p:]) at p = match.end().
 _CUT = re.compile(r"[A-Za-z0-9](?=[ \n])")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")  # _CUT's, as sets: text_from's test
+_SPLIT = frozenset(" \n")
+RUNS_MAX = 1 << 16  # runs Counter.text_from keeps counted (short texts: a name with its separator)
 
 # Known context windows (tokens). Unknown models need --context-window.
 CONTEXT_WINDOWS = {
@@ -184,6 +187,7 @@ class Counter:
         self._encoder = None  # tiktoken's, built at first need
         self._fast: FastCounter | None = None
         self._fast_chars = 0
+        self._runs: dict[str, int] = {}  # text_from's runs, counted
 
     def expect(self, input_bytes: int) -> None:
         """Inputs this large are counted by tiktoken's encoder from the start (JSON escapes and
@@ -232,6 +236,37 @@ class Counter:
             self._memo_chars = 0
         self._memo[s] = n
         self._memo_chars += len(s)
+        return n
+
+    def text_from(self, s: str, parts: list[str]) -> int:
+        """text(s) where s is "".join(parts), counted run by run: a run ends where the pre-tokenizer must split
+        (see _CUT: a part that ends with an ASCII letter or digit, and a next one that starts with a space or a
+        newline), so the runs' counts add up to the text's. Each run is memoized on its own: a prune digest is a
+        line and the names it keeps, one part each, and the names recur from digest to digest."""
+        if self.approx or not s:
+            return self.text(s)
+        n = self._memo.get(s)
+        if n is None:
+            n = 0
+            run = ""
+            counted = self._runs.get
+            for p in parts:
+                if p[:1] in _SPLIT and run[-1:] in _ALNUM:
+                    c = counted(run)
+                    n += c if c is not None else self._run(run)
+                    run = p
+                else:
+                    run += p
+            n = self._remember(s, n + self._run(run))
+        return n
+
+    def _run(self, s: str) -> int:
+        """The count of a run of text_from, memoized (RUNS_MAX runs at most)."""
+        n = self._runs.get(s)
+        if n is None:
+            if len(self._runs) >= RUNS_MAX:
+                self._runs.clear()
+            n = self._runs[s] = self._count(s) if s else 0
         return n
 
     def encode(self, s: str) -> list[int]:

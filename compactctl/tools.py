@@ -208,7 +208,9 @@ ERROR_HINTS = (
 EXIT_HINTS = ("xit", "XIT", "eturn", "ETURN")  # every exit pattern needs one
 
 
-def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
+def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = True) -> Outcome:
+    """How a call ended, from its result. `ok_errors` False: the error lines of a call that succeeded are not
+    looked for (left empty; `describe` shows none there), which spares a scan of every successful output."""
     if result is None:
         return Outcome(failed=False)
     text, code = unwrap_output(result.text())
@@ -217,10 +219,12 @@ def outcome(result: Message | None, max_error_lines: int = 5) -> Outcome:
         code = _exit_code(text)
     errors: list[str] = []
     said = _says_failed(text, errors)
-    if any(h in text for h in ERROR_HINTS):
-        _error_lines(text, errors, max_error_lines)
     failed = bool(result.is_error) or (code is not None and code != 0) or said
-    if code is None and not failed and errors and text.lstrip().lower().startswith(("error", "traceback", "fatal", "failed")):
+    # With no exit code, an output that opens with an error word and holds an error line failed.
+    opens_failed = code is None and not failed and text.lstrip()[:9].lower().startswith(("error", "traceback", "fatal", "failed"))
+    if (ok_errors or failed or opens_failed) and any(h in text for h in ERROR_HINTS):
+        _error_lines(text, errors, max_error_lines)
+    if opens_failed and errors:
         failed = True
     return Outcome(
         code,

@@ -66,6 +66,20 @@ def test_a_cut_splits_the_count_exactly(text, enc):
         assert len(c.encode(text[:p])) + len(c.encode(text[p:])) == n, (text, p)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(PIECES, min_size=0, max_size=6).map("".join), min_size=0, max_size=40), st.sampled_from(sorted(COUNTERS)))
+def test_text_from_parts_is_the_count_of_the_text(parts, enc):
+    """Counter.text_from counts a text part by part where the pre-tokenizer must split (a prune digest's names): the
+    same count as the whole text, whatever the parts (runs are memoized across calls)."""
+    c = COUNTERS[enc]
+    text = "".join(parts)
+    exact = len(c.encode(text))
+    c._memo.clear()
+    assert c.text_from(text, parts) == exact
+    assert c.text(text) == exact  # memoized
+    assert make_counter(encoding=enc, tokenizer="approx").text_from(text, parts) == (len(text) + 3) // 4
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(PIECES, min_size=300, max_size=1200).map("".join), st.integers(-5, 600))
 def test_text_bound_is_exact_or_at_least_the_need(text, need):
@@ -166,6 +180,33 @@ def test_bounded_prune_equals_exact_prune_at_every_stopping_point(seed):
             out, ws = _same(t, P.PruneOptions(protect_tokens=protect, target=target, min_dedup_chars=50, min_summary_chars=50))
             steps += sum(getattr(ws, x).count for x in ("dedup", "summaries", "args", "images"))
     assert steps > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bounded_prune_counting_the_later_steps_exactly_equals_exact_prune(seed, monkeypatch):
+    """Near its target when the long arguments' step begins, the bounded way counts the transcript and goes on as the
+    exact loop does (_total_within): with no guess and 'near' at twice the target it does so wherever it can, and the
+    result is the exact way's."""
+    monkeypatch.setattr(P, "GUESS_CHARS", 10**9)
+    monkeypatch.setattr(P, "NEAR", 1)
+    went_exact = [0]
+    real = P._total_within
+
+    def counting(*a):
+        got = real(*a)
+        went_exact[0] += got is not None
+        return got
+
+    monkeypatch.setattr(P, "_total_within", counting)
+    t = _transcript(seed, turns=14, scale=0.5)
+    c = make_counter("gpt-4o")
+    opts = P.PruneOptions(protect_tokens=400, min_dedup_chars=50, min_summary_chars=50, arg_limit=100, arg_keep=50)
+    total = sum(c.messages(t.messages))
+    floor = P.prune(t, c, replace(opts, target=0))[1].tokens_after
+    assert floor is not None
+    for k in range(24):
+        _same(t, replace(opts, target=floor - 100 + (total - floor) * k // 46))  # the lower half: the later steps apply
+    assert went_exact[0] > 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

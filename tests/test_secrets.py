@@ -10,6 +10,8 @@ import stat
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactctl.summarizers import llm as llm_mod
 from compactctl.summarizers.redact import redact
@@ -24,6 +26,14 @@ def test_each_family_is_redacted(family, secret, text):
     out = redact(text)
     assert secret not in out and "[REDACTED" in out
     assert redact(out) == out  # idempotent
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789abcdef", min_size=1, max_size=96), st.text(alphabet="0123456789", min_size=1, max_size=96))
+def test_a_number_or_a_lower_case_hex_digest_is_never_redacted(hexes, digits):
+    """prune.pick_safe keeps such a name without asking redact (phases/prune.py _PLAIN): no rule may change one."""
+    for s in (hexes, digits, "0" * 40, "deadbeef" * 8, "0123456789abcdef" * 4):
+        assert redact(s) == s
 
 
 def test_families_cover_the_rule_sets():

@@ -25,6 +25,7 @@ the last user ask and `--keep-tool` outputs are never touched, tool pairs stay i
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,7 +151,6 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         if new is None:
             continue
         old = msgs[i]
-        new = _tagged(old, new, opts)
         delta = counter.message(old) - counter.message(new) if (opts.count_tokens or opts.target is not None) else 0
         if opts.target is not None and delta <= 0:
             continue
@@ -294,8 +294,8 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     count (a token is at least one byte): it is returned as it came, nothing tokenized.
 
     The exact path applies the candidates in order, skipping those that save no token, until the total
-    fits. Here every candidate is applied, each decided "saves tokens" on a lower bound of its original
-    (counter.message_bound: a prefix of a long output settles it); then, from the total at the end (the
+    fits. Here every candidate is applied (_apply_bounded), each decided "saves tokens" on a lower bound of its
+    original (counter.message_bound: a prefix of a long output settles it); then, from the total at the end (the
     remaining originals counted exactly, the reduced messages' counts known), the applied reductions are
     taken back from the last while the total before one was already within the target, which is where
     the exact loop stops (totals only fall, so the ones it applied are the first ones here)."""
@@ -318,23 +318,7 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, exact)
     st = PruneStats(protected_from=protect)
     ctx = _Context(t, msgs, counter, opts, protect)
-    applied: list[_Applied] = []
-    for _, i, step in sorted(ctx.candidates()):
-        new = ctx.reduce(i, step)
-        if new is None:
-            continue
-        old = msgs[i]
-        new = _tagged(old, new, opts)
-        tokens = counter.message(new)
-        if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
-            continue  # saves no token (message_bound is exact when under its need)
-        done = _Applied(i, step, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
-        archive(t, old, "prune", st.archived)
-        done.stats.count += 1
-        done.stats.chars += done.chars
-        applied.append(done)
-        msgs[i] = new
-        exact[i] = tokens
+    applied = _apply_bounded(ctx, st, exact, target)
     total = sum(count_at(i) for i in range(n))
     while applied:
         a = applied[-1]
@@ -356,6 +340,63 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
     digests = [(a.i, a.step, a.old, a.stats) for a in applied if a.step in (OLD_OK, OLD_DOC)]
     _settle(ctx, st, total, (last.i, last.step, last.old), digests, count=False)
     return t.evolve(messages=msgs), st
+
+
+def _apply_bounded(ctx: _Context, st: PruneStats, exact: dict[int, int], target: int) -> list[_Applied]:
+    """_prune_bounded's reductions, applied in the candidates' order, each that saves tokens. The later steps (long
+    arguments, task documents) are the ones mostly taken back: when they begin with the transcript near its target
+    (_total_within: counted to the end, a few of its messages), it goes on as the exact loop does, stopping as soon
+    as the total fits."""
+    counter, msgs = ctx.counter, ctx.msgs
+    applied: list[_Applied] = []
+    total: int | None = None  # exact, once the later steps begin near the target
+    at = None
+    for key, i, step in sorted(ctx.candidates()):
+        if total is None and key != at and key >= ARGS:
+            total = _total_within(counter, msgs, exact, target + target // NEAR)
+        if total is not None and total <= target:
+            break  # the exact loop stops here
+        at = key
+        new = ctx.reduce(i, step)
+        if new is None:
+            continue
+        old = msgs[i]
+        tokens = counter.message(new)
+        if (exact[i] if i in exact else counter.message_bound(old, tokens + 1)) <= tokens:
+            continue  # saves no token (message_bound is exact when under its need)
+        done = _Applied(i, step, old, tokens, _pass_stats(st, step), _chars(old) - _chars(new), len(st.archived))
+        archive(ctx.t, old, "prune", st.archived)
+        done.stats.count += 1
+        done.stats.chars += done.chars
+        applied.append(done)
+        msgs[i] = new
+        if total is not None:
+            total -= exact[i] - tokens
+        exact[i] = tokens
+    return applied
+
+
+# Near the target, for _apply_bounded: within a NEAR-th of it above. A guess at GUESS_CHARS characters a token of what
+# is not counted yet decides whether to count (the guess picks the way, not the result).
+NEAR = 4
+GUESS_CHARS = 4
+
+
+def _total_within(counter: Counter, msgs: list[Message], exact: dict[int, int], limit: int) -> int | None:
+    """The total tokens of `msgs` as they stand when it is within `limit`, each message counted to its end going into
+    `exact` (the others' counts there); None when over it, counting only as far as that takes, or with no counting
+    when the guess puts it over."""
+    total = sum(exact.values())
+    rest = [i for i in range(len(msgs)) if i not in exact]
+    if total + sum(_chars(msgs[i]) for i in rest) // GUESS_CHARS > limit:
+        return None
+    for i in rest:
+        c = counter.message_bound(msgs[i], limit - total + 1)  # exact when within the limit
+        total += c
+        if total > limit:
+            return None
+        exact[i] = c
+    return total
 
 
 def _protected_start_bounded(msgs: list[Message], counter: Counter, budget: int, exact: dict[int, int]) -> int:
@@ -420,7 +461,8 @@ class _Context:
     # Memoized per output text (or index): _settle digests an output again with more names, and its names, their
     # ranking, its quoted phrases and its outline stay the same.
     def outcome(self, i: int) -> tools.Outcome:
-        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i]))
+        """tools.outcome of message i, memoized; a success's error lines left out (a digest shows none)."""
+        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i], ok_errors=False))
 
     def names_of(self, text: str) -> list[str]:
         """names_in(text), memoized."""
@@ -499,14 +541,21 @@ class _Context:
         cur = self.msgs[i]
         self.msgs[i] = old
         try:
-            new = self.reduce(i, step, names)
+            return self.reduce(i, step, names)
         finally:
             self.msgs[i] = cur
-        return _tagged(old, new, self.opts) if new is not None else None
 
     def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
-        """Message i after `step`; `names`: the names its digest keeps (default: opts.digest_names)."""
+        """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
+        (default: opts.digest_names)."""
         m = self.msgs[i]
+        new = self._reduced(i, m, step, names)
+        if new is None:
+            return None
+        return _tagged(m, new, self.opts) if isinstance(new, Message) else self._replaced(m, new)
+
+    def _reduced(self, i: int, m: Message, step: int, names: int | None) -> Message | list[str] | None:
+        """Message i (`m`) after `step`, untagged, or the parts of the text that replaces its content (a digest)."""
         if step == IMAGE:
             if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
                 return None
@@ -529,29 +578,45 @@ class _Context:
         call = self.call_of.get(i)
         text = m.text()
         if step == DEDUP:
-            line = tools.describe(call, m, error_lines=3) if call is not None else ""
+            line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
-        line = f"{line} {SUPERSEDED}" if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
-        if len(line) >= len(text):
-            return None
-        return m.evolve(content=_same_shape(m.content, line))
+        parts = [f"{line} {SUPERSEDED}"] if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
+        return parts if sum(map(len, parts)) < len(text) else None
 
-    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> str:
-        """A digest's line and the names of the output it replaces (a document's: 4x, in order; any other's:
-        ranked by use, then its quoted phrases); `keep`: how many names, when not the default."""
+    def _replaced(self, m: Message, parts: list[str]) -> Message:
+        """`m` with its content replaced by the text of `parts`, tagged as its first change (as _tagged does: its
+        reference ends the text). When tokens are counted, the text is counted from its parts (Counter.text_from:
+        the names a digest keeps recur from digest to digest)."""
+        if self.opts.refs and m.untouched:
+            parts.append(" " + refs.mark(refs.ref_of(m)))
+        text = "".join(parts)
+        if self.opts.count_tokens or self.opts.target is not None:
+            self.counter.text_from(text, parts)  # memoized: counter.message(the new message) finds it
+        return m.evolve(content=_same_shape(m.content, text))
+
+    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> list[str]:
+        """The parts of a digest: its line and the names of the output it replaces (a document's: 4x, in order; any
+        other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default."""
         default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         limit = keep if keep is not None else default
+        parts = [line]
         if not doc and limit > 0 and (entries := self._outline_of(text)):
             # A numbered file read: its definitions and their lines first (half the names at most).
             k = min(len(entries), max(1, limit // 2))
             chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
-            line += "\n" + OUTLINE_LINE + NAMES_SEP.join(map(str, chosen))  # "name 12-40 other 45": a range follows each name
+            parts += _listed(OUTLINE_LINE, list(map(str, chosen)))  # "name 12-40 other 45": a range follows each name
+            line = "".join(parts)  # what the names need not repeat
             limit -= k
         names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
         if not doc and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
-        return line + "\n" + (DOC_NAMES_LINE if doc else NAMES_LINE) + NAMES_SEP.join(names) if names else line
+        return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+
+
+def _listed(label: str, items: list[str]) -> list[str]:
+    """The parts of a digest's line that lists `items` after `label` (a new line, then NAMES_SEP between them)."""
+    return ["\n" + label, items[0], *(NAMES_SEP + x for x in items[1:])]
 
 
 def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
@@ -575,7 +640,17 @@ def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
     those, the ones that could be a fragment of a secret dropped."""
     if limit <= 0:
         return []
-    return [n for n in first_not_in(candidates, exclude, limit + 8) if len(n) < 16 or _unchanged_by_redaction(n)][:limit]
+    return list(filter(_safe_name, first_not_in(candidates, exclude, limit + 8)))[:limit]
+
+
+# A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py
+# holds it), and they are most of a log's long names, each new (the cache would not spare the check).
+_PLAIN = re.compile(r"[0-9a-f]+")
+
+
+def _safe_name(name: str) -> bool:
+    """Not a fragment of a secret: too short to be one, a number or a hex digest, or left as it is by redaction."""
+    return len(name) < 16 or _PLAIN.fullmatch(name) is not None or _unchanged_by_redaction(name)
 
 
 def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
@@ -608,7 +683,7 @@ def _same_shape(content: Any, text: str) -> Any:
 
 
 def _generic_line(m: Message) -> str:
-    out = tools.outcome(m)
+    out = tools.outcome(m, ok_errors=False)
     first = next((ln.strip() for ln in out.text.split("\n") if ln.strip()), "")
     err = f" -> error: {out.error_lines[0][:120]}" if out.failed and out.error_lines else ""
     tag = "observation" if m.observation else "tool result"

@@ -1,0 +1,343 @@
+"""Phase 1's steps: what each reduction `prune` applies makes of a message, over what the transcript shows.
+
+`_Context` finds the candidates (drops, duplicates, superseded outputs, images, old outputs, long arguments) and
+makes each one's new message: a digest of an old output (what the call did and how it ended, its error lines, the
+names it holds ranked by how much the rest of the transcript uses them, its quoted phrases; never one redaction
+would change), cut arguments that stay valid JSON and keep the names of what was cut. The order, the budget and
+the stopping point are prune's (phases/prune.py), which imports this module only for a transcript over its target.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import orjson
+
+from .. import outline, refs, tools
+from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
+from ..model import Message, ToolCall, Transcript, is_image_part, is_output, last_user_index
+from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
+from ..pairs import calls_for_results
+from ..summarizers.redact import redact
+from ..tokens import Counter
+from .prune import (
+    ARGS,
+    DEDUP,
+    DOC_NAMES_FACTOR,
+    DROP,
+    IMAGE,
+    IMAGE_PLACEHOLDER,
+    LITERALS_KEPT,
+    NAMES_KEPT,
+    OLD_DOC,
+    OLD_FAILED,
+    OLD_OK,
+    SUPERSEDE,
+    SUPERSEDED,
+    TRUNCATED,
+    PruneOptions,
+    _tagged,
+)
+
+
+def _memo(cache: dict, key, make):
+    """cache[key], made by make() the first time."""
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+    return found
+
+
+class _Later:
+    """What the messages after the one being looked at did: output texts seen, calls made, files touched."""
+
+    def __init__(self) -> None:
+        self.texts: set[str] = set()  # the texts themselves: a str caches its hash, no digest to compute
+        self.calls: set[tuple[str, str]] = set()
+        self.files: set[str] = set()
+
+    def saw_calls(self, m: Message) -> None:
+        for c in m.tool_calls:
+            self.calls.add((c.name, c.arguments))
+            self.files.update(p for _, p in tools.files_of(c))
+
+    def supersedes(self, call: ToolCall | None) -> bool:
+        """A later call repeats this one, or reads or writes a file this one read."""
+        return call is not None and (
+            (call.name, call.arguments) in self.calls or any(a == "read" and p in self.files for a, p in tools.files_of(call))
+        )
+
+
+class _Context:
+    """What the steps need to know about a transcript: calls and results, what recurs, what is newer."""
+
+    def __init__(self, t: Transcript, msgs: list[Message], counter: Counter, opts: PruneOptions, protect: int) -> None:
+        self.t, self.msgs, self.counter, self.opts, self.protect = t, msgs, counter, opts, protect
+        self.keep_user = last_user_index(msgs)
+        self.call_of = calls_for_results(msgs)
+        for i, m in enumerate(msgs):  # an observation answers the text action before it (SWE-agent)
+            if m.observation and i and (c := tools.text_action_call(msgs[i - 1], answered=True)) is not None:
+                self.call_of[i] = c
+        self._weight = None
+        self._outcomes: dict[int, tools.Outcome] = {}
+        # Per output text (memoized: _settle digests an output again with more names, and its names,
+        # their ranking and its quoted phrases stay the same).
+        self._names: dict[str, list[str]] = {}
+        self._ranked: dict[tuple[str, bool], list[str]] = {}
+        self._literals: dict[str, list[str]] = {}
+        self._outlines: dict[str, list[outline.Definition]] = {}
+        keep = {k.lower() for k in opts.keep_tools}
+        self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
+        self.drop = {d.lower() for d in opts.drop_tools}
+        self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
+
+    # Memoized per output text (or index): _settle digests an output again with more names, and its names, their
+    # ranking, its quoted phrases and its outline stay the same.
+    def outcome(self, i: int) -> tools.Outcome:
+        """tools.outcome of message i, memoized; a success's error lines left out (a digest shows none)."""
+        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i], ok_errors=False))
+
+    def names_of(self, text: str) -> list[str]:
+        """names_in(text), memoized."""
+        return _memo(self._names, text, lambda: names_in(text))
+
+    def _candidate_names(self, text: str, rank: bool) -> list[str]:
+        """candidate_names(text, ...) ranked by self.weight when `rank`, memoized."""
+        return _memo(self._ranked, (text, rank), lambda: candidate_names(text, self.weight if rank else None, self.names_of))
+
+    def _outline_of(self, text: str) -> list[outline.Definition]:
+        """outline.definitions(text) without a secret-shaped name (a test's title may hold a password), memoized."""
+        return _memo(self._outlines, text, lambda: [d for d in outline.definitions(text) if _unchanged_by_redaction(d.name)])
+
+    def _literals_of(self, text: str) -> list[str]:
+        """literals_in(text), memoized."""
+        return _memo(self._literals, text, lambda: literals_in(text))
+
+    @property
+    def weight(self):
+        """How many messages the person and the agent wrote name each name (text and call arguments' values;
+        computed once, when a digest first needs it). Outputs are left out: they are most of the bytes,
+        and a name the agent never wrote is weak evidence of use."""
+        if self._weight is None:
+            self._weight = count_names(
+                "\n".join([m.text(), *map(tools.argument_text, m.tool_calls)]) for m in self.msgs if not is_output(m)
+            )
+        return self._weight
+
+    def candidates(self) -> list[tuple[int, int, int]]:
+        """(step, index, step) for every reduction that may apply; sorted, the cheapest value goes first."""
+        out: list[tuple[int, int, int]] = []
+        o, msgs = self.opts, self.msgs
+        later = _Later()
+        for i in range(len(msgs) - 1, -1, -1):
+            m = msgs[i]
+            old = i < self.protect
+            if is_output(m) and i != self.keep_user and i not in self.kept:
+                step = self._output_step(i, m, old, later)
+                if step is not None:
+                    out.append(step)
+            if m.role == "assistant":
+                later.saw_calls(m)
+                if old and o.args and i != self.latest_todo and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
+                    out.append((ARGS, i, ARGS))
+            if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
+                out.append((IMAGE, i, IMAGE))
+        # Oldest first within a step (the list was built newest first).
+        return [(s, i, k) for s, i, k in sorted(out, key=lambda x: (x[0], x[1]))]
+
+    def _output_step(self, i: int, m: Message, old: bool, later: _Later) -> tuple[int, int, int] | None:
+        """The reduction of tool output i, given what later messages did (`later`, which it updates)."""
+        o = self.opts
+        call = self.call_of.get(i)
+        text = m.text()
+        long_enough = o.dedup and len(text) >= o.min_dedup_chars
+        step: tuple[int, int, int] | None = None
+        if call is not None and call.name.lower() in self.drop and len(text) >= o.min_summary_chars:
+            step = (DROP, i, DROP)
+        elif long_enough and text in later.texts:
+            step = (DEDUP, i, DEDUP)
+        elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
+            failed = self.outcome(i).failed
+            if later.supersedes(call) and not failed:
+                step = (SUPERSEDE, i, SUPERSEDE)
+            elif is_task_document(text):
+                step = (OLD_DOC, i, OLD_DOC)
+            else:
+                step = (OLD_FAILED if failed else OLD_OK, i, OLD_OK)
+        if long_enough:
+            later.texts.add(text)
+        return step
+
+    def reduce_from(self, old: Message, i: int, step: int, names: int) -> Message | None:
+        """What `step` makes of message i's original `old` with `names` names, tagged as the first change
+        (message i may be a reduction of it already; it is left as it is)."""
+        cur = self.msgs[i]
+        self.msgs[i] = old
+        try:
+            return self.reduce(i, step, names)
+        finally:
+            self.msgs[i] = cur
+
+    def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
+        """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
+        (default: opts.digest_names)."""
+        m = self.msgs[i]
+        new = self._reduced(i, m, step, names)
+        if new is None:
+            return None
+        return _tagged(m, new, self.opts) if isinstance(new, Message) else self._replaced(m, new)
+
+    def _reduced(self, i: int, m: Message, step: int, names: int | None) -> Message | list[str] | None:
+        """Message i (`m`) after `step`, untagged, or the parts of the text that replaces its content (a digest)."""
+        if step == IMAGE:
+            if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
+                return None
+            return m.evolve(content=[{"type": "text", "text": IMAGE_PLACEHOLDER} if is_image_part(p) else p for p in m.content])
+        if step == ARGS:
+            calls = [
+                ToolCall(
+                    c.id,
+                    c.name,
+                    truncate_arguments(
+                        c.arguments, self.opts.arg_keep, self.weight if self.opts.digest_names else None, self.opts.digest_names
+                    ),
+                    dict(c.extra),
+                )
+                if len(c.arguments) > self.opts.arg_limit
+                else c
+                for c in m.tool_calls
+            ]
+            return m.evolve(tool_calls=calls)
+        call = self.call_of.get(i)
+        text = m.text()
+        if step == DEDUP:
+            line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
+            return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
+        line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
+        parts = [f"{line} {SUPERSEDED}"] if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
+        return parts if sum(map(len, parts)) < len(text) else None
+
+    def _replaced(self, m: Message, parts: list[str]) -> Message:
+        """`m` with its content replaced by the text of `parts`, tagged as its first change (as _tagged does: its
+        reference ends the text). When tokens are counted, the text is counted from its parts (Counter.text_from:
+        the names a digest keeps recur from digest to digest)."""
+        if self.opts.refs and m.untouched:
+            parts.append(" " + refs.mark(refs.ref_of(m)))
+        text = "".join(parts)
+        if self.opts.count_tokens or self.opts.target is not None:
+            self.counter.text_from(text, parts)  # memoized: counter.message(the new message) finds it
+        return m.evolve(content=_same_shape(m.content, text))
+
+    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> list[str]:
+        """The parts of a digest: its line and the names of the output it replaces (a document's: 4x, in order; any
+        other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default."""
+        default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
+        limit = keep if keep is not None else default
+        parts = [line]
+        if not doc and limit > 0 and (entries := self._outline_of(text)):
+            # A numbered file read: its definitions and their lines first (half the names at most).
+            k = min(len(entries), max(1, limit // 2))
+            chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
+            parts += _listed(OUTLINE_LINE, list(map(str, chosen)))  # "name 12-40 other 45": a range follows each name
+            line = "".join(parts)  # what the names need not repeat
+            limit -= k
+        names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
+        if not doc and self.opts.digest_names and ('"' in text or "'" in text):
+            names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
+        return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+
+
+def _listed(label: str, items: list[str]) -> list[str]:
+    """The parts of a digest's line that lists `items` after `label` (a new line, then NAMES_SEP between them)."""
+    return ["\n" + label, items[0], *(NAMES_SEP + x for x in items[1:])]
+
+
+def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
+    """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
+    with key material (whose base64 lines split into path-like names) is redacted first."""
+    if limit <= 0:
+        return []
+    return pick_safe(candidate_names(text, weight if ranked else None), exclude, limit)
+
+
+def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
+    """Every name of `text` (of its redacted form when it holds key material), most used first by `weight`
+    (None: in order of appearance); `names_of`: names_in or a memoized one."""
+    if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+        text = redact(text)
+    return ranked(names_of(text), weight)
+
+
+def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
+    """The first `limit` of `candidates` (candidate_names) not in `exclude`, among the first `limit` + 8 of
+    those, the ones that could be a fragment of a secret dropped."""
+    if limit <= 0:
+        return []
+    return list(filter(_safe_name, first_not_in(candidates, exclude, limit + 8)))[:limit]
+
+
+# A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py
+# holds it), and they are most of a log's long names, each new (the cache would not spare the check).
+_PLAIN = re.compile(r"[0-9a-f]+")
+
+
+def _safe_name(name: str) -> bool:
+    """Not a fragment of a secret: too short to be one, a number or a hex digest, or left as it is by redaction."""
+    return len(name) < 16 or _PLAIN.fullmatch(name) is not None or _unchanged_by_redaction(name)
+
+
+def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
+    """The quoted phrases a digest keeps (of a text's `literals`, literals_in), in order, never one that redaction
+    would change (a password in a message)."""
+    if limit <= 0:
+        return []
+    return [q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q)][:limit]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _unchanged_by_redaction(text: str) -> bool:
+    """Cached: the same names and phrases recur across a dataset. (A name is checked whatever its characters: a
+    Stripe test key can be letters only, `sk_test_` and 24 of them.)"""
+    return redact(text) == text
+
+
+def _same_shape(content: Any, text: str) -> Any:
+    """New text in the shape the content had (a string stays a string, parts stay parts)."""
+    if isinstance(content, list):
+        return [{"type": "text", "text": text}]
+    return text
+
+
+def _generic_line(m: Message) -> str:
+    out = tools.outcome(m, ok_errors=False)
+    first = next((ln.strip() for ln in out.text.split("\n") if ln.strip()), "")
+    err = f" -> error: {out.error_lines[0][:120]}" if out.failed and out.error_lines else ""
+    tag = "observation" if m.observation else "tool result"
+    return f"[{tag}{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {first[:80]}{err}"
+
+
+def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
+    """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
+    The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
+
+    def cut_text(v: str) -> str:
+        found = safe_names(v[keep:], weight, exclude=v[:keep], limit=names)
+        return v[:keep] + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
+
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return cut_text(arguments)
+
+    def cut(v: Any) -> Any:
+        if isinstance(v, str) and len(v) > keep:
+            return cut_text(v)
+        if isinstance(v, list):
+            return [cut(x) for x in v]
+        if isinstance(v, dict):
+            return {k: cut(x) for k, x in v.items()}
+        return v
+
+    return orjson.dumps(cut(value)).decode()

@@ -148,9 +148,11 @@ def test_parallel_tool_calls_and_their_results_are_all_kept(tmp_path):
     ]
     assert sorted(t.native.off_path) == [7]
     assert cli("repair", "--check", str(src)).returncode == 0
-    out = cli("repair", str(src))  # puts the results in their calls' order: a changed transcript
-    assert out.returncode == 0, out.stderr
-    objs = read_jsonl(out.stdout)
+    out = cli("repair", str(src))  # valid as it is (both APIs pair parallel results by id): the file as it was
+    assert out.returncode == 0 and out.stdout == src.read_bytes(), out.stderr
+    last = t.messages[-1]
+    changed = t.evolve(messages=[*t.messages[:-1], last.evolve(content=[{"type": "text", "text": "Both pass, checked."}])])
+    objs = read_jsonl(api.write(changed))
     assert [o["uuid"] for o in objs] == [o["uuid"] for o in rows if o["uuid"] != "a4"]  # the retried answer is left out
     assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "a2", "rA", "a5"]  # Claude Code puts a3 and rB back
 

@@ -494,3 +494,18 @@ def test_repair_gives_a_call_an_id_both_apis_take():
     assert api.check(out) == [] and st.ids_renamed == 2 and all(re.fullmatch(r"[A-Za-z0-9_-]{1,40}", i) for i in ids)
     assert ids[0].startswith("toolu_01_bad_id__") and [m.tool_call_id for m in out.messages[2:]] == ids
     assert [m.text() for m in out.messages[2:]] == ["a", "b"]
+
+
+def test_parallel_results_in_another_order_than_their_calls_are_left_as_they_came():
+    """Both APIs pair a result with its call by id: results of parallel calls that came back in another order are
+    valid as they are (check says so), and repair leaves them (it wrote them in call order: a changed transcript)."""
+    both = call("a", "read", {"path": "x"})
+    both["tool_calls"].append({"id": "b", "type": "function", "function": {"name": "read", "arguments": '{"path": "y"}'}})
+    t = T([{"role": "user", "content": "read both"}, both, res("b", "y's text"), res("a", "x's text"), {"role": "user", "content": "ok"}])
+    assert api.check(t) == []
+    out, st = api.repair(t)
+    assert out is t and not st.changed
+    # Moved results are still put in call order.
+    moved = T([{"role": "user", "content": "read both"}, both, {"role": "user", "content": "wait"}, res("b", "y"), res("a", "x")])
+    fixed, st = api.repair(moved)
+    assert [m.tool_call_id for m in fixed.messages if m.role == "tool"] == ["a", "b"] and st.results_moved == 2

@@ -2,7 +2,8 @@
 
 - a tool result that answers no earlier call is removed;
 - a call with no result gets a stub result right after its group (or, with strip, loses the call);
-- results are placed directly after the assistant message that made the calls, in call order;
+- results are placed directly after the assistant message that made the calls (in call order when they
+  had to move; results of parallel calls already there stay in the order they came back);
 - every call gets an id unique over the transcript (a missing or repeated id is replaced, also one reused
   from an earlier turn, which OpenAI accepts but Anthropic does not) and its result carries it (pairing by
   position and id: see pairs.py); legacy `function_call`s keep their form;
@@ -308,14 +309,17 @@ class _Repair:
 
     def intact(self, i: int, calls: list[ToolCall]) -> bool:
         """Every call of message i has an id not given out before and its result, with that id, right
-        after the message in call order (no legacy call): then `group` changes nothing. Marks the ids seen."""
+        after the message (no legacy call): then `group` changes nothing. Results of parallel calls that came
+        back in another order than the calls stay in it (both APIs pair them by id). Marks the ids seen."""
         msgs, result_for = self.msgs, self.result_for
         ids = set()
+        after = range(i + 1, i + 1 + len(calls))
         for pos, c in enumerate(calls):
             cid = c.id
             if not (isinstance(cid, str) and VALID_ID.fullmatch(cid)) or cid in self.seen or cid in ids or c.extra.get(LEGACY):
                 return False
-            if result_for.get((i, pos)) != i + 1 + pos or msgs[i + 1 + pos].tool_call_id != cid:
+            r = result_for.get((i, pos))
+            if r is None or r not in after or msgs[r].tool_call_id != cid:
                 return False
             ids.add(cid)
         self.seen.update(ids)

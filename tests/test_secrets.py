@@ -31,7 +31,7 @@ def test_each_family_is_redacted(family, secret, text):
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet="0123456789abcdef", min_size=1, max_size=96), st.text(alphabet="0123456789", min_size=1, max_size=96))
 def test_a_number_or_a_lower_case_hex_digest_is_never_redacted(hexes, digits):
-    """prune.pick_safe keeps such a name without asking redact (phases/prune.py _PLAIN): no rule may change one."""
+    """prune.pick_safe keeps such a name without asking redact (phases/prune_steps.py _PLAIN): no rule may change one."""
     for s in (hexes, digits, "0" * 40, "deadbeef" * 8, "0123456789abcdef" * 4):
         assert redact(s) == s
 

@@ -129,18 +129,23 @@ def test_a_run_that_makes_no_call_never_imports_the_openai_package(server, tmp_p
         "import sys\n"
         "from compactctl.entry import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    print(e.code, file=sys.stderr)\n"
-        "print('openai' in sys.modules, file=sys.stderr)"
+        "print('openai' in sys.modules, file=sys.stderr)\n"
+        "print(any(m in sys.modules for m in ('compactctl.summarizers.offline', 'sqlite3')), file=sys.stderr)"
     )
     args = ["--base-url", server.url, "--llm-model", "good", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "o.jsonl")]
+    summarizing: list[bool] = []
 
     def imported(*argv: str) -> bool:
         r = subprocess.run([sys.executable, "-c", code, "compact", *argv, *args], capture_output=True, timeout=120)
-        *_, code_line, flag = r.stderr.decode().split()
+        *_, code_line, flag, rest = r.stderr.decode().split()
         assert code_line in ("0", "None"), r.stderr.decode()
+        summarizing.append(rest == "True")
         return flag == "True"
 
     fits = str(SAMPLES / "anthropic_session.jsonl")
     assert not imported(fits)  # within its target: nothing to summarize
+    # ... nor the offline summarizer the LLM's falls back on, nor the cache (sqlite3): opened by the first summary
+    assert summarizing == [False] and not (tmp_path / "c").exists()
     long = str(SAMPLES / "long_session.jsonl")
     assert imported(long, "--context-window", "8000")  # the first run asks the LLM
     n = len(server.requests)

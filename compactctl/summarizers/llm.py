@@ -21,19 +21,25 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from ..cache import SummaryCache, key_of, open_cache
 from ..errors import LLMAuthError, UsageError
 from ..jsonl import without_surrogates
 from ..model import Message, is_output
 from ..tokens import Counter
-from . import offline
 from .base import SummaryRequest, SummaryResult
-from .facts import Facts
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
 from .redact import redact, redact_json_text
+
+if TYPE_CHECKING:
+    from ..cache import SummaryCache
+    from .facts import Facts
+
+# The offline summarizer (with the fact extraction under it) and the summary cache (sqlite3, hashlib) are imported
+# by the first summary: an LLM configured for a run whose transcripts all fit (a hook's, with OPENAI_API_KEY set)
+# does not load them.
 
 
 class _CallStats(TypedDict):
@@ -206,7 +212,9 @@ class LLMSummarizer:
     ):
         self._slots = threading.BoundedSemaphore(max(1, max_in_flight))  # LLM calls in flight (--jobs)
         self.model, self.fallback_model, self.base_url = model, fallback_model, base_url
-        self.cache, self.llm_context = cache, llm_context
+        self._cache, self.llm_context = cache, llm_context
+        self._open_cache: Callable[[], SummaryCache | None] | None = None  # from_options: opens the cache at its first use
+        self._cache_lock = threading.Lock()
         self._client_args = {"base_url": base_url, "api_key": api_key or "not-needed", "timeout": timeout, "max_retries": retries}
         # The client is made by the first call (the openai package takes ~0.6 s to import): a run that makes
         # none (every transcript fits, or the cache answers) never imports it.
@@ -220,6 +228,19 @@ class LLMSummarizer:
         _install_sigint()
         self.breaker = breaker_for(base_url or "openai", cooldown)
         self.warn = warn or (lambda msg: None)
+
+    @property
+    def cache(self) -> SummaryCache | None:
+        """The summary cache, opened at the first summary (open_cache: None, said, when it cannot be used)."""
+        if self._open_cache is not None:
+            with self._cache_lock:
+                if self._open_cache is not None:
+                    self._cache, self._open_cache = self._open_cache(), None
+        return self._cache
+
+    @cache.setter
+    def cache(self, cache: SummaryCache | None) -> None:
+        self._cache, self._open_cache = cache, None
 
     @property
     def client(self):
@@ -237,19 +258,27 @@ class LLMSummarizer:
 
     @classmethod
     def from_options(cls, opts, model: str, warn=None) -> LLMSummarizer:
-        cache = None if opts.no_cache else open_cache(opts.cache_dir, warn)
-        return cls(
+        s = cls(
             opts.llm_model or model,
             opts.base_url,
             opts.api_key,
             opts.fallback_model,
             opts.timeout,
             opts.retries,
-            cache,
+            None,
             opts.llm_context,
             warn=warn,
             max_in_flight=opts.jobs,
         )
+        if not opts.no_cache:
+
+            def open_it():
+                from ..cache import open_cache
+
+                return open_cache(opts.cache_dir, warn)
+
+            s._open_cache = open_it
+        return s
 
     def _call(self, client, request: dict, deadline: float):
         """The request in a helper thread, waited for until `deadline` or Ctrl-C (CANCEL)."""
@@ -310,6 +339,8 @@ class LLMSummarizer:
 
     def _key(self, request: dict) -> str:
         """The cache key: the request and the endpoint it goes to (two servers may serve one model name)."""
+        from ..cache import key_of
+
         return key_of({**request, "endpoint": self.base_url or "openai"})
 
     def _cached(self, key: str, stats: _CallStats) -> str | None:
@@ -401,6 +432,8 @@ class LLMSummarizer:
         raise Transient("; ".join(stats["warnings"][-2:]) or "no usable answer")
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
+        from . import offline
+
         stats: _CallStats = {"calls": 0, "cache_hits": 0, "warnings": [], "models": []}
         facts = req.facts
         blocks = serialize(req.messages[req.head_end : req.tail_start])
@@ -441,6 +474,8 @@ class LLMSummarizer:
 
     def _guard(self, answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> tuple[str, float | None]:
         """Complete missing sections from the offline summary, put back missing key facts, fit the budget."""
+        from . import offline
+
         secs = parse_sections(answer)
         wanted = key_facts(facts)
         retention = _retention(answer, wanted)
@@ -544,6 +579,8 @@ def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, 
     with content are shown (as the offline summary does); the largest section is cut at a token boundary; the
     Active Task last, and never when it is the ask the plan moved into the summary (`keep_ask`: the caller then
     refuses a summary over its budget)."""
+    from . import offline
+
     if total <= budget:
         return text
     terse = counter.text(render({})) > budget * offline.HEADINGS_SHARE

@@ -9,7 +9,7 @@ import sys
 import orjson
 import pytest
 
-from .conftest import SAMPLES, cli, read_jsonl
+from .conftest import SAMPLES, cli, read_jsonl, write_jsonl
 
 OPTS = ["--context-window", "8000"]
 
@@ -219,3 +219,19 @@ def test_an_output_written_over_a_file_keeps_that_files_mode(tmp_path):
     new = tmp_path / "new.jsonl"
     cli("compact", src, "-q", "-o", str(new))
     assert stat.S_IMODE(new.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("cmd,status", [("repair", "repaired"), ("prune", "pruned"), ("plan", "planned"), ("summarize", "not-needed")])
+def test_report_has_a_line_per_transcript_for_every_phase(tmp_path, cmd, status):
+    """--report is one JSON line per transcript for each phase command (repair, prune and plan wrote an empty file),
+    a record repair would write as read included."""
+    ok = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    src = write_jsonl(tmp_path / "d.jsonl", [ok, ok])
+    rep = tmp_path / "rep.jsonl"
+    r = cli(cmd, str(src), "-o", str(tmp_path / "out.jsonl"), "--report", str(rep))
+    assert r.returncode == 0, r.stderr
+    lines = read_jsonl(rep.read_bytes())
+    assert [x["status"] for x in lines] == [status, status] and [x["transcript"] for x in lines] == [f"{src}#1", f"{src}#2"]
+    if cmd == "repair":
+        checked = cli("repair", "--check", str(src), "--report", str(rep))
+        assert checked.returncode == 0 and [x["violations"] for x in read_jsonl(rep.read_bytes())] == [[], []]

@@ -509,3 +509,28 @@ def test_parallel_results_in_another_order_than_their_calls_are_left_as_they_cam
     moved = T([{"role": "user", "content": "read both"}, both, {"role": "user", "content": "wait"}, res("b", "y"), res("a", "x")])
     fixed, st = api.repair(moved)
     assert [m.tool_call_id for m in fixed.messages if m.role == "tool"] == ["a", "b"] and st.results_moved == 2
+
+
+def test_an_id_reused_in_a_later_turn_is_a_violation_for_anthropic_only(tmp_path):
+    """Anthropic's API wants each tool_use id once per request, OpenAI takes one reused in a later turn (real OpenAI
+    transcripts do it): check reports it for a format sent to Anthropic, so that check says ok exactly when repair
+    changes nothing; repair renames it in every format."""
+    from .conftest import cli, write_jsonl
+
+    anthropic = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "pwd"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "/"}]},
+        {"role": "assistant", "content": "done"},
+    ]
+    src = write_jsonl(tmp_path / "a.jsonl", anthropic)
+    r = cli("repair", "--check", str(src))
+    assert r.returncode == 6 and b"reused-id" in r.stderr
+    fixed = cli("repair", str(src), "-o", str(tmp_path / "fixed.jsonl"))
+    assert fixed.returncode == 0 and cli("repair", "--check", str(tmp_path / "fixed.jsonl")).returncode == 0
+    openai = T([{"role": "user", "content": "go"}, call("c1", "ls", {}), res("c1", "a"), call("c1", "pwd", {}), res("c1", "/")])
+    assert api.check(openai) == []
+    out, st = api.repair(openai)
+    assert st.ids_renamed == 1 and api.check(out) == []

@@ -171,10 +171,11 @@ def plan(
 
     def work(t):
         p = phase.plan_for_repair(t, counter, budget.budget)
+        rep = {"transcript": t.id, "status": "planned", "plan": p.as_dict()}  # --report (the record API's shape)
         if as_json:
-            return Result(None, lines=[orjson.dumps(p.as_dict())])
+            return Result(None, rep, lines=[orjson.dumps(p.as_dict())])
         _say(io, p.describe())
-        return Result(phase.annotate(t, p))
+        return Result(phase.annotate(t, p), rep)
 
     run(inputs or ["-"], io, work, "plan")
 
@@ -251,13 +252,15 @@ def repair(
             for v in found:
                 print(str(v), file=sys.stderr)
             violations += len(found)
-            return Result(None, lines=[])
+            return Result(None, {"transcript": t.id, "status": "checked", "violations": [str(v) for v in found]}, lines=[])
         out, st = phase.repair(t, phase.RepairOptions(strip_unanswered))
-        return Result(out, archived=st.archived)
+        rep = {"transcript": t.id, "status": "repaired", "repair": {k: v for k, v in vars(st).items() if k != "archived"}}
+        return Result(out, rep, st.archived)
 
     from ..passthrough import repair_keeps
 
-    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check else repair_keeps)
+    # A record written as read (passthrough) makes no report line: with --report, every record is repaired.
+    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check or io.report else repair_keeps)
     if check:
         bad = stats.skipped_lines + stats.rejected  # --on-error skip: not checked, in --rejects
         skipped = f" ({bad} bad record{'s' if bad != 1 else ''} skipped)" if bad else ""

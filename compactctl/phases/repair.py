@@ -2,15 +2,16 @@
 
 - a tool result that answers no earlier call is removed;
 - a call with no result gets a stub result right after its group (or, with strip, loses the call);
-- results are placed directly after the assistant message that made the calls (in call order when they
-  had to move; results of parallel calls already there stay in the order they came back);
+- results are placed directly after the assistant message that made the calls, in call order when the group
+  needs a fix (a result moved, an id renamed, a stub); a group that needs none keeps its results in the order
+  they came back (both APIs pair them by id);
 - every call gets an id unique over the transcript (a missing or repeated id is replaced, also one reused
   from an earlier turn, which OpenAI accepts but Anthropic does not) and its result carries it (pairing by
   position and id: see pairs.py); legacy `function_call`s keep their form;
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user).
-`check` reports the same rules as violations without changing anything (an id reused across turns is
-not one: real OpenAI transcripts do it).
+`check` reports the same rules as violations without changing anything (an id reused across turns is one only
+in a format sent to Anthropic's API: real OpenAI transcripts do it, and OpenAI takes it).
 """
 
 from __future__ import annotations
@@ -147,9 +148,13 @@ def check(t: Transcript) -> list[Violation]:
                     t.id, p.result, "result-id", f"tool result has tool_call_id {msgs[p.result].tool_call_id!r}, not its call's id {c.id!r}"
                 )
             )
+    earlier: set = set()  # call ids of earlier turns
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:
             out.extend(_call_violations(t.id, i, m, answered, sorted(results_of.get(i, []))))
+            if t.format in ANTHROPIC_API:
+                out.extend(_reused(t.id, i, m, earlier))
+            earlier.update(c.id for c in m.tool_calls if isinstance(c.id, str))
         if _empty(m):
             out.append(Violation(t.id, i, "empty-message", f"{m.role} message has no content"))
         elif has_blank_part(m):
@@ -164,6 +169,17 @@ def check(t: Transcript) -> list[Violation]:
     elif first[1].role != "user":
         out.append(Violation(t.id, first[0], "first-role", f"first non-system message is {first[1].role}, not user"))
     return out
+
+
+# Formats sent to Anthropic's Messages API, which wants a tool_use id unique over the whole request (OpenAI takes
+# an id reused in a later turn, and real OpenAI transcripts do it: not a violation there; repair renames it anyway).
+ANTHROPIC_API = ("anthropic", "claude_code")
+
+
+def _reused(tid: str, i: int, m: Message, earlier: set) -> Iterator[Violation]:
+    for c in m.tool_calls:
+        if isinstance(c.id, str) and c.id in earlier and not is_legacy(c):
+            yield Violation(tid, i, "reused-id", f"call id {c.id!r} was an earlier call's (Anthropic wants each id once per request)")
 
 
 def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]], res: list[int]) -> Iterator[Violation]:

@@ -259,7 +259,8 @@ class PruneJob:
         def work(t: Transcript) -> Result:
             out, st = phase.prune(t, counter, opts)
             notes = [orjson.dumps({"transcript": t.id, **st.as_dict()}).decode()] if stats else []
-            return Result(out, archived=st.archived, notes=notes)
+            report = {"transcript": t.id, "status": "pruned", "prune": st.as_dict()}  # --report (the record API's shape)
+            return Result(out, report, st.archived, notes=notes)
 
         return work
 

@@ -307,7 +307,9 @@ class FastCounter:
         self._pieces: dict[str, int] = {}
         self._long_bytes = 0
 
-    def _unicode_split(self, s: str):
+    def _unicode_split(self, s: str, wide: set[str]):
+        """`s` split by the official pattern (the `regex` module), or None when a character of `wide` (its
+        non-ASCII ones) is not settled."""
         if self._usplit is None:
             try:
                 self._classes = _UnicodeClasses()
@@ -317,35 +319,34 @@ class FastCounter:
             self._usplit = self._classes._regex.compile(PATTERNS[self.name].replace("$", r"\Z")).findall
         assert self._classes is not None  # set together with _usplit
         settled = self._classes.settled
-        for ch in set(s):
-            if ch > "\x7f" and not settled(ch):
-                return None
+        if not all(map(settled, wide)):
+            return None
         return self._usplit(s)
 
-    def _symbols_only(self, s: str) -> bool:
-        """Every non-ASCII character of `s` is punctuation or a symbol (general category P* or S*: a dash, an arrow,
+    def _symbols_only(self, wide: set[str]) -> bool:
+        """Every character of `wide` (a text's non-ASCII ones) is punctuation or a symbol (general category P* or S*: a dash, an arrow,
         a check mark, box drawing: what agent transcripts mostly hold). The official pattern's classes leave such a
         character where the ASCII pattern does (not a letter, number, mark nor space; a test checks every one of
         them against the `regex` module's tables), so the ASCII pattern splits `s` into the same pieces, and the
         `regex` module (~16 ms to import and compile the pattern) is not needed."""
         symbol = self._symbol
-        for ch in set(s):
-            if ch > "\x7f":
-                ok = symbol.get(ch)
-                if ok is None:
-                    from unicodedata import category
+        for ch in wide:
+            ok = symbol.get(ch)
+            if ok is None:
+                from unicodedata import category
 
-                    ok = symbol[ch] = category(ch)[0] in "PS"
-                if not ok:
-                    return False
+                ok = symbol[ch] = category(ch)[0] in "PS"
+            if not ok:
+                return False
         return True
 
     def count(self, s: str) -> int | None:
         """Tokens of `s`, or None when this counter cannot count it (an unsettled character, a huge piece)."""
-        if s.isascii() or self._symbols_only(s):
+        if s.isascii():
             pieces = self._split(s)
         else:
-            pieces = self._unicode_split(s)
+            wide = {ch for ch in set(s) if ch > "\x7f"}  # its non-ASCII characters
+            pieces = self._split(s) if self._symbols_only(wide) else self._unicode_split(s, wide)
             if pieces is None:
                 return None
         memo = self._pieces

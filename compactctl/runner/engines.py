@@ -258,8 +258,9 @@ class PruneJob:
 
         def work(t: Transcript) -> Result:
             out, st = phase.prune(t, counter, opts)
-            notes = [orjson.dumps({"transcript": t.id, **st.as_dict()}).decode()] if stats else []
-            report = {"transcript": t.id, "status": "pruned", "prune": st.as_dict()}  # --report (the record API's shape)
+            figures = st.as_dict()
+            notes = [orjson.dumps({"transcript": t.id, **figures}).decode()] if stats else []
+            report = {"transcript": t.id, "status": "pruned", "prune": figures}  # --report (the record API's shape)
             return Result(out, report, st.archived, notes=notes)
 
         return work

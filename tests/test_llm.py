@@ -270,3 +270,23 @@ def test_a_small_budget_keeps_the_ask_the_summary_carries():
     for budget in (20, 60, 79):  # the 13 headings alone take ~80 tokens: only the sections with content are shown
         text = _trim(dict(secs), counter, budget, keep_ask=True)
         assert "now add tests for parse_header" in text and counter.text(text) <= budget, budget
+
+
+def test_a_trimmed_model_answer_says_how_many_lines_it_lost():
+    # The offline summary notes what it left out; a model's answer cut to its budget said nothing, so the agent
+    # read a partial list of actions as the whole.
+    from compactctl.summarizers.llm import _trim
+    from compactctl.summarizers.prompt import SECTIONS, parse_sections
+
+    counter = make_counter("gpt-4o")
+    secs = dict.fromkeys(SECTIONS, "None")
+    secs["Active Task"] = "now add tests for parse_header"
+    secs["Completed Actions"] = "\n".join(f"{k}. ran `pytest tests/test_{k}.py` exit 0" for k in range(1, 61))
+    whole = _trim(dict(secs), counter, 5_000)
+    assert "omitted" not in whole  # nothing cut: no note
+    text = _trim(dict(secs), counter, 400)
+    assert counter.text(text) <= 400
+    done = parse_sections(text)["Completed Actions"].split("\n")
+    lost = int(done[0].split()[0].lstrip("(+"))
+    assert done[0] == f"(+{lost} earlier lines omitted to fit the budget)"
+    assert lost + len(done) - 1 == 60 and done[-1] == "60. ran `pytest tests/test_60.py` exit 0"  # the newest kept

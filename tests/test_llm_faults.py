@@ -117,8 +117,13 @@ def test_404_for_every_model_stops_the_run(server):
             api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     assert s.breaker.allow()
     s = LLMSummarizer("error404", server.url, "k", "good", timeout=5, retries=0, cache=None)
-    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
-    assert rep["summarizer"] == "llm:good" and any("fallback model good used" in w for w in rep["warnings"])
+    asked = len(server.requests)
+    for _ in range(3):
+        _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+        assert rep["summarizer"] == "llm:good" and any("fallback model good used" in w for w in rep["warnings"])
+    # the missing model is asked once in the run, not once per transcript
+    assert [r["model"] for r in server.requests[asked:]] == ["error404", "good", "good", "good"]
+    assert any("error404: not asked (the endpoint answered 404 for it earlier in this run)" in w for w in rep["warnings"])
     s = LLMSummarizer("error404", server.url, "k", "error404b", timeout=5, retries=0, cache=None)
     with pytest.raises(LLMAuthError, match=r"--llm-model \(or --model\) and --fallback-model"):
         api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))

@@ -5,7 +5,8 @@
   the summary so far (PREVIOUS SUMMARY + NEW TURNS), never cut;
 - retries with backoff on 429/5xx/timeouts (the client's own, honouring retry-after), then the
   fallback model once, then the offline summarizer (the report says so); 401/403 stop the run, and
-  so does a 404 for every model asked (no such model or path: a configuration error, not an outage);
+  so does a 404 for every model asked (no such model or path: a configuration error, not an outage); a model
+  that answered 404 is not asked again in the same run (the fallback answers at once);
 - a circuit breaker per endpoint pauses calls after repeated transient failures;
 - answers are cached by the exact request; a partly structured answer is completed from the offline
   summary; the retention guard adds the files, error lines, constraints and last ask the answer
@@ -220,6 +221,9 @@ class LLMSummarizer:
         # none (every transcript fits, or the cache answers) never imports it.
         self._client = None
         self._client_lock = threading.Lock()
+        # Models the endpoint answered 404 for in this run: not asked again (with a working fallback, every
+        # transcript paid a failed call for them).
+        self._missing: set[str] = set()
         # one call may wait at most this long in all, retries included (a server that drips bytes
         # resets the client's read timeout forever): then it counts as a timeout
         backoff = sum(min(8.0, 0.5 * 2**k) for k in range(retries))  # the openai client's sleeps between retries
@@ -379,6 +383,10 @@ class LLMSummarizer:
             deadline += time.monotonic() - started
         missing: list[str] = []  # models the endpoint answered 404 for
         for model in models:
+            if model in self._missing:
+                missing.append(model)
+                stats["warnings"].append(f"{model}: not asked (the endpoint answered 404 for it earlier in this run)")
+                continue
             request = requests[model]
             call_deadline = time.monotonic() + self.call_deadline
             if deadline is not None:
@@ -410,6 +418,7 @@ class LLMSummarizer:
                 stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
                 if _not_found(e):  # a configuration error, not an outage: it must not open the breaker (which hides it)
                     missing.append(model)
+                    self._missing.add(model)
                 else:
                     self.breaker.record(False)
                 continue
@@ -542,18 +551,19 @@ def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
 
 def _trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = False) -> str:
     """The rendered summary within `budget`: the longest section loses its oldest lines first, never the
-    anchors (Active Task, Constraints). Linear: each line is counted once, and a few rounds correct
-    for the tokens that joining lines adds or saves."""
+    anchors (Active Task, Constraints), and says how many it lost (`(+N earlier lines omitted to fit the
+    budget)`, as the offline summary does). Linear: each line is counted once, and a few rounds correct for
+    the tokens that joining lines and the notes add or save."""
     text = render(secs)
     total = counter.text(text)
+    lines = {s: secs.get(s, "").split("\n") for s in SECTIONS if s not in ("Active Task", "Constraints & Preferences")}
+    start = dict.fromkeys(lines, 0)
+    size = {s: len(secs.get(s, "")) for s in lines}
     for _ in range(8):
         if total <= budget:
             break
         over = total - budget
-        lines = {s: secs.get(s, "").split("\n") for s in SECTIONS if s not in ("Active Task", "Constraints & Preferences")}
-        start = dict.fromkeys(lines, 0)
-        size = {s: len(secs.get(s, "")) for s in lines}
-        heap = [(-size[s], s) for s in lines if len(lines[s]) > 1]
+        heap = [(-size[s], s) for s in lines if len(lines[s]) - start[s] > 1]
         heapq.heapify(heap)
         freed = 0
         while heap and freed < over:
@@ -568,10 +578,13 @@ def _trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = 
             break
         for s, k in start.items():
             if k:
-                secs[s] = "\n".join(lines[s][k:])
+                secs[s] = f"{OMITTED.format(k)}\n" + "\n".join(lines[s][k:])
         text = render(secs)
         total = counter.text(text)
     return _cut_to_fit(secs, counter, budget, text, total, keep_ask)
+
+
+OMITTED = "(+{} earlier lines omitted to fit the budget)"
 
 
 def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, total: int, keep_ask: bool) -> str:

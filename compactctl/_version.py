@@ -1,4 +1,4 @@
-"""The version, in one place: pyproject.toml reads it (`[tool.setuptools.dynamic]`), `compactctl.__version__`
+"""The version, in one place: pyproject.toml reads it (`[tool.hatch.version]`), `compactctl.__version__`
 and `compactctl --version` print it."""
 
 __version__ = "0.1.0"

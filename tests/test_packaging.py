@@ -24,7 +24,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 def test_version_is_defined_once():
     assert "version" not in PYPROJECT["project"] and "version" in PYPROJECT["project"]["dynamic"]
-    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "compactctl._version.__version__"}
+    assert PYPROJECT["tool"]["hatch"]["version"] == {"path": "compactctl/_version.py"}
     defined = []
     for path in sorted((ROOT / "compactctl").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -45,4 +45,14 @@ def test_every_way_of_asking_agrees():
 
 def test_py_typed_is_shipped():
     assert (ROOT / "compactctl" / "py.typed").is_file()
-    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["compactctl"]
+    # the wheel ships every file of the package directory (hatchling's `packages`), py.typed with them
+    assert PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["compactctl"]
+
+
+def test_the_editable_install_is_a_path_entry():
+    # setuptools' editable install of this flat layout is an import hook that cost every process ~20 ms at
+    # start-up (make demo, the bench, a hook's CLI runs); hatchling's is a .pth line: `import site` loads nothing more
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"}
+    )
+    assert r.returncode == 0 and "__editable__" not in r.stderr, r.stderr[-2000:]

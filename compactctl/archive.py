@@ -16,6 +16,7 @@ spans: reference -> the positions they covered); a derived index also has `deriv
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
@@ -383,14 +384,28 @@ class Index:
         ref = ref.strip().lower().removeprefix("[ref ").removesuffix("]").strip()
         if not re.fullmatch(r"[0-9a-f]{4,16}", ref):
             raise UnknownRef(f"{ref!r} is not a reference (8 hex digits, as in [ref 3f9a2c1b])")
-        where, args = ("AND r.transcript = ?", (transcript,)) if transcript else ("", ())
         hits, seen = [], set()
-        for row in self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.ref = ? {where} ORDER BY r.id", (ref, *args)):
-            h = self._hit(row)
+        for row, span in self._rows(ref, transcript):
+            h = self._hit(row, span=span)
             said = (h.role, h.text)  # the same content under one reference (the same output of several calls): given once
-            if said not in seen:
-                seen.add(said)
-                hits.append(h)
+            if span is None and said in seen:
+                continue
+            seen.add(said)
+            hits.append(h)
+        if not hits:
+            raise UnknownRef(
+                f"no archived original has reference {ref}" + (f" in transcript {transcript}" if transcript else "") + f" ({self.path})"
+            )
+        return hits
+
+    def originals(self, ref: str) -> list[tuple[dict, str | None]]:
+        """The archive records behind a reference, as recall finds them: (record, the span it was found as a member of)."""
+        return [(orjson.loads(row[-1]), span) for row, span in self._rows(ref, None)]
+
+    def _rows(self, ref: str, transcript: str | None) -> Iterator[tuple[tuple, str | None]]:
+        where, args = ("AND r.transcript = ?", (transcript,)) if transcript else ("", ())
+        for row in self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.ref = ? {where} ORDER BY r.id", (ref, *args)):
+            yield row, None
         spans = self.db.execute(
             f"SELECT seq, transcript, start, end FROM spans WHERE span = ? {where.replace('r.', '')}", (ref, *args)
         ).fetchall()
@@ -400,12 +415,8 @@ class Index:
                 "AND ((r.idx >= ? AND r.idx < ?) OR r.span = ?) ORDER BY r.idx, r.id",
                 (seq, tr, start, end, ref),
             )
-            hits.extend(self._hit(row, span=ref) for row in rows)
-        if not hits:
-            raise UnknownRef(
-                f"no archived original has reference {ref}" + (f" in transcript {transcript}" if transcript else "") + f" ({self.path})"
-            )
-        return hits
+            for row in rows:
+                yield row, ref
 
     def _ranked(self, rowid: int, rank: float, match: str) -> Hit:
         row = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.id = ?", (rowid,)).fetchone()
@@ -435,3 +446,95 @@ class Index:
             if ranked:
                 return [self._ranked(rowid, rank, match) for rowid, rank in ranked]
         return []
+
+
+_REF_BYTES = re.compile(rb"\[ref ([0-9a-f]{8})\]")
+
+
+class Carry:
+    """What an archive being written over still has to give: the originals of the references the new run's output
+    and archive still hold but did not archive themselves.
+
+    Compacting an already compacted transcript keeps some of its references (in a summary's action lines, in the
+    digests it archives again); with the same `--archive` path the earlier archive is replaced. So the records
+    behind those references (for a summarized span, its members) are copied from the earlier archive into the new
+    one, and so on for the references they hold in turn. They are marked `carried` (restore skips them) and numbered
+    below 0 (`seq` -1, -2, ... one per reference carried: a span's members stay together, apart from this run's).
+    A rerun over the same input carries nothing: everything its output refers to, it archived itself."""
+
+    def __init__(self, previous: str):
+        self.previous = previous
+        self.own: set[bytes] = set()  # references this run archived (records and spans)
+        self.used: set[bytes] = set()  # references its output and its archive records hold
+
+    def archived(self, rec: dict, data: bytes) -> None:
+        for k in ("ref", "span"):
+            v = rec.get(k)
+            if isinstance(v, str):
+                self.own.add(v.encode())
+        self.used.update(_REF_BYTES.findall(data))
+
+    def wrote(self, line: bytes) -> None:
+        if b"[ref " in line:
+            self.used.update(_REF_BYTES.findall(line))
+
+    def seed(self, path: str, archive: bool) -> None:
+        """From a part file written before an interrupt (--resume): what it holds."""
+        try:
+            with open(path, "rb") as f:
+                for line in f:
+                    if archive and line.startswith(b"{"):
+                        with contextlib.suppress(orjson.JSONDecodeError):
+                            rec = orjson.loads(line)
+                            if isinstance(rec, dict):
+                                self.archived(rec, line)
+                                continue
+                    self.wrote(line)
+        except OSError:
+            pass
+
+    def records(self, warn: Callable[[str], None]) -> Iterator[dict]:
+        """The records to copy, in a stable order (references sorted, then what they hold in turn)."""
+        todo = sorted(self.used - self.own, reverse=True)
+        if not todo:
+            return
+        try:
+            ix = Index.open(self.previous)
+        except CompactError as e:
+            warn(
+                f"{self.previous}: the archive written over could not be read ({e}): {len(todo)} references the output keeps from it are lost"
+            )
+            return
+        seen = set(self.own)
+        carried: set[tuple[Any, bytes]] = set()  # (reference, message) copied as its own: a second copy is the same
+        k = 0
+        with ix:
+            while todo:
+                ref = todo.pop()
+                if ref in seen:
+                    continue
+                seen.add(ref)
+                found = ix.originals(ref.decode())
+                if not found:
+                    continue
+                k += 1
+                held: set[bytes] = set()
+                for rec, span in found:
+                    message = rec.get("message")
+                    if not isinstance(message, dict):
+                        continue
+                    body = orjson.dumps(message)
+                    own = rec.get("ref")
+                    if span is None:
+                        if (own, body) in carried:
+                            continue
+                        carried.add((own, body))
+                    elif isinstance(own, str):
+                        seen.add(own.encode())  # recall finds a span's member by its own reference too
+                    out = {key: v for key, v in rec.items() if key not in ("span", "span_start", "span_end")}
+                    out["seq"], out["carried"] = -k, True
+                    if span is not None:  # a member of a summarized span: found by the span's reference
+                        out["span"], out["span_start"], out["span_end"] = span, 0, 0
+                    held.update(_REF_BYTES.findall(body))
+                    yield out
+                todo += sorted(held - seen, reverse=True)

@@ -40,6 +40,7 @@ class _Sinks:
         self.pending: list[str] = []  # -o DIR/: finished files (their targets), renamed into place when the run ends (all or nothing)
         self.written_as: tuple[str, str] | None = None  # (format, input) of the first transcript written to the one output
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
+        self.carry = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
         if io.resume and not journaled:
@@ -52,6 +53,8 @@ class _Sinks:
         ck = self._open_journal(out, files, desc)
         self._open_sides(ck)
         self._open_output(out, ck)
+        if self.carry is not None and ck:  # --resume: what the parts written before the interrupt refer to
+            self._seed_carry(self.carry, out)
         rejected = ck.get("rj", 0)  # "n" counts every record read, the rejected too (--resume skips them all)
         self.stats = RunStats(ck.get("n", 0) - rejected, ck.get("changed", 0), rejected=rejected)
         self.key = ck.get("key", "")
@@ -94,6 +97,15 @@ class _Sinks:
         self.state = ck
         self.journal.reopen(valid)
         return ck
+
+    def _seed_carry(self, carry: Any, out: str) -> None:
+        assert self.io.archive is not None  # a Carry is made for an archive only
+        carry.seed(part_path(self.io.archive), archive=True)
+        outputs = [out]
+        if self.to_dir:  # the files finished before the interrupt, and the one it cut
+            outputs = [*self.pending, *([self.targets[self.current]] if self.current else [])]
+        for target in outputs:
+            carry.seed(part_path(target), archive=False)
 
     def _open_sides(self, ck: dict) -> None:
         """The side files as part files, truncated to the checkpoint when resuming (an SQLite archive is written whole)."""
@@ -174,11 +186,17 @@ class _Sinks:
         if "rejects" in self.sides:
             for line in (*rejects, *done.rejects):
                 self._side("rejects", line + b"\n")
+        carry = self.carry
         for line in done.lines:
             self.out.write(line + b"\n")
+            if carry is not None:
+                carry.wrote(line)
         if "archive" in self.sides:
             for rec in done.archive:
-                self._side("archive", orjson.dumps(rec) + b"\n")
+                data = orjson.dumps(rec) + b"\n"
+                self._side("archive", data)
+                if carry is not None:
+                    carry.archived(rec, data)
         if done.report is not None and "report" in self.sides:
             self._side("report", orjson.dumps(done.report) + b"\n")
         self.file_n += 1
@@ -266,6 +284,11 @@ class _Sinks:
         whose output was streamed ended early (the archive covers what was written)."""
         if self.sides.get("archive") is None:
             return
+        carried = 0
+        if self.carry is not None:
+            for rec in self.carry.records(warn):
+                self._side("archive", orjson.dumps(rec) + b"\n")
+                carried += 1
         end = {
             "type": "end",
             "transcripts": self.stats.transcripts,
@@ -273,6 +296,8 @@ class _Sinks:
             "first_seq": self.first_seq,
             "rejected": self.stats.rejected,
         }
+        if carried:
+            end["carried"] = carried
         if stopped is not None:
             end["stopped"] = stopped
         self._side("archive", orjson.dumps(end) + b"\n")
@@ -407,6 +432,15 @@ def _archive_sink(path: str) -> Any:
     from ..archive import sink
 
     return sink(path)
+
+
+def _carry(path: str | None) -> Any:
+    """A Carry when the run writes its archive over an existing file (see archive.Carry), else None."""
+    if not path or path == "-" or not os.path.isfile(path):
+        return None
+    from ..archive import Carry
+
+    return Carry(path)
 
 
 def _is_sqlite(path: str) -> bool:

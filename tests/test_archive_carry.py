@@ -1,0 +1,131 @@
+"""An archive written over by a later run keeps the originals the new output still refers to (archive.Carry).
+
+Compacting an already compacted session keeps some of its references: the new summary's action lines and the
+digests it archives again hold `[ref ...]` marks whose originals only the earlier archive has. A hook that
+compacts the same session with the same --archive path replaced that archive, and those references pointed at
+nothing (2 of the 4 in the sample's second compaction)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactctl.archive import Index, UnknownRef, records
+
+from .conftest import SAMPLES, cli, tool_session, write_jsonl
+
+REF = re.compile(r"\[ref ([0-9a-f]{8})\]")
+SAMPLE = SAMPLES / "long_session.jsonl"
+
+
+def _compact(src: Path, out: Path, archive: Path, window: str, *extra: str) -> None:
+    r = cli("compact", str(src), "--context-window", window, "-q", "-o", str(out), "--archive", str(archive), *extra)
+    assert r.returncode == 0, r.stderr
+
+
+def _refs(*paths: Path) -> set[str]:
+    return {r for p in paths for r in REF.findall(p.read_text(encoding="utf-8"))}
+
+
+def _unresolved(refs: set[str], archive: Path) -> list[str]:
+    missing = []
+    with Index.open(str(archive)) as ix:
+        for r in sorted(refs):
+            try:
+                ix.recall(r)
+            except UnknownRef:
+                missing.append(r)
+    return missing
+
+
+@pytest.mark.parametrize("name", ["arch.jsonl", "arch.sqlite"])
+def test_compacting_a_compacted_session_over_its_archive_loses_no_reference(tmp_path, name):
+    arch, a1, a2 = tmp_path / name, tmp_path / "a1.jsonl", tmp_path / "a2.jsonl"
+    _compact(SAMPLE, a1, arch, "8000")
+    first = {r for r in _refs(a1)}
+    _compact(a1, a2, arch, "3000")
+    kept = _refs(a2)
+    assert kept & first, "the second compaction keeps references of the first: the case this covers"
+    assert _unresolved(kept, arch) == []
+    if name.endswith(".jsonl"):  # and every reference the archive's own records hold
+        assert _unresolved(_refs(arch), arch) == []
+    end = list(records(str(arch)))[-1]
+    assert end["type"] == "end" and end["carried"] > 0
+    # restore reads this run's records only: the second output gives back the first
+    back = cli("restore", str(a2), "--archive", str(arch))
+    assert back.returncode == 0 and back.stdout == a1.read_bytes(), back.stderr
+
+
+def test_a_span_reference_carried_gives_back_its_members(tmp_path):
+    arch, a1, a2 = tmp_path / "arch.jsonl", tmp_path / "a1.jsonl", tmp_path / "a2.jsonl"
+    _compact(SAMPLE, a1, arch, "8000")
+    with Index.open(str(arch)) as ix:
+        spans = {r: [h.text for h in ix.recall(r)] for r in _refs(a1) if any(h.span for h in ix.recall(r))}
+    assert spans, "the first compaction summarized a span"
+    _compact(a1, a2, arch, "3000")
+    with Index.open(str(arch)) as ix:
+        for r, texts in spans.items():
+            hits = ix.recall(r)
+            assert [h.text for h in hits] == texts and all(h.span == r for h in hits)
+
+
+def test_a_rerun_writes_the_same_archive_and_a_fresh_input_carries_nothing(tmp_path):
+    arch, a1, a2 = tmp_path / "arch.jsonl", tmp_path / "a1.jsonl", tmp_path / "a2.jsonl"
+    _compact(SAMPLE, a1, arch, "8000")
+    alone = tmp_path / "alone.jsonl"
+    _compact(SAMPLE, tmp_path / "x.jsonl", alone, "8000")
+    assert arch.read_bytes() == alone.read_bytes()
+    _compact(SAMPLE, a1, arch, "8000")  # the same run over its own archive: nothing to carry, the same bytes
+    assert arch.read_bytes() == alone.read_bytes()
+    _compact(a1, a2, arch, "3000")
+    second = arch.read_bytes()
+    _compact(a1, a2, arch, "3000")  # carried records are found again in the carried copies: the same bytes, no growth
+    assert arch.read_bytes() == second
+
+
+def test_an_unreadable_archive_written_over_is_said(tmp_path):
+    arch, a1 = tmp_path / "arch.jsonl", tmp_path / "a1.jsonl"
+    _compact(SAMPLE, a1, arch, "8000")
+    arch.write_bytes(b"not an archive\n")
+    r = cli("compact", str(a1), "--context-window", "3000", "-o", str(tmp_path / "a2.jsonl"), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert b"the archive written over could not be read" in r.stderr and b"references the output keeps from it are lost" in r.stderr
+
+
+@pytest.mark.parametrize("to_dir", [False, True])
+def test_resume_carries_what_the_parts_written_before_the_kill_refer_to(tmp_path, to_dir):
+    """After a kill, the references in the output and archive parts written before it count too (-o FILE: one
+    part; -o DIR/: the finished files' parts and the one the kill cut)."""
+    from .test_scale import SLOW, _killed_run
+
+    def session(k: int) -> list[dict]:  # outputs of their own: references are content hashes, shared by equal outputs
+        return [{**m, "content": f"session {k}: {m['content']}"} if m["role"] == "tool" else m for m in tool_session(8 + k % 4, 1500)]
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in range(4):
+        write_jsonl(src / f"d{f}.jsonl", [{"messages": session(4 * f + k), "id": k} for k in range(4)])
+    arch, once = tmp_path / "first.jsonl", tmp_path / "once"
+    r = cli("compact", str(src), "--context-window", "3000", "--summary-min", "300", "-q", "-o", f"{once}/", "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+
+    def args(base: str) -> list[str]:
+        out = f"{tmp_path / base}.out" + ("/" if to_dir else "")
+        return [str(once), "--context-window", "1800", "--summary-min", "200", "-q", "-o", out, "--archive", f"{tmp_path / base}.archive"]
+
+    for base in ("ref", "k"):
+        (tmp_path / f"{base}.archive").write_bytes(arch.read_bytes())
+    assert cli("compact", *args("ref")).returncode == 0
+    _killed_run(args("k"), tmp_path / ("k.out/.compactctl-journal" if to_dir else "k.out.compactctl-journal"), 6, SLOW)
+    r = cli("compact", *args("k"), "--resume")
+    assert r.returncode == 0, r.stderr
+    outs = sorted((tmp_path / "ref.out").glob("*.jsonl")) if to_dir else [tmp_path / "ref.out"]
+    for ref in outs:
+        assert (tmp_path / "k.out" / ref.name if to_dir else tmp_path / "k.out").read_bytes() == ref.read_bytes()
+    assert (tmp_path / "k.archive").read_bytes() == (tmp_path / "ref.archive").read_bytes()
+    carried = [orjson.loads(x) for x in (tmp_path / "ref.archive").read_bytes().splitlines()[:-1]]
+    assert len({c["transcript"] for c in carried if c.get("carried")}) == 16  # each transcript's own: those before the kill too
+    assert _unresolved(_refs(*outs), tmp_path / "ref.archive") == []

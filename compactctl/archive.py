@@ -330,6 +330,14 @@ class Hit:
 SNIPPET_CHARS = 400  # a search hit's snippet at most
 
 
+def normalized_ref(ref: str) -> str:
+    """`3f9a2c1b` from `3f9a2c1b`, `[ref 3f9a2c1b]` or `3F9A2C1B`; UnknownRef for anything else."""
+    ref = ref.strip().lower().removeprefix("[ref ").removesuffix("]").strip()
+    if not re.fullmatch(r"[0-9a-f]{4,16}", ref):
+        raise UnknownRef(f"{ref!r} is not a reference (8 hex digits, as in [ref 3f9a2c1b])")
+    return ref
+
+
 class Index:
     """A read-only archive index. `open(path)` takes a .sqlite archive or a JSONL one (indexed on first use)."""
 
@@ -381,9 +389,7 @@ class Index:
     def recall(self, ref: str, transcript: str | None = None) -> list[Hit]:
         """The original(s) behind a reference: one message (copies of the same content given once), or
         every archived member of a summarized span in order. UnknownRef when there is none."""
-        ref = ref.strip().lower().removeprefix("[ref ").removesuffix("]").strip()
-        if not re.fullmatch(r"[0-9a-f]{4,16}", ref):
-            raise UnknownRef(f"{ref!r} is not a reference (8 hex digits, as in [ref 3f9a2c1b])")
+        ref = normalized_ref(ref)
         hits, seen = [], set()
         for row, span in self._rows(ref, transcript):
             h = self._hit(row, span=span)
@@ -446,6 +452,66 @@ class Index:
             if ranked:
                 return [self._ranked(rowid, rank, match) for rowid, rank in ranked]
         return []
+
+
+class Archives:
+    """Several archives read as one (`recall` and `mcp` with --archive given more than once: the archives of
+    separate compactions of one session). A reference is looked up in each, in the order given (the same
+    content given once); a search takes each archive's best and orders them by score (bm25 weighs a word by
+    how rare it is in its own archive, so scores from different archives compare only roughly)."""
+
+    def __init__(self, indexes: list[Index]):
+        self.indexes = indexes
+        self.path = ", ".join(ix.path for ix in indexes)
+
+    @classmethod
+    def open(cls, paths: list[str]) -> Archives:
+        opened: list[Index] = []
+        try:
+            for p in dict.fromkeys(paths):
+                opened.append(Index.open(p))
+        except BaseException:
+            for ix in opened:
+                ix.close()
+            raise
+        return cls(opened)
+
+    def current(self) -> Archives:
+        now = [ix.current() for ix in self.indexes]
+        return self if all(a is b for a, b in zip(now, self.indexes, strict=True)) else Archives(now)
+
+    def recall(self, ref: str, transcript: str | None = None) -> list[Hit]:
+        ref = normalized_ref(ref)
+        hits: list[Hit] = []
+        seen: set[tuple[str, str]] = set()
+        for ix in self.indexes:
+            try:
+                found = ix.recall(ref, transcript)
+            except UnknownRef:
+                continue
+            for h in found:
+                if h.span is None and (h.role, h.text) in seen:
+                    continue
+                seen.add((h.role, h.text))
+                hits.append(h)
+        if not hits:
+            where = f" in transcript {transcript}" if transcript else ""
+            raise UnknownRef(f"no archived original has reference {ref}{where} ({self.path})")
+        return hits
+
+    def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
+        hits = [h for ix in self.indexes for h in ix.search(query, limit, transcript)]
+        return sorted(hits, key=lambda h: -h.score)[:limit] if len(self.indexes) > 1 else hits
+
+    def close(self) -> None:
+        for ix in self.indexes:
+            ix.close()
+
+    def __enter__(self) -> Archives:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 _REF_BYTES = re.compile(rb"\[ref ([0-9a-f]{8})\]")

@@ -1,4 +1,4 @@
-"""An MCP server (stdio) over an archive: the tools `search` and `recall`, on the official `mcp` SDK.
+"""An MCP server (stdio) over an archive (or several read as one): the tools `search` and `recall`, on the official `mcp` SDK.
 
 An agent resumed from a compacted transcript sees `[ref 3f9a2c1b]` where content was removed;
 `recall` returns the original, `search` finds originals by words. Local only: stdio, no network.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from .archive import Index, UnknownRef
+from .archive import Archives, Index, UnknownRef
 from .errors import CompactError
 
 MAX_CHARS = 40_000  # what one recall returns at most (a summarized span can be megabytes)
@@ -28,14 +28,14 @@ def _sdk():
     return MCPServer, ToolError
 
 
-def search_text(ix: Index, query: str, limit: int = 5) -> str:
+def search_text(ix: Index | Archives, query: str, limit: int = 5) -> str:
     hits = ix.search(query, max(1, min(limit, 50)))
     if not hits:
         return f"no archived original matches {query!r}"
     return _capped("\n".join(f"[ref {h.ref}] {h.transcript} #{h.index} {h.role}: {h.snippet}" for h in hits), "ask for fewer")
 
 
-def recall_text(ix: Index, ref: str, offset: int = 0) -> str:
+def recall_text(ix: Index | Archives, ref: str, offset: int = 0) -> str:
     """The original(s) behind `ref`, from character `offset` on: MAX_CHARS at most, the note saying where the next
     part starts (a long output or span is read in parts)."""
     hits = ix.recall(ref)
@@ -63,11 +63,11 @@ def _capped(text: str, hint: str) -> str:
     return text[:keep] + note.format(keep)
 
 
-def build_server(archive: str):
-    opened = [Index.open(archive)]  # fails early (bad path, not an archive) before the session starts
+def build_server(archives: list[str]):
+    opened = [Archives.open(archives)]  # fails early (bad path, not an archive) before the session starts
     lock = threading.Lock()
 
-    def ix() -> Index:  # re-indexed when a later run wrote the JSONL archive (the server lives long)
+    def ix() -> Archives:  # re-indexed when a later run wrote a JSONL archive (the server lives long)
         with lock:
             opened[0] = opened[0].current()
             return opened[0]
@@ -95,5 +95,5 @@ def build_server(archive: str):
     return server
 
 
-def serve(archive: str) -> None:
-    build_server(archive).run("stdio")
+def serve(archives: list[str]) -> None:
+    build_server(archives).run("stdio")

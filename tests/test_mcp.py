@@ -22,10 +22,10 @@ def _text(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-async def _session(arch: str, calls: list[tuple[str, dict]]):
+async def _session(arch: str, calls: list[tuple[str, dict]], *more: str):
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "compactctl", "mcp", "--archive", arch],
+        args=["-m", "compactctl", "mcp", "--archive", arch, *(x for a in more for x in ("--archive", a))],
         env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")},
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -150,3 +150,20 @@ def test_the_same_content_under_one_reference_is_recalled_once(tmp_path):
     with archive.Index.open(str(arch)) as ix:
         for ref, c in shared.items():
             assert len(ix.recall(ref)) == len(set(map(str, c))), ref
+
+
+def test_the_server_reads_several_archives_as_one(tmp_path):
+    refs = []
+    for k, word in enumerate(("flux_capacitor", "warp_coil")):
+        rows = tool_session(6, 3000)
+        rows[3]["content"] = f"Traceback: KeyError '{word}' in engine/core.py line 88\n" + "noise\n" * 600
+        src = write_jsonl(tmp_path / f"s{k}.jsonl", rows)
+        arch = tmp_path / f"a{k}.jsonl"
+        r = cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(tmp_path / f"c{k}.jsonl"), "--archive", str(arch))
+        assert r.returncode == 0, r.stderr
+        [rec] = [x for x in archive.records(str(arch)) if x.get("index") == 3]
+        refs.append(rec)
+    calls = [("recall", {"ref": refs[0]["ref"]}), ("recall", {"ref": refs[1]["ref"]}), ("search", {"query": "warp_coil"})]
+    _, (first, second, found) = asyncio.run(_session(str(tmp_path / "a0.jsonl"), calls, str(tmp_path / "a1.jsonl")))
+    assert _text(first) == refs[0]["message"]["content"] and _text(second) == refs[1]["message"]["content"]
+    assert _text(found).startswith(f"[ref {refs[1]['ref']}]")

@@ -277,3 +277,28 @@ def test_a_tool_output_is_found_by_the_file_or_command_of_its_call(tmp_path):
         found = {h.ref for h in ix.search("read_file net/client.py", 10)}
         assert reads & found
         assert all(h.text == h.message.get("content") for h in ix.recall(next(iter(reads))))  # recall: the output only
+
+
+def test_several_archives_read_as_one(tmp_path):
+    """The archives of separate compactions (other paths): one recall or search over all of them."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    out_a, a = compacted(tmp_path / "one")
+    rows = tool_session(6, 3000)
+    rows[3]["content"] = "Traceback: KeyError 'flux_capacitor' in engine/core.py line 88\n" + "noise\n" * 600
+    out_b, b = compacted(tmp_path / "two", src=write_jsonl(tmp_path / "s.jsonl", rows), arch="b.sqlite", window="3000")
+    ref_a = refs.REF_RE.findall(out_a.read_text())[0]
+    ref_b = refs.ref_of(T(rows).messages[3])
+    both = ["--archive", str(b), "--archive", str(a)]
+    for ref, own in ((ref_a, a), (ref_b, b)):
+        alone = cli("recall", ref, "--archive", str(own))
+        r = cli("recall", ref, *both)
+        assert r.returncode == 0 and r.stdout == alone.stdout and alone.returncode == 0, r.stderr
+    r = cli("recall", "deadbeef", *both)
+    assert r.returncode == Exit.NOT_FOUND and b"no archived original has reference deadbeef" in r.stderr
+    hits = read_jsonl(cli("recall", "--search", "flux_capacitor", *both, "--json").stdout)
+    assert hits[0]["ref"] == ref_b
+    with archive.Archives.open([str(a), str(b)]) as ix:  # best first across both, the limit over all
+        found = ix.search("retry_buffer flux_capacitor", limit=3)
+        assert len(found) == 3 and [h.score for h in found] == sorted((h.score for h in found), reverse=True)
+        assert ix.recall(f"[ref {ref_b}]")[0].text == rows[3]["content"]

@@ -41,7 +41,14 @@ HINT = Group(
     lambda recall_hint: recall_hint,
 )
 
-Archive = Annotated[str, typer.Option("--archive", help="The archive: JSONL (indexed on first use into a sibling .sqlite) or .sqlite.")]
+Archive = Annotated[
+    list[str],
+    typer.Option(
+        "--archive",
+        help="The archive: JSONL (indexed on first use into a sibling .sqlite) or .sqlite. Give it again to read "
+        "several as one (the archives of separate compactions).",
+    ),
+]
 
 
 def recall(
@@ -60,23 +67,26 @@ def recall(
     Exit 8 when no archived original has the reference.
 
     Example: compactctl recall 3f9a2c1b --archive removed.jsonl ; compactctl recall --search "config.py" --archive removed.jsonl
+    --archive older.jsonl
     """
     import orjson
 
     from .. import archive as arc
 
     if index:
-        if arc.is_sqlite(archive):
-            raise UsageError("--index builds the index of a JSONL archive; this one is already SQLite")
-        n = arc.build(archive, arc.index_path(archive))
-        print(f"indexed {n:,} records into {arc.index_path(archive)}", file=sys.stderr)
+        for a in archive:
+            if arc.is_sqlite(a):
+                raise UsageError(f"--index builds the index of a JSONL archive; {a} is already SQLite")
+        for a in archive:
+            n = arc.build(a, arc.index_path(a))
+            print(f"indexed {n:,} records into {arc.index_path(a)}", file=sys.stderr)
         if ref is None and search is None:
             return
     if (ref is None) == (search is None):
         raise UsageError("give a reference or --search TERMS (not both)")
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be at least 1")
-    with arc.Index.open(archive) as ix:
+    with arc.Archives.open(archive) as ix:
         if search is not None:
             hits = ix.search(search, limit, transcript)
             for h in hits:
@@ -102,7 +112,7 @@ def mcp(archive: Archive = ...):  # type: ignore[assignment]
 
     Needs the optional extra: pip install 'compactctl[mcp]'.
 
-    Example (client config): {"command": "compactctl", "args": ["mcp", "--archive", "/path/removed.jsonl"]}
+    Example (client config): {"command": "compactctl", "args": ["mcp", "--archive", "/path/removed.jsonl"]} (--archive again: several as one)
     """
     from ..mcp_server import serve
 

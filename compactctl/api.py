@@ -102,12 +102,13 @@ def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None)
 
 def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[int, Message | None]]:
     """(original index, the compacted message that is it) for each [original, output, print] of the map.
-    Archives hold model.content_print (ids left out), older ones model.fingerprint; a writer may order lines
-    as its format does, so a message not at its output index is looked up by its print."""
-    prints = [(content_print(m), fingerprint(m)) for m in messages]
+    Archives hold model.content_print (ids left out), older ones the same over the arguments' text or
+    model.fingerprint; a writer may order lines as its format does, so a message not at its output index is
+    looked up by its print."""
+    prints = [(content_print(m), fingerprint(m), content_print(m, canonical_arguments=False)) for m in messages]
     by_print: dict[str, list[Message]] = {}
-    for m, both in zip(messages, prints, strict=True):
-        for p in dict.fromkeys(both):
+    for m, variants in zip(messages, prints, strict=True):
+        for p in dict.fromkeys(variants):
             by_print.setdefault(p, []).append(m)
     taken: set[int] = set()
     for orig, out, digest in kept:

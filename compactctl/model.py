@@ -201,10 +201,22 @@ def fingerprint(m: Message) -> str:
     return digest(orjson.dumps([m.role, m.text(), m.tool_call_id, [[c.id, c.name, c.arguments] for c in m.tool_calls]]))
 
 
-def content_print(m: Message) -> str:
+def content_print(m: Message, canonical_arguments: bool = True) -> str:
     """`fingerprint` without call and result ids: formats that store none (ShareGPT, Hermes) number them by
-    position when read, so a message read back from a compacted file has other ids than the original."""
-    return digest(orjson.dumps([m.role, m.text(), [[c.name, c.arguments] for c in m.tool_calls]]))
+    position when read, so a message read back from a compacted file has other ids than the original. A call's
+    arguments count as JSON, not as their text: a format that stores them as an object (Anthropic's `input`)
+    gives back '{"path":"a.py"}' for '{"path": "a.py"}' (`canonical_arguments=False`: as archives written before
+    the twelfth session printed them)."""
+    args = _canonical_arguments if canonical_arguments else str
+    return digest(orjson.dumps([m.role, m.text(), [[c.name, args(c.arguments)] for c in m.tool_calls]]))
+
+
+def _canonical_arguments(arguments: str) -> str:
+    """JSON arguments as orjson writes them (compact, keys in their order); anything else as it is."""
+    try:
+        return orjson.dumps(orjson.loads(arguments)).decode()
+    except orjson.JSONDecodeError:
+        return arguments
 
 
 def last_user_index(messages: list[Message]) -> int | None:

@@ -112,3 +112,55 @@ def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):
     assert orjson.loads(_lines(out)[0])["history"] != traj["history"]  # compacted: the restore has work to do
     api.restore_file(str(out), str(arch), str(back))
     assert orjson.loads(_lines(back)[0]) == traj
+
+
+def _spaced_session(tmp_path):
+    """An OpenAI chat session whose arguments are written as Python's json.dumps writes them (spaces after : and ,)."""
+    import json
+
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "read them all"}]
+    for i in range(30):
+        args = json.dumps({"path": f"src/f{i}.py", "note": "caf\u00e9"})  # '{"path": "src/f0.py", "note": "caf\\u00e9"}'
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": args}}],
+            }
+        )
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "x = 1\n" * 300})
+    msgs.append({"role": "user", "content": "now finish"})
+    return write_jsonl(tmp_path / "s.jsonl", [{"messages": msgs}])
+
+
+def test_a_session_written_as_anthropic_restores_whatever_its_arguments_spacing(tmp_path):
+    # Anthropic stores a call's arguments as an object: read back they are '{"path":"src/f0.py",...}', and the
+    # map's print of '{"path": "src/f0.py", ...}' did not match them ("archive does not cover messages [2, 4, ...]").
+    src = _spaced_session(tmp_path)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "6000", "--to", "anthropic", "-q", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == cli("convert", str(src), "--to", "anthropic").stdout  # the input, in the format it was written in
+
+
+def test_an_archive_that_printed_the_arguments_text_still_restores(tmp_path):
+    """Archives written before the twelfth session printed a call's arguments as their text."""
+    from compactctl import formats
+    from compactctl.model import content_print
+
+    src = _spaced_session(tmp_path)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    assert cli("compact", str(src), "--context-window", "6000", "-q", "-o", str(out), "--archive", str(arch)).returncode == 0
+    [t] = formats.Reader().read([str(src)])
+    old = []
+    for line in arch.read_bytes().splitlines():
+        rec = orjson.loads(line)
+        if rec.get("type") == "map":
+            rec["kept"] = [[o, j, content_print(t.messages[o], canonical_arguments=False)] for o, j, _ in rec["kept"]]
+            assert any(p != content_print(t.messages[o]) for o, _, p in rec["kept"])  # the old prints differ
+        old.append(orjson.dumps(rec))
+    arch.write_bytes(b"\n".join(old) + b"\n")
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0 and back.stdout == src.read_bytes(), back.stderr

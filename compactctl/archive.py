@@ -138,7 +138,7 @@ class SqliteSink:
                 os.unlink(self.tmp)
 
 
-def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
+def _insert(db: sqlite3.Connection, rec: dict, raw: bytes, search: bool = True) -> None:
     seq, transcript = rec.get("seq"), rec.get("transcript")
     if rec.get("type") == "map" or not isinstance(rec.get("message"), dict):
         db.execute("INSERT INTO records(seq, transcript, raw) VALUES (?, ?, ?)", (seq, transcript, raw))
@@ -150,7 +150,8 @@ def _insert(db: sqlite3.Connection, rec: dict, raw: bytes) -> None:
         "INSERT INTO records(seq, transcript, idx, phase, ref, span, role, text, call, raw) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (seq, transcript, rec.get("index"), rec.get("phase"), rec.get("ref"), rec.get("span"), role, text, said, raw),
     )
-    db.execute("INSERT INTO search(rowid, text, call) VALUES (?, ?, ?)", (cur.lastrowid, text, said))
+    if search:
+        db.execute("INSERT INTO search(rowid, text, call) VALUES (?, ?, ?)", (cur.lastrowid, text, said))
     if rec.get("span"):
         db.execute(
             "INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?, ?)", (seq, transcript, rec["span"], rec.get("span_start"), rec.get("span_end"))
@@ -466,9 +467,12 @@ class Archives:
 
     @classmethod
     def open(cls, paths: list[str]) -> Archives:
+        unique: dict[str, str] = {}  # a.jsonl and ./a.jsonl: one archive, as first named
+        for p in paths:
+            unique.setdefault(os.path.realpath(p), p)
         opened: list[Index] = []
         try:
-            for p in dict.fromkeys(paths):
+            for p in unique.values():
                 opened.append(Index.open(p))
         except BaseException:
             for ix in opened:
@@ -484,24 +488,32 @@ class Archives:
         ref = normalized_ref(ref)
         hits: list[Hit] = []
         seen: set[tuple[str, str]] = set()
+        spanned = False  # a span's members come from the first archive that has them (a later one may hold a copy)
         for ix in self.indexes:
             try:
                 found = ix.recall(ref, transcript)
             except UnknownRef:
                 continue
             for h in found:
-                if h.span is None and (h.role, h.text) in seen:
+                if (h.span is None and (h.role, h.text) in seen) or (h.span is not None and spanned):
                     continue
                 seen.add((h.role, h.text))
                 hits.append(h)
+            spanned = spanned or any(h.span is not None for h in found)
         if not hits:
             where = f" in transcript {transcript}" if transcript else ""
             raise UnknownRef(f"no archived original has reference {ref}{where} ({self.path})")
         return hits
 
     def search(self, query: str, limit: int = 5, transcript: str | None = None) -> list[Hit]:
-        hits = [h for ix in self.indexes for h in ix.search(query, limit, transcript)]
-        return sorted(hits, key=lambda h: -h.score)[:limit] if len(self.indexes) > 1 else hits
+        if len(self.indexes) == 1:
+            return self.indexes[0].search(query, limit, transcript)
+        hits, seen = [], set()
+        for h in sorted((h for ix in self.indexes for h in ix.search(query, limit, transcript)), key=lambda h: -h.score):
+            if (h.ref, h.role, h.text) not in seen:  # the same original in two archives (carried into a later one): once
+                seen.add((h.ref, h.role, h.text))
+                hits.append(h)
+        return hits[:limit]
 
     def close(self) -> None:
         for ix in self.indexes:
@@ -559,48 +571,86 @@ class Carry:
         except OSError:
             pass
 
-    def records(self, warn: Callable[[str], None]) -> Iterator[dict]:
-        """The records to copy, in a stable order (references sorted, then what they hold in turn)."""
+    def records(self, warn: Callable[[str], None]) -> list[dict]:
+        """The records to copy, in a stable order (references sorted, then what they hold in turn). All or none: an
+        earlier archive that cannot be read (foreign, damaged) is said, and nothing is copied from it."""
         todo = sorted(self.used - self.own, reverse=True)
         if not todo:
-            return
+            return []
         try:
-            ix = Index.open(self.previous)
-        except CompactError as e:
+            with self._previous() as ix:
+                return self._closure(ix, todo)
+        except (CompactError, sqlite3.Error, OSError) as e:
             warn(
                 f"{self.previous}: the archive written over could not be read ({e}): {len(todo)} references the output keeps from it are lost"
             )
+            return []
+
+    @contextlib.contextmanager
+    def _previous(self) -> Iterator[Index]:
+        """The earlier archive's records by reference: itself (SQLite), its index when fresh, else a temporary
+        index of references only (no full-text search; removed after: the JSONL is about to be replaced)."""
+        if is_sqlite(self.previous):
+            with Index.open(self.previous) as ix:
+                yield ix
             return
+        try:
+            path, state = _locate(self.previous)
+        except IOFailure:  # both index names taken by other files: a temporary index instead
+            path, state = "", "foreign"
+        if state == "fresh":
+            with Index(_connect(path), path, self.previous) as ix:
+                yield ix
+            return
+        with tempfile.TemporaryDirectory(prefix=".compactctl-carry-", dir=os.path.dirname(os.path.abspath(self.previous))) as d:
+            tmp = os.path.join(d, "refs.sqlite")
+            db = sqlite3.connect(tmp)
+            try:
+                db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
+                with open_input(self.previous) as f:
+                    for lineno, raw in iter_lines(f):
+                        rec = parse_line(raw, self.previous, lineno)
+                        if not isinstance(rec, dict):
+                            raise DataError(self.previous, lineno, "not a compactctl archive record")
+                        _insert(db, rec, raw, search=False)
+                db.executescript(INDEXES)
+                db.commit()
+                yield Index(db, tmp)
+            finally:
+                db.close()
+
+    def _closure(self, ix: Index, todo: list[bytes]) -> list[dict]:
+        out: list[dict] = []
         seen = set(self.own)
         carried: set[tuple[Any, bytes]] = set()  # (reference, message) copied as its own: a second copy is the same
         k = 0
-        with ix:
-            while todo:
-                ref = todo.pop()
-                if ref in seen:
+        while todo:
+            ref = todo.pop()
+            if ref in seen:
+                continue
+            seen.add(ref)
+            found = ix.originals(ref.decode())
+            if not found:
+                continue
+            k += 1
+            held: set[bytes] = set()
+            for rec, span in found:
+                message = rec.get("message")
+                if not isinstance(message, dict):
                     continue
-                seen.add(ref)
-                found = ix.originals(ref.decode())
-                if not found:
-                    continue
-                k += 1
-                held: set[bytes] = set()
-                for rec, span in found:
-                    message = rec.get("message")
-                    if not isinstance(message, dict):
+                body = orjson.dumps(message)
+                own = rec.get("ref")
+                if span is None:
+                    if (own, body) in carried:
                         continue
-                    body = orjson.dumps(message)
-                    own = rec.get("ref")
-                    if span is None:
-                        if (own, body) in carried:
-                            continue
-                        carried.add((own, body))
-                    elif isinstance(own, str):
-                        seen.add(own.encode())  # recall finds a span's member by its own reference too
-                    out = {key: v for key, v in rec.items() if key not in ("span", "span_start", "span_end")}
-                    out["seq"], out["carried"] = -k, True
-                    if span is not None:  # a member of a summarized span: found by the span's reference
-                        out["span"], out["span_start"], out["span_end"] = span, 0, 0
-                    held.update(_REF_BYTES.findall(body))
-                    yield out
-                todo += sorted(held - seen, reverse=True)
+                    carried.add((own, body))
+                elif isinstance(own, str):
+                    seen.add(own.encode())  # recall finds a span's member by its own reference too
+                copy = {key: v for key, v in rec.items() if key not in ("span", "span_start", "span_end")}
+                copy["seq"], copy["carried"] = -k, True
+                if span is not None:  # a member of a summarized span: found by the span's reference
+                    copy["span"], copy["span_start"], copy["span_end"] = span, 0, 0
+                held.update(_REF_BYTES.findall(body))
+                out.append(copy)
+            todo += sorted(held - seen, reverse=True)
+        return out

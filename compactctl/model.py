@@ -204,19 +204,25 @@ def fingerprint(m: Message) -> str:
 def content_print(m: Message, canonical_arguments: bool = True) -> str:
     """`fingerprint` without call and result ids: formats that store none (ShareGPT, Hermes) number them by
     position when read, so a message read back from a compacted file has other ids than the original. A call's
-    arguments count as JSON, not as their text: a format that stores them as an object (Anthropic's `input`)
-    gives back '{"path":"a.py"}' for '{"path": "a.py"}' (`canonical_arguments=False`: as archives written before
-    the twelfth session printed them)."""
+    arguments count as the object a format that stores them as one (Anthropic's `input`) writes (`call_input`):
+    '{"path": "a.py"}' reads back as '{"path":"a.py"}', '' as '{}' (`canonical_arguments=False`: as their text,
+    as archives written before the twelfth session printed them)."""
     args = _canonical_arguments if canonical_arguments else str
     return digest(orjson.dumps([m.role, m.text(), [[c.name, args(c.arguments)] for c in m.tool_calls]]))
 
 
-def _canonical_arguments(arguments: str) -> str:
-    """JSON arguments as orjson writes them (compact, keys in their order); anything else as it is."""
+def call_input(arguments: str) -> dict:
+    """A call's arguments as a JSON object (a tool_use `input`): nothing -> {}; text that is not JSON ->
+    {"_raw_arguments": text}; a list or a scalar -> {"arguments": value}."""
     try:
-        return orjson.dumps(orjson.loads(arguments)).decode()
+        value = orjson.loads(arguments) if arguments else {}
     except orjson.JSONDecodeError:
-        return arguments
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _canonical_arguments(arguments: str) -> str:
+    return orjson.dumps(call_input(arguments)).decode()
 
 
 def last_user_index(messages: list[Message]) -> int | None:

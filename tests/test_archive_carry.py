@@ -129,3 +129,41 @@ def test_resume_carries_what_the_parts_written_before_the_kill_refer_to(tmp_path
     carried = [orjson.loads(x) for x in (tmp_path / "ref.archive").read_bytes().splitlines()[:-1]]
     assert len({c["transcript"] for c in carried if c.get("carried")}) == 16  # each transcript's own: those before the kill too
     assert _unresolved(_refs(*outs), tmp_path / "ref.archive") == []
+
+
+KILL_AT_END = """
+import os, signal, sys
+from compactctl import journal
+append = journal.Journal.append
+def killed_at_end(self, entry):
+    if entry.get("t") == "end":
+        os.kill(os.getpid(), signal.SIGKILL)  # after the last checkpoint, before the journal says the run ended
+    append(self, entry)
+journal.Journal.append = killed_at_end
+sys.argv = ["compactctl", *sys.argv[1:]]
+from compactctl.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("over", [False, True])
+def test_a_kill_after_the_last_checkpoint_leaves_one_end_record(tmp_path, over):
+    """Killed between the checkpoint that holds the archive's end record and the journal's end: --resume wrote a
+    second end record (restore then failed on it), with an archive written over (`over`) and without."""
+    import subprocess
+    import sys
+
+    out, arch = tmp_path / "o.jsonl", tmp_path / "a.jsonl"
+    first = tmp_path / "first.jsonl"
+    _compact(SAMPLE, first, tmp_path / "first-archive.jsonl", "8000")
+    if over:
+        arch.write_bytes((tmp_path / "first-archive.jsonl").read_bytes())
+    args = [str(first), "--context-window", "3000", "-q", "-o", str(out), "--archive", str(arch)]
+    r = subprocess.run([sys.executable, "-c", KILL_AT_END, "compact", *args], capture_output=True)
+    assert r.returncode == -9 and not out.exists() and (tmp_path / "o.jsonl.compactctl-journal").exists()
+    r = cli("compact", *args, "--resume")
+    assert r.returncode == 0, r.stderr
+    ends = [rec for rec in records(str(arch)) if rec.get("type") == "end"]
+    assert len(ends) == 1 and bool(ends[0].get("carried")) == over
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0 and back.stdout == first.read_bytes(), back.stderr

@@ -129,6 +129,23 @@ def test_404_for_every_model_stops_the_run(server):
         api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
 
 
+def test_with_jobs_a_missing_model_is_asked_at_most_once_per_call_in_flight(tmp_path):
+    # A transcript waiting for a free call slot asked the 404 model after another had learned it was missing:
+    # with --jobs 3, 6 transcripts made 6 calls to it (2 x jobs could). Only calls already in flight still go.
+    from .llm_server import Server
+
+    files = [write_jsonl(tmp_path / f"s{k}.jsonl", tool_session(30, 4000)) for k in range(8)]
+    with Server(latency=0.3) as server:
+        r = cli(
+            "compact", *map(str, files), "-o", f"{tmp_path / 'out'}/", "--context-window", "3000", "--summary-min", "300",
+            "--summarizer", "llm", "--base-url", server.url, "--llm-model", "error404", "--fallback-model", "good",
+            "--jobs", "2", "--no-cache", "-q", env={"OPENAI_API_KEY": "k"},
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        asked = [q["model"] for q in server.requests]
+    assert asked.count("good") == 8 and 1 <= asked.count("error404") <= 2, asked  # 2: the calls in flight at the first 404
+
+
 def test_drip_is_cut_by_the_overall_deadline(server):
     # one byte a second resets the read timeout forever: the deadline (timeout x (retries + 1) + backoff + slack) ends it
     rep, warnings, _, took = compact(server, "drip", timeout=1.0, retries=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import orjson
@@ -302,3 +303,21 @@ def test_several_archives_read_as_one(tmp_path):
         found = ix.search("retry_buffer flux_capacitor", limit=3)
         assert len(found) == 3 and [h.score for h in found] == sorted((h.score for h in found), reverse=True)
         assert ix.recall(f"[ref {ref_b}]")[0].text == rows[3]["content"]
+
+
+def test_several_archives_give_a_carried_span_and_a_search_hit_once(tmp_path):
+    """After a compaction over the same archive path, a later archive holds copies of the earlier one's records
+    (archive.Carry): read together, a span's members and a search's hits come once."""
+    out1, a = compacted(tmp_path, window="8000")
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(a.read_bytes())
+    out2 = tmp_path / "c2.jsonl"
+    r = cli("compact", str(out1), "--context-window", "3000", "-q", "-o", str(out2), "--archive", str(a))
+    assert r.returncode == 0, r.stderr
+    with archive.Index.open(str(first)) as ix:
+        span = next(r for r in refs.REF_RE.findall(out1.read_text()) if any(h.span for h in ix.recall(r)))
+        members = [h.text for h in ix.recall(span)]
+    with archive.Archives.open([str(first), str(a), f"./{os.path.relpath(first)}"]) as both:
+        assert [h.text for h in both.recall(span)] == members
+        found = both.search("retry backoff", limit=10)
+        assert len({(h.ref, h.text) for h in found}) == len(found) == 10

@@ -115,12 +115,14 @@ def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):
 
 
 def _spaced_session(tmp_path):
-    """An OpenAI chat session whose arguments are written as Python's json.dumps writes them (spaces after : and ,)."""
+    """An OpenAI chat session whose arguments are written as Python's json.dumps writes them (spaces after : and ,),
+    and some that are not a JSON object (kept verbatim: in the tail)."""
     import json
 
     msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "read them all"}]
-    for i in range(30):
-        args = json.dumps({"path": f"src/f{i}.py", "note": "caf\u00e9"})  # '{"path": "src/f0.py", "note": "caf\\u00e9"}'
+    odd = ["", "ls -la", "[1, 2]", '"just a string"', '{"x": NaN}']
+    for i in range(30 + len(odd)):
+        args = json.dumps({"path": f"src/f{i}.py", "note": "caf\u00e9"}) if i < 30 else odd[i - 30]
         msgs.append(
             {
                 "role": "assistant",
@@ -128,21 +130,23 @@ def _spaced_session(tmp_path):
                 "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": args}}],
             }
         )
-        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "x = 1\n" * 300})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "x = 1\n" * (300 if i < 30 else 1)})
     msgs.append({"role": "user", "content": "now finish"})
     return write_jsonl(tmp_path / "s.jsonl", [{"messages": msgs}])
 
 
-def test_a_session_written_as_anthropic_restores_whatever_its_arguments_spacing(tmp_path):
+@pytest.mark.parametrize("fmt", ["anthropic", "sharegpt"])
+def test_a_session_written_in_another_format_restores_whatever_its_arguments(tmp_path, fmt):
     # Anthropic stores a call's arguments as an object: read back they are '{"path":"src/f0.py",...}', and the
-    # map's print of '{"path": "src/f0.py", ...}' did not match them ("archive does not cover messages [2, 4, ...]").
+    # map's print of '{"path": "src/f0.py", ...}' did not match them ("archive does not cover messages [2, 4, ...]");
+    # nor did '' (written as {}), text that is not JSON, a list or a JSON string.
     src = _spaced_session(tmp_path)
     out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
-    r = cli("compact", str(src), "--context-window", "6000", "--to", "anthropic", "-q", "-o", str(out), "--archive", str(arch))
+    r = cli("compact", str(src), "--context-window", "6000", "--to", fmt, "-q", "-o", str(out), "--archive", str(arch))
     assert r.returncode == 0, r.stderr
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0, back.stderr
-    assert back.stdout == cli("convert", str(src), "--to", "anthropic").stdout  # the input, in the format it was written in
+    assert back.stdout == cli("convert", str(src), "--to", fmt).stdout  # the input, in the format it was written in
 
 
 def test_an_archive_that_printed_the_arguments_text_still_restores(tmp_path):

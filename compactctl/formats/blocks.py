@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall
+from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input
 
 THINKING = ("thinking", "redacted_thinking")
 
@@ -89,14 +89,8 @@ def assistant_blocks(m: Message) -> list | str | None:
     elif isinstance(c, list):
         blocks += [p if p.get("type") != "text" or "text" in p else p for p in c]
     for call in m.tool_calls:
-        try:
-            value = orjson.loads(call.arguments) if call.arguments else {}
-        except orjson.JSONDecodeError:
-            value = {"_raw_arguments": call.arguments}
-        if not isinstance(value, dict):  # a tool_use input is an object: a list or a scalar goes under a key
-            value = {"arguments": value}
         own = {k: v for k, v in call.extra.items() if not k.startswith("_") and k not in ("type", "id", "name", "input")}
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": value, **own})
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call_input(call.arguments), **own})
     return blocks
 
 

@@ -220,6 +220,8 @@ def _call_text(c: ToolCall) -> str:
         args = orjson.loads(c.arguments) if c.arguments else {}
     except orjson.JSONDecodeError:
         args = c.arguments
+    if isinstance(args, str):  # a JSON string stays its text: "x" written as x would read back as the text x
+        args = c.arguments
     return _as_read(raw, orjson.dumps({"name": c.name, "arguments": args}).decode())
 
 

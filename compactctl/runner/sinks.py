@@ -41,6 +41,7 @@ class _Sinks:
         self.written_as: tuple[str, str] | None = None  # (format, input) of the first transcript written to the one output
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         self.carry = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
+        self.archive_ended = False  # the archive's end record is written
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
         if io.resume and not journaled:
@@ -60,6 +61,7 @@ class _Sinks:
         self.key = ck.get("key", "")
         self.first_seq = dict(ck.get("fs", {}))
         self.written_as = tuple(ck["wf"]) if isinstance(ck.get("wf"), list) else None  # what the killed run wrote
+        self.archive_ended = bool(ck.get("ae"))  # killed after the archive's end record was checkpointed: not again
 
     def _open_journal(self, out: str, files: list[str], desc: str) -> dict:
         """Start a journal, or (--resume) load the interrupted run's: its last checkpoint ({} if none)."""
@@ -234,6 +236,7 @@ class _Sinks:
                 "changed": stats.changed,
                 "fs": self.first_seq,
                 "wf": self.written_as,
+                **({"ae": True} if self.archive_ended else {}),  # the archive's end record is in its part
             }
         )
         self.last_ck = time.monotonic()
@@ -282,7 +285,7 @@ class _Sinks:
     def _end_archive(self, stopped: str | None = None) -> None:
         """The archive's closing record (restore refuses an archive without it: truncated); `stopped`: why a run
         whose output was streamed ended early (the archive covers what was written)."""
-        if self.sides.get("archive") is None:
+        if self.sides.get("archive") is None or self.archive_ended:
             return
         carried = 0
         if self.carry is not None:
@@ -301,6 +304,7 @@ class _Sinks:
         if stopped is not None:
             end["stopped"] = stopped
         self._side("archive", orjson.dumps(end) + b"\n")
+        self.archive_ended = True
 
     def fail(self, interrupted: bool, error: Exception | None = None) -> None:
         """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume.

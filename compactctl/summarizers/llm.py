@@ -374,6 +374,28 @@ class LLMSummarizer:
                 return hit
         return self._ask(models, requests, stats, deadline)
 
+    def _known_missing(self, model: str, missing: list[str], stats: _CallStats) -> bool:
+        """Whether the endpoint answered 404 for `model` earlier in this run (then it is not asked again)."""
+        if model not in self._missing:
+            return False
+        missing.append(model)
+        stats["warnings"].append(f"{model}: not asked (the endpoint answered 404 for it earlier in this run)")
+        return True
+
+    def _failed(self, model: str, e: Exception, missing: list[str], stats: _CallStats) -> None:
+        """A call that raised: 401/403 stop the run; a 404 marks the model missing (a configuration error, not an
+        outage: it must not open the breaker, which hides it); anything else counts against the endpoint."""
+        if _refused_credentials(e):
+            raise LLMAuthError(
+                f"the LLM endpoint refused the credentials ({getattr(e, 'status_code', '?')}): check OPENAI_API_KEY and --base-url"
+            ) from e
+        stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
+        if _not_found(e):
+            missing.append(model)
+            self._missing.add(model)
+        else:
+            self.breaker.record(False)
+
     def _ask(self, models: list[str], requests: dict[str, dict], stats: _CallStats, deadline: float | None) -> str:
         """The first usable answer of the models in order (retries are the client's), cached; Transient if none."""
         # Making the client (the first call imports openai: seconds on a busy machine) does not count against the deadlines.
@@ -383,9 +405,7 @@ class LLMSummarizer:
             deadline += time.monotonic() - started
         missing: list[str] = []  # models the endpoint answered 404 for
         for model in models:
-            if model in self._missing:
-                missing.append(model)
-                stats["warnings"].append(f"{model}: not asked (the endpoint answered 404 for it earlier in this run)")
+            if self._known_missing(model, missing, stats):
                 continue
             request = requests[model]
             call_deadline = time.monotonic() + self.call_deadline
@@ -398,9 +418,11 @@ class LLMSummarizer:
             if not self.breaker.allow():
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
-                stats["calls"] += 1
                 self._slot(call_deadline)
                 try:
+                    if self._known_missing(model, missing, stats):  # answered 404 while this call waited for its slot
+                        continue
+                    stats["calls"] += 1
                     resp = self._call(client, request, call_deadline)
                 finally:
                     self._slots.release()
@@ -411,16 +433,7 @@ class LLMSummarizer:
                 stats["warnings"].append(f"{model}: {e}")
                 continue
             except Exception as e:  # noqa: BLE001 - 429/5xx/timeouts, and a 200 whose body is not JSON
-                if _refused_credentials(e):
-                    raise LLMAuthError(
-                        f"the LLM endpoint refused the credentials ({getattr(e, 'status_code', '?')}): check OPENAI_API_KEY and --base-url"
-                    ) from e
-                stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
-                if _not_found(e):  # a configuration error, not an outage: it must not open the breaker (which hides it)
-                    missing.append(model)
-                    self._missing.add(model)
-                else:
-                    self.breaker.record(False)
+                self._failed(model, e, missing, stats)
                 continue
             answer = self._answer(resp, model, stats)
             if answer is None:

@@ -578,18 +578,25 @@ class Carry:
         if not todo:
             return []
         try:
-            with self._previous() as ix:
-                return self._closure(ix, todo)
-        except (CompactError, sqlite3.Error, OSError) as e:
+            try:
+                with self._previous(index=True) as ix:
+                    return self._closure(ix, list(todo))
+            except sqlite3.Error:
+                if is_sqlite(self.previous):
+                    raise
+                with self._previous(index=False) as ix:  # a damaged index of an intact JSONL: the JSONL itself
+                    return self._closure(ix, list(todo))
+        except (CompactError, sqlite3.Error, OSError, OverflowError) as e:  # OverflowError: an integer SQLite cannot hold
             warn(
                 f"{self.previous}: the archive written over could not be read ({e}): {len(todo)} references the output keeps from it are lost"
             )
             return []
 
     @contextlib.contextmanager
-    def _previous(self) -> Iterator[Index]:
-        """The earlier archive's records by reference: itself (SQLite), its index when fresh, else a temporary
-        index of references only (no full-text search; removed after: the JSONL is about to be replaced)."""
+    def _previous(self, index: bool) -> Iterator[Index]:
+        """The earlier archive's records by reference: itself (SQLite), its index when fresh (`index`), else a
+        temporary index of references only (no full-text search; in the temporary directory, removed after: the
+        JSONL is about to be replaced)."""
         if is_sqlite(self.previous):
             with Index.open(self.previous) as ix:
                 yield ix
@@ -598,11 +605,11 @@ class Carry:
             path, state = _locate(self.previous)
         except IOFailure:  # both index names taken by other files: a temporary index instead
             path, state = "", "foreign"
-        if state == "fresh":
+        if index and state == "fresh":
             with Index(_connect(path), path, self.previous) as ix:
                 yield ix
             return
-        with tempfile.TemporaryDirectory(prefix=".compactctl-carry-", dir=os.path.dirname(os.path.abspath(self.previous))) as d:
+        with tempfile.TemporaryDirectory(prefix="compactctl-carry-") as d:
             tmp = os.path.join(d, "refs.sqlite")
             db = sqlite3.connect(tmp)
             try:

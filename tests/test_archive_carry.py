@@ -167,3 +167,24 @@ def test_a_kill_after_the_last_checkpoint_leaves_one_end_record(tmp_path, over):
     assert len(ends) == 1 and bool(ends[0].get("carried")) == over
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0 and back.stdout == first.read_bytes(), back.stderr
+
+
+def test_a_damaged_index_of_an_intact_archive_or_a_damaged_record_is_no_traceback(tmp_path):
+    """The earlier JSONL's own index, damaged, is passed over for the JSONL; a record SQLite cannot hold (an
+    integer over 2^63) is said, not a traceback."""
+    import sqlite3
+
+    arch, a1 = tmp_path / "arch.jsonl", tmp_path / "a1.jsonl"
+    _compact(SAMPLE, a1, arch, "8000")
+    first = arch.read_bytes()
+    assert cli("recall", "--index", "--archive", str(arch)).returncode == 0
+    db = sqlite3.connect(tmp_path / "arch.sqlite")
+    db.execute("DROP TABLE spans")
+    db.commit()
+    db.close()
+    r = cli("compact", str(a1), "--context-window", "3000", "-q", "-o", str(tmp_path / "a2.jsonl"), "--archive", str(arch))
+    assert r.returncode == 0 and b"could not be read" not in r.stderr, r.stderr
+    assert list(records(str(arch)))[-1]["carried"] > 0
+    arch.write_bytes(first + b'{"seq":9223372036854775808,"message":{"role":"user","content":"x"}}\n')
+    r = cli("compact", str(a1), "--context-window", "3000", "-q", "-o", str(tmp_path / "a3.jsonl"), "--archive", str(arch))
+    assert r.returncode == 0 and b"the archive written over could not be read" in r.stderr and b"Traceback" not in r.stderr

@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -15,6 +15,9 @@ from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
 from ..jsonl import JsonlSink, Output, expand_inputs
 from .base import Done, IOOptions, RunStats, warn
+
+if TYPE_CHECKING:
+    from ..archive import Carry
 
 
 class _Sinks:
@@ -40,7 +43,7 @@ class _Sinks:
         self.pending: list[str] = []  # -o DIR/: finished files (their targets), renamed into place when the run ends (all or nothing)
         self.written_as: tuple[str, str] | None = None  # (format, input) of the first transcript written to the one output
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
-        self.carry = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
+        self.carry: Carry | None = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
         self.archive_ended = False  # the archive's end record is written
         out = io.output
         journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
@@ -100,7 +103,7 @@ class _Sinks:
         self.journal.reopen(valid)
         return ck
 
-    def _seed_carry(self, carry: Any, out: str) -> None:
+    def _seed_carry(self, carry: Carry, out: str) -> None:
         assert self.io.archive is not None  # a Carry is made for an archive only
         carry.seed(part_path(self.io.archive), archive=True)
         outputs = [out]
@@ -438,7 +441,7 @@ def _archive_sink(path: str) -> Any:
     return sink(path)
 
 
-def _carry(path: str | None) -> Any:
+def _carry(path: str | None) -> Carry | None:
     """A Carry when the run writes its archive over an existing file (see archive.Carry), else None."""
     if not path or path == "-" or not os.path.isfile(path):
         return None

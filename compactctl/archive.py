@@ -31,6 +31,7 @@ import orjson
 
 from .errors import CompactError, DataError, Exit, IOFailure
 from .jsonl import JsonlSink, iter_lines, open_input, parse_line
+from .refs import REF_RE
 
 MAX_TERMS = 12  # words of a query that count (a record with all of the query's words has these too)
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -168,13 +169,7 @@ def build(jsonl_path: str, sqlite_path: str) -> int:
     s.publish = lambda tmp, path: _publish(tmp, path, jsonl_path)
     ok = False
     try:
-        with open_input(jsonl_path) as f:
-            for lineno, raw in iter_lines(f):
-                rec = parse_line(raw, jsonl_path, lineno)
-                if not isinstance(rec, dict) or ("seq" not in rec and rec.get("type") != "end"):
-                    raise DataError(jsonl_path, lineno, "not a compactctl archive record")
-                _insert(s.db, rec, raw)
-                s.count += 1
+        s.count = _fill(s.db, jsonl_path)
         s.db.executescript(DERIVED)
         s.db.execute(
             "INSERT INTO derived_from VALUES (?, ?, ?, ?, ?, ?)",
@@ -184,6 +179,19 @@ def build(jsonl_path: str, sqlite_path: str) -> int:
     finally:
         s.close(ok)
     return s.count
+
+
+def _fill(db: sqlite3.Connection, jsonl_path: str, search: bool = True) -> int:
+    """Insert every record of a JSONL archive (`search`: into the full-text index too); returns how many."""
+    n = 0
+    with open_input(jsonl_path) as f:
+        for lineno, raw in iter_lines(f):
+            rec = parse_line(raw, jsonl_path, lineno)
+            if not isinstance(rec, dict) or ("seq" not in rec and rec.get("type") != "end"):
+                raise DataError(jsonl_path, lineno, "not a compactctl archive record")
+            _insert(db, rec, raw, search)
+            n += 1
+    return n
 
 
 def _identity(jsonl_path: str) -> tuple[int, int, int]:
@@ -526,7 +534,7 @@ class Archives:
         self.close()
 
 
-_REF_BYTES = re.compile(rb"\[ref ([0-9a-f]{8})\]")
+_REF_BYTES = re.compile(REF_RE.pattern.encode())  # refs.REF_RE over bytes: output lines and archive records as written
 
 
 class Carry:
@@ -614,12 +622,7 @@ class Carry:
             db = sqlite3.connect(tmp)
             try:
                 db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
-                with open_input(self.previous) as f:
-                    for lineno, raw in iter_lines(f):
-                        rec = parse_line(raw, self.previous, lineno)
-                        if not isinstance(rec, dict):
-                            raise DataError(self.previous, lineno, "not a compactctl archive record")
-                        _insert(db, rec, raw, search=False)
+                _fill(db, self.previous, search=False)
                 db.executescript(INDEXES)
                 db.commit()
                 yield Index(db, tmp)

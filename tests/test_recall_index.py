@@ -110,10 +110,10 @@ def test_a_file_that_appears_while_the_index_is_built_is_not_written_over(tmp_pa
     compact(SAMPLES / "long_session.jsonl", tmp_path / "c.jsonl", tmp_path / "a.jsonl")
     insert = archive._insert
 
-    def racing(db, rec, raw):  # another run writes its --archive a.sqlite meanwhile
+    def racing(db, rec, raw, *rest):  # another run writes its --archive a.sqlite meanwhile
         if not (tmp_path / "a.sqlite").exists():
             (tmp_path / "a.sqlite").write_bytes(b"another run's archive")
-        insert(db, rec, raw)
+        insert(db, rec, raw, *rest)
 
     monkeypatch.setattr(archive, "_insert", racing)
     r = cli("recall", "--search", "error", "--archive", str(tmp_path / "a.jsonl"))

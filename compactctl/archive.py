@@ -603,8 +603,8 @@ class Carry:
     @contextlib.contextmanager
     def _previous(self, index: bool) -> Iterator[Index]:
         """The earlier archive's records by reference: itself (SQLite), its index when fresh (`index`), else a
-        temporary index of references only (no full-text search; in the temporary directory, removed after: the
-        JSONL is about to be replaced)."""
+        temporary index of references only (no full-text search; gone with the connection: the JSONL is about to be
+        replaced)."""
         if is_sqlite(self.previous):
             with Index.open(self.previous) as ix:
                 yield ix
@@ -617,17 +617,17 @@ class Carry:
             with Index(_connect(path), path, self.previous) as ix:
                 yield ix
             return
-        with tempfile.TemporaryDirectory(prefix="compactctl-carry-") as d:
-            tmp = os.path.join(d, "refs.sqlite")
-            db = sqlite3.connect(tmp)
-            try:
-                db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
-                _fill(db, self.previous, search=False)
-                db.executescript(INDEXES)
-                db.commit()
-                yield Index(db, tmp)
-            finally:
-                db.close()
+        # SQLite's private temporary database (""): its file in the temporary directory is unlinked as soon as it is
+        # opened, so even a killed run leaves nothing behind; pages stay in memory up to the cache size, then spill
+        db = sqlite3.connect("")
+        try:
+            db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
+            _fill(db, self.previous, search=False)
+            db.executescript(INDEXES)
+            db.commit()
+            yield Index(db, "")
+        finally:
+            db.close()
 
     def _closure(self, ix: Index, todo: list[bytes]) -> list[dict]:
         out: list[dict] = []

@@ -188,3 +188,33 @@ def test_a_damaged_index_of_an_intact_archive_or_a_damaged_record_is_no_tracebac
     arch.write_bytes(first + b'{"seq":9223372036854775808,"message":{"role":"user","content":"x"}}\n')
     r = cli("compact", str(a1), "--context-window", "3000", "-q", "-o", str(tmp_path / "a3.jsonl"), "--archive", str(arch))
     assert r.returncode == 0 and b"the archive written over could not be read" in r.stderr and b"Traceback" not in r.stderr
+
+
+KILL_IN_LOOKUP = """
+import os, signal, sys
+from compactctl import archive
+def killed(self, ref):
+    os.kill(os.getpid(), signal.SIGKILL)  # while the earlier archive's temporary index is open
+archive.Index.originals = killed
+sys.argv = ["compactctl", *sys.argv[1:]]
+from compactctl.entry import main
+main()
+"""
+
+
+def test_a_kill_during_the_lookup_leaves_nothing_in_the_temporary_directory(tmp_path):
+    """The earlier JSONL archive without a fresh index is looked up through a temporary index of its references:
+    a kill while it was open left a compactctl-carry-* directory behind. SQLite's private temporary database
+    unlinks its file as soon as it opens it."""
+    import os
+    import subprocess
+    import sys
+
+    arch, a1, tmp = tmp_path / "arch.jsonl", tmp_path / "a1.jsonl", tmp_path / "tmp"
+    _compact(SAMPLE, a1, arch, "8000")
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "SQLITE_TMPDIR": str(tmp)}
+    args = [str(a1), "--context-window", "3000", "-q", "-o", str(tmp_path / "a2.jsonl"), "--archive", str(arch)]
+    r = subprocess.run([sys.executable, "-c", KILL_IN_LOOKUP, "compact", *args], capture_output=True, env=env)
+    assert r.returncode == -9, r.stderr
+    assert list(tmp.iterdir()) == []

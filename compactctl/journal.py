@@ -153,6 +153,16 @@ class Journal:
         if os.path.exists(self.path):
             os.unlink(self.path)
 
+    def unstarted(self) -> bool:
+        """A run killed between creating its journal and writing its header (all it writes first): the file holds a
+        beginning of this run's header, or nothing. Nothing else was written yet, so --resume starts over."""
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read(64 * 1024)
+        except OSError:
+            return False
+        return (orjson.dumps(self.header) + b"\n").startswith(data) and not data.endswith(b"\n")
+
     def load(self) -> tuple[list[dict], int]:
         """The entries after the header, checked against this run's header; and the bytes that hold them."""
         entries, valid = self._read_lines()

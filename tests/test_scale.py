@@ -312,6 +312,23 @@ def test_foreign_or_corrupt_journal_is_refused(dataset, tmp_path):
     assert cli("compact", str(dataset), *OPTS, "--resume").returncode == 2  # stdout cannot be resumed
 
 
+def test_resume_after_a_kill_before_the_journal_header_starts_over(dataset, reference, tmp_path):
+    """A kill between creating the journal and writing its header (nothing else is written yet) left an empty
+    journal that --resume refused as "not a compactctl journal"; it starts over. A beginning of another run's
+    header is still refused."""
+    base = tmp_path / "h"
+    args = _args(dataset, base)
+    journal = Path(f"{base}.out.compactctl-journal")
+    _killed_run(args, journal, 1, SLOW)
+    header = journal.read_bytes().split(b"\n")[0]
+    for left in (b"", header[:40]):
+        journal.write_bytes(left)
+        r = _run(*args, "--resume")
+        assert b"starting over" not in r.stderr and _outputs(base) == reference and not journal.exists()
+    journal.write_bytes(header.replace(b'"version":1', b'"version":7')[:60])
+    assert cli("compact", *args, "--resume").returncode == 2
+
+
 def test_without_resume_an_old_journal_is_replaced(dataset, reference, tmp_path):
     base = tmp_path / "s"
     args = _args(dataset, base)

@@ -83,8 +83,8 @@ class _Sinks:
             except OSError as err:  # a file of that name, a read-only parent
                 raise IOFailure(f"{out}: cannot be the output directory ({err.strerror or err})") from err
         self.journal = Journal(journal_path(out, to_dir), header)
-        if not (io.resume and os.path.exists(self.journal.path)):
-            if os.path.exists(self.journal.path) and not io.quiet:
+        if not (io.resume and os.path.exists(self.journal.path)) or self.journal.unstarted():
+            if os.path.exists(self.journal.path) and not io.quiet and not io.resume:
                 warn(f"{self.journal.path}: an interrupted run's journal; starting over (use --resume to continue it)")
             self.journal.start()
             return {}

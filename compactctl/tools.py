@@ -17,6 +17,7 @@ import orjson
 from . import outline
 from .harness import fenced_action, text_action
 from .model import Message, ToolCall
+from .redact import cut
 
 # Canonical kinds of tool, by name (case-insensitive).
 KINDS: dict[str, str] = {}
@@ -241,10 +242,10 @@ def _says_failed(text: str, errors: list[str]) -> bool:
     refusing an edit); its message goes first among `errors`."""
     m = TOOL_USE_ERROR.search(text)
     if m:
-        errors.append(m.group(1).strip().splitlines()[0][:300] if m.group(1).strip() else "tool use error")
+        errors.append(cut(m.group(1).strip().splitlines()[0], 300) if m.group(1).strip() else "tool use error")
         return True
     if text.lstrip().startswith(FAILURE_OPENINGS):
-        errors.append(text.strip().split("\n", 1)[0][:300])
+        errors.append(cut(text.strip().split("\n", 1)[0], 300))
         return True
     return False
 
@@ -280,7 +281,7 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
         if len(line) < 400 and not _benign(line):
             s = line.strip()
             if s and s not in errors:
-                errors.append(s[:300])
+                errors.append(cut(s, 300))
 
 
 def _benign(line: str) -> bool:
@@ -290,7 +291,7 @@ def _benign(line: str) -> bool:
 
 def _short(s: str, n: int = 80) -> str:
     s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return s if len(s) <= n else cut(s, n - 1) + "…"
 
 
 def describe(call: ToolCall, result: Message | None, out: Outcome | None = None, error_lines: int = 0) -> str:
@@ -299,7 +300,7 @@ def describe(call: ToolCall, result: Message | None, out: Outcome | None = None,
     out = out or outcome(result)
     line = _describe(call, result, out)
     if error_lines and out.error_lines and (out.failed or (out.exit_code not in (None, 0))):
-        line += "".join(f"\n  {e[:200]}" for e in out.error_lines[:error_lines])
+        line += "".join(f"\n  {cut(e, 200)}" for e in out.error_lines[:error_lines])
     return line
 
 

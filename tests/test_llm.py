@@ -8,9 +8,9 @@ from compactctl import api
 from compactctl.errors import LLMAuthError
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_MARKER, Transcript
+from compactctl.redact import redact
 from compactctl.summarizers.llm import LLMSummarizer
 from compactctl.summarizers.prompt import parse_sections
-from compactctl.summarizers.redact import redact
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES, assert_sections, cli, read_jsonl, tool_session

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactctl.redact import cut, redact
 from compactctl.summarizers import llm as llm_mod
-from compactctl.summarizers.redact import redact
 
 from .conftest import cli, write_jsonl
 from .llm_server import Server
@@ -174,3 +174,79 @@ def test_no_secret_reaches_the_endpoint_cache_report_or_stderr(tmp_path):
     archive = tmp_path / "archive.jsonl"
     assert stat.S_IMODE(archive.stat().st_mode) == 0o600  # kept verbatim for restore, private
     assert stat.S_IMODE(os.stat(tmp_path / "out.jsonl").st_mode) == 0o600
+
+
+def test_a_digest_or_summary_never_cuts_a_secret_on_an_error_line(tmp_path):
+    """Error lines of a failed output go into its digest (cut at 200 characters) and the summary's action line (at
+    120): a key there was cut into a fragment no later redaction recognizes (no prefix, too short for the entropy
+    rule). They are redacted first, as every text is before a cap cuts it."""
+
+    secret = next(s for family, s, _t in PLANTED if family == "github-pat")
+    msgs = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Deploy the service."},
+    ]
+    for i, col in enumerate([100, 180, 100, 180, 60, 60]):
+        err = "Error: " + "remote rejected the push because the credential was not accepted ".ljust(col - 7, ".") + f" {secret} end"
+        cid = f"call_{i}"
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": "terminal", "arguments": f'{{"command": "git push {i}"}}'}}
+                ],
+            }
+        )
+        msgs.append({"role": "tool", "tool_call_id": cid, "content": "x\n" * 800 + err + "\nexit code: 1"})
+    msgs.append({"role": "user", "content": "Try once more."})
+    src = write_jsonl(tmp_path / "s.jsonl", msgs)
+    body = secret[4:]
+    for args in (["prune", "--context-window", "2000"], ["compact", "--context-window", "3000"]):
+        r = cli(*args, str(src))
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.decode()
+        fragments = [body[k : k + 12] for k in range(len(body) - 11)]  # the recent outputs, kept verbatim, hold it whole
+        assert not any(f in out.replace(secret, "") for f in fragments), args
+        assert "[REDACTED" in out
+
+
+@pytest.mark.parametrize("family,secret,text", PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_cut_through_a_secret_leaves_no_piece_of_it(family, secret, text):
+    """redact.cut at every position inside each planted secret: no piece of 8 characters or more is left at the
+    end; the text is kept as it was up to the cut, or redacted there (a mark cut through is kept whole)."""
+    t = f"some words before {text} and after"
+    i = t.find(secret)
+    for n in range(i + 1, i + len(secret)):
+        out = cut(t, n)
+        assert not any(out.endswith(secret[:j]) for j in range(8, n - i + 1)), (n, out)
+        assert (len(out) <= n and t.startswith(out)) or "[REDACTED" in out
+
+
+def test_a_cut_elsewhere_is_a_plain_cut():
+    words = "The quick brown fox jumps over the lazy dog near /usr/local/lib/python3.11/site-packages/pkg/mod.py"
+    assert all(cut(words, n) == words[:n] for n in range(len(words) + 2))
+
+
+def test_a_cut_argument_leaves_no_piece_of_a_secret(tmp_path):
+    """A long Write call's content is cut (JSON stays valid): the cut went through a key in it."""
+    secret = next(s for family, s, _t in PLANTED if family == "openai")
+    content = "x = 1\n" * 30 + f'OPENAI_API_KEY = "{secret}"\n' + "y = 2\n" * 400
+    msgs = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Write the config."}]
+    for i in range(4):
+        args = orjson.dumps({"path": f"cfg{i}.py", "content": content}).decode()
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "write_file", "arguments": args}}],
+            }
+        )
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "written\n" + "z" * 3000})
+    msgs.append({"role": "user", "content": "Now run it."})
+    src = write_jsonl(tmp_path / "w.jsonl", msgs)
+    for keep in ("206", "215", "230"):  # the key starts at 198: cuts 8, 17 and 32 characters into it
+        r = cli("prune", str(src), "--context-window", "1500", "--prune-all", "--arg-keep", keep, "--arg-limit", "300")
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.decode().replace(secret, "")
+        assert not any(secret[:j] in out for j in range(8, len(secret))), keep

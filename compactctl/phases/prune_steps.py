@@ -20,7 +20,7 @@ from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_
 from ..model import Message, ToolCall, Transcript, is_image_part, is_output, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
-from ..summarizers.redact import redact
+from ..redact import cut, redact
 from ..tokens import Counter
 from .prune import (
     ARGS,
@@ -313,9 +313,9 @@ def _same_shape(content: Any, text: str) -> Any:
 def _generic_line(m: Message) -> str:
     out = tools.outcome(m, ok_errors=False)
     first = next((ln.strip() for ln in out.text.split("\n") if ln.strip()), "")
-    err = f" -> error: {out.error_lines[0][:120]}" if out.failed and out.error_lines else ""
+    err = f" -> error: {cut(out.error_lines[0], 120)}" if out.failed and out.error_lines else ""
     tag = "observation" if m.observation else "tool result"
-    return f"[{tag}{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {first[:80]}{err}"
+    return f"[{tag}{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {cut(first, 80)}{err}"
 
 
 def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
@@ -324,20 +324,20 @@ def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAME
 
     def cut_text(v: str) -> str:
         found = safe_names(v[keep:], weight, exclude=v[:keep], limit=names)
-        return v[:keep] + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
+        return cut(v, keep) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
 
     try:
         value = orjson.loads(arguments)
     except orjson.JSONDecodeError:
         return cut_text(arguments)
 
-    def cut(v: Any) -> Any:
+    def cut_value(v: Any) -> Any:
         if isinstance(v, str) and len(v) > keep:
             return cut_text(v)
         if isinstance(v, list):
-            return [cut(x) for x in v]
+            return [cut_value(x) for x in v]
         if isinstance(v, dict):
-            return {k: cut(x) for k, x in v.items()}
+            return {k: cut_value(x) for k, x in v.items()}
         return v
 
-    return orjson.dumps(cut(value)).decode()
+    return orjson.dumps(cut_value(value)).decode()

@@ -16,6 +16,7 @@ from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
 from ..names import is_task_document, names_in
 from ..pairs import match
+from ..redact import cut
 
 # Sentences that constrain, in the languages agents' users write in.
 CONSTRAINT = re.compile(
@@ -228,7 +229,7 @@ class _Extractor:
         said = sentences(text)
         for q, (question, ans) in enumerate(f.questions):
             if ans is None:
-                f.questions[q] = (question, said[0][:300] if said else None)
+                f.questions[q] = (question, cut(said[0], 300) if said else None)
         for s in said:
             if 12 <= len(s) <= 300 and DECISION.search(s):
                 self.keep("decisions", s)

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, TypedDict
 from ..errors import LLMAuthError, UsageError
 from ..jsonl import without_surrogates
 from ..model import Message, is_output
+from ..redact import redact, redact_json_text
 from ..tokens import Counter
 from .base import SummaryRequest, SummaryResult
 from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
-from .redact import redact, redact_json_text
 
 if TYPE_CHECKING:
     from ..cache import SummaryCache

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..harness import INJECTED_TAGS
 from ..markers import NAMES_SEP
+from ..redact import cut
 from ..tokens import Counter
 from .facts import Facts
 from .prompt import SECTIONS, escape_body, parse_sections
@@ -46,8 +47,8 @@ def _cap(text: str, counter: Counter, cap: int) -> str:
     if counter.text(text) <= cap:
         return text
     ids = counter.encode(text)[:cap] if not counter.approx else None
-    cut = counter._enc.decode(ids) if ids is not None else text[: cap * 4]
-    return cut + " …[cut]"
+    head = counter._enc.decode(ids) if ids is not None else text[: cap * 4]
+    return (cut(text, len(head)) if text.startswith(head) else head) + " …[cut]"
 
 
 def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
@@ -191,7 +192,7 @@ def _context(b: _Items) -> None:
         goal = set(b.foreign_goal.split("\n"))  # already the Goal
         for line in f.prior_summary.split("\n"):
             if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
-                b.add("Critical Context", "> " + line.strip()[:400], 3)
+                b.add("Critical Context", "> " + cut(line.strip(), 400), 3)
     for e in f.errors:
         b.add("Critical Context", f"- error: {e}", 1)
     b.carry("Relevant Files", 2)
@@ -263,7 +264,7 @@ def _work_and_notes(b: _Items) -> None:
         # ", " here, not NAMES_SEP: an identifier may hold a space ("port 5432").
         b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
     for note in f.notices[-5:]:
-        b.add("Critical Context", "- harness note: " + " ".join(_MARKUP.sub(" ", note).split())[:300], 3)
+        b.add("Critical Context", "- harness note: " + cut(" ".join(_MARKUP.sub(" ", note).split()), 300), 3)
 
 
 # A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.

@@ -9,6 +9,11 @@ whose END line is gone), and each has literal hints that must be present before 
 
 `redact(text)` replaces each secret by `[REDACTED <KIND>]` (for key = value shapes only the value).
 It is idempotent, and runs on whole texts: callers cut (cap) only what it returned.
+
+`cut(text, n)` is `text[:n]` for the texts compaction writes back (a digest's command and error lines, a
+cut argument, a summary line): it never leaves a piece of a secret, which no rule would recognize later (the
+next compaction's LLM request is redacted, a fragment without its prefix or length is not). Only a cut
+through a word is looked at, so compaction keeps its speed.
 """
 
 from __future__ import annotations
@@ -254,3 +259,31 @@ def redact_json_text(text: str) -> str:
     if not isinstance(obj, (dict, list)):
         return redact(text)
     return orjson.dumps(_redact_value(obj)).decode()
+
+
+CUT_WORD = 12  # a cut through a word this long or longer is checked: a shorter piece of a secret tells little
+_BEFORE = 64  # the text before the word a rule may need (its key: `password=`, `Authorization: Bearer`)
+
+
+def cut(text: str, n: int) -> str:
+    """text[:n], never a piece of a secret: when the cut goes through a word of CUT_WORD characters or more, that
+    word (with what stands before it) is redacted first, then cut (a redaction mark the cut goes through is kept
+    whole, a little past n)."""
+    if len(text) <= n:
+        return text
+    if n <= 0 or text[n - 1] in " \t\r\n" or text[n] in " \t\r\n":
+        return text[: max(n, 0)]
+    lo, hi = max(0, n - 4096), min(len(text), n + 4096)  # a word longer than this is a blob, looked at in part
+    start = max(lo, *(text.rfind(c, lo, n) + 1 for c in " \t\r\n"))
+    end = min([hi, *(i for c in " \t\r\n" if (i := text.find(c, n, hi)) >= 0)])
+    if end - start < CUT_WORD:
+        return text[:n]
+    ctx = max(0, start - _BEFORE)
+    near = text[ctx:end]
+    clean = redact(near)
+    if clean == near:
+        return text[:n]
+    out = text[:ctx] + clean
+    mark = out.rfind("[REDACTED", 0, n + 8)  # a cut through the mark keeps it whole: "[REDACTED GITHUB TOKEN]", not "[RED"
+    close = out.find("]", mark) if 0 <= mark < n else -1
+    return out[: close + 1] if close >= n else out[:n]

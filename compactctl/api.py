@@ -207,7 +207,7 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
     with Output(output) as out:
         for k, t in enumerate(transcripts):
             got = by_seq.get(first_seq + k, [])
-            if not got and _compacted_here(t):
+            if not got and compacted_here(t):
                 raise DataError(
                     archive_path,
                     0,
@@ -251,7 +251,7 @@ def _source_for(compacted_path: str, sources: list[str]) -> str | None:
     return best
 
 
-def _compacted_here(t: Transcript) -> bool:
+def compacted_here(t: Transcript) -> bool:
     from .model import is_summary
     from .phases.repair import OLD_STUBS, OPENING, STUB
 

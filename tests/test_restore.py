@@ -12,7 +12,7 @@ from compactctl import api
 from compactctl.errors import DataError
 from compactctl.jsonl import expand_inputs
 
-from .conftest import CORPUS, cli, needs_corpus, tool_session, write_jsonl
+from .conftest import CORPUS, ROOT, cli, needs_corpus, tool_session, write_jsonl
 
 
 def _lines(path) -> list[bytes]:
@@ -168,3 +168,21 @@ def test_an_archive_that_printed_the_arguments_text_still_restores(tmp_path):
     arch.write_bytes(b"\n".join(old) + b"\n")
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0 and back.stdout == src.read_bytes(), back.stderr
+
+
+@pytest.mark.parametrize("same_archive", [False, True])
+def test_a_compacted_session_compacted_again_without_change_restores(tmp_path, same_archive):
+    """A session that already holds a summary and fits its new target is written as it came, with no archive
+    record: restore took it for another run's output ("which was changed: this archive belongs to another run").
+    Such a run archives that it left the transcript as it was. With the same --archive path (a hook compacting
+    one session twice), the earlier originals its references need are carried into the new archive too."""
+    sample = ROOT / "sample_transcripts" / "long_session.jsonl"
+    a1, arch = tmp_path / "a1.jsonl", tmp_path / "arch.jsonl"
+    assert cli("compact", str(sample), "--context-window", "8000", "-q", "-o", str(a1), "--archive", str(arch)).returncode == 0
+    b1, arch2 = tmp_path / "b1.jsonl", arch if same_archive else tmp_path / "arch2.jsonl"
+    r = cli("compact", str(a1), "--context-window", "200000", "-q", "-o", str(b1), "--archive", str(arch2))
+    assert r.returncode == 0, r.stderr
+    assert b1.read_bytes() == a1.read_bytes()
+    back = cli("restore", str(b1), "--archive", str(arch2))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == a1.read_bytes()

@@ -69,6 +69,13 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             log = lines_record(t_in, written)  # line logs: every source line, record for record
             if log is not None:
                 archive.append({"seq": seq, "source": src, **log})
+        elif ctx.archive:
+            from ..api import compacted_here
+
+            # written as it came; when it holds an earlier run's summary, restore would take it for another run's
+            # output without a record that this run left it as it was
+            if compacted_here(t_in):
+                archive = [{"seq": seq, "source": t_in.source, "transcript": t_in.id, "type": "unchanged"}]
     return Done(lines, archive, res.report, changed, notes=res.notes, fmt=fmt)
 
 

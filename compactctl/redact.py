@@ -261,29 +261,45 @@ def redact_json_text(text: str) -> str:
     return orjson.dumps(_redact_value(obj)).decode()
 
 
-CUT_WORD = 12  # a cut through a word this long or longer is checked: a shorter piece of a secret tells little
-_BEFORE = 64  # the text before the word a rule may need (its key: `password=`, `Authorization: Bearer`)
+CUT_WORD = 12  # a cut through a word this long is looked at; a shorter piece of a secret tells little
+_WS = " \t\r\n"
+_AROUND = 64  # text looked at on each side of a cut: a rule's key before it (`password=`), a value's words after
+_BLOB = 4096  # a word longer than this is a blob: looked at in part
+_MARK = 40  # a redaction mark is shorter than this ("[REDACTED HIGH-ENTROPY STRING]")
+
+
+def _word_start(text: str, lo: int, at: int) -> int:
+    """The start of the word that holds position `at - 1` (`at` when text[at - 1] is a space), not before `lo`."""
+    return max(lo, *(text.rfind(c, lo, at) + 1 for c in _WS))
+
+
+def _word_end(text: str, at: int, hi: int) -> int:
+    """The end of the word that holds position `at` (`at` when text[at] is a space), not after `hi`."""
+    return min([hi, *(i for c in _WS if (i := text.find(c, at, hi)) >= 0)])
 
 
 def cut(text: str, n: int) -> str:
-    """text[:n], never a piece of a secret: when the cut goes through a word of CUT_WORD characters or more, that
-    word (with what stands before it) is redacted first, then cut (a redaction mark the cut goes through is kept
-    whole, a little past n)."""
+    """text[:n], never a piece of a secret: when the cut goes through a word of CUT_WORD characters or more, or
+    follows a key word (`password`, `token`...) a multi-word value may follow, the words around it (_AROUND
+    characters each side, whole words) are redacted first, then cut. A redaction mark the cut goes through is kept
+    whole, a little past n."""
     if len(text) <= n:
         return text
-    if n <= 0 or text[n - 1] in " \t\r\n" or text[n] in " \t\r\n":
-        return text[: max(n, 0)]
-    lo, hi = max(0, n - 4096), min(len(text), n + 4096)  # a word longer than this is a blob, looked at in part
-    start = max(lo, *(text.rfind(c, lo, n) + 1 for c in " \t\r\n"))
-    end = min([hi, *(i for c in " \t\r\n" if (i := text.find(c, n, hi)) >= 0)])
-    if end - start < CUT_WORD:
-        return text[:n]
-    ctx = max(0, start - _BEFORE)
-    near = text[ctx:end]
+    if n <= 0:
+        return ""
+    lo, hi = max(0, n - _BLOB), min(len(text), n + _BLOB)
+    start = _word_start(text, lo, n)  # the window begins at a word's start: an earlier word is redacted whole or not at all
+    end = _word_end(text, n, hi)
+    p = max(lo, start - _AROUND)
+    a = p if p == 0 or text[p - 1] in _WS else min(start, _word_end(text, p, start) + 1)
+    if end - start < CUT_WORD and not any(h in text[a:n].lower() for h in _FIELD_HINTS):
+        return text[:n]  # between words or through a short one: a piece only of a key = value rule's value
+    b = _word_end(text, max(end, min(hi, n + _AROUND)), hi)
+    near = text[a:b]
     clean = redact(near)
     if clean == near:
         return text[:n]
-    out = text[:ctx] + clean
-    mark = out.rfind("[REDACTED", 0, n + 8)  # a cut through the mark keeps it whole: "[REDACTED GITHUB TOKEN]", not "[RED"
-    close = out.find("]", mark) if 0 <= mark < n else -1
+    out = text[:a] + clean  # nothing past the window: a redaction that shortened it does not pull later text in
+    mark = out.rfind("[REDACTED", max(0, n - _MARK), n + 8)
+    close = out.find("]", mark, mark + _MARK) if 0 <= mark < n else -1
     return out[: close + 1] if close >= n else out[:n]

@@ -250,3 +250,25 @@ def test_a_cut_argument_leaves_no_piece_of_a_secret(tmp_path):
         assert r.returncode == 0, r.stderr
         out = r.stdout.decode().replace(secret, "")
         assert not any(secret[:j] in out for j in range(8, len(secret))), keep
+
+
+def test_a_cut_never_rewrites_part_of_an_earlier_word():
+    """From a review: the text looked at before the cut began inside an earlier key, whose tail alone redaction then
+    took for a high-entropy string, leaving its head: a piece made by the cut's own redaction."""
+    sendgrid = next(s for family, s, _t in PLANTED if family == "sendgrid")
+    github = next(s for family, s, _t in PLANTED if family == "github-pat")
+    for fill in range(0, 90, 3):
+        t = f"sendgrid {sendgrid} {'see the docs here please ' * 4}"[: 10 + len(sendgrid) + fill] + f" {github} rest"
+        for n in range(len(t)):
+            out = cut(t, n)
+            for s in (sendgrid, github):
+                assert s in out or not any(s[:j] in out for j in range(8, len(s))), (fill, n, out)
+
+
+def test_a_cut_between_the_words_of_a_value_and_a_mark_kept_whole_stay_bounded():
+    t = '{"user": "bob", "password": "s3cr3t C4Xz9kLmQw7 zz"} more'
+    for n in range(30, 50):
+        assert "s3cr3t" not in cut(t, n)  # a cut between the words of a password still redacts it
+    github = next(s for family, s, _t in PLANTED if family == "github-pat")
+    long = f"{github} [REDACTED{'a' * 3000}] tail"  # a literal mark without its end nearby
+    assert len(cut(long, 90)) <= 90 + 40

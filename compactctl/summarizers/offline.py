@@ -48,6 +48,7 @@ def _cap(text: str, counter: Counter, cap: int) -> str:
         return text
     ids = counter.encode(text)[:cap] if not counter.approx else None
     head = counter._enc.decode(ids) if ids is not None else text[: cap * 4]
+    head = head.rstrip("\ufffd")  # a token cap through a multi-byte character decodes its bytes as U+FFFD
     return (cut(text, len(head)) if text.startswith(head) else head) + " …[cut]"
 
 

@@ -156,12 +156,13 @@ class Journal:
     def unstarted(self) -> bool:
         """A run killed between creating its journal and writing its header (all it writes first): the file holds a
         beginning of this run's header, or nothing. Nothing else was written yet, so --resume starts over."""
+        head = orjson.dumps(self.header) + b"\n"
         try:
             with open(self.path, "rb") as f:
-                data = f.read(64 * 1024)
+                data = f.read(len(head))
         except OSError:
             return False
-        return (orjson.dumps(self.header) + b"\n").startswith(data) and not data.endswith(b"\n")
+        return len(data) < len(head) and head.startswith(data)
 
     def load(self) -> tuple[list[dict], int]:
         """The entries after the header, checked against this run's header; and the bytes that hold them."""

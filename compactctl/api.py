@@ -204,9 +204,12 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
             by_seq.setdefault(e["seq"], []).append(e)
     seqs = sorted(by_seq)
     first_seq = (end.get("first_seq") or {}).get(mine, 0) if mine is not None else 0
+    if seqs and first_seq + len(transcripts) <= max(seqs):  # before writing: a wrong archive leaves no output
+        raise DataError(archive_path, 0, f"the archive holds more transcripts than {compacted_path}: is it the right file?")
     with Output(output) as out:
         for k, t in enumerate(transcripts):
             got = by_seq.get(first_seq + k, [])
+            _check_unchanged(t, k, got, archive_path)
             if not got and compacted_here(t):
                 raise DataError(
                     archive_path,
@@ -217,8 +220,6 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
             restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, compacted_path)
             for line in restored:
                 out.write(line + b"\n")
-    if seqs and first_seq + len(transcripts) <= max(seqs):
-        raise DataError(archive_path, 0, f"the archive holds more transcripts than {compacted_path}: is it the right file?")
 
 
 def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:
@@ -249,6 +250,15 @@ def _source_for(compacted_path: str, sources: list[str]) -> str | None:
     if best is None:
         raise DataError(compacted_path, 0, f"the archive covers {len(sources)} files and none is named like this one")
     return best
+
+
+def _check_unchanged(t: Transcript, k: int, got: list[dict], archive_path: str) -> None:
+    """A transcript the run wrote as it came (an `unchanged` record) must be the one it wrote: its print."""
+    from .model import transcript_print
+
+    same = next((e for e in got if e.get("type") == "unchanged"), None)
+    if same is not None and same.get("print") != transcript_print(t.messages):
+        raise DataError(archive_path, 0, f"{t.id} (transcript {k + 1}) is not what that run wrote: this archive belongs to another run")
 
 
 def compacted_here(t: Transcript) -> bool:

@@ -625,7 +625,7 @@ class Carry:
             _fill(db, self.previous, search=False)
             db.executescript(INDEXES)
             db.commit()
-            yield Index(db, "")
+            yield Index(db, f"{self.previous} (a temporary index of its references)")
         finally:
             db.close()
 

@@ -211,6 +211,12 @@ def content_print(m: Message, canonical_arguments: bool = True) -> str:
     return digest(orjson.dumps([m.role, m.text(), [[c.name, args(c.arguments)] for c in m.tool_calls]]))
 
 
+def transcript_print(messages: list[Message]) -> str:
+    """One print of a transcript's messages (`content_print` of each, in order; the same in every format): an
+    archive's `unchanged` record holds it, and restore checks the output it is given against it."""
+    return digest("".join(content_print(m) for m in messages).encode(), 16)
+
+
 def call_input(arguments: str) -> dict:
     """A call's arguments as a JSON object (a tool_use `input`): nothing -> {}; text that is not JSON ->
     {"_raw_arguments": text}; a list or a scalar -> {"arguments": value}."""

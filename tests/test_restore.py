@@ -186,3 +186,38 @@ def test_a_compacted_session_compacted_again_without_change_restores(tmp_path, s
     back = cli("restore", str(b1), "--archive", str(arch2))
     assert back.returncode == 0, back.stderr
     assert back.stdout == a1.read_bytes()
+    other = tmp_path / "other.jsonl"  # another compaction of the same session: not what that run wrote
+    assert cli("compact", str(sample), "--context-window", "6000", "-q", "-o", str(other)).returncode == 0
+    wrong = cli("restore", str(other), "--archive", str(arch2))
+    assert wrong.returncode == 3 and b"belongs to another run" in wrong.stderr, wrong.stderr
+
+
+def test_a_compacted_dataset_repaired_without_change_restores(tmp_path):
+    """repair writes a dataset record that needs nothing as it was read, decided from the parsed JSON (passthrough):
+    with --archive, that skipped the `unchanged` record, and restore refused the archive of a compacted dataset."""
+    src = tmp_path / "d.jsonl"
+    src.write_bytes(b"".join(orjson.dumps({"id": f"t{i}", "messages": tool_session(20, 3000)}) + b"\n" for i in range(3)))
+    out, rout = tmp_path / "out.jsonl", tmp_path / "rout.jsonl"
+    assert (
+        cli("compact", str(src), "--context-window", "2000", "-q", "-o", str(out), "--archive", str(tmp_path / "a.jsonl")).returncode == 0
+    )
+    assert all(b"Active Task" in line for line in out.read_bytes().splitlines())  # each holds a summary
+    r = cli("repair", str(out), "-o", str(rout), "--archive", str(tmp_path / "ra.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert rout.read_bytes() == out.read_bytes()
+    back = cli("restore", str(rout), "--archive", str(tmp_path / "ra.jsonl"))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == out.read_bytes()
+
+
+def test_an_archive_of_more_transcripts_than_the_file_writes_nothing(tmp_path):
+    """The check ran after the output was written (and put in place): a wrong archive left a file behind."""
+    src = tmp_path / "d.jsonl"
+    src.write_bytes(b"".join(orjson.dumps({"id": f"t{i}", "messages": tool_session(20, 3000)}) + b"\n" for i in range(3)))
+    out, arch = tmp_path / "out.jsonl", tmp_path / "a.jsonl"
+    assert cli("compact", str(src), "--context-window", "2000", "-q", "-o", str(out), "--archive", str(arch)).returncode == 0
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(out.read_bytes().splitlines(keepends=True)[0])
+    r = cli("restore", str(one), "--archive", str(arch), "-o", str(tmp_path / "back.jsonl"))
+    assert r.returncode == 3 and b"holds more transcripts" in r.stderr, r.stderr
+    assert not (tmp_path / "back.jsonl").exists()

@@ -18,7 +18,7 @@ import orjson
 from .. import formats
 from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
-from ..model import Transcript, content_print
+from ..model import Transcript, content_print, transcript_print
 from .base import Done, Result, _Ctx, warn
 from .inputs import Item, Lazy, _Rejects
 
@@ -75,7 +75,15 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             # written as it came; when it holds an earlier run's summary, restore would take it for another run's
             # output without a record that this run left it as it was
             if compacted_here(t_in):
-                archive = [{"seq": seq, "source": t_in.source, "transcript": t_in.id, "type": "unchanged"}]
+                archive = [
+                    {
+                        "seq": seq,
+                        "source": t_in.source,
+                        "transcript": t_in.id,
+                        "type": "unchanged",
+                        "print": transcript_print(t_in.messages),
+                    }
+                ]
     return Done(lines, archive, res.report, changed, notes=res.notes, fmt=fmt)
 
 

@@ -4,6 +4,7 @@ all-or-nothing and resumably (journal, checkpoints), and the side files (archive
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import time
@@ -40,6 +41,9 @@ class _Sinks:
         self.key = ""
         self.last_ck = time.monotonic()
         self.first_seq: dict[str, int] = {}  # input file -> seq of its first transcript (the archive's end record)
+        # how many of first_seq the journal holds: a checkpoint adds the files begun since the one before (all of them
+        # in each one made a journal over thousands of files grow with their square)
+        self.fs_journaled = 0
         self.pending: list[str] = []  # -o DIR/: finished files (their targets), renamed into place when the run ends (all or nothing)
         self.written_as: tuple[str, str] | None = None  # (format, input) of the first transcript written to the one output
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
@@ -63,6 +67,7 @@ class _Sinks:
         self.stats = RunStats(ck.get("n", 0) - rejected, ck.get("changed", 0), rejected=rejected)
         self.key = ck.get("key", "")
         self.first_seq = dict(ck.get("fs", {}))
+        self.fs_journaled = len(self.first_seq)
         self.written_as = tuple(ck["wf"]) if isinstance(ck.get("wf"), list) else None  # what the killed run wrote
         self.archive_ended = bool(ck.get("ae"))  # killed after the archive's end record was checkpointed: not again
 
@@ -92,16 +97,18 @@ class _Sinks:
             raise UsageError("cannot resume a run that reads stdin")
         entries, valid = self.journal.load()
         ck: dict = {}
+        first_seq: dict = {}
         for e in entries:
             if e["t"] == "ck":
                 ck = e
+                first_seq.update(e.get("fs") or {})  # each checkpoint holds the files begun since the one before
             elif e["t"] == "done":
                 self.done_files.add(e["file"])
             else:
                 self.ended = True
         self.state = ck
         self.journal.reopen(valid)
-        return ck
+        return {**ck, "fs": first_seq} if ck else ck
 
     def _seed_carry(self, carry: Carry, out: str) -> None:
         assert self.io.archive is not None  # a Carry is made for an archive only
@@ -237,11 +244,12 @@ class _Sinks:
                 "fn": self.file_n,
                 "off": off,
                 "changed": stats.changed,
-                "fs": self.first_seq,
+                "fs": dict(itertools.islice(self.first_seq.items(), self.fs_journaled, None)),
                 "wf": self.written_as,
                 **({"ae": True} if self.archive_ended else {}),  # the archive's end record is in its part
             }
         )
+        self.fs_journaled = len(self.first_seq)
         self.last_ck = time.monotonic()
 
     def _close_file(self) -> None:

@@ -212,9 +212,11 @@ def content_print(m: Message, canonical_arguments: bool = True) -> str:
 
 
 def transcript_print(messages: list[Message]) -> str:
-    """One print of a transcript's messages (`content_print` of each, in order; the same in every format): an
-    archive's `unchanged` record holds it, and restore checks the output it is given against it."""
-    return digest("".join(content_print(m) for m in messages).encode(), 16)
+    """One print of a transcript's messages, the same in every format: role, text with its white space collapsed
+    (the ShareGPT writer strips a text's end), each call's name and arguments as an object. An archive's
+    `unchanged` record holds it, and restore checks the output it is given against it."""
+    rows = [[m.role, " ".join(m.text().split()), [[c.name, _canonical_arguments(c.arguments)] for c in m.tool_calls]] for m in messages]
+    return digest(orjson.dumps(rows), 16)
 
 
 def call_input(arguments: str) -> dict:

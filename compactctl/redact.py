@@ -262,19 +262,21 @@ def redact_json_text(text: str) -> str:
 
 
 CUT_WORD = 12  # a cut through a word this long is looked at; a shorter piece of a secret tells little
-_WS = " \t\r\n"
+# Where a word ends, for a cut: white space (Unicode's common ones too) and the punctuation that stands around a
+# value but never inside a key (quotes, commas, brackets): minified JSON is words, not one blob.
+_WS = " \t\r\n\u00a0\u2002\u2003\u2009\u202f\u3000\"'`,;{}()<>[]"
 _AROUND = 64  # text looked at on each side of a cut: a rule's key before it (`password=`), a value's words after
 _BLOB = 4096  # a word longer than this is a blob: looked at in part
 _MARK = 40  # a redaction mark is shorter than this ("[REDACTED HIGH-ENTROPY STRING]")
 
 
 def _word_start(text: str, lo: int, at: int) -> int:
-    """The start of the word that holds position `at - 1` (`at` when text[at - 1] is a space), not before `lo`."""
+    """The start of the word that holds position `at - 1` (`at` when text[at - 1] ends a word), not before `lo`."""
     return max(lo, *(text.rfind(c, lo, at) + 1 for c in _WS))
 
 
 def _word_end(text: str, at: int, hi: int) -> int:
-    """The end of the word that holds position `at` (`at` when text[at] is a space), not after `hi`."""
+    """The end of the word that holds position `at` (`at` when text[at] ends a word), not after `hi`."""
     return min([hi, *(i for c in _WS if (i := text.find(c, at, hi)) >= 0)])
 
 
@@ -291,7 +293,7 @@ def cut(text: str, n: int) -> str:
     start = _word_start(text, lo, n)  # the window begins at a word's start: an earlier word is redacted whole or not at all
     end = _word_end(text, n, hi)
     p = max(lo, start - _AROUND)
-    a = p if p == 0 or text[p - 1] in _WS else min(start, _word_end(text, p, start) + 1)
+    a = _word_start(text, lo, p + 1) if p > lo else p  # back to the start of the word there: whole, with its key
     if end - start < CUT_WORD and not any(h in text[a:n].lower() for h in _FIELD_HINTS):
         return text[:n]  # between words or through a short one: a piece only of a key = value rule's value
     b = _word_end(text, max(end, min(hi, n + _AROUND)), hi)

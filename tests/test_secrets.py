@@ -272,3 +272,20 @@ def test_a_cut_between_the_words_of_a_value_and_a_mark_kept_whole_stay_bounded()
     github = next(s for family, s, _t in PLANTED if family == "github-pat")
     long = f"{github} [REDACTED{'a' * 3000}] tail"  # a literal mark without its end nearby
     assert len(cut(long, 90)) <= 90 + 40
+
+
+@pytest.mark.parametrize("family,secret,text", PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_cut_in_minified_json_or_after_a_long_key_leaves_no_piece(family, secret, text):
+    """From a second review: in a word longer than the look-back (minified JSON, one line), a cut 4,096 characters
+    past a secret began its window inside it; a key name of 58+ characters, or a Unicode space, kept the key out of
+    the window. Quotes, commas and brackets end words now, and the window begins at a word's start."""
+    cases = [
+        '{"a":"' + "x" * 3000 + '","c":"' + text + '","b":"' + "abc_def_ghi," * 800 + '"}',
+        "x" * 60 + "\u00a0" + text + " and more",
+        '{"MY_APPLICATION_PRODUCTION_DATABASE_PRIMARY_REPLICA_ADMIN_SETTING": "' + text + '"}',
+    ]
+    for t in cases:
+        i = t.find(secret)
+        for n in [*range(i, i + len(secret) + 1, 3), *(i + k + 4096 for k in range(0, len(secret), 5))]:
+            out = cut(t, n)
+            assert secret in out or not any(secret[:j] in out for j in range(8, len(secret))), (n - i, out[-80:])

@@ -296,7 +296,7 @@ def cut(text: str, n: int) -> str:
     a = _word_start(text, lo, p + 1) if p > lo else p  # back to the start of the word there: whole, with its key
     if end - start < CUT_WORD and not any(h in text[a:n].lower() for h in _FIELD_HINTS):
         return text[:n]  # between words or through a short one: a piece only of a key = value rule's value
-    b = _word_end(text, max(end, min(hi, n + _AROUND)), hi)
+    b = min(len(text), _word_end(text, max(end, min(hi, n + _AROUND)), hi) + 1)  # with what ends it: a closing quote
     near = text[a:b]
     clean = redact(near)
     if clean == near:

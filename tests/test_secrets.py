@@ -289,3 +289,13 @@ def test_a_cut_in_minified_json_or_after_a_long_key_leaves_no_piece(family, secr
         for n in [*range(i, i + len(secret) + 1, 3), *(i + k + 4096 for k in range(0, len(secret), 5))]:
             out = cut(t, n)
             assert secret in out or not any(secret[:j] in out for j in range(8, len(secret))), (n - i, out[-80:])
+
+
+def test_a_cut_through_a_quoted_high_entropy_string_sees_its_closing_quote():
+    """Quotes end words for a cut; the window keeps the quote that ends it, or the quoted-string rule (mostly lower
+    case: the bare base64 rule passes it) never matched and the piece stayed."""
+    s = "qwErtyuiop4sdfghjklzxcvbnmQazwsxedcrfvtgbyhn" * 3  # its end more than 64 characters past the cuts
+    t = f'const KEY = "{s}"; more code here'
+    i = t.find(s)
+    for n in range(i + 8, i + 60):
+        assert cut(t, n).startswith('const KEY = "[REDACTED HIGH-ENTROPY STRING]')

@@ -13,7 +13,7 @@ It is idempotent, and runs on whole texts: callers cut (cap) only what it return
 `cut(text, n)` is `text[:n]` for the texts compaction writes back (a digest's command and error lines, a
 cut argument, a summary line): it never leaves a piece of a secret, which no rule would recognize later (the
 next compaction's LLM request is redacted, a fragment without its prefix or length is not). Only a cut
-through a word is looked at, so compaction keeps its speed.
+through a long word, or after a key word, is looked at, so compaction keeps its speed.
 """
 
 from __future__ import annotations

@@ -262,7 +262,7 @@ def _check_unchanged(t: Transcript, k: int, got: list[dict], archive_path: str) 
 
 
 def compacted_here(t: Transcript) -> bool:
-    """`t` holds a compaction's work: a summary, or the stub repair writes for a removed turn."""
+    """`t` holds compactctl's own text: a summary, or what repair writes (a missing result's stub, an opening)."""
     from .model import is_summary
     from .phases.repair import OLD_STUBS, OPENING, STUB
 

@@ -175,6 +175,7 @@ def test_a_reader_that_closes_stdout_early_is_exit_4_said_once(tmp_path, streame
 def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     """The parts and the journal stay for --resume (said on stderr), no temporary file is left, and the resumed
     output is the uninterrupted one."""
+    import os
     import signal
     import subprocess
     import sys
@@ -184,11 +185,12 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     out = tmp_path / "o" / "out.jsonl"
     out.parent.mkdir()
     args = ["compact", str(src), "--context-window", "4000", "-q", "-o", str(out), "--archive", str(out.parent / "a.jsonl")]
-    p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stderr=subprocess.PIPE)
+    env = {**os.environ, "COMPACTCTL_JOURNAL_EVERY": "0", "COMPACTCTL_SLOW_DOWN": "0.05"}  # a checkpoint a transcript
+    p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stderr=subprocess.PIPE, env=env)
     journal = out.parent / "out.jsonl.compactctl-journal"
     part = out.parent / "out.jsonl.compactctl-part"
-    for _ in range(1200):  # until the run has written its first records
-        if part.exists() and part.stat().st_size > 0:
+    for _ in range(1200):  # until the run has written its first records and checkpointed them (the journal's start)
+        if part.exists() and part.stat().st_size > 0 and journal.exists() and b'"t":"ck"' in journal.read_bytes():
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGTERM)

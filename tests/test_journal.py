@@ -32,3 +32,73 @@ def test_unstarted_is_only_a_journal_killed_before_its_header_was_written(tmp_pa
     assert not other.unstarted()  # another run's header: refused by load(), not started over
     path.unlink()
     assert not j.unstarted()  # no journal at all is not this case
+
+
+COUNT_FSYNCS = """
+import atexit, os, sys
+n = [0]
+real = os.fsync
+def fsync(fd):
+    n[0] += 1
+    real(fd)
+os.fsync = fsync
+atexit.register(lambda: print(f"fsyncs={n[0]}", file=sys.stderr))
+sys.argv = ["compactctl", *sys.argv[1:]]
+from compactctl.entry import main
+main()
+"""
+
+
+def _fsyncs(*args: str) -> tuple[int, bytes]:
+    import re
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", COUNT_FSYNCS, *args], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    m = re.search(rb"fsyncs=(\d+)", r.stderr)
+    assert m is not None, r.stderr
+    return int(m.group(1)), r.stderr
+
+
+def test_one_output_finished_before_a_checkpoint_is_synced_and_renamed_without_a_journal(tmp_path):
+    """A hook's `compact -o FILE` on one session: the output's part is fsync'd once and renamed; no journal is
+    written (it took four more fsyncs: header, directory, checkpoint, end). With a side file there are two
+    renames to keep in step, so the journal is written, at the end, and removed."""
+    from tests.conftest import SAMPLES, cli
+
+    src = str(SAMPLES / "long_session.jsonl")
+    out = tmp_path / "o.jsonl"
+    n, _ = _fsyncs("compact", src, "--context-window", "8000", "-q", "-o", str(out))
+    assert n == 1
+    assert out.read_bytes() == cli("compact", src, "--context-window", "8000", "-q").stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.jsonl"]
+    n, _ = _fsyncs("compact", src, "--context-window", "8000", "-q", "-o", str(tmp_path / "p.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
+    assert n == 2 + 2 + 1  # the parts; the journal's header with the checkpoint, its directory; the end
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "o.jsonl", "p.jsonl"]
+
+
+def test_an_interrupt_before_the_first_checkpoint_keeps_nothing_and_resume_starts_over(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import proc, tool_session, write_jsonl
+
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": tool_session(6, 2000)} for _ in range(40)])
+    out = tmp_path / "out.jsonl"
+    args = ["compact", str(src), "--context-window", "3000", "-q", "-o", str(out)]
+    env = {**__import__("os").environ, "COMPACTCTL_JOURNAL_EVERY": "1000", "COMPACTCTL_SLOW_DOWN": "0.2"}
+    p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stderr=subprocess.PIPE, env=env)
+    part = tmp_path / "out.jsonl.compactctl-part"
+    deadline = time.monotonic() + 60
+    while not (part.exists() and part.stat().st_size > 0) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    err = p.stderr.read() if p.stderr else b""
+    assert p.wait(timeout=60) == 130, err
+    assert b"before the first checkpoint: nothing was kept" in err and b"Traceback" not in err
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["d.jsonl"]
+    assert proc(*args, "--resume").returncode == 0
+    assert out.read_bytes() == proc(*args[:-2]).stdout

@@ -89,9 +89,11 @@ class _Sinks:
                 raise IOFailure(f"{out}: cannot be the output directory ({err.strerror or err})") from err
         self.journal = Journal(journal_path(out, to_dir), header)
         if not (io.resume and os.path.exists(self.journal.path)) or self.journal.unstarted():
-            if os.path.exists(self.journal.path) and not io.quiet and not io.resume:
-                warn(f"{self.journal.path}: an interrupted run's journal; starting over (use --resume to continue it)")
-            self.journal.start()
+            if os.path.exists(self.journal.path):
+                if not io.quiet and not io.resume:
+                    warn(f"{self.journal.path}: an interrupted run's journal; starting over (use --resume to continue it)")
+                self.journal.start()  # replaced at once: its checkpoints describe another run's parts
+            # else written at the first checkpoint (see checkpoint): a run that ends before one may need none
             return {}
         if "-" in files:
             raise UsageError("cannot resume a run that reads stdin")
@@ -234,7 +236,8 @@ class _Sinks:
         off = {k: s.offset for k, s in self.sides.items() if isinstance(s, PartFile)}
         if isinstance(self.out, PartFile):
             off["out"] = self.out.offset
-        self.journal.append(
+        write = self.journal.append if self.journal.started else self.journal.start  # the first: with the header
+        write(
             {
                 "t": "ck",
                 "n": stats.transcripts + stats.rejected,  # records read: what --resume skips
@@ -268,6 +271,10 @@ class _Sinks:
                 self._side("rejects", line + b"\n")
         if not self.ended:
             self._end_archive()
+        if self.journal is not None and not self.journal.started and len(self._parts()) + len(self.pending) <= 1:
+            for s in self._parts():  # one output, no checkpoint yet: durable, then renamed; nothing to keep in step
+                s.sync()
+            self.journal = None
         if self.journal is not None and not self.ended:
             self.checkpoint()
             if self.to_dir and self.out is not None:
@@ -292,6 +299,10 @@ class _Sinks:
                 raise IOFailure(f"{target}: {e.strerror or e}") from e
         if self.journal is not None:
             self.journal.remove()
+
+    def _parts(self) -> list[PartFile]:
+        """The open part files (the output's, the side files')."""
+        return [s for s in (self.out, *self.sides.values()) if isinstance(s, PartFile)]
 
     def _end_archive(self, stopped: str | None = None) -> None:
         """The archive's closing record (restore refuses an archive without it: truncated); `stopped`: why a run
@@ -323,6 +334,10 @@ class _Sinks:
         if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
             self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
             return
+        if interrupted and self.journal is not None and not self.journal.started:
+            interrupted = False  # before the first checkpoint: nothing --resume could skip, so nothing is kept
+            with contextlib.suppress(OSError):
+                print("compactctl: interrupted before the first checkpoint: nothing was kept", file=sys.stderr)
         if not interrupted:  # finished files not yet in place: an error leaves none
             for target in self.pending:
                 with contextlib.suppress(FileNotFoundError):

@@ -313,6 +313,8 @@ def _connect(path: str) -> sqlite3.Connection:
 
 @dataclass
 class Hit:
+    """A search hit in an archive: where the removed message sat, and its text."""
+
     ref: str
     transcript: str
     seq: int

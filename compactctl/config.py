@@ -42,6 +42,8 @@ ENV_ALIASES = {"base_url": ("OPENAI_BASE_URL",)}
 
 @dataclass
 class Setting:
+    """One effective setting and where its value came from."""
+
     name: str
     value: Any
     source: str  # "default", "flag", "env:NAME", "project:PATH", "user:PATH"

@@ -48,6 +48,8 @@ def norm(s: str) -> str:
 
 @dataclass(frozen=True)
 class Probe:
+    """A fact the probe eval looks for in a compacted transcript."""
+
     category: str
     text: str
     exit_code: int | None = None

@@ -51,6 +51,8 @@ MISSING: Any = _Missing()
 
 @dataclass(slots=True)
 class ToolCall:
+    """A tool call an assistant message makes."""
+
     id: str | None
     name: str
     arguments: str  # JSON text as the model produced it (may be invalid JSON: kept as is)
@@ -79,6 +81,8 @@ NEW = Provenance()  # a message compactctl made (a summary, a stub), or a format
 
 @dataclass(slots=True)
 class Message:
+    """One message of the canonical transcript, whatever format it was read from."""
+
     role: str
     content: Any = MISSING  # str | None | list[part dict] | MISSING
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -167,6 +171,8 @@ def is_image_part(part: Any) -> bool:
 
 @dataclass(slots=True)
 class Transcript:
+    """A conversation as read from one source: its messages, and what is needed to write it back."""
+
     messages: list[Message]
     id: str = ""  # stable name: "file.jsonl" or "file.jsonl#3" for a dataset record
     source: str = ""  # the file it came from ("<stdin>" for standard input)

@@ -156,6 +156,8 @@ def fold(s: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
+    """A piece of a transcript's text, with who wrote it."""
+
     source: str  # system | written | output | injected
     text: str  # whitespace-folded
 
@@ -510,6 +512,8 @@ def occurs(kind: str, key: str, text: str) -> bool:
 
 @dataclass
 class Fact:
+    """A fact of the prefix that the continuation writes again, and where it sat and was used."""
+
     kind: str
     key: str
     source: str  # written | output | injected: where it sat in the prefix (written wins, then output)

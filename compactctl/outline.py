@@ -55,6 +55,8 @@ _CLOSER = re.compile(r"^\s*(?:(?:end|else|elif|elsif|except|catch|rescue|after|f
 
 @dataclass(frozen=True, slots=True)
 class Definition:
+    """A definition in a numbered file read: its name and its first and last lines."""
+
     name: str
     start: int
     end: int

@@ -26,6 +26,8 @@ from .model import Message, ToolCall
 
 @dataclass(frozen=True, slots=True)
 class Pair:
+    """A tool call and the message that holds its result."""
+
     call_msg: int  # index of the assistant message
     call_pos: int  # position of the call in that message's tool_calls
     result: int  # index of the tool message

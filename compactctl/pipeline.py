@@ -29,6 +29,8 @@ class Report(dict):
 
 @dataclass
 class CompactOptions:
+    """The options of the whole pipeline: budget, prune, summary and repair."""
+
     budget: Budget = field(default_factory=Budget)
     prune: PruneOptions | None = None  # default: protect the tail budget
     focus: str | None = None

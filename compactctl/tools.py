@@ -158,6 +158,8 @@ def files_of(call: ToolCall) -> list[tuple[str, str]]:
 
 @dataclass
 class Outcome:
+    """How a tool call ended, read from its output."""
+
     exit_code: int | None = None
     failed: bool = False
     error_lines: list[str] = field(default_factory=list)

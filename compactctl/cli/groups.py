@@ -119,6 +119,8 @@ IO = Group(
 
 @dataclass
 class BudgetOptions:
+    """The budget options of a command, and the token counter they choose."""
+
     budget: Budget
     model: str
     encoding: str | None
@@ -289,6 +291,8 @@ PRUNE = Group(
 
 @dataclass
 class SummaryOptions:
+    """The summary options of a command: which summarizer, which LLM, how to call it."""
+
     summarizer: str
     llm_model: str | None
     base_url: str | None

@@ -22,6 +22,8 @@ _CTX = "compactctl_ctx"  # the keyword of the click context the wrapper of a com
 
 @dataclass
 class Opt:
+    """One command-line option of a group: its parameter name, type, default, flags and help."""
+
     name: str
     type: Any
     default: Any
@@ -31,6 +33,8 @@ class Opt:
 
 @dataclass
 class Group:
+    """Options that commands share, built into one object (`build`) that the command receives."""
+
     name: str  # the keyword the command receives
     title: str  # help panel
     opts: list[Opt]

@@ -16,6 +16,8 @@ from ..model import SUMMARY_END, SUMMARY_MERGED, Message, Transcript, is_summary
 
 @dataclass
 class LineLog:
+    """A session file's source lines, kept so that a changed transcript is written back into them."""
+
     lines: list[tuple[bytes, dict]]  # every source line: (raw, parsed)
     context_start: int  # first line of the live context (after the tool's own last compaction)
     msg_lines: list[list[int]] = field(default_factory=list)  # per message read: its line indices

@@ -13,6 +13,8 @@ from ..model import Message, Transcript
 
 @dataclass(slots=True)
 class Archived:
+    """A message a phase removed or changed, as it was, for the archive."""
+
     transcript: str
     index: int  # position of the original in the transcript as read
     phase: str

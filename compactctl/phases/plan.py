@@ -35,6 +35,8 @@ ZONES = ("head", "middle", "tail")
 
 @dataclass
 class Budget:
+    """The context window and how a plan shares it: target, head, tail, summary."""
+
     context_window: int = 128_000
     threshold: float = 0.5
     tail_tokens: int | None = None  # default: `tail_share` of the target
@@ -132,6 +134,8 @@ def head_end(t: Transcript, spans: list[tuple[int, int]], protect_first: int, ke
 
 @dataclass(frozen=True)
 class _Zones:
+    """Where a plan's head ends and its tail starts, and how it got there."""
+
     head_end: int
     tail_start: int
     prior: int | None

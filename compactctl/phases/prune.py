@@ -66,6 +66,8 @@ DOC_NAMES_FACTOR = 4  # ... times that for an output that describes work, in its
 
 @dataclass
 class PruneOptions:
+    """What prune may reduce, and how far."""
+
     protect_tokens: int = 12_800  # the most recent tokens are left verbatim
     target: int | None = None  # stop once the transcript fits this many tokens (None: prune all old output)
     min_dedup_chars: int = 200
@@ -89,6 +91,8 @@ class PruneOptions:
 
 @dataclass
 class PassStats:
+    """What one kind of reduction did: messages, characters and tokens saved."""
+
     count: int = 0
     chars: int = 0
     tokens: int = 0
@@ -96,6 +100,8 @@ class PassStats:
 
 @dataclass
 class PruneStats:
+    """What a prune did, per kind of reduction."""
+
     dedup: PassStats = field(default_factory=PassStats)
     summaries: PassStats = field(default_factory=PassStats)
     args: PassStats = field(default_factory=PassStats)

@@ -37,6 +37,8 @@ OPENING = "[Earlier conversation compacted — continuing from here]"
 
 @dataclass(slots=True)
 class Violation:
+    """A rule of the chat APIs that a transcript breaks, and where."""
+
     transcript: str
     index: int
     rule: str
@@ -48,6 +50,8 @@ class Violation:
 
 @dataclass
 class RepairStats:
+    """What a repair did, counted by kind."""
+
     orphan_results_removed: int = 0
     stubs_added: int = 0
     calls_stripped: int = 0
@@ -201,6 +205,8 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
 
 @dataclass(frozen=True)
 class RepairOptions:
+    """How repair mends a call without a result."""
+
     strip_unanswered: bool = False  # remove calls that have no result instead of adding a stub result
     allow_empty: bool = False  # a transcript with nothing to send comes back empty instead of a DataError (measuring only)
 

@@ -29,6 +29,8 @@ STRIKES_KEY = "strikes"
 
 @dataclass
 class SummarizeStats:
+    """What summarize did: its plan, its status, the tokens before and after."""
+
     plan: Plan | None = None
     status: str = "unchanged"  # compacted | not-needed | ineffective | skipped
     tokens_before: int = 0
@@ -170,6 +172,8 @@ def _body(text: str, trailer: str, dropped: str, room: int, counter: Counter) ->
 
 @dataclass(frozen=True)
 class SummarizeOptions:
+    """How summarize plans and when it gives up."""
+
     budget: Budget = field(default_factory=Budget)
     focus: str | None = None  # items that mention it are kept first
     min_saving: float = 0.10  # a compaction saving less (and still over target) is a strike, the input kept

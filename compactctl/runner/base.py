@@ -14,6 +14,8 @@ from ..phases import Archived
 
 @dataclass
 class IOOptions:
+    """Where a run reads and writes, and in which formats."""
+
     output: str | None = None
     fmt_from: str | None = None
     fmt_to: str | None = None
@@ -31,6 +33,8 @@ class IOOptions:
 
 @dataclass
 class Result:
+    """What the work made of one transcript: what to write, report and archive."""
+
     transcript: Transcript | None  # what to write (None: write `lines` instead)
     report: dict[str, Any] | None = None
     archived: list[Archived] = field(default_factory=list)
@@ -41,6 +45,8 @@ class Result:
 
 @dataclass
 class RunStats:
+    """Counts of a run."""
+
     transcripts: int = 0  # written (numbered 0, 1, ... in the archive: `restore` maps output record k to seq k)
     changed: int = 0
     skipped_lines: int = 0  # lines the reader rejected (not JSON, not a record of the format)
@@ -63,6 +69,8 @@ class Done:
 
 @dataclass
 class _Ctx:
+    """What the work on each transcript needs to know about the run."""
+
     fmt_to: str | None
     many: bool
     archive: bool

@@ -329,7 +329,8 @@ class _Sinks:
         self.archive_ended = True
 
     def fail(self, interrupted: bool, error: Exception | None = None) -> None:
-        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume.
+        """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume
+        (before the first checkpoint there is no journal and nothing to resume: nothing stays).
         Transcripts already streamed to stdout (--on-error skip) stay written: the side files are kept to match them."""
         if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
             self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")

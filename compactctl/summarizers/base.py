@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # the fact extractor and the offline summarizer load when a s
 
 @dataclass
 class SummaryRequest:
+    """What a summarizer is asked to summarize, in how many tokens."""
+
     transcript: str
     messages: list[Message]
     head_end: int
@@ -31,6 +33,8 @@ class SummaryRequest:
 
 @dataclass
 class SummaryResult:
+    """A summary and how it was made."""
+
     text: str
     summarizer: str  # "offline", or "llm:<model>"
     cache_hit: bool = False

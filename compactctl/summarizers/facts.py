@@ -45,6 +45,8 @@ VERSION = re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b")
 
 @dataclass
 class Action:
+    """A tool call of the span, as a line of the summary."""
+
     line: str  # the one-liner (error lines follow it for failed calls)
     failed: bool
     kind: str
@@ -55,6 +57,8 @@ class Action:
 
 @dataclass
 class Facts:
+    """What the summarized span holds, sorted into what the summary's sections need."""
+
     first_request: str | None = None
     last_request: str | None = None  # the latest user message of the whole transcript, verbatim
     last_request_verbatim: bool = False  # not in the kept turns: the summary carries all of it (else it points to it)

@@ -94,6 +94,8 @@ def _install_sigint() -> None:
 
 @dataclass
 class Breaker:
+    """A circuit breaker: after `threshold` failures in a row, no call for `cooldown` seconds."""
+
     threshold: int = 3
     cooldown: float = 60.0
     failures: int = 0

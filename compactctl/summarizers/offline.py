@@ -37,6 +37,8 @@ ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
 @dataclass
 class Item:
+    """A line the offline summary may keep, in its section and tier."""
+
     section: str
     text: str
     tier: int

@@ -22,6 +22,7 @@ parse, or a journal written for other inputs or options, is refused.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import IO, Any
 
 import orjson
@@ -121,10 +122,18 @@ def finish_part(target: str) -> None:
 
 
 class Journal:
-    def __init__(self, path: str, header: dict):
+    def __init__(self, path: str, header: dict | Callable[[], dict]):
+        """`header`: the header, or what makes it when it is first needed (at the first checkpoint, or to read a
+        journal left by a kill): a run that writes no journal never hashes its options (OpenSSL's start-up)."""
         self.path = path
-        self.header = header
+        self._header = header
         self.f: IO[bytes] | None = None
+
+    @property
+    def header(self) -> dict:
+        if callable(self._header):
+            self._header = self._header()
+        return self._header
 
     @property
     def started(self) -> bool:

@@ -74,14 +74,18 @@ class _Sinks:
     def _open_journal(self, out: str, files: list[str], desc: str) -> dict:
         """Start a journal, or (--resume) load the interrupted run's: its last checkpoint ({} if none)."""
         io, to_dir = self.io, self.to_dir
-        header = {
-            "journal": "compactctl",
-            "version": 1,
-            "command": desc,
-            "options": _fingerprint(io),
-            "inputs": input_ids(files),
-            "output": os.path.abspath(out) + (os.sep if to_dir else ""),
-        }
+        inputs = input_ids(files)  # as the run starts reading them
+
+        def header() -> dict:
+            return {
+                "journal": "compactctl",
+                "version": 1,
+                "command": desc,
+                "options": _fingerprint(io),
+                "inputs": inputs,
+                "output": os.path.abspath(out) + (os.sep if to_dir else ""),
+            }
+
         if to_dir:
             try:
                 os.makedirs(out, exist_ok=True)

@@ -275,15 +275,7 @@ class _Sinks:
                 self._side("rejects", line + b"\n")
         if not self.ended:
             self._end_archive()
-        if self.journal is not None and not self.journal.started and len(self._parts()) + len(self.pending) <= 1:
-            for s in self._parts():  # one output, no checkpoint yet: durable, then renamed; nothing to keep in step
-                s.sync()
-            self.journal = None
-        if self.journal is not None and not self.ended:
-            self.checkpoint()
-            if self.to_dir and self.out is not None:
-                self.journal.append({"t": "done", "file": self.current})
-            self.journal.append({"t": "end"})
+            self._end_journal()
         if self.ended:  # the interrupted run had finished writing: only renames were left
             if not self.to_dir:
                 assert self.io.output is not None  # a journal (and so `ended`) needs -o
@@ -303,6 +295,22 @@ class _Sinks:
                 raise IOFailure(f"{target}: {e.strerror or e}") from e
         if self.journal is not None:
             self.journal.remove()
+
+    def _end_journal(self) -> None:
+        """Checkpoint the finished run and say it ended: a kill after this leaves only the renames, which --resume
+        does. One output and no checkpoint yet: nothing to keep in step, so no journal; its part is made durable
+        before it is renamed."""
+        if self.journal is None:
+            return
+        if not self.journal.started and len(self._parts()) + len(self.pending) <= 1:
+            for s in self._parts():
+                s.sync()
+            self.journal = None
+            return
+        self.checkpoint()
+        if self.to_dir and self.out is not None:
+            self.journal.append({"t": "done", "file": self.current})
+        self.journal.append({"t": "end"})
 
     def _parts(self) -> list[PartFile]:
         """The open part files (the output's, the side files')."""

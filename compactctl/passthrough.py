@@ -64,6 +64,8 @@ def _plain(d: Any) -> list | None:
     if not (content is None or type(content) is str or type(content) is list) or _has_blank(content):
         return None
     calls = d.get("tool_calls")
+    if calls and type(content) is str and content and not content.strip():  # blank text beside calls: repair drops it
+        return None
     if not calls:  # absent or null ([] is repair's to leave out; not a list: {} or "" read as an error)
         if calls is not None:
             return None
@@ -82,19 +84,15 @@ def _has_blank(content: Any) -> bool:
 
 
 def _empty(d: dict, content: Any) -> bool:
-    """repair's `_empty` for a user or assistant message without calls."""
-    reasoning = d.get("reasoning_content")
-    reasoned = type(reasoning) is str and bool(reasoning)
+    """repair's `_empty` for a user or assistant message without calls (reasoning alone is not content)."""
     refusal = d.get("refusal")
     if (type(refusal) is str and refusal.strip()) or type(d.get("audio")) is dict:  # says something outside content
         return False
     if content is None:  # null or absent
-        return not reasoned
+        return True
     if type(content) is str:
-        return not content.strip() and not reasoned
-    if type(content) is list and content:
-        return blank_parts(content) and not reasoned
-    return len(content) == 0
+        return not content.strip()
+    return blank_parts(content)
 
 
 def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:

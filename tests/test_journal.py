@@ -73,7 +73,9 @@ def test_one_output_finished_before_a_checkpoint_is_synced_and_renamed_without_a
     assert n == 1
     assert out.read_bytes() == cli("compact", src, "--context-window", "8000", "-q").stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.jsonl"]
-    n, _ = _fsyncs("compact", src, "--context-window", "8000", "-q", "-o", str(tmp_path / "p.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
+    n, _ = _fsyncs(
+        "compact", src, "--context-window", "8000", "-q", "-o", str(tmp_path / "p.jsonl"), "--archive", str(tmp_path / "a.jsonl")
+    )
     assert n == 2 + 2 + 1  # the parts; the journal's header with the checkpoint, its directory; the end
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "o.jsonl", "p.jsonl"]
 

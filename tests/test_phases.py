@@ -15,7 +15,7 @@ from compactctl.summarizers.offline import KEPT_LAST_ASK
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
-from .conftest import cli, tool_session
+from .conftest import cli, tool_session, write_jsonl
 
 COUNTER = make_counter("gpt-4o")
 
@@ -228,6 +228,41 @@ def test_repair_drops_blank_parts_beside_calls_images_and_in_results():
     assert api.check(out) == [] and st.blank_parts_removed == 3
     assert [m.content for m in out.messages[:3]] == [[img], None, ""]
     assert out.messages[1].tool_calls[0].id == "c1" and out.messages[2].tool_call_id == "c1"  # the pairing is untouched
+
+
+def test_repair_blank_text_beside_calls_reasoning_alone_and_responses_api_parts(tmp_path):
+    """Found by an adversarial review: blank white space beside calls became an empty Anthropic text block; a message
+    whose only content was replayed reasoning (with blank or no text) was kept, and neither API takes it; a Codex
+    `output_text`/`input_text` part without text was not seen as blank."""
+    from tests.validator import validate
+
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    rows = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": " ", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "  ", "reasoning_content": "thinking"},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "reasoning_content": "thinking"},
+        {"role": "user", "content": [{"type": "input_text", "text": "and?"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": ""}, {"type": "output_text", "text": "ok"}]},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["blank-part", "empty-message", "empty-message", "blank-part"]
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.empty_removed == 2 and st.blank_parts_removed == 2
+    assert out.messages[1].content is None and out.messages[-1].content == [{"type": "output_text", "text": "ok"}]
+    assert {a.message.reasoning for a in st.archived if a.message.reasoning} == {"thinking"}  # archived, not lost
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    for to in ("openai", "anthropic"):
+        p = cli("repair", str(src), "--to", to, "-q")
+        assert p.returncode == 0, p.stderr
+        written = [orjson.loads(x) for x in p.stdout.splitlines()]
+        assert not any(
+            b.get("type") == "text" and not b["text"].strip() for m in written if isinstance(m["content"], list) for b in m["content"]
+        )
+        if to == "openai":
+            assert validate(written) == []
 
 
 def test_a_transcript_with_nothing_to_send_is_a_data_error_never_an_empty_output(tmp_path):

@@ -85,15 +85,18 @@ class RepairStats:
 
 
 def _empty(m: Message) -> bool:
+    """A user or assistant message with nothing either API takes as content. Replayed reasoning alone is not
+    content: OpenAI wants content (or calls) beside `reasoning_content`, and Anthropic a block that is not a
+    thinking one (the reasoning is archived with the message)."""
     if m.role not in ("user", "assistant") or m.tool_calls or other_content(m.extra):
         return False
     c = m.content
     if c is MISSING or c is None:
-        return not m.reasoning
+        return True
     if isinstance(c, str):
-        return not c.strip() and not m.reasoning
+        return not c.strip()
     if isinstance(c, list):
-        return len(c) == 0 or (blank_parts(c) and not m.reasoning)
+        return blank_parts(c)
     return False
 
 
@@ -108,22 +111,30 @@ def blank_parts(parts: list) -> bool:
     return all(is_blank_part(p) for p in parts)
 
 
+TEXT_PARTS = ("text", "input_text", "output_text")  # a text part, as Chat Completions and the Responses API (Codex) type it
+
+
 def is_blank_part(p: Any) -> bool:
-    return isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip()
+    return isinstance(p, dict) and p.get("type") in TEXT_PARTS and isinstance(p.get("text"), str) and not p["text"].strip()
 
 
 def has_blank_part(m: Message) -> bool:
-    """A list of parts with a blank text part that repair drops: beside other parts, or all of a tool result's or
-    of a message with calls (a user or assistant message of blank parts alone is empty, and removed)."""
+    """A blank text that repair drops from a message it keeps: a blank text part beside other parts, or all of a
+    tool result's or of a message with calls (a user or assistant message of blank parts alone is empty, and
+    removed); a message with calls whose text is blank white space (Anthropic: an empty text block beside them)."""
     c = m.content
+    if isinstance(c, str):
+        return bool(m.tool_calls) and bool(c) and not c.strip()
     if not isinstance(c, list) or not any(is_blank_part(p) for p in c):
         return False
     return not blank_parts(c) or m.role == "tool" or bool(m.tool_calls)
 
 
 def _without_blank_parts(m: Message) -> Message:
-    """`m` without its blank text parts (see has_blank_part): a result left without parts says nothing (""), a
+    """`m` without its blank text (see has_blank_part): a result left without parts says nothing (""), a
     message with calls has no content."""
+    if isinstance(m.content, str):
+        return m.evolve(content=None)
     parts = [p for p in m.content if not is_blank_part(p)]
     if not parts:
         return m.evolve(content="" if m.role == "tool" else None)
@@ -319,7 +330,7 @@ class _Repair:
             results.append(rmsg)
         if renamed or len(kept_calls) != len(calls):
             archive(self.t, m, "repair", self.st.archived)
-            if not kept_calls and not (m.text().strip() or m.reasoning):
+            if not kept_calls and not m.text().strip():
                 self.st.empty_removed += 1
                 return
             m = m.evolve(tool_calls=kept_calls)

@@ -335,3 +335,51 @@ def test_no_corpus_session_has_an_abandoned_branch():
         for t in api.read([str(f)]):
             assert not t.native.off_path, f
             assert api.write(t) == f.read_bytes(), f
+
+
+def _results(uuid, parent, *pairs):
+    blocks = [{"type": "tool_result", "tool_use_id": tid, "content": out} for tid, out in pairs]
+    return _line("user", uuid, parent, {"role": "user", "content": blocks})
+
+
+def _calls(uuid, parent, mid, *tool_ids):
+    blocks = [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "ls"}} for tid in tool_ids]
+    return _line("assistant", uuid, parent, {"id": mid, "role": "assistant", "content": blocks})
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # an orphan result beside a real one in one line: the line was written back as it was, the orphan with it
+        [user("u1", None, "list"), _calls("u2", "u1", "m1", "t1"), _results("u3", "u2", ("t1", "a.py"), ("nobody", "stray"))],
+        # one line holding the results of two calls made in two messages: repair puts each after its call, the line
+        # was written once, before the second call
+        [
+            user("u1", None, "go"),
+            _calls("u2", "u1", "m1", "t1"),
+            _calls("u3", "u2", "m2", "t2"),
+            _results("u4", "u3", ("t1", "a.py"), ("t2", "root")),
+            said("u5", "u4", "done", "m3"),
+        ],
+        # two calls without a result before a later call: the stubs were chained, the later call's line still
+        # pointed past them, so Claude Code resumed without them
+        [
+            user("u1", None, "go"),
+            _calls("u2", "u1", "m1", "t1", "t3"),
+            _calls("u3", "u2", "m2", "t2"),
+            _results("u4", "u3", ("t2", "root")),
+        ],
+    ],
+    ids=["orphan-beside-a-result", "one-line-two-calls", "stubs-on-the-path"],
+)
+def test_a_repaired_session_is_valid_on_the_path_claude_code_resumes(tmp_path, case):
+    """From an adversarial review: the native output of `repair` failed its own --check, or held the fix off the path."""
+    src = write_jsonl(tmp_path / "s.jsonl", case)
+    out = cli("repair", str(src), "-q")
+    assert out.returncode == 0, out.stderr
+    objs = read_jsonl(out.stdout)
+    assert len(resumable(objs)) == sum(o.get("type") in ("user", "assistant") for o in objs)  # every line on the path
+    (tmp_path / "o.jsonl").write_bytes(out.stdout)
+    check = cli("repair", "--check", str(tmp_path / "o.jsonl"))
+    assert check.returncode == 0 and b"off the conversation" not in check.stderr, check.stdout + check.stderr
+    assert cli("repair", str(tmp_path / "o.jsonl"), "-q").stdout == out.stdout  # repaired once and for all

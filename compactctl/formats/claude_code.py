@@ -284,13 +284,16 @@ def write(t: Transcript) -> Iterator[bytes]:
             "timestamp": template.get("timestamp"),
         }
         items.insert(last_head + 1, (None, (None, summary), True))
-    force: set[int] = set()  # lines whose parent is the line before them: moved lines and the line after each
+    # lines whose parent is the line before them: moved and new lines (repair's stubs) and the line after each, so
+    # that the chain Claude Code follows goes through them
+    force: set[int] = set()
     after_moved = False
     for _, payload, _ in items:
         moved = payload[0] == "moved"
-        if moved or after_moved:
+        inserted = moved or payload[0] in ("new", "split")
+        if inserted or after_moved:
             force.add(len(out))
-        after_moved = moved
+        after_moved = inserted
         out.append(_materialize(payload[1] if moved else payload, log, template, seed))
     yield from _relink(out, boundary_at, force)
 
@@ -317,34 +320,36 @@ def _items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
 
 
 def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
-    """The items of the kept messages, in transcript order. A message that repair moved after a later one (the
-    user line that came between a call and its result, placed after the result) is written where the transcript
-    has it, marked "moved", not back at its source position. Results written in another order than their calls
-    (Claude Code logs them as they complete) keep their lines and their parents: both APIs take them."""
-    members: dict[int, list[Message]] = {}
-    for m in plan.head + plan.tail:
-        ls = lines_of(m)
+    """The items of the kept messages, in transcript order, a run of messages read from one line at a time. A
+    message that repair moved after a later one (the user line that came between a call and its result, placed
+    after the result) is written where the transcript has it, marked "moved", not back at its source position.
+    A line is rebuilt when a message of its run changed or is gone (repair's orphan result); a line whose
+    messages the transcript no longer holds together (results of two calls that repair put each after its own
+    call) is written as one line a run, the later ones "split" off it. Results written in another order than
+    their calls (Claude Code logs them as they complete) keep their lines and their parents: both APIs take them."""
+    read_from: dict[int, int] = {}  # first line -> the messages read from it (a user line holds several results)
+    for ls in log.msg_lines:
         if ls:
-            members.setdefault(ls[0], []).append(m)
-    changed = {j for j, ms in members.items() if any(not m.untouched for m in ms)}
+            read_from[ls[0]] = read_from.get(ls[0], 0) + 1
     items: list[tuple[float, tuple, bool]] = []
-    done: set[int] = set()
+    written: set[int] = set()  # first lines a run was written from
     pos = float(log.context_start) - 0.5
     prev_first = -1  # the first source line of the message before
     for in_head, msgs in ((True, plan.head), (False, plan.tail)):
-        for m in msgs:
-            ls = lines_of(m)
+        for run in _runs(msgs):
+            ls = lines_of(run[0])
             if not ls:
                 pos += 0.001
-                items.append((pos, ("new", [m]), in_head))
+                items.append((pos, ("new", run), in_head))
                 continue
-            moved = max(ls) < prev_first and m.role != "tool"  # results in another order than their calls' stay put
-            pos, prev_first = (pos + 0.001 if moved else float(max(ls))), min(ls)
-            if ls[0] in done:
-                continue
-            done.add(ls[0])
-            if ls[0] in changed:
-                items.append((pos, ("rebuild", members[ls[0]]), in_head))
+            split = ls[0] in written
+            moved = not split and max(ls) < prev_first and run[0].role != "tool"  # results out of call order stay put
+            pos, prev_first = (pos + 0.001 if moved or split else float(max(ls))), min(ls)
+            written.add(ls[0])
+            if split:
+                items.append((pos, ("split", run), in_head))
+            elif len(run) != read_from.get(ls[0]) or any(not m.untouched for m in run):
+                items.append((pos, ("rebuild", run), in_head))
             elif moved:
                 items += [(pos + k * 1e-6, ("moved", log.lines[j]), in_head) for k, j in enumerate(ls)]
             else:
@@ -352,14 +357,31 @@ def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
     return items
 
 
+def _runs(msgs: list[Message]) -> Iterator[list[Message]]:
+    """`msgs` in runs of consecutive messages read from the same first line (a new message is a run of its own)."""
+    run: list[Message] = []
+    for m in msgs:
+        ls = lines_of(m)
+        if run and ls and lines_of(run[0])[:1] == ls[:1]:
+            run.append(m)
+            continue
+        if run:
+            yield run
+        run = [m]
+    if run:
+        yield run
+
+
 def _materialize(payload, log: LineLog, template: dict, seed: str) -> tuple[bytes | None, dict]:
     if isinstance(payload[0], bytes) or payload[0] is None:
         return payload  # a source line, or an object built already
-    _, msgs = payload
+    kind, msgs = payload
     first = msgs[0]
     idx = lines_of(first)
     if idx:
         base = copy.deepcopy(log.lines[idx[0]][1])
+        if kind == "split":  # a second line made of the source line's later messages
+            base["uuid"] = stable_uuid(seed, "split", base.get("uuid"), first.tool_call_id, first.text()[:200])
     else:
         base = {
             **_envelope(template),

@@ -165,6 +165,22 @@ def content_text(content: Any) -> str:
     return ""
 
 
+TEXT_TYPES = ("text", "input_text", "output_text")  # a text part, as Chat Completions and the Responses API type it
+
+
+def part_problem(part: Any) -> str | None:
+    """What makes a content part one neither API takes (None when it is fine): a part that is no object, has no
+    type, or is a text part whose text is not a string (LlamaFactory's parts hold theirs under "value")."""
+    if not isinstance(part, dict):
+        return f"a content part must be an object, got {type(part).__name__}"
+    kind = part.get("type")
+    if not isinstance(kind, str):
+        return "a content part has no type"
+    if kind in TEXT_TYPES and not isinstance(part.get("text", part.get("value")), str):
+        return f"a {kind} part without a string text"
+    return None
+
+
 def is_image_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
 

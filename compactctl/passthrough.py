@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
-from .model import LEGACY, SYSTEM_ROLES
+from .model import LEGACY, SYSTEM_ROLES, part_problem
 from .phases.repair import VALID_ID, blank_parts, is_blank_part
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
@@ -61,7 +61,7 @@ def _plain(d: Any) -> list | None:
     if role not in _PLAIN_ROLES:  # a result here answers no call before it; "function", unknown or missing roles
         return None
     content = d.get("content")
-    if not (content is None or type(content) is str or type(content) is list) or _has_blank(content):
+    if not _plain_content(content):
         return None
     calls = d.get("tool_calls")
     if calls and type(content) is str and content and not content.strip():  # blank text beside calls: repair drops it
@@ -78,9 +78,12 @@ def _unusual(d: dict) -> bool:
     return NOTE_KEY in d or "function_call" in d or "tool_call_ids" in d
 
 
-def _has_blank(content: Any) -> bool:
-    """A list of parts with a blank text part (repair drops it, or removes the message)."""
-    return type(content) is list and any(is_blank_part(p) for p in content)
+def _plain_content(content: Any) -> bool:
+    """Content the reader takes and repair keeps as it is: a string or null, or a list of parts without a blank
+    text part (repair drops it, or removes the message) or a part the reader refuses (a data error)."""
+    if content is None or type(content) is str:
+        return True
+    return type(content) is list and not any(is_blank_part(p) or part_problem(p) for p in content)
 
 
 def _empty(d: dict, content: Any) -> bool:
@@ -117,7 +120,7 @@ def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
     if type(r) is not dict or r.get("role") != "tool" or r.get("tool_call_id") != cid or _unusual(r):
         return False
     content = r.get("content")
-    if not (content is None or type(content) is str or type(content) is list) or r.get("tool_calls") is not None or _has_blank(content):
+    if not _plain_content(content) or r.get("tool_calls") is not None:
         return False
     rname = r.get("name")
     return not (rname and name and rname != name)

@@ -120,3 +120,43 @@ def test_a_record_too_deep_to_write_back_is_a_data_error_naming_its_line(tmp_pat
     assert r.returncode == 3 and f"{doc}:2: the record is nested deeper" in r.stderr.decode()
     r = cli("repair", str(doc), "--on-error", "skip", "--rejects", str(rejects))
     assert r.returncode == 0 and json.loads(rejects.read_bytes()) == deep  # kept, not lost
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (["hello", 3], b"a content part must be an object"),
+        ([{"type": "text"}], b"a text part without a string text"),
+        ([{"type": "text", "text": 5}], b"a text part without a string text"),
+        ([{"foo": "bar"}], b"a content part has no type"),
+    ],
+)
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+def test_a_malformed_content_part_is_a_data_error_naming_its_line(tmp_path, content, said, layout):
+    """From an adversarial review: such parts were written out as they came (exit 0, --check ok); both APIs refuse
+    them. A dataset record is refused on the fast path of `repair` too (it writes records it need not build)."""
+    rows = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": content}]
+    if layout == "dataset":
+        rows = [{"messages": rows[:2]}, {"messages": rows}]
+    src = tmp_path / "m.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    for cmd in ("repair", "compact"):
+        p = cli(cmd, str(src), "-q")
+        assert p.returncode == 3 and b"m.jsonl:" + (b"2" if layout == "dataset" else b"3") + b": " + said in p.stderr, (cmd, p.stderr)
+
+
+@pytest.mark.parametrize(
+    "row, said",
+    [
+        (
+            {"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+            b"a tool_result block in an assistant",
+        ),
+        ({"role": "user", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]}, b"a tool_use block in a user message"),
+    ],
+)
+def test_an_anthropic_block_in_the_wrong_role_is_a_data_error(tmp_path, row, said):
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [{"role": "user", "content": "q"}, row]))
+    p = cli("repair", str(src), "--from", "anthropic", "-q")
+    assert p.returncode == 3 and b"a.jsonl:2: " + said in p.stderr, p.stderr

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input
+from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input, part_problem
 
 THINKING = ("thinking", "redacted_thinking")
 
@@ -31,9 +31,10 @@ def assistant_from_blocks(content: Any, source: str, lineno: int, **kw) -> Messa
         raise DataError(source, lineno, "assistant content must be a string or a list of blocks")
     parts, calls, thinking = [], [], []
     for b in content:
-        if not isinstance(b, dict):
-            raise DataError(source, lineno, "a content block must be an object")
+        _check_block(b, source, lineno)
         t = b.get("type")
+        if t == "tool_result":
+            raise DataError(source, lineno, "a tool_result block in an assistant message (results come in the user turn after)")
         if t == "tool_use":
             extra = {k: v for k, v in b.items() if k not in ("type", "id", "name", "input")}
             calls.append(ToolCall(b.get("id"), str(b.get("name", "")), _args(b.get("input", {})), extra))
@@ -57,8 +58,9 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
     rest: list = []
     before = False  # a block other than a result stood before a result
     for b in content:
-        if not isinstance(b, dict):
-            raise DataError(source, lineno, "a content block must be an object")
+        _check_block(b, source, lineno)
+        if b.get("type") == "tool_use":
+            raise DataError(source, lineno, "a tool_use block in a user message (calls come in an assistant message)")
         if b.get("type") == "tool_result":
             before = before or bool(rest)
             c = b.get("content", "")
@@ -75,6 +77,12 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
         if before:
             out[-1].extra[BEFORE_RESULTS] = True
     return out
+
+
+def _check_block(b: Any, source: str, lineno: int) -> None:
+    problem = part_problem(b)
+    if problem is not None:
+        raise DataError(source, lineno, problem.replace("content part", "content block"))
 
 
 def assistant_blocks(m: Message) -> list | str | None:

@@ -10,7 +10,7 @@ import orjson
 from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
 from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
-from ..model import LEGACY, MISSING, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations
+from ..model import LEGACY, MISSING, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations, part_problem
 from . import Reader, Record
 
 NAME = "openai"
@@ -62,9 +62,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         role = "tool"
     if role not in ROLES:
         raise DataError(source, lineno, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
-    content = d.get("content", MISSING)
-    if not (content is MISSING or content is None or isinstance(content, (str, list))):
-        raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
+    content = _content(d, source, lineno)
     calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
     note = d.get(NOTE_KEY)
@@ -82,6 +80,19 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         provenance=Provenance(origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY}, index=index),
         note=dict(note) if isinstance(note, dict) else {},
     )
+
+
+def _content(d: dict, source: str, lineno: int) -> Any:
+    """The message's content, checked: a string, null, absent, or a list of parts both APIs take."""
+    content = d.get("content", MISSING)
+    if not (content is MISSING or content is None or isinstance(content, (str, list))):
+        raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
+    if isinstance(content, list):
+        for part in content:
+            problem = part_problem(part)
+            if problem is not None:
+                raise DataError(source, lineno, problem)
+    return content
 
 
 def _calls_from(d: dict, source: str, lineno: int) -> list[ToolCall]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, LEGACY, MISSING, SYSTEM_ROLES, Message, ToolCall, Transcript, other_content
+from ..model import BEFORE_RESULTS, LEGACY, MISSING, SYSTEM_ROLES, TEXT_TYPES, Message, ToolCall, Transcript, other_content
 from ..pairs import match
 from . import Archived, archive
 
@@ -111,11 +111,8 @@ def blank_parts(parts: list) -> bool:
     return all(is_blank_part(p) for p in parts)
 
 
-TEXT_PARTS = ("text", "input_text", "output_text")  # a text part, as Chat Completions and the Responses API (Codex) type it
-
-
 def is_blank_part(p: Any) -> bool:
-    return isinstance(p, dict) and p.get("type") in TEXT_PARTS and isinstance(p.get("text"), str) and not p["text"].strip()
+    return isinstance(p, dict) and p.get("type") in TEXT_TYPES and isinstance(p.get("text"), str) and not p["text"].strip()
 
 
 def has_blank_part(m: Message) -> bool:

@@ -12,10 +12,10 @@ options, then checkpoints. A checkpoint is written after the part files are flus
 
 On success the parts are renamed over their targets and the journal is removed, so a finished run looks
 exactly as before (all or nothing). The journal is written at the first checkpoint (a header alone resumes
-nothing), so a run that ends before one and has a single part to rename (a hook's `-o FILE` on one session)
-writes no journal at all: its part is fsync'd and renamed, four fsyncs fewer. After a kill (kill -9 included) the parts and the journal stay;
-`--resume` truncates each part to its last checkpoint, skips the transcripts already written and
-carries on. A torn last journal line (killed while writing it) is ignored; anything else that does not
+nothing), so a run that ends before one with one output and no side file (a hook's `-o FILE` on one
+session) writes no journal at all: its part is fsync'd and renamed, four fsyncs fewer. After a kill (kill -9
+included) the parts and the journal stay; `--resume` truncates each part to its last checkpoint, skips the
+transcripts already written and carries on. A torn last journal line (killed while writing it) is ignored; anything else that does not
 parse, or a journal written for other inputs or options, is refused.
 """
 
@@ -128,6 +128,7 @@ class Journal:
         self.path = path
         self._header = header
         self.f: IO[bytes] | None = None
+        self._started = False
 
     @property
     def header(self) -> dict:
@@ -137,7 +138,9 @@ class Journal:
 
     @property
     def started(self) -> bool:
-        return self.f is not None
+        """The journal file is written (by this run, or by the interrupted one --resume reopened); still so while
+        it is being closed and removed at the end."""
+        return self._started
 
     def start(self, *entries: dict) -> None:
         """Write the journal: its header and `entries` (a first checkpoint), in one write and one fsync."""
@@ -145,11 +148,13 @@ class Journal:
             self.f = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
         except OSError as e:
             raise IOFailure(f"{self.path}: cannot write the journal ({e.strerror or e})") from e
+        self._started = True
         self.append(self.header, *entries)
         _fsync_dir(self.path)
 
     def reopen(self, valid_bytes: int) -> None:
         self.f = open(self.path, "r+b")  # noqa: SIM115
+        self._started = True
         self.f.truncate(valid_bytes)  # drop a torn last line
         self.f.seek(valid_bytes)
 

@@ -104,3 +104,43 @@ def test_an_interrupt_before_the_first_checkpoint_keeps_nothing_and_resume_start
     assert sorted(f.name for f in tmp_path.iterdir()) == ["d.jsonl"]
     assert proc(*args, "--resume").returncode == 0
     assert out.read_bytes() == proc(*args[:-2]).stdout
+
+
+INTERRUPT_AT = """
+import os, signal, sys, time
+from compactctl import journal
+obj, name = {"commit": (journal.PartFile, "commit"), "unlink": (os, "unlink")}[os.environ["AT"]]
+real = getattr(obj, name)
+fired = []
+def hooked(*a, **k):
+    if not fired:
+        fired.append(1)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    return real(*a, **k)
+setattr(obj, name, hooked)
+sys.argv = ["compactctl", *sys.argv[1:]]
+from compactctl.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("at", ["commit", "unlink"])
+def test_ctrl_c_while_the_outputs_are_put_in_place_says_what_it_left(tmp_path, at):
+    """From a review: Ctrl-C at the rename of a run without a journal left its part, silently; Ctrl-C while the
+    journal was removed (everything in place) said "nothing was kept"."""
+    import subprocess
+    import sys
+
+    from tests.conftest import SAMPLES
+
+    src = str(SAMPLES / "long_session.jsonl")
+    extra = ["--archive", str(tmp_path / "a.jsonl")] if at == "unlink" else []
+    args = ["compact", src, "--context-window", "8000", "-q", "-o", str(tmp_path / "o.jsonl"), *extra]
+    r = subprocess.run([sys.executable, "-c", INTERRUPT_AT, *args], capture_output=True, env={**__import__("os").environ, "AT": at})
+    assert r.returncode == 130, r.stderr
+    left = sorted(p.name for p in tmp_path.iterdir())
+    if at == "commit":  # interrupted before the rename: nothing stays, and it says so
+        assert left == [] and b"nothing was kept" in r.stderr, (left, r.stderr)
+    else:  # the outputs are in place: never "nothing was kept"
+        assert {"o.jsonl", "a.jsonl"} <= set(left) and b"nothing was kept" not in r.stderr, (left, r.stderr)

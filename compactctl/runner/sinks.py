@@ -50,7 +50,7 @@ class _Sinks:
         self.carry: Carry | None = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
         self.archive_ended = False  # the archive's end record is written
         out = io.output
-        journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
+        journaled = self.journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
         if io.resume and not journaled:
             raise UsageError("--resume needs -o FILE or -o DIR/ (stdout cannot be resumed)")
         if not journaled:  # stdout, or a device: written whole (spooled), not resumable
@@ -298,13 +298,12 @@ class _Sinks:
 
     def _end_journal(self) -> None:
         """Checkpoint the finished run and say it ended: a kill after this leaves only the renames, which --resume
-        does. One output and no checkpoint yet: nothing to keep in step, so no journal; its part is made durable
+        does. One output, no side file and no checkpoint yet: nothing to keep in step, so no journal; its part is made durable
         before it is renamed."""
         if self.journal is None:
             return
-        if not self.journal.started and len(self._parts()) + len(self.pending) <= 1:
-            for s in self._parts():
-                s.sync()
+        if not self.journal.started and not self.sides and not self.pending and isinstance(self.out, PartFile):
+            self.out.sync()
             self.journal = None
             return
         self.checkpoint()
@@ -347,10 +346,16 @@ class _Sinks:
         if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
             self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
             return
-        if interrupted and self.journal is not None and not self.journal.started:
+        if interrupted and self.journaled and not (self.journal is not None and self.journal.started):
             interrupted = False  # before the first checkpoint: nothing --resume could skip, so nothing is kept
+            renamed = isinstance(self.out, PartFile) and not os.path.exists(self.out.path)  # the one output, in place
             with contextlib.suppress(OSError):
-                print("compactctl: interrupted before the first checkpoint: nothing was kept", file=sys.stderr)
+                print(
+                    f"compactctl: interrupted after {self.out.target} was written whole"
+                    if renamed
+                    else "compactctl: interrupted before the first checkpoint: nothing was kept",
+                    file=sys.stderr,
+                )
         if not interrupted:  # finished files not yet in place: an error leaves none
             for target in self.pending:
                 with contextlib.suppress(FileNotFoundError):

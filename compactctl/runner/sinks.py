@@ -346,16 +346,8 @@ class _Sinks:
         if isinstance(self.out, Output) and self.out.streams and self.stats.transcripts:
             self._keep_sides((str(error) or type(error).__name__) if error is not None else "interrupted")
             return
-        if interrupted and self.journaled and not (self.journal is not None and self.journal.started):
-            interrupted = False  # before the first checkpoint: nothing --resume could skip, so nothing is kept
-            renamed = isinstance(self.out, PartFile) and not os.path.exists(self.out.path)  # the one output, in place
-            with contextlib.suppress(OSError):
-                print(
-                    f"compactctl: interrupted after {self.out.target} was written whole"
-                    if renamed
-                    else "compactctl: interrupted before the first checkpoint: nothing was kept",
-                    file=sys.stderr,
-                )
+        if interrupted and self._nothing_to_resume():
+            interrupted = False  # so nothing is kept
         if not interrupted:  # finished files not yet in place: an error leaves none
             for target in self.pending:
                 with contextlib.suppress(FileNotFoundError):
@@ -378,6 +370,21 @@ class _Sinks:
                         "the same command with --resume continues from there",
                         file=sys.stderr,
                     )
+
+    def _nothing_to_resume(self) -> bool:
+        """An interrupted run to files that wrote no journal yet (before its first checkpoint): --resume would start
+        over, so what it wrote is removed; said on stderr, as is the one output already renamed into place."""
+        if not self.journaled or (self.journal is not None and self.journal.started):
+            return False
+        renamed = isinstance(self.out, PartFile) and not os.path.exists(self.out.path)
+        with contextlib.suppress(OSError):
+            print(
+                f"compactctl: interrupted after {self.out.target} was written whole"
+                if renamed
+                else "compactctl: interrupted before the first checkpoint: nothing was kept",
+                file=sys.stderr,
+            )
+        return True
 
     def _keep_sides(self, reason: str) -> None:
         """The side files as the transcripts printed before the run stopped: their archive records (closed, with the

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .model import BEFORE_RESULTS, LEGACY, MISSING, Message, ToolCall
+from .model import BEFORE_RESULTS, LEGACY, MISSING, OBJECT_ARGUMENTS, Message, ToolCall
 
 NOTE_KEY = "_compactctl"  # a message's note (what a phase did to it), kept across a write and a read
 
@@ -60,7 +60,7 @@ def _put_calls(d: dict, tool_calls: list[ToolCall]) -> None:
 def _call_to_dict(c: ToolCall) -> dict:
     extra = dict(c.extra)
     extra.pop(LEGACY, None)
-    obj_args = extra.pop("_arguments_object", False)
+    obj_args = extra.pop(OBJECT_ARGUMENTS, False)
     fn_extra = extra.pop("_function_extra", {})
     fn: dict[str, Any] = {"name": c.name, "arguments": orjson.loads(c.arguments) if obj_args and _is_json(c.arguments) else c.arguments}
     fn.update(fn_extra)

@@ -27,6 +27,8 @@ SYSTEM_ROLES = ("system", "developer")
 # key in Message.extra: the reader found this user message's blocks before the tool results of the same source
 # message (Anthropic refuses it: "Messages following tool_use blocks must begin with ... tool_result blocks")
 BEFORE_RESULTS = "_before_results"
+# key in ToolCall.extra: the source held the call's arguments as a JSON object, not as JSON text (the APIs want text)
+OBJECT_ARGUMENTS = "_arguments_object"
 
 
 class _Missing:

@@ -569,3 +569,25 @@ def test_an_id_reused_in_a_later_turn_is_a_violation_for_anthropic_only(tmp_path
     assert api.check(openai) == []
     out, st = api.repair(openai)
     assert st.ids_renamed == 1 and api.check(out) == []
+
+
+def test_arguments_held_as_a_json_object_are_written_as_json_text(tmp_path):
+    """From an adversarial review: `"arguments": {"x": 1}` went out as an object in OpenAI output (the API wants the
+    JSON text); --check did not say so. The archive still gives back the record as it came."""
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": {"x": 1}}}
+    rows = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["object-arguments"]
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.arguments_as_text == 1
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": rows}])
+    p = cli("repair", str(src), "-q", "-o", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
+    assert p.returncode == 0, p.stderr
+    written = orjson.loads((tmp_path / "o.jsonl").read_bytes())["messages"]
+    assert written[1]["tool_calls"][0]["function"]["arguments"] == '{"x":1}'
+    back = cli("restore", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
+    assert back.returncode == 0 and back.stdout == src.read_bytes(), back.stderr

@@ -10,7 +10,7 @@ import orjson
 from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
 from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
-from ..model import LEGACY, MISSING, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations, part_problem
+from ..model import LEGACY, MISSING, OBJECT_ARGUMENTS, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations, part_problem
 from . import Reader, Record
 
 NAME = "openai"
@@ -134,7 +134,7 @@ def _arguments(fn: dict, extra: dict) -> str:
     """A call's arguments as JSON text (an object is serialized, and `extra` says so)."""
     args = fn.get("arguments", "")
     if not isinstance(args, str):
-        extra["_arguments_object"] = True
+        extra[OBJECT_ARGUMENTS] = True
         args = orjson.dumps(args).decode()
     return args
 

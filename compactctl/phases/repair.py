@@ -22,7 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, LEGACY, MISSING, SYSTEM_ROLES, TEXT_TYPES, Message, ToolCall, Transcript, other_content
+from ..model import (
+    BEFORE_RESULTS,
+    LEGACY,
+    MISSING,
+    OBJECT_ARGUMENTS,
+    SYSTEM_ROLES,
+    TEXT_TYPES,
+    Message,
+    ToolCall,
+    Transcript,
+    other_content,
+)
 from ..pairs import match
 from . import Archived, archive
 
@@ -63,6 +74,7 @@ class RepairStats:
     blank_parts_removed: int = 0  # blank text parts beside other content (Anthropic refuses an empty text block)
     results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
     empty_calls_removed: int = 0  # `"tool_calls": []` (OpenAI refuses an empty array)
+    arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -80,6 +92,7 @@ class RepairStats:
                 self.blank_parts_removed,
                 self.results_put_first,
                 self.empty_calls_removed,
+                self.arguments_as_text,
             )
         )
 
@@ -200,6 +213,8 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
     for pos, c in enumerate(m.tool_calls):
         if (i, pos) not in answered:
             yield Violation(tid, i, "missing-result", f"call {c.id!r} ({c.name}) has no result")
+        if c.extra.get(OBJECT_ARGUMENTS):
+            yield Violation(tid, i, "object-arguments", f"call {c.id!r}: arguments are a JSON object (the API wants them as JSON text)")
         if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
             yield Violation(tid, i, "missing-id", f"call {c.name!r} has no id")
         elif isinstance(c.id, str) and not is_legacy(c) and not VALID_ID.fullmatch(c.id):
@@ -346,7 +361,13 @@ class _Repair:
         after = range(i + 1, i + 1 + len(calls))
         for pos, c in enumerate(calls):
             cid = c.id
-            if not (isinstance(cid, str) and VALID_ID.fullmatch(cid)) or cid in self.seen or cid in ids or c.extra.get(LEGACY):
+            if (
+                not (isinstance(cid, str) and VALID_ID.fullmatch(cid))
+                or cid in self.seen
+                or cid in ids
+                or c.extra.get(LEGACY)
+                or c.extra.get(OBJECT_ARGUMENTS)
+            ):
                 return False
             r = result_for.get((i, pos))
             if r is None or r not in after or msgs[r].tool_call_id != cid:
@@ -356,7 +377,10 @@ class _Repair:
         return True
 
     def call(self, c: ToolCall) -> ToolCall:
-        """The call with an id unique over the transcript (legacy calls keep their form)."""
+        """The call with an id unique over the transcript (legacy calls keep their form), its arguments as text."""
+        if c.extra.get(OBJECT_ARGUMENTS):
+            c = ToolCall(c.id, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != OBJECT_ARGUMENTS})
+            self.st.arguments_as_text += 1
         if is_legacy(c):
             return c
         if not (isinstance(c.id, str) and VALID_ID.fullmatch(c.id)) or c.id in self.seen:

@@ -369,8 +369,39 @@ def _calls(uuid, parent, mid, *tool_ids):
             _calls("u3", "u2", "m2", "t2"),
             _results("u4", "u3", ("t2", "root")),
         ],
+        # from a second review: one API message over several lines with its first call's result between them (as
+        # two long corpus sessions have it), its blank text block dropped by repair: the rebuilt line went after the result
+        [
+            user("u1", None, "go"),
+            _line("assistant", "a0", "u1", {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "\n\n"}]}),
+            said("a2", "a0", "Checking.", "m1"),
+            call("a3", "a2", "tA", "ls", "m1"),
+            progress("p1", "a3"),
+            result("rA", "p1", "tA", "outA"),
+            call("a4", "rA", "tB", "pwd", "m1"),
+            result("rB", "a4", "tB", "outB"),
+            said("a5", "rB", "Done.", "m2"),
+        ],
+        # two user lines between a call and its result: the second went back before the result
+        [
+            user("u1", None, "go"),
+            _calls("a1", "u1", "m1", "tA"),
+            user("u2", "a1", "wait"),
+            user("u3", "u2", "more"),
+            _results("r", "u3", ("tA", "outA")),
+            said("a3", "r", "Done.", "m3"),
+        ],
+        # two calls' results in reverse order on their own lines: the second call was moved, its result stayed before it
+        [
+            user("u1", None, "go"),
+            _calls("a1", "u1", "m1", "tA"),
+            _calls("a2", "a1", "m2", "tB"),
+            _results("r1", "a2", ("tB", "outB")),
+            _results("r2", "r1", ("tA", "outA")),
+            said("a3", "r2", "Done.", "m3"),
+        ],
     ],
-    ids=["orphan-beside-a-result", "one-line-two-calls", "stubs-on-the-path"],
+    ids=["orphan-beside-a-result", "one-line-two-calls", "stubs-on-the-path", "a-message-over-lines", "asks-between", "results-reversed"],
 )
 def test_a_repaired_session_is_valid_on_the_path_claude_code_resumes(tmp_path, case):
     """From an adversarial review: the native output of `repair` failed its own --check, or held the fix off the path."""
@@ -378,7 +409,8 @@ def test_a_repaired_session_is_valid_on_the_path_claude_code_resumes(tmp_path, c
     out = cli("repair", str(src), "-q")
     assert out.returncode == 0, out.stderr
     objs = read_jsonl(out.stdout)
-    assert len(resumable(objs)) == sum(o.get("type") in ("user", "assistant") for o in objs)  # every line on the path
+    on_path = {o["uuid"] for o in resumable(objs)}
+    assert all(o["uuid"] in on_path for o in objs if o.get("type") in ("user", "assistant"))  # every message line on the path
     (tmp_path / "o.jsonl").write_bytes(out.stdout)
     check = cli("repair", "--check", str(tmp_path / "o.jsonl"))
     assert check.returncode == 0 and b"off the conversation" not in check.stderr, check.stdout + check.stderr

@@ -290,7 +290,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     after_moved = False
     for _, payload, _ in items:
         moved = payload[0] == "moved"
-        inserted = moved or payload[0] in ("new", "split")
+        inserted = moved or payload[0] in ("new", "split", "moved-rebuild")
         if inserted or after_moved:
             force.add(len(out))
         after_moved = inserted
@@ -332,29 +332,56 @@ def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
         if ls:
             read_from[ls[0]] = read_from.get(ls[0], 0) + 1
     items: list[tuple[float, tuple, bool]] = []
-    written: set[int] = set()  # first lines a run was written from
-    pos = float(log.context_start) - 0.5
-    prev_first = -1  # the first source line of the message before
+    place = _Placer(float(log.context_start) - 0.5)
     for in_head, msgs in ((True, plan.head), (False, plan.tail)):
         for run in _runs(msgs):
             ls = lines_of(run[0])
             if not ls:
-                pos += 0.001
-                items.append((pos, ("new", run), in_head))
+                items.append((place.new(), ("new", run), in_head))
                 continue
-            split = ls[0] in written
-            moved = not split and max(ls) < prev_first and run[0].role != "tool"  # results out of call order stay put
-            pos, prev_first = (pos + 0.001 if moved or split else float(max(ls))), min(ls)
-            written.add(ls[0])
-            if split:
-                items.append((pos, ("split", run), in_head))
-            elif len(run) != read_from.get(ls[0]) or any(not m.untouched for m in run):
-                items.append((pos, ("rebuild", run), in_head))
-            elif moved:
-                items += [(pos + k * 1e-6, ("moved", log.lines[j]), in_head) for k, j in enumerate(ls)]
+            at, kind = place.run(run[0].role, ls)
+            rebuilt = len(run) != read_from.get(ls[0]) or any(not m.untouched for m in run)
+            if kind == "split":
+                items.append((at, ("split", run), in_head))
+            elif rebuilt:
+                items.append((at if kind == "moved" else float(ls[0]), ("moved-rebuild" if kind == "moved" else "rebuild", run), in_head))
+            elif kind == "moved":
+                items += [(at + k * 1e-6, ("moved", log.lines[j]), in_head) for k, j in enumerate(ls)]
             else:
                 items += [(float(j), log.lines[j], in_head) for j in ls]
     return items
+
+
+class _Placer:
+    """Where each run of _message_items goes: at its source lines ("stay"), or after what was placed before it when
+    it stood before something already written ("moved"), or when its line was written already ("split"). A
+    message moves when its lines stand before the first line of a message placed at its source; results move only
+    when they stand before their calls (results in another order than their calls stay put)."""
+
+    def __init__(self, start: float) -> None:
+        self.pos = start  # where the last item went
+        self.high = -1  # the last first source line of a message placed at its source
+        self.call_at = -1.0  # where the message before the results being placed went (their calls)
+        self.written: set[int] = set()  # first lines a run was placed from
+
+    def new(self) -> float:
+        self.pos += 0.001
+        return self.pos
+
+    def run(self, role: str, ls: list[int]) -> tuple[float, str]:
+        kind = "split" if ls[0] in self.written else "stay"
+        self.written.add(ls[0])
+        if kind == "stay" and max(ls) < (self.call_at if role == "tool" else self.high):
+            kind = "moved"
+        if kind == "stay":
+            at = float(max(ls))
+            self.high = max(self.high, ls[0])
+            self.pos = max(self.pos, at) if role == "tool" else at
+        else:
+            at = self.pos = self.pos + 0.001
+        if role != "tool":  # a message at its source: its results may sit between its lines
+            self.call_at = at if kind != "stay" else float(ls[0])
+        return at, kind
 
 
 def _runs(msgs: list[Message]) -> Iterator[list[Message]]:

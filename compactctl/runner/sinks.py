@@ -298,8 +298,8 @@ class _Sinks:
 
     def _end_journal(self) -> None:
         """Checkpoint the finished run and say it ended: a kill after this leaves only the renames, which --resume
-        does. One output, no side file and no checkpoint yet: nothing to keep in step, so no journal; its part is made durable
-        before it is renamed."""
+        does. One output, no side file and no checkpoint yet: nothing to keep in step, so no journal; its part is
+        made durable before it is renamed."""
         if self.journal is None:
             return
         if not self.journal.started and not self.sides and not self.pending and isinstance(self.out, PartFile):
@@ -310,10 +310,6 @@ class _Sinks:
         if self.to_dir and self.out is not None:
             self.journal.append({"t": "done", "file": self.current})
         self.journal.append({"t": "end"})
-
-    def _parts(self) -> list[PartFile]:
-        """The open part files (the output's, the side files')."""
-        return [s for s in (self.out, *self.sides.values()) if isinstance(s, PartFile)]
 
     def _end_archive(self, stopped: str | None = None) -> None:
         """The archive's closing record (restore refuses an archive without it: truncated); `stopped`: why a run

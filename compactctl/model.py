@@ -172,15 +172,23 @@ TEXT_TYPES = ("text", "input_text", "output_text")  # a text part, as Chat Compl
 
 def part_problem(part: Any) -> str | None:
     """What makes a content part one neither API takes (None when it is fine): a part that is no object, has no
-    type, or is a text part whose text is not a string (LlamaFactory's parts hold theirs under "value")."""
+    type, or is a text part whose text is not a string (readers first move LlamaFactory's "value": `text_part`)."""
     if not isinstance(part, dict):
         return f"a content part must be an object, got {type(part).__name__}"
     kind = part.get("type")
     if not isinstance(kind, str):
         return "a content part has no type"
-    if kind in TEXT_TYPES and not isinstance(part.get("text", part.get("value")), str):
+    if kind in TEXT_TYPES and not isinstance(part.get("text"), str):
         return f"a {kind} part without a string text"
     return None
+
+
+def text_part(part: Any) -> Any:
+    """`part` with its text under "text", where both APIs look for it: LlamaFactory's form of a text part holds
+    it under "value" (a copy, the key renamed in place); any other part as it is."""
+    if isinstance(part, dict) and part.get("type") in TEXT_TYPES and "text" not in part and isinstance(part.get("value"), str):
+        return {("text" if k == "value" else k): v for k, v in part.items()}
+    return part
 
 
 def is_image_part(part: Any) -> bool:

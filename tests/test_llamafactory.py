@@ -170,3 +170,33 @@ def test_restore_gives_the_record_back(tmp_path):
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0, back.stderr
     assert read_jsonl(back.stdout) == [rec]  # in its own shape (it came back as "conversations" beside the compacted messages)
+
+
+@pytest.mark.parametrize("shape", ["typed", "conversations"])
+def test_the_records_system_key_is_its_system_prompt(shape, tmp_path):
+    """LlamaFactory's records carry the system prompt under "system" (its ShareGPT and typed forms alike). It was kept
+    as an unknown key: converted to Anthropic it became "system": null (the prompt lost), to OpenAI a key no API reads."""
+    prompt = "You answer with tools, in French."
+    if shape == "typed":
+        rec = {"system": prompt, **record(*[turn(k, "rain and wind " * 120) for k in range(12)])}
+        rec["messages"] = rec["messages"][1:]  # the prompt only under "system"
+    else:
+        conv = [t for k in range(12) for t in ({"from": "human", "value": f"ask {k} " * 80}, {"from": "gpt", "value": f"answer {k} " * 80})]
+        rec = {"conversations": conv, "system": prompt, "tools": TOOLS}
+    src = write(tmp_path, rec)
+    [t] = api.read([str(src)])
+    assert t.format == "sharegpt" and t.messages[0].role == "system" and t.messages[0].text() == prompt
+    assert cli("repair", str(src)).stdout == src.read_bytes()  # as it came
+    anth = read_jsonl(cli("convert", str(src), "--to", "anthropic").stdout)[0]
+    assert anth["system"] == prompt and all(m["role"] != "system" for m in anth["messages"])
+    oai = read_jsonl(cli("convert", str(src), "--to", "openai").stdout)[0]
+    assert "system" not in oai and oai["messages"][0] == {"role": "system", "content": prompt}
+    arch = tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "3000", "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "c.jsonl").write_bytes(r.stdout)
+    assert cli("restore", str(tmp_path / "c.jsonl"), "--archive", str(arch)).stdout == src.read_bytes()
+    [out] = read_jsonl(r.stdout)
+    turns = out["messages" if shape == "typed" else "conversations"]
+    assert out["system"].startswith(prompt) and len(turns) < len(rec["messages" if shape == "typed" else "conversations"])
+    assert all(m.get("role", m.get("from")) != "system" for m in turns)  # the prompt (and compaction's note) not twice

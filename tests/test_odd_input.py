@@ -14,6 +14,7 @@ from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, last_user_index
 
 from .conftest import cli, tool_session, write_jsonl
+from .validator import validate, validate_anthropic
 
 
 def test_list_valued_tool_call_id_is_a_per_record_error(tmp_path):
@@ -160,3 +161,37 @@ def test_an_anthropic_block_in_the_wrong_role_is_a_data_error(tmp_path, row, sai
     src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [{"role": "user", "content": "q"}, row]))
     p = cli("repair", str(src), "--from", "anthropic", "-q")
     assert p.returncode == 3 and b"a.jsonl:2: " + said in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+def test_a_text_part_with_its_text_under_value_is_read_as_the_text_part_it_means(tmp_path, fmt, layout):
+    """LlamaFactory's form of a text part, {"type": "text", "value": ...}, in OpenAI chat or Anthropic messages was
+    accepted, written out as it came (neither API takes it: both look for "text") and counted as no text at all."""
+    said = "the long ask that only this part holds " * 20
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": [{"type": "text", "value": said}]},
+        {"role": "assistant", "content": [{"type": "text", "value": "on it"}]},
+    ]
+    if fmt == "anthropic":
+        rows = [{"system": "s"}, *rows[1:]]
+        rows.insert(
+            3, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "value": "out"}]}]}
+        )
+        rows[2]["content"].append({"type": "tool_use", "id": "t1", "name": "ls", "input": {}})
+    if layout == "dataset":
+        rows = [{"system": "s", "messages": rows[1:]} if fmt == "anthropic" else {"messages": rows}]
+    src = tmp_path / "v.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [t] = api.read([str(src)], fmt=fmt)
+    assert api.check(t) == [] and said in t.messages[1].text()
+    for cmd in ("repair", "convert"):
+        p = cli(cmd, str(src), "--from", fmt, "-q")
+        assert p.returncode == 0 and b'"value"' not in p.stdout and said.encode() in p.stdout, (cmd, p.stderr)
+        out = tmp_path / "out.jsonl"
+        out.write_bytes(p.stdout)
+        assert cli("repair", "--check", str(out), "--from", fmt).returncode == 0
+        recs = [orjson.loads(x) for x in p.stdout.splitlines()]
+        msgs = recs[0]["messages"] if layout == "dataset" else [r for r in recs if "role" in r]
+        assert (validate_anthropic(msgs) if fmt == "anthropic" else validate(msgs)) == []

@@ -207,7 +207,8 @@ def test_repair_text_parts_without_text_are_an_empty_message():
     assert (
         out.messages[1].content == [{"type": "text", "text": "a"}] and st.blank_parts_removed == 1
     )  # Anthropic: a text block must not be empty
-    assert out.messages[-1].content == rows[-1]["content"]  # not blank: kept as it is
+    # not blank: kept, its text where both APIs look for it (LlamaFactory's form reads as the part it means)
+    assert out.messages[-1].content == [{"type": "text", "text": "LlamaFactory keeps its text under value"}]
 
 
 def test_repair_drops_blank_parts_beside_calls_images_and_in_results():

@@ -9,6 +9,7 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 - Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
   non-system message is from the user; no user/assistant message is empty; no text block is empty
   ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
+- Both: every content part is an object with a type; a text part holds its text, a string, under "text".
 - Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
   one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
   that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
@@ -53,6 +54,7 @@ def validate(messages: list[dict]) -> list[str]:
             isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip() for p in content
         ):
             errors.append(f"{i}: a text part without text")
+        errors += [f"{i}: {e}" for e in _malformed_parts(content)]
         if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
             calls = m.get("tool_calls") or []
             ids = []
@@ -89,6 +91,20 @@ def validate(messages: list[dict]) -> list[str]:
     return errors
 
 
+def _malformed_parts(content: Any) -> list[str]:
+    """Parts neither API takes: not an object, no type, a text part whose text is not a string (both look for it
+    under "text"), also inside an Anthropic tool_result's content."""
+    out: list[str] = []
+    for p in content if isinstance(content, list) else ():
+        if not isinstance(p, dict) or not isinstance(p.get("type"), str):
+            out.append(f"a content part that is not a typed object: {p!r}")
+        elif p["type"] in ("text", "input_text", "output_text") and not isinstance(p.get("text"), str):
+            out.append(f"a {p['type']} part without a string text: {p!r}")
+        elif p["type"] == "tool_result":
+            out += _malformed_parts(p.get("content"))
+    return out
+
+
 def _blocks(content: Any) -> list:
     if isinstance(content, list):
         return content
@@ -110,6 +126,7 @@ def validate_anthropic(rows: list[dict]) -> list[str]:
     turns: list[tuple[str, list]] = []  # (role, blocks), consecutive rows of one role combined
     for r in rows:
         role = r.get("role")
+        errors += _malformed_parts(r.get("content"))
         if role not in ("user", "assistant"):
             errors.append(f"a row with role {role!r}")
         elif turns and turns[-1][0] == role:

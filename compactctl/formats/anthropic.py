@@ -70,7 +70,8 @@ def _finish(msgs: list[Message], system) -> list[Message]:
     if system is not None:
         msgs.insert(0, Message(role="system", content=system, provenance=Provenance(origin=("system", 0))))
     for i, m in enumerate(msgs):
-        m.index = i
+        if m.origin is not None:  # none when reading changed it (a text block's "value" moved to "text")
+            m.index = i
     return msgs
 
 
@@ -81,15 +82,16 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 items = obj.get("messages")
                 if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
+                messages = _finish(messages_from(items, source, lineno), obj.get("system"))
                 yield Transcript(
-                    _finish(messages_from(items, source, lineno), obj.get("system")),
+                    messages,
                     id=f"{source}#{n + 1}",
                     source=source,
                     line=lineno,
                     format=NAME,
                     layout="dataset",
                     metadata=dict(obj),
-                    raw=raw,
+                    raw=raw if all(m.untouched for m in messages) else None,
                     native=items,
                 )
         return

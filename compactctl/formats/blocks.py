@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input, part_problem
+from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input, part_problem, text_part
 
 THINKING = ("thinking", "redacted_thinking")
 
@@ -30,8 +30,10 @@ def assistant_from_blocks(content: Any, source: str, lineno: int, **kw) -> Messa
     if not isinstance(content, list):
         raise DataError(source, lineno, "assistant content must be a string or a list of blocks")
     parts, calls, thinking = [], [], []
+    moved = False  # a text block's "value" moved to "text" (see _block): the message is written anew
     for b in content:
-        _check_block(b, source, lineno)
+        b, was = _block(b, source, lineno), b
+        moved = moved or b is not was
         t = b.get("type")
         if t == "tool_result":
             raise DataError(source, lineno, "a tool_result block in an assistant message (results come in the user turn after)")
@@ -46,6 +48,8 @@ def assistant_from_blocks(content: Any, source: str, lineno: int, **kw) -> Messa
     m = Message(role="assistant", content=parts, tool_calls=calls, reasoning=reasoning, **kw)
     if thinking:
         m.extra["_thinking_blocks"] = thinking
+    if moved:
+        m.provenance = m.provenance.changed()
     return m
 
 
@@ -57,8 +61,10 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
     out: list[Message] = []
     rest: list = []
     before = False  # a block other than a result stood before a result
+    moved = False  # as in assistant_from_blocks
     for b in content:
-        _check_block(b, source, lineno)
+        b, was = _block(b, source, lineno), b
+        moved = moved or b is not was
         if b.get("type") == "tool_use":
             raise DataError(source, lineno, "a tool_use block in a user message (calls come in an assistant message)")
         if b.get("type") == "tool_result":
@@ -76,13 +82,25 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
         out.append(Message(role="user", content=rest, **kw))
         if before:
             out[-1].extra[BEFORE_RESULTS] = True
+    if moved:
+        for m in out:
+            m.provenance = m.provenance.changed()
     return out
 
 
-def _check_block(b: Any, source: str, lineno: int) -> None:
+def _block(b: Any, source: str, lineno: int) -> Any:
+    """The block checked (a tool_result's blocks too); a text block in LlamaFactory's form (its text under
+    "value") as the one it means, in a changed copy."""
+    b = text_part(b)
     problem = part_problem(b)
     if problem is not None:
         raise DataError(source, lineno, problem.replace("content part", "content block"))
+    inner = b.get("content") if b["type"] == "tool_result" else None
+    if isinstance(inner, list):
+        blocks = [_block(p, source, lineno) for p in inner]
+        if any(x is not y for x, y in zip(blocks, inner, strict=True)):
+            b = {**b, "content": blocks}
+    return b
 
 
 def assistant_blocks(m: Message) -> list | str | None:
@@ -95,7 +113,7 @@ def assistant_blocks(m: Message) -> list | str | None:
         if c:
             blocks.append({"type": "text", "text": c})
     elif isinstance(c, list):
-        blocks += [p if p.get("type") != "text" or "text" in p else p for p in c]
+        blocks += c
     for call in m.tool_calls:
         own = {k: v for k, v in call.extra.items() if not k.startswith("_") and k not in ("type", "id", "name", "input")}
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call_input(call.arguments), **own})

@@ -27,7 +27,10 @@ from ..model import MISSING, Message, Provenance, ToolCall, Transcript
 from . import Reader, Record
 
 NAME = "sharegpt"
-CARRIER_KEYS = ("conversations", "messages")  # record keys that hold the transcript itself (messages: LlamaFactory)
+# Record keys that hold the transcript itself (messages: LlamaFactory's; system: the system prompt, read as the
+# first message, as LlamaFactory's loader does).
+CARRIER_KEYS = ("conversations", "messages", "system")
+SYSTEM_KEY = ("key", "system")  # where the system message read from the record's "system" came from
 ROLE = {
     "system": "system",
     "human": "user",
@@ -187,6 +190,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 msgs, native = messages_from(conv, source, lineno), conv
             else:
                 raise DataError(source, lineno, 'a ShareGPT record needs a "conversations" list (or LlamaFactory\'s "messages")')
+            msgs = _with_system(msgs, obj.get("system"))
             yield Transcript(
                 msgs,
                 id=f"{source}#{n + 1}",
@@ -198,6 +202,27 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 raw=raw,
                 native=native,
             )
+
+
+def _with_system(msgs: list[Message], system: Any) -> list[Message]:
+    """The record's "system" (the system prompt of LlamaFactory's ShareGPT and typed records) as the first message."""
+    if not isinstance(system, str) or not system:
+        return msgs
+    out = [Message(role="system", content=system, provenance=Provenance(SYSTEM_KEY, 0, SYSTEM_KEY)), *msgs]
+    for m in msgs:
+        if m.index is not None:
+            m.index += 1
+    return out
+
+
+def _system_key(t: Transcript, rec: dict) -> list[Message]:
+    """The transcript's messages for the record's turns. In a record with a "system" (`rec`), the first message,
+    read from it (compacted, or restored from an archive), goes back there."""
+    msgs = t.messages
+    if isinstance(rec.get("system"), str) and rec["system"] and msgs and msgs[0].role == "system":
+        rec["system"] = msgs[0].text()
+        return msgs[1:]
+    return msgs
 
 
 def _names(conv: list | None) -> dict[str, str]:
@@ -316,6 +341,7 @@ def write(t: Transcript) -> Iterator[bytes]:
         yield t.raw
         return
     rec = dict(t.metadata) if t.metadata else {}
+    t = t.evolve(messages=_system_key(t, rec))
     if _typed_record(t):
         rec["messages"] = to_typed_messages(t)
     else:

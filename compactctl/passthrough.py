@@ -110,6 +110,7 @@ def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
     cid = c.get("id")
     if (
         type(name) is not str
+        or not name.strip()  # repair names it
         or type(cid) is not str
         or not VALID_ID.fullmatch(cid)
         or cid in seen

@@ -16,6 +16,7 @@ from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
 from .conftest import cli, tool_session, write_jsonl
+from .validator import validate, validate_anthropic
 
 COUNTER = make_counter("gpt-4o")
 
@@ -592,3 +593,42 @@ def test_arguments_held_as_a_json_object_are_written_as_json_text(tmp_path):
     assert written[1]["tool_calls"][0]["function"]["arguments"] == '{"x":1}'
     back = cli("restore", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
     assert back.returncode == 0 and back.stdout == src.read_bytes(), back.stderr
+
+
+def test_a_call_without_a_tool_name_is_named(tmp_path):
+    """Hermes writes `{"name": "", ...}` in a <tool_call>; both APIs want a tool's name. --check says so, repair
+    names the call "unknown" (as the ShareGPT reader names a call it cannot parse), the fast path of a dataset too."""
+    rows = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": " ", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["unnamed-call"]
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.calls_named == 1 and out.messages[1].tool_calls[0].name == "unknown"
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": rows}])
+    p = cli("repair", str(src), "-q")
+    assert p.returncode == 0 and orjson.loads(p.stdout)["messages"][1]["tool_calls"][0]["function"]["name"] == "unknown"
+    hermes = {
+        "conversations": [
+            {"from": "human", "value": "list files"},
+            {"from": "gpt", "value": '<tool_call>\n{"name": "", "arguments": {"path": "."}}\n</tool_call>'},
+            {"from": "tool", "value": '<tool_response>\n{"name": "", "content": "a b"}\n</tool_response>'},
+            {"from": "gpt", "value": "done"},
+        ]
+    }
+    src = write_jsonl(tmp_path / "h.jsonl", [hermes])
+    assert cli("repair", "--check", str(src)).returncode == 6
+    for to in ("openai", "anthropic"):
+        p = cli("repair", str(src), "--to", to, "-q")
+        [rec] = [orjson.loads(x) for x in p.stdout.splitlines()]
+        assert (
+            p.returncode == 0
+            and b'"name":""' not in p.stdout
+            and (validate_anthropic if to == "anthropic" else validate)(rec["messages"]) == []
+        )

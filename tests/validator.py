@@ -9,7 +9,7 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 - Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
   non-system message is from the user; no user/assistant message is empty; no text block is empty
   ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
-- Both: every content part is an object with a type; a text part holds its text, a string, under "text".
+- Both: a call names its tool (a non-empty name); every content part is an object with a type; a text part holds its text, a string, under "text".
 - Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
   one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
   that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
@@ -63,6 +63,9 @@ def validate(messages: list[dict]) -> list[str]:
                 if not isinstance(cid, str) or not cid:
                     errors.append(f"{i}: a tool call has no id")
                     continue
+                fn = c.get("function")
+                if not (isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"].strip()):
+                    errors.append(f"{i}: call {cid!r} has no tool name")
                 if cid in all_ids:
                     errors.append(f"{i}: call id {cid!r} is not unique")
                 all_ids.add(cid)
@@ -151,6 +154,11 @@ def validate_anthropic(rows: list[dict]) -> list[str]:
             if results:
                 errors.append(f"turn {k}: a tool_result in an assistant turn")
             uses = [str(b.get("id")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+            errors += [
+                f"turn {k}: tool_use {b.get('id')!r} has no name"
+                for b in blocks
+                if isinstance(b, dict) and b.get("type") == "tool_use" and not (isinstance(b.get("name"), str) and b["name"].strip())
+            ]
     if uses:
         errors.append(f"the last turn's calls {uses} have no results")
     return errors

@@ -170,7 +170,7 @@ def _answers(bodies: list, turn: int, extra: dict, origin: tuple, pending: list[
                 role="tool",
                 content=body,
                 tool_call_id=answered.id if answered else f"sg_{turn}_orphan{k}",
-                name=answered.name if answered else None,
+                name=(answered.name or None) if answered else None,
                 extra=dict(extra),
                 provenance=Provenance(origin=origin),
             )

@@ -40,6 +40,7 @@ from . import Archived, archive
 # A tool-call id both APIs take: Anthropic's pattern, OpenAI's length (40 at most).
 VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 STUB = "[No result was recorded for this call]"
+UNNAMED = "unknown"  # the name of a call that came without one (the ShareGPT reader's for a call it cannot parse)
 # The stub before the eleventh session, which pointed at a summary that most transcripts repaired this way do not
 # have (an agent stopped mid-call): recognized still as compactctl's own text.
 OLD_STUBS = ("[Result from earlier conversation — see context summary above]",)
@@ -75,6 +76,7 @@ class RepairStats:
     results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
     empty_calls_removed: int = 0  # `"tool_calls": []` (OpenAI refuses an empty array)
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
+    calls_named: int = 0  # calls without a name, named UNNAMED (both APIs want a tool's name)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -93,6 +95,7 @@ class RepairStats:
                 self.results_put_first,
                 self.empty_calls_removed,
                 self.arguments_as_text,
+                self.calls_named,
             )
         )
 
@@ -111,6 +114,11 @@ def _empty(m: Message) -> bool:
     if isinstance(c, list):
         return blank_parts(c)
     return False
+
+
+def named(c: ToolCall) -> bool:
+    """A call with a tool's name: both APIs refuse an empty one (Hermes writes `"name": ""`)."""
+    return isinstance(c.name, str) and bool(c.name.strip())
 
 
 def empty_calls(m: Message) -> bool:
@@ -215,6 +223,8 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
             yield Violation(tid, i, "missing-result", f"call {c.id!r} ({c.name}) has no result")
         if c.extra.get(OBJECT_ARGUMENTS):
             yield Violation(tid, i, "object-arguments", f"call {c.id!r}: arguments are a JSON object (the API wants them as JSON text)")
+        if not named(c) and not is_legacy(c):
+            yield Violation(tid, i, "unnamed-call", f"call {c.id!r} has no tool name")
         if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
             yield Violation(tid, i, "missing-id", f"call {c.name!r} has no id")
         elif isinstance(c.id, str) and not is_legacy(c) and not VALID_ID.fullmatch(c.id):
@@ -367,6 +377,7 @@ class _Repair:
                 or cid in ids
                 or c.extra.get(LEGACY)
                 or c.extra.get(OBJECT_ARGUMENTS)
+                or not named(c)
             ):
                 return False
             r = result_for.get((i, pos))
@@ -381,6 +392,9 @@ class _Repair:
         if c.extra.get(OBJECT_ARGUMENTS):
             c = ToolCall(c.id, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != OBJECT_ARGUMENTS})
             self.st.arguments_as_text += 1
+        if not named(c) and not is_legacy(c):
+            c = ToolCall(c.id, UNNAMED, c.arguments, dict(c.extra))
+            self.st.calls_named += 1
         if is_legacy(c):
             return c
         if not (isinstance(c.id, str) and VALID_ID.fullmatch(c.id)) or c.id in self.seen:

@@ -195,7 +195,7 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
     # with -o DIR/ one archive covers several output files: take the records of this file's input
     mine = None
     if len(sources) > 1 and len(transcripts) != end.get("transcripts"):
-        mine = _source_for(compacted_path, sources)
+        mine = _source_for(compacted_path, sources, end.get("outputs"))
     by_seq: dict[int, list[dict]] = {}
     for e in entries[:-1]:
         if e.get("carried"):  # an earlier archive's originals, still referred to (archive.Carry): not this run's
@@ -234,17 +234,22 @@ def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_pat
             yield x.encode("utf-8")
 
 
-def _source_for(compacted_path: str, sources: list[str]) -> str | None:
-    """The input file whose output is `compacted_path` (-o DIR/ keeps relative paths and names)."""
+def _source_for(compacted_path: str, sources: list[str], outputs: dict[str, str] | None = None) -> str | None:
+    """The input file whose output is `compacted_path`: the one whose whole output path under -o DIR/ (the archive's
+    `outputs`) `compacted_path` ends with; for archives without them, the input whose own path it shares the most
+    trailing parts with (-o DIR/ keeps relative paths and names)."""
     import os
 
-    cp = os.path.abspath(compacted_path)
+    b = os.path.abspath(compacted_path).split(os.sep)
     best, score = None, 0
     for s in sources:
-        a, b = os.path.abspath(s).split(os.sep), cp.split(os.sep)
+        out = outputs.get(s) if outputs else None
+        a = os.path.normpath(out).split(os.sep) if out else os.path.abspath(s).split(os.sep)
         n = 0
         while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
             n += 1
+        if out and n < len(a):
+            continue
         if n > score:
             best, score = s, n
     if best is None:

@@ -157,6 +157,8 @@ def content_text(content: Any) -> str:
         for part in content:
             if isinstance(part, dict):
                 t = part.get("text")
+                if t is None and part.get("type") in TEXT_TYPES:
+                    t = part.get("value")  # LlamaFactory's form (repair moves it)
                 if isinstance(t, str):
                     out.append(t)
                 elif part.get("type") in ("tool_result",) and isinstance(part.get("content"), (str, list)):
@@ -171,24 +173,27 @@ TEXT_TYPES = ("text", "input_text", "output_text")  # a text part, as Chat Compl
 
 
 def part_problem(part: Any) -> str | None:
-    """What makes a content part one neither API takes (None when it is fine): a part that is no object, has no
-    type, or is a text part whose text is not a string (readers first move LlamaFactory's "value": `text_part`)."""
+    """What makes a content part one neither API takes and repair cannot mend (None when it is fine): a part that is
+    no object, has no type, or is a text part whose text is not a string (under "text", or "value": `is_value_part`)."""
     if not isinstance(part, dict):
         return f"a content part must be an object, got {type(part).__name__}"
     kind = part.get("type")
     if not isinstance(kind, str):
         return "a content part has no type"
-    if kind in TEXT_TYPES and not isinstance(part.get("text"), str):
+    if kind in TEXT_TYPES and not isinstance(part.get("text", part.get("value")), str):
         return f"a {kind} part without a string text"
     return None
 
 
+def is_value_part(part: Any) -> bool:
+    """A text part in LlamaFactory's form, its text under "value": both APIs look for "text" (repair moves it)."""
+    return isinstance(part, dict) and part.get("type") in TEXT_TYPES and "text" not in part and isinstance(part.get("value"), str)
+
+
 def text_part(part: Any) -> Any:
-    """`part` with its text under "text", where both APIs look for it: LlamaFactory's form of a text part holds
-    it under "value" (a copy, the key renamed in place); any other part as it is."""
-    if isinstance(part, dict) and part.get("type") in TEXT_TYPES and "text" not in part and isinstance(part.get("value"), str):
-        return {("text" if k == "value" else k): v for k, v in part.items()}
-    return part
+    """`part` with its text under "text" (a copy, the key renamed in place) when it holds it under "value"; any
+    other part as it is."""
+    return {("text" if k == "value" else k): v for k, v in part.items()} if is_value_part(part) else part
 
 
 def is_image_part(part: Any) -> bool:

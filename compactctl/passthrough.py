@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
-from .model import LEGACY, SYSTEM_ROLES, part_problem
+from .model import LEGACY, SYSTEM_ROLES, is_value_part, part_problem
 from .phases.repair import VALID_ID, blank_parts, is_blank_part
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
@@ -80,10 +80,11 @@ def _unusual(d: dict) -> bool:
 
 def _plain_content(content: Any) -> bool:
     """Content the reader takes and repair keeps as it is: a string or null, or a list of parts without a blank
-    text part (repair drops it, or removes the message) or a part the reader refuses (a data error)."""
+    text part (repair drops it, or removes the message), a text part whose text is under "value" (repair moves it)
+    or a part the reader refuses (a data error)."""
     if content is None or type(content) is str:
         return True
-    return type(content) is list and not any(is_blank_part(p) or part_problem(p) for p in content)
+    return type(content) is list and not any(is_blank_part(p) or part_problem(p) or is_value_part(p) for p in content)
 
 
 def _empty(d: dict, content: Any) -> bool:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
-from .model import Message, is_image_part
+from .model import Message, is_image_part, is_value_part
 
 if TYPE_CHECKING:
     from .ranks import FastCounter
@@ -361,6 +361,8 @@ def _content_cost(content: Any, per_text: Callable[[str], int]) -> int:
                 v = part.get(key)
                 if isinstance(v, str):
                     n += per_text(v)
+            if is_value_part(part):  # LlamaFactory's form of a text part (repair moves it to "text")
+                n += per_text(part["value"])
             if part.get("type") == "tool_result":
                 n += _content_cost(part.get("content"), per_text)
         elif isinstance(part, str):

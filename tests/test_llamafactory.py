@@ -200,3 +200,48 @@ def test_the_records_system_key_is_its_system_prompt(shape, tmp_path):
     turns = out["messages" if shape == "typed" else "conversations"]
     assert out["system"].startswith(prompt) and len(turns) < len(rec["messages" if shape == "typed" else "conversations"])
     assert all(m.get("role", m.get("from")) != "system" for m in turns)  # the prompt (and compaction's note) not twice
+
+
+def test_a_developer_message_is_written_as_the_system_prompt(tmp_path):
+    """`--to sharegpt` wrote a developer message as {"from": "developer"}, which no reader (ours either) takes."""
+    src = tmp_path / "dev.jsonl"
+    src.write_bytes(
+        orjson.dumps(
+            {
+                "messages": [
+                    {"role": "developer", "content": "be brief"},
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant", "content": "a"},
+                ]
+            }
+        )
+        + b"\n"
+    )
+    r = cli("convert", str(src), "--to", "sharegpt")
+    assert r.returncode == 0 and read_jsonl(r.stdout)[0]["conversations"][0] == {"from": "system", "value": "be brief"}
+    (tmp_path / "back.jsonl").write_bytes(r.stdout)
+    assert cli("repair", "--check", str(tmp_path / "back.jsonl")).returncode == 0
+
+
+def test_a_dataset_of_several_records_is_not_merged_into_one_session(tmp_path):
+    """Claude Code and Codex hold one session per file: a dataset's records were written as one merged session
+    (their keys lost, exit 0). A record alone converts."""
+    rows = [{"id": k, "messages": [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]} for k in "AB"]
+    src = tmp_path / "ds.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    for to in ("codex", "claude-code"):
+        r = cli("convert", str(src), "--to", to, "-o", str(tmp_path / f"{to}.jsonl"))
+        assert r.returncode == 2 and b"cannot be written as " + to.encode() in r.stderr and not (tmp_path / f"{to}.jsonl").exists()
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(orjson.dumps(rows[0]) + b"\n")
+    assert cli("convert", str(one), "--to", "codex").returncode == 0
+
+
+def test_an_openai_records_system_key_is_not_written_as_null(tmp_path):
+    """To Anthropic, a record with a "system" key and no system message got "system": null (the key's text lost)."""
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(
+        orjson.dumps({"system": "META", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}) + b"\n"
+    )
+    r = cli("convert", str(src), "--from", "openai", "--to", "anthropic")
+    assert r.returncode == 0 and read_jsonl(r.stdout)[0]["system"] == "META"

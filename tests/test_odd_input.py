@@ -165,9 +165,11 @@ def test_an_anthropic_block_in_the_wrong_role_is_a_data_error(tmp_path, row, sai
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic"])
 @pytest.mark.parametrize("layout", ["session", "dataset"])
-def test_a_text_part_with_its_text_under_value_is_read_as_the_text_part_it_means(tmp_path, fmt, layout):
+def test_a_text_part_with_its_text_under_value_is_mended_and_archived(tmp_path, fmt, layout):
     """LlamaFactory's form of a text part, {"type": "text", "value": ...}, in OpenAI chat or Anthropic messages was
-    accepted, written out as it came (neither API takes it: both look for "text") and counted as no text at all."""
+    written out as it came (neither API takes it: both look for "text") and counted as no text at all. repair moves
+    the text (`value-text`), the original archived: restore gives the input back. A first fix in the reader lost the
+    originals from the archive (a review's find), and a dataset record with calls was taken for LlamaFactory's."""
     said = "the long ask that only this part holds " * 20
     rows = [
         {"role": "system", "content": "s"},
@@ -180,18 +182,115 @@ def test_a_text_part_with_its_text_under_value_is_read_as_the_text_part_it_means
             3, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "value": "out"}]}]}
         )
         rows[2]["content"].append({"type": "tool_use", "id": "t1", "name": "ls", "input": {}})
+    else:
+        rows[2]["tool_calls"] = [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+        rows.append({"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "value": "out"}]})
     if layout == "dataset":
         rows = [{"system": "s", "messages": rows[1:]} if fmt == "anthropic" else {"messages": rows}]
     src = tmp_path / "v.jsonl"
     src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    [t] = api.read([str(src)], fmt=fmt)
-    assert api.check(t) == [] and said in t.messages[1].text()
-    for cmd in ("repair", "convert"):
-        p = cli(cmd, str(src), "--from", fmt, "-q")
-        assert p.returncode == 0 and b'"value"' not in p.stdout and said.encode() in p.stdout, (cmd, p.stderr)
-        out = tmp_path / "out.jsonl"
-        out.write_bytes(p.stdout)
-        assert cli("repair", "--check", str(out), "--from", fmt).returncode == 0
-        recs = [orjson.loads(x) for x in p.stdout.splitlines()]
+    [t] = api.read([str(src)], fmt=fmt if fmt == "anthropic" and layout == "session" else None)
+    assert t.format == fmt and "value-text" in {v.rule for v in api.check(t)} and said in t.messages[1].text()
+    for cmd in ("repair", "compact"):
+        out, arch = tmp_path / f"{cmd}.jsonl", tmp_path / f"{cmd}-archive.jsonl"
+        p = cli(cmd, str(src), "-q", "-o", str(out), "--archive", str(arch), "--context-window", "100000")
+        assert p.returncode == 0, (cmd, p.stderr)
+        written = out.read_bytes()
+        assert b'"value"' not in written and said.encode() in written, cmd
+        assert cli("repair", "--check", str(out)).returncode == 0
+        recs = [orjson.loads(x) for x in written.splitlines()]
         msgs = recs[0]["messages"] if layout == "dataset" else [r for r in recs if "role" in r]
         assert (validate_anthropic(msgs) if fmt == "anthropic" else validate(msgs)) == []
+        back = cli("restore", str(out), "--archive", str(arch))
+        assert back.returncode == 0 and back.stdout == src.read_bytes(), (cmd, back.stderr)
+
+
+@pytest.mark.parametrize(
+    "name, rows, said",
+    [
+        ("sharegpt.jsonl", [{"conversations": [{"from": ["human"], "value": "hi"}]}], b"unknown 'from'"),
+        (
+            "gemini.json",
+            {"sessionId": "s", "messages": [{"type": "user", "content": "hi"}, {"type": "gemini", "content": "x", "toolCalls": 1}]},
+            b"thoughts and toolCalls must be lists",
+        ),
+        (
+            "gemini.json",
+            {"sessionId": "s", "messages": [{"type": "user", "content": "hi"}, {"type": "gemini", "content": "x", "thoughts": 5}]},
+            b"thoughts and toolCalls must be lists",
+        ),
+        (
+            "anthropic.jsonl",
+            [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": {"a": 1}}]},
+            ],
+            b"a tool_result's content must be text or a list of blocks",
+        ),
+    ],
+)
+def test_odd_shapes_are_data_errors_not_tracebacks(tmp_path, name, rows, said):
+    """From a review's fuzzing: these crashed with a Python traceback (and `--on-error skip` could not skip them)."""
+    src = tmp_path / name
+    src.write_bytes(orjson.dumps(rows) if name.endswith(".json") else b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    p = cli("repair", str(src), "-q")
+    assert p.returncode == 3 and said in p.stderr and b"Traceback" not in p.stderr, p.stderr
+
+
+def test_odd_ids_and_names_read_without_a_traceback(tmp_path):
+    """A Claude Code message id that is a list, a Codex call whose name is an object, a reasoning summary whose text
+    is a number: read (the id groups nothing, the call is unnamed and repair names it), not a traceback."""
+    cc = tmp_path / "cc.jsonl"
+    cc.write_bytes(
+        b"".join(
+            orjson.dumps(r) + b"\n"
+            for r in [
+                {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "hi"}},
+                {
+                    "type": "assistant",
+                    "uuid": "a1",
+                    "parentUuid": "u1",
+                    "sessionId": "s",
+                    "message": {"id": ["m"], "role": "assistant", "content": [{"type": "text", "text": "yo"}]},
+                },
+            ]
+        )
+    )
+    assert cli("repair", str(cc), "-q").returncode == 0
+    item = lambda p: {"timestamp": "t", "type": "response_item", "payload": p}  # noqa: E731
+    codex = tmp_path / "rollout.jsonl"
+    codex.write_bytes(
+        b"".join(
+            orjson.dumps(r) + b"\n"
+            for r in [
+                {"timestamp": "t", "type": "session_meta", "payload": {"id": "s", "cwd": "/"}},
+                item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}),
+                item({"type": "reasoning", "summary": [{"type": "summary_text", "text": 1}]}),
+                item({"type": "function_call", "name": {"k": 1}, "arguments": "{}", "call_id": "c1"}),
+                item({"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+            ]
+        )
+    )
+    for cmd in ("repair", "compact"):
+        p = cli(cmd, str(codex), "-q", "--to", "openai")
+        assert p.returncode == 0 and b'"name":"unknown"' in p.stdout, (cmd, p.stderr)
+
+
+def test_an_anthropic_session_that_opens_with_an_image_is_read_as_anthropic(tmp_path):
+    """Detection took it for OpenAI chat (it knew Anthropic only by tool and thinking blocks): the tool_use went out
+    as a content part, without a result, and --check said ok."""
+    rows = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}, {"type": "text", "text": "fix"}],
+        },
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
+        {"role": "user", "content": "continue"},
+    ]
+    src = write_jsonl(tmp_path / "img.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert t.format == "anthropic" and [v.rule for v in api.check(t)] == ["missing-result"]
+    p = cli("repair", str(src), "--to", "openai", "-q")
+    msgs = [orjson.loads(x) for x in p.stdout.splitlines()]
+    assert p.returncode == 0 and validate(msgs) == [] and msgs[0]["content"][0]["type"] == "image_url"

@@ -202,13 +202,13 @@ def test_repair_text_parts_without_text_are_an_empty_message():
         {"role": "user", "content": [{"type": "text", "value": "LlamaFactory keeps its text under value"}]},
     ]
     t = T(rows)
-    assert [v.rule for v in api.check(t)] == ["empty-message", "empty-message", "blank-part"]
+    assert [v.rule for v in api.check(t)] == ["empty-message", "empty-message", "blank-part", "value-text"]
     out, st = api.repair(t)
     assert api.check(out) == [] and st.empty_removed == 2 and [m.text().strip() for m in out.messages][:2] == ["q", "a"]
     assert (
         out.messages[1].content == [{"type": "text", "text": "a"}] and st.blank_parts_removed == 1
     )  # Anthropic: a text block must not be empty
-    # not blank: kept, its text where both APIs look for it (LlamaFactory's form reads as the part it means)
+    # not blank: kept, its text moved where both APIs look for it
     assert out.messages[-1].content == [{"type": "text", "text": "LlamaFactory keeps its text under value"}]
 
 

@@ -63,6 +63,28 @@ def test_archive_from_an_output_dir_restores_every_file(tmp_path):
         assert [orjson.loads(x) for x in back.stdout.splitlines()] == [orjson.loads(x) for x in _lines(s)]
 
 
+def test_outputs_of_the_same_name_restore_their_own_inputs(tmp_path):
+    """From a review: `-o DIR/` with d1/ (holding sub/s.jsonl) and d2/s.jsonl wrote out/sub/s.jsonl and out/s.jsonl;
+    restore matched out/s.jsonl to an input by name and took d1's (silently the wrong originals), and a `.json`
+    input's output (t.jsonl) matched nothing. The archive now names each input's output."""
+    (tmp_path / "d1" / "sub").mkdir(parents=True)
+    (tmp_path / "d2").mkdir()
+    one, two = tool_session(8, 1500), tool_session(8, 1500)
+    two[-1]["content"] = "another ask"
+    a = write_jsonl(tmp_path / "d1" / "sub" / "s.jsonl", one)
+    b = write_jsonl(tmp_path / "d2" / "s.jsonl", two)
+    doc = tmp_path / "t.json"
+    doc.write_bytes(orjson.dumps([{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}]))
+    out, arch = tmp_path / "out", tmp_path / "a.jsonl"
+    r = cli("compact", str(tmp_path / "d1"), str(b), str(doc), "-o", f"{out}/", "--archive", str(arch), "--context-window", "4000", "-q")
+    assert r.returncode == 0, r.stderr
+    for written, source in ((out / "sub" / "s.jsonl", a), (out / "s.jsonl", b)):
+        back = cli("restore", str(written), "--archive", str(arch))
+        assert back.returncode == 0 and back.stdout == source.read_bytes(), (written, back.stderr)
+    back = cli("restore", str(out / "t.jsonl"), "--archive", str(arch))
+    assert back.returncode == 0 and orjson.loads(back.stdout) == orjson.loads(doc.read_bytes())[0], back.stderr
+
+
 @pytest.mark.parametrize("damage", ["empty", "truncated", "foreign", "other-run"])
 def test_a_bad_archive_is_an_error(tmp_path, damage):
     [src] = _compacted(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -361,6 +362,23 @@ def test_colliding_outputs_are_refused_before_writing(tmp_path):
         assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
     assert sorted(p for p in tmp_path.rglob("*")) == before
     assert cli("compact", a, "--context-window", "8000", "--archive", "/dev/null", "--report", "/dev/null").returncode == 0
+
+
+@pytest.mark.parametrize("out", ["dir", "file"])
+def test_a_device_as_a_side_file_stays_a_device(tmp_path, out):
+    """With -o DIR/ or -o FILE (a journaled run) the archive, report and rejects were part files renamed into place
+    at the end: renamed over /dev/null, they made it a regular file for the whole machine (a review's run did)."""
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
+    except (PermissionError, OSError):
+        pytest.skip("mknod needs root")
+    src = tmp_path / "s.jsonl"
+    src.write_bytes((SAMPLES / "long_session.jsonl").read_bytes())
+    dest = f"{tmp_path}/out/" if out == "dir" else str(tmp_path / "o.jsonl")
+    for side in ("--archive", "--report", "--rejects"):
+        r = cli("compact", str(src), "-o", dest, side, str(null), "--context-window", "8000", "-q")
+        assert r.returncode == 0 and stat.S_ISCHR(os.stat(null).st_mode), (side, r.stderr)
 
 
 def test_resume_keeps_one_format_per_output(tmp_path):

@@ -25,7 +25,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
-from ..model import MISSING, ToolCall, Transcript, other_content
+from ..model import MISSING, ToolCall, Transcript, is_value_part, other_content
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
@@ -387,7 +387,7 @@ def _part_for(p: Any, target: str, role: str) -> Any:
     """A content part in the target's form: Codex text parts as "text"; an image as the target API takes it (an
     OpenAI tool result holds text only: the image becomes a line that says it was there)."""
     if _is_text_part(p):
-        return {"type": "text", "text": p.get("text", "")}
+        return {"type": "text", "text": p.get("text", p.get("value", ""))}
     if not isinstance(p, dict):
         return p
     if p.get("type") == "input_image" and target in ("openai", "anthropic"):  # Codex: {"type": "input_image", "image_url": "data:..."}
@@ -423,7 +423,8 @@ def _openai_image(p: dict, role: str) -> dict:
 
 
 def _is_text_part(p: Any) -> bool:
-    return isinstance(p, dict) and p.get("type") in TEXT_PARTS
+    """A text part another format types or keys otherwise: Codex's types, LlamaFactory's "value"."""
+    return isinstance(p, dict) and (p.get("type") in TEXT_PARTS or is_value_part(p))
 
 
 def _foreign_parts(content: Any) -> bool:

@@ -14,17 +14,16 @@ import orjson
 from ..errors import DataError
 from ..model import Message, Provenance, Transcript
 from . import Reader, Record
-from .blocks import assistant_blocks, assistant_from_blocks, tool_result_block, user_from_blocks
+from .blocks import assistant_blocks, assistant_from_blocks, is_anthropic_block, tool_result_block, user_from_blocks
 
 NAME = "anthropic"
 CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
-BLOCK_TYPES = ("tool_use", "tool_result", "thinking", "redacted_thinking")
 
 
 def _has_blocks(msgs: list) -> bool:
     for m in msgs[:100]:
         c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, list) and any(isinstance(p, dict) and p.get("type") in BLOCK_TYPES for p in c):
+        if isinstance(c, list) and any(is_anthropic_block(p) for p in c):
             return True
     return False
 
@@ -70,8 +69,7 @@ def _finish(msgs: list[Message], system) -> list[Message]:
     if system is not None:
         msgs.insert(0, Message(role="system", content=system, provenance=Provenance(origin=("system", 0))))
     for i, m in enumerate(msgs):
-        if m.origin is not None:  # none when reading changed it (a text block's "value" moved to "text")
-            m.index = i
+        m.index = i
     return msgs
 
 
@@ -82,16 +80,15 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 items = obj.get("messages")
                 if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
-                messages = _finish(messages_from(items, source, lineno), obj.get("system"))
                 yield Transcript(
-                    messages,
+                    _finish(messages_from(items, source, lineno), obj.get("system")),
                     id=f"{source}#{n + 1}",
                     source=source,
                     line=lineno,
                     format=NAME,
                     layout="dataset",
                     metadata=dict(obj),
-                    raw=raw if all(m.untouched for m in messages) else None,
+                    raw=raw,
                     native=items,
                 )
         return
@@ -200,7 +197,7 @@ def write(t: Transcript) -> Iterator[bytes]:
             return
         system, rows = to_rows(t)
         rec = dict(t.metadata) if t.metadata else {}
-        if system is not None or "system" in rec:
+        if system is not None:  # else a "system" the record came with stays (never null: the API refuses it)
             rec["system"] = system
         rec["messages"] = rows
         yield orjson.dumps(rec)

@@ -15,9 +15,20 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input, part_problem, text_part
+from ..model import BEFORE_RESULTS, MISSING, Message, ToolCall, call_input, part_problem
 
 THINKING = ("thinking", "redacted_thinking")
+# Block types only Anthropic's Messages API has (OpenAI chat's parts are text, image_url, input_audio, file, refusal).
+ANTHROPIC_ONLY = ("tool_use", "tool_result", *THINKING, "document", "server_tool_use", "web_search_tool_result", "search_result")
+
+
+def is_anthropic_block(p: Any) -> bool:
+    """A content block of Anthropic's form, never OpenAI chat's: one of ANTHROPIC_ONLY, or an image with a `source`
+    (OpenAI's is `image_url`; LlamaFactory's `image` holds its path under "value")."""
+    if not isinstance(p, dict):
+        return False
+    kind = p.get("type")
+    return kind in ANTHROPIC_ONLY or (kind == "image" and isinstance(p.get("source"), dict))
 
 
 def _args(value: Any) -> str:
@@ -30,10 +41,8 @@ def assistant_from_blocks(content: Any, source: str, lineno: int, **kw) -> Messa
     if not isinstance(content, list):
         raise DataError(source, lineno, "assistant content must be a string or a list of blocks")
     parts, calls, thinking = [], [], []
-    moved = False  # a text block's "value" moved to "text" (see _block): the message is written anew
     for b in content:
-        b, was = _block(b, source, lineno), b
-        moved = moved or b is not was
+        _check_block(b, source, lineno)
         t = b.get("type")
         if t == "tool_result":
             raise DataError(source, lineno, "a tool_result block in an assistant message (results come in the user turn after)")
@@ -48,8 +57,6 @@ def assistant_from_blocks(content: Any, source: str, lineno: int, **kw) -> Messa
     m = Message(role="assistant", content=parts, tool_calls=calls, reasoning=reasoning, **kw)
     if thinking:
         m.extra["_thinking_blocks"] = thinking
-    if moved:
-        m.provenance = m.provenance.changed()
     return m
 
 
@@ -61,10 +68,8 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
     out: list[Message] = []
     rest: list = []
     before = False  # a block other than a result stood before a result
-    moved = False  # as in assistant_from_blocks
     for b in content:
-        b, was = _block(b, source, lineno), b
-        moved = moved or b is not was
+        _check_block(b, source, lineno)
         if b.get("type") == "tool_use":
             raise DataError(source, lineno, "a tool_use block in a user message (calls come in an assistant message)")
         if b.get("type") == "tool_result":
@@ -82,25 +87,22 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
         out.append(Message(role="user", content=rest, **kw))
         if before:
             out[-1].extra[BEFORE_RESULTS] = True
-    if moved:
-        for m in out:
-            m.provenance = m.provenance.changed()
     return out
 
 
-def _block(b: Any, source: str, lineno: int) -> Any:
-    """The block checked (a tool_result's blocks too); a text block in LlamaFactory's form (its text under
-    "value") as the one it means, in a changed copy."""
-    b = text_part(b)
+def _check_block(b: Any, source: str, lineno: int) -> None:
+    """A block either API takes (see model.part_problem), a tool_result's own blocks too, whose content is text
+    or a list of blocks."""
     problem = part_problem(b)
     if problem is not None:
         raise DataError(source, lineno, problem.replace("content part", "content block"))
-    inner = b.get("content") if b["type"] == "tool_result" else None
-    if isinstance(inner, list):
-        blocks = [_block(p, source, lineno) for p in inner]
-        if any(x is not y for x, y in zip(blocks, inner, strict=True)):
-            b = {**b, "content": blocks}
-    return b
+    if b["type"] == "tool_result" and "content" in b:
+        inner = b["content"]
+        if isinstance(inner, list):
+            for p in inner:
+                _check_block(p, source, lineno)
+        elif inner is not None and not isinstance(inner, str):
+            raise DataError(source, lineno, f"a tool_result's content must be text or a list of blocks, got {type(inner).__name__}")
 
 
 def assistant_blocks(m: Message) -> list | str | None:

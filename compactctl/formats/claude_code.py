@@ -52,6 +52,12 @@ def _is_boundary(obj: dict) -> bool:
     return obj.get("type") == "system" and obj.get("subtype") == "compact_boundary"
 
 
+def _message_id(msg: dict) -> str | None:
+    """The API message id a line's message carries (an id that is no text groups nothing)."""
+    mid = msg.get("id")
+    return mid if isinstance(mid, str) else None
+
+
 def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -> Iterator[Transcript]:
     lines: list[tuple[bytes, dict]] = []
     linenos: list[int] = []
@@ -79,7 +85,7 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
             continue
         with reader.guard(linenos[i], raw):
             if typ == "assistant":
-                mid = msg.get("id")
+                mid = _message_id(msg)
                 k = last_assistant.get(mid, -1) if mid is not None else -1
                 if k >= 0 and (k == len(msgs) - 1 or all(x.role == "tool" for x in msgs[k + 1 :])):
                     _merge(msgs[k], assistant_from_blocks(msg.get("content"), source, linenos[i]))
@@ -174,7 +180,11 @@ def _recover_parallel(lines: list[tuple[bytes, dict]], msgs: list[int], at: dict
             if parent is not None:
                 results.setdefault(parent, []).append(obj["uuid"])
     on_path = {
-        lines[at[u]][1]["message"].get("id") for u in live if lines[at[u]][1].get("type") == "assistant" and _is_message(lines[at[u]][1])
+        mid
+        for u in live
+        if lines[at[u]][1].get("type") == "assistant"
+        and _is_message(lines[at[u]][1])
+        and isinstance(mid := lines[at[u]][1]["message"].get("id"), str)
     }
     for mid in on_path:
         for s in siblings.get(mid, []) if isinstance(mid, str) else []:

@@ -82,7 +82,8 @@ def _call(item: dict) -> ToolCall:
     if item["type"] == "custom_tool_call":
         args = item.get("input", "")
         args = orjson.dumps({"input": args}).decode() if isinstance(args, str) else orjson.dumps(args).decode()
-        return ToolCall(item.get("call_id"), item.get("name", "custom"), args, {"_custom": True, "_item": shape})
+        name = item.get("name", "custom")
+        return ToolCall(item.get("call_id"), name if isinstance(name, str) else "", args, {"_custom": True, "_item": shape})
     if item["type"] == "local_shell_call":  # its command stays in the shape too: the fallback for arguments cut unreadable
         action = item.get("action") or {}
         return ToolCall(
@@ -93,7 +94,10 @@ def _call(item: dict) -> ToolCall:
         )
     args = item.get("arguments", "")
     extra = {"_item": shape} if tuple(item) != FUNCTION_KEYS else {}
-    return ToolCall(item.get("call_id"), item.get("name", ""), args if isinstance(args, str) else orjson.dumps(args).decode(), extra)
+    name = item.get("name", "")  # a name that is no text: none (repair names the call)
+    return ToolCall(
+        item.get("call_id"), name if isinstance(name, str) else "", args if isinstance(args, str) else orjson.dumps(args).decode(), extra
+    )
 
 
 def _call_item(c: ToolCall) -> dict:
@@ -173,7 +177,12 @@ def messages_from_items(items: list[tuple[int | None, dict]], where: str = "line
 def _add_to_assistant(cur: Message, typ: str, it: dict) -> None:
     """Add a reasoning, message or call item to the assistant message being built."""
     if typ == "reasoning":
-        text = "\n".join(s.get("text", "") for s in it.get("summary") or [] if isinstance(s, dict))
+        summary = it.get("summary")
+        text = (
+            "\n".join(s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str))
+            if isinstance(summary, list)
+            else ""
+        )
         cur.reasoning = (cur.reasoning + "\n" if cur.reasoning else "") + text if text else cur.reasoning
     elif typ == "message":
         c = it.get("content")

@@ -72,6 +72,8 @@ def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
             out.append(Message(role="user", content=text))
         elif typ == "gemini":
             thoughts = m.get("thoughts") or []
+            if not isinstance(thoughts, list) or not isinstance(m.get("toolCalls") or [], list):
+                raise DataError(source, lineno, "a Gemini message's thoughts and toolCalls must be lists")
             reasoning = "\n".join(f"{t.get('subject', '')}: {t.get('description', '')}" for t in thoughts if isinstance(t, dict)) or None
             calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
             tc = [ToolCall(c.get("id"), str(c.get("name", "")), orjson.dumps(c.get("args", {})).decode()) for c in calls]

@@ -10,21 +10,9 @@ import orjson
 from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
 from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
-from ..model import (
-    LEGACY,
-    MISSING,
-    NEW,
-    OBJECT_ARGUMENTS,
-    ROLES,
-    Message,
-    Provenance,
-    ToolCall,
-    Transcript,
-    mark_observations,
-    part_problem,
-    text_part,
-)
+from ..model import LEGACY, MISSING, OBJECT_ARGUMENTS, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations, part_problem
 from . import Reader, Record
+from .blocks import is_anthropic_block
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
@@ -59,7 +47,7 @@ def _anthropic_like(obj: dict, msgs: list) -> bool:
         return True
     for m in msgs[:50]:
         c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, list) and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result", "thinking") for p in c):
+        if isinstance(c, list) and any(is_anthropic_block(p) for p in c):
             return True
     return False
 
@@ -76,7 +64,6 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     if role not in ROLES:
         raise DataError(source, lineno, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     content = _content(d, source, lineno)
-    moved = content is not d.get("content", MISSING)  # a text part's "value" moved to "text": written anew
     calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
     note = d.get(NOTE_KEY)
@@ -91,21 +78,17 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         name=d.get("name"),
         reasoning=reasoning if isinstance(reasoning, str) else None,
         extra=extra,
-        provenance=NEW if moved else Provenance(origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY}, index=index),
+        provenance=Provenance(origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY}, index=index),
         note=dict(note) if isinstance(note, dict) else {},
     )
 
 
 def _content(d: dict, source: str, lineno: int) -> Any:
-    """The message's content, checked: a string, null, absent, or a list of parts both APIs take (a text part
-    in LlamaFactory's form, its text under "value", read as the text part it means: `text_part`)."""
+    """The message's content, checked: a string, null, absent, or a list of parts both APIs take."""
     content = d.get("content", MISSING)
     if not (content is MISSING or content is None or isinstance(content, (str, list))):
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
     if isinstance(content, list):
-        moved = [text_part(p) for p in content]
-        if any(a is not b for a, b in zip(moved, content, strict=True)):
-            content = moved  # a new list: the message is written anew
         for part in content:
             problem = part_problem(part)
             if problem is not None:

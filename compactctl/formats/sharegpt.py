@@ -46,6 +46,7 @@ CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 # The writer puts the text on its own lines between the tags: one newline on each side is the tags', the rest
 # (a leading indent of the output) is the text's, so a record re-written after compaction restores byte for byte.
 RESPONSE = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.S)
+_API_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")  # Anthropic's, never LlamaFactory's
 THINK = re.compile(r"^\s*<think>\n?(.*?)\n?</think>\n?", re.S)
 
 
@@ -59,16 +60,25 @@ def sniff(obj: dict) -> str | None:
 
 
 def _typed_parts(msgs: Any) -> bool:
-    """LlamaFactory's messages: content parts that hold their text under "value" (never under "text")."""
+    """LlamaFactory's messages: content parts that hold their text under "value" (never under "text"), and nothing
+    of OpenAI chat's or Anthropic's own (calls, results that name their call, their blocks): such a record is
+    theirs, its "value" parts a slip repair mends."""
     if not isinstance(msgs, list):
         return False
+    typed = False
     for m in msgs[:50]:
-        c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, list) and any(
-            isinstance(p, dict) and isinstance(p.get("type"), str) and "value" in p and "text" not in p for p in c
-        ):
-            return True
-    return False
+        if not isinstance(m, dict):
+            continue
+        if "tool_calls" in m or "tool_call_id" in m or "function_call" in m:
+            return False
+        c = m.get("content")
+        if not isinstance(c, list):
+            continue
+        for p in c:
+            if isinstance(p, dict) and p.get("type") in _API_BLOCKS:
+                return False
+            typed = typed or (isinstance(p, dict) and isinstance(p.get("type"), str) and "value" in p and "text" not in p)
+    return typed
 
 
 def _call_from_json(text: str, turn: int, k: int) -> ToolCall:
@@ -82,9 +92,12 @@ def _call_from_json(text: str, turn: int, k: int) -> ToolCall:
 
 
 def _call_from_obj(v: dict, raw: str, turn: int, k: int) -> ToolCall:
-    args = v.get("arguments", {})
+    args, name = v.get("arguments", {}), v.get("name")
     return ToolCall(
-        f"sg_{turn}_{k}", str(v.get("name", "")), args if isinstance(args, str) else orjson.dumps(args).decode(), {"_raw_call": raw}
+        f"sg_{turn}_{k}",
+        name if isinstance(name, str) else "",
+        args if isinstance(args, str) else orjson.dumps(args).decode(),
+        {"_raw_call": raw},
     )
 
 
@@ -108,7 +121,7 @@ def messages_from(conv: list, source: str, lineno: int) -> list[Message]:
         if not isinstance(t, dict) or "from" not in t:
             raise DataError(source, lineno, f"turn {turn} has no 'from'")
         frm, value = t["from"], t.get("value", "")
-        role = ROLE.get(frm)
+        role = ROLE.get(frm) if isinstance(frm, str) else None
         if role is None:
             raise DataError(source, lineno, f"turn {turn}: unknown 'from' {frm!r}")
         if not isinstance(value, str):
@@ -227,7 +240,7 @@ def _system_key(t: Transcript, rec: dict) -> list[Message]:
 
 def _names(conv: list | None) -> dict[str, str]:
     """The role names this record uses (human or user, gpt or assistant, tool or observation)."""
-    names = {"system": "system", "user": "human", "assistant": "gpt", "tool": "tool"}
+    names = {"system": "system", "developer": "system", "user": "human", "assistant": "gpt", "tool": "tool"}
     for t in conv or []:
         frm = t.get("from") if isinstance(t, dict) else None
         if frm in ("user", "human"):
@@ -498,7 +511,7 @@ def _typed_dict(m: Message) -> dict:
     if m.role == "tool" and not parts:
         parts.append({"type": "text", "value": ""})
     parts += [{"type": "tool_call", "value": _call_text(c)} for c in m.tool_calls]
-    d: dict[str, Any] = {"role": m.role, "content": parts}
+    d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": parts}
     d.update({k: v for k, v in m.extra.items() if not k.startswith("_")})
     return d
 

@@ -32,7 +32,9 @@ from ..model import (
     Message,
     ToolCall,
     Transcript,
+    is_value_part,
     other_content,
+    text_part,
 )
 from ..pairs import match
 from . import Archived, archive
@@ -73,6 +75,7 @@ class RepairStats:
     empty_removed: int = 0
     openings_added: int = 0
     blank_parts_removed: int = 0  # blank text parts beside other content (Anthropic refuses an empty text block)
+    text_parts_moved: int = 0  # messages whose text parts held their text under "value" (both APIs look for "text")
     results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
     empty_calls_removed: int = 0  # `"tool_calls": []` (OpenAI refuses an empty array)
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
@@ -92,6 +95,7 @@ class RepairStats:
                 self.empty_removed,
                 self.openings_added,
                 self.blank_parts_removed,
+                self.text_parts_moved,
                 self.results_put_first,
                 self.empty_calls_removed,
                 self.arguments_as_text,
@@ -134,6 +138,11 @@ def blank_parts(parts: list) -> bool:
 
 def is_blank_part(p: Any) -> bool:
     return isinstance(p, dict) and p.get("type") in TEXT_TYPES and isinstance(p.get("text"), str) and not p["text"].strip()
+
+
+def has_value_part(m: Message) -> bool:
+    """A text part in LlamaFactory's form, its text under "value" (see model.is_value_part)."""
+    return isinstance(m.content, list) and any(is_value_part(p) for p in m.content)
 
 
 def has_blank_part(m: Message) -> bool:
@@ -188,20 +197,27 @@ def check(t: Transcript) -> list[Violation]:
             if t.format in ANTHROPIC_API:
                 out.extend(_reused(t.id, i, m, earlier))
             earlier.update(c.id for c in m.tool_calls if isinstance(c.id, str))
-        if _empty(m):
-            out.append(Violation(t.id, i, "empty-message", f"{m.role} message has no content"))
-        elif has_blank_part(m):
-            out.append(Violation(t.id, i, "blank-part", f"{m.role} message has a text part without text"))
-        if m.extra.get(BEFORE_RESULTS):
-            out.append(Violation(t.id, i, "result-order", "text stands before the tool results of its message (they must come first)"))
-        if empty_calls(m):
-            out.append(Violation(t.id, i, "empty-calls", "an empty tool_calls list (OpenAI wants at least one call, or none)"))
+        out.extend(_content_violations(t.id, i, m))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
     elif first[1].role != "user":
         out.append(Violation(t.id, first[0], "first-role", f"first non-system message is {first[1].role}, not user"))
     return out
+
+
+def _content_violations(tid: str, i: int, m: Message) -> Iterator[Violation]:
+    """What is wrong with message i's content and the form it would be written in."""
+    if _empty(m):
+        yield Violation(tid, i, "empty-message", f"{m.role} message has no content")
+    elif has_blank_part(m):
+        yield Violation(tid, i, "blank-part", f"{m.role} message has a text part without text")
+    if has_value_part(m):
+        yield Violation(tid, i, "value-text", 'a text part holds its text under "value" (both APIs look for "text")')
+    if m.extra.get(BEFORE_RESULTS):
+        yield Violation(tid, i, "result-order", "text stands before the tool results of its message (they must come first)")
+    if empty_calls(m):
+        yield Violation(tid, i, "empty-calls", "an empty tool_calls list (OpenAI wants at least one call, or none)")
 
 
 # Formats sent to Anthropic's Messages API, which wants a tool_use id unique over the whole request (OpenAI takes
@@ -282,7 +298,7 @@ class _Repair:
         self.t = t
         self.strip = strip_unanswered
         self.st = RepairStats()
-        self.msgs = self.drop_blank_parts() if any(has_blank_part(m) for m in t.messages) else t.messages
+        self.msgs = self.mend_parts() if any(has_blank_part(m) or has_value_part(m) for m in t.messages) else t.messages
         if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages
@@ -295,13 +311,18 @@ class _Repair:
         self.seen: set = set()  # call ids given out so far: unique over the whole transcript
         self.fresh = 0
 
-    def drop_blank_parts(self) -> list[Message]:
-        """The messages without their blank text parts beside other content (the originals archived); the pairing
-        stays (it is by position)."""
+    def mend_parts(self) -> list[Message]:
+        """The messages with their text parts' text under "text" and without blank text parts beside other content
+        (the originals archived); the pairing stays (it is by position)."""
         out = []
         for m in self.t.messages:
-            if has_blank_part(m):
+            moved = has_value_part(m)
+            if moved or has_blank_part(m):
                 archive(self.t, m, "repair", self.st.archived)
+            if moved:
+                m = m.evolve(content=[text_part(p) for p in m.content])
+                self.st.text_parts_moved += 1
+            if has_blank_part(m):
                 self.st.blank_parts_removed += 1
                 m = _without_blank_parts(m)
             out.append(m)

@@ -46,6 +46,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
         t = res.transcript
         changed = t is not t_in
         fmt = formats.written_as(t.format, ctx.fmt_to)
+        _one_session_per_file(t_in, fmt)
         if t.layout == "session" and ctx.many:
             t = _as_dataset_record(t, fmt)
         written = list(formats.write(t, ctx.fmt_to))
@@ -285,6 +286,16 @@ def _kept(t: Transcript) -> list[list]:
     """[original index, output index, content print] of every original written unchanged (ids left out: see
     model.content_print; `restore` also reads archives that hold model.fingerprint)."""
     return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
+
+
+def _one_session_per_file(t: Transcript, fmt: str) -> None:
+    """A line-log format (Claude Code, Codex) holds one session per file: a dataset's second record would be
+    merged into the first one's session (its records' keys lost)."""
+    if t.layout == "dataset" and not t.id.endswith("#1") and formats.get_format(fmt).dropped_records is not None:
+        name = fmt.replace("_", "-")
+        raise UsageError(
+            f"{t.source}: a dataset of several records cannot be written as {name} (one session per file): convert with --to openai"
+        )
 
 
 def _as_dataset_record(t: Transcript, fmt: str) -> Transcript:

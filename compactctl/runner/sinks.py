@@ -126,13 +126,16 @@ class _Sinks:
             carry.seed(part_path(target), archive=False)
 
     def _open_sides(self, ck: dict) -> None:
-        """The side files as part files, truncated to the checkpoint when resuming (an SQLite archive is written whole)."""
+        """The side files as part files, truncated to the checkpoint when resuming (an SQLite archive is written whole;
+        so is a device or a pipe, /dev/null: a part file renamed over it would replace the device with a file)."""
         offs = ck.get("off", {})
         for k in self.SIDES:
             p = getattr(self.io, k)
             if not p:
                 continue
-            if k == "archive" and _is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
+            if p == "-" or (os.path.exists(p) and not os.path.isfile(p)):
+                self.sides[k] = (_archive_sink if k == "archive" else JsonlSink)(p)
+            elif k == "archive" and _is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
                 if self.io.resume and ck:
                     raise UsageError(
                         f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
@@ -328,6 +331,8 @@ class _Sinks:
             "first_seq": self.first_seq,
             "rejected": self.stats.rejected,
         }
+        if self.to_dir and self.io.output:  # restore finds an output's input by it (names alone may tie)
+            end["outputs"] = {s: os.path.relpath(self.targets[s], self.io.output) for s in self.first_seq if s in self.targets}
         if carried:
             end["carried"] = carried
         if stopped is not None:

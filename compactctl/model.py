@@ -27,7 +27,8 @@ SYSTEM_ROLES = ("system", "developer")
 # key in Message.extra: the reader found this user message's blocks before the tool results of the same source
 # message (Anthropic refuses it: "Messages following tool_use blocks must begin with ... tool_result blocks")
 BEFORE_RESULTS = "_before_results"
-# key in ToolCall.extra: the source held the call's arguments as a JSON object, not as JSON text (the APIs want text)
+# key in ToolCall.extra: the source held the call's arguments as a JSON object, not as JSON text, or had none (the
+# APIs want text; repair writes them so)
 OBJECT_ARGUMENTS = "_arguments_object"
 
 
@@ -190,10 +191,23 @@ def is_value_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in TEXT_TYPES and "text" not in part and isinstance(part.get("value"), str)
 
 
-def text_part(part: Any) -> Any:
-    """`part` with its text under "text" (a copy, the key renamed in place) when it holds it under "value"; any
-    other part as it is."""
-    return {("text" if k == "value" else k): v for k, v in part.items()} if is_value_part(part) else part
+RESPONSES_TEXT = ("input_text", "output_text")  # the Responses API's text parts (Codex): "text" in Chat Completions and Anthropic
+
+
+def is_chat_text(part: Any, responses: bool = False) -> bool:
+    """A text part as the target API takes it: not in LlamaFactory's form, and (unless `responses`, for Codex) not
+    typed as the Responses API types it."""
+    return not is_value_part(part) and (responses or not (isinstance(part, dict) and part.get("type") in RESPONSES_TEXT))
+
+
+def text_part(part: Any, responses: bool = False) -> Any:
+    """`part` as `is_chat_text` wants it (a copy): its text under "text" (the key renamed in place), typed "text"
+    (unless `responses`); any other part as it is."""
+    if is_value_part(part):
+        part = {("text" if k == "value" else k): v for k, v in part.items()}
+    if not responses and isinstance(part, dict) and part.get("type") in RESPONSES_TEXT:
+        part = {**part, "type": "text"}
+    return part
 
 
 def is_image_part(part: Any) -> bool:

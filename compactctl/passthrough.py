@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
-from .model import LEGACY, SYSTEM_ROLES, is_value_part, part_problem
+from .model import LEGACY, SYSTEM_ROLES, is_chat_text, part_problem
 from .phases.repair import VALID_ID, blank_parts, is_blank_part
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
@@ -80,11 +80,11 @@ def _unusual(d: dict) -> bool:
 
 def _plain_content(content: Any) -> bool:
     """Content the reader takes and repair keeps as it is: a string or null, or a list of parts without a blank
-    text part (repair drops it, or removes the message), a text part whose text is under "value" (repair moves it)
+    text part (repair drops it, or removes the message), a text part whose text is under "value" or typed input_text (repair mends it)
     or a part the reader refuses (a data error)."""
     if content is None or type(content) is str:
         return True
-    return type(content) is list and not any(is_blank_part(p) or part_problem(p) or is_value_part(p) for p in content)
+    return type(content) is list and not any(is_blank_part(p) or part_problem(p) or not is_chat_text(p) for p in content)
 
 
 def _empty(d: dict, content: Any) -> bool:
@@ -115,7 +115,7 @@ def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
         or type(cid) is not str
         or not VALID_ID.fullmatch(cid)
         or cid in seen
-        or type(fn.get("arguments", "")) is not str
+        or type(fn.get("arguments")) is not str
     ):
         return False
     seen.add(cid)

@@ -13,7 +13,7 @@ from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, last_user_index
 
-from .conftest import cli, tool_session, write_jsonl
+from .conftest import CORPUS, cli, tool_session, write_jsonl
 from .validator import validate, validate_anthropic
 
 
@@ -294,3 +294,39 @@ def test_an_anthropic_session_that_opens_with_an_image_is_read_as_anthropic(tmp_
     p = cli("repair", str(src), "--to", "openai", "-q")
     msgs = [orjson.loads(x) for x in p.stdout.splitlines()]
     assert p.returncode == 0 and validate(msgs) == [] and msgs[0]["content"][0]["type"] == "image_url"
+
+
+def test_responses_text_parts_and_missing_arguments_are_mended_outside_codex(tmp_path):
+    """From a review: `input_text`/`output_text` parts (the Responses API's) in OpenAI chat, and a call without
+    `function.arguments`, went out as they came (Chat Completions refuses both; --check said ok). In a Codex rollout
+    those parts are its own and stay."""
+    rows = [
+        {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "yo"}],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": rows}])
+    [t] = api.read([str(src)])
+    assert [v.rule for v in api.check(t)] == ["value-text", "object-arguments", "value-text"]
+    p = cli("repair", str(src), "-q")
+    [rec] = [orjson.loads(x) for x in p.stdout.splitlines()]
+    assert p.returncode == 0 and validate(rec["messages"]) == [] and b"input_text" not in p.stdout
+    assert rec["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    for f in sorted((CORPUS / "codex").rglob("rollout-*.jsonl"))[:2]:
+        assert cli("repair", "--check", str(f)).returncode == 0
+
+
+@pytest.mark.parametrize("system, said", [("0", b"got int"), ('{"a": 1}', b"got dict"), ('[{"type": "text"}]', b"without a string text")])
+def test_an_anthropic_system_prompt_of_another_shape_is_a_data_error(tmp_path, system, said):
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(
+        b'{"system": '
+        + system.encode()
+        + b'}\n{"role": "user", "content": "q"}\n{"role": "assistant", "content": [{"type": "text", "text": "a"}]}\n'
+    )
+    p = cli("repair", str(src), "--from", "anthropic", "-q")
+    assert p.returncode == 3 and b"a.jsonl:1: " in p.stderr and said in p.stderr, p.stderr

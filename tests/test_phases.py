@@ -250,10 +250,11 @@ def test_repair_blank_text_beside_calls_reasoning_alone_and_responses_api_parts(
         {"role": "assistant", "content": [{"type": "output_text", "text": ""}, {"type": "output_text", "text": "ok"}]},
     ]
     t = T(rows)
-    assert [v.rule for v in api.check(t)] == ["blank-part", "empty-message", "empty-message", "blank-part"]
+    # the Responses API's part types are Codex's own: in OpenAI chat, "text" (Chat Completions refuses the others)
+    assert [v.rule for v in api.check(t)] == ["blank-part", "empty-message", "empty-message", "value-text", "blank-part", "value-text"]
     out, st = api.repair(t)
-    assert api.check(out) == [] and st.empty_removed == 2 and st.blank_parts_removed == 2
-    assert out.messages[1].content is None and out.messages[-1].content == [{"type": "output_text", "text": "ok"}]
+    assert api.check(out) == [] and st.empty_removed == 2 and st.blank_parts_removed == 2 and st.text_parts_moved == 2
+    assert out.messages[1].content is None and out.messages[-1].content == [{"type": "text", "text": "ok"}]
     assert {a.message.reasoning for a in st.archived if a.message.reasoning} == {"thinking"}  # archived, not lost
     src = write_jsonl(tmp_path / "s.jsonl", rows)
     for to in ("openai", "anthropic"):

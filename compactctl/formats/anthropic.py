@@ -14,7 +14,7 @@ import orjson
 from ..errors import DataError
 from ..model import Message, Provenance, Transcript
 from . import Reader, Record
-from .blocks import assistant_blocks, assistant_from_blocks, is_anthropic_block, tool_result_block, user_from_blocks
+from .blocks import assistant_blocks, assistant_from_blocks, check_block, is_anthropic_block, tool_result_block, user_from_blocks
 
 NAME = "anthropic"
 CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
@@ -65,6 +65,16 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
     return out
 
 
+def _system(system: Any, source: str, lineno: int) -> Any:
+    """The system prompt, checked: text or a list of blocks (the API takes nothing else)."""
+    if isinstance(system, list):
+        for b in system:
+            check_block(b, source, lineno)
+    elif system is not None and not isinstance(system, str):
+        raise DataError(source, lineno, f"system must be text or a list of blocks, got {type(system).__name__}")
+    return system
+
+
 def _finish(msgs: list[Message], system) -> list[Message]:
     if system is not None:
         msgs.insert(0, Message(role="system", content=system, provenance=Provenance(origin=("system", 0))))
@@ -81,7 +91,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 yield Transcript(
-                    _finish(messages_from(items, source, lineno), obj.get("system")),
+                    _finish(messages_from(items, source, lineno), _system(obj.get("system"), source, lineno)),
                     id=f"{source}#{n + 1}",
                     source=source,
                     line=lineno,
@@ -99,7 +109,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         first = first or lineno
         with reader.guard(lineno, raw):
             if "role" not in obj and "system" in obj:
-                system = obj["system"]
+                system = _system(obj["system"], source, lineno)
                 continue
             msgs += messages_from([obj], source, lineno, start=len(rows))  # errors name this line
             rows.append(obj)

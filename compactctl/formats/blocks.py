@@ -42,7 +42,7 @@ def assistant_from_blocks(content: Any, source: str, lineno: int, **kw) -> Messa
         raise DataError(source, lineno, "assistant content must be a string or a list of blocks")
     parts, calls, thinking = [], [], []
     for b in content:
-        _check_block(b, source, lineno)
+        check_block(b, source, lineno)
         t = b.get("type")
         if t == "tool_result":
             raise DataError(source, lineno, "a tool_result block in an assistant message (results come in the user turn after)")
@@ -69,7 +69,7 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
     rest: list = []
     before = False  # a block other than a result stood before a result
     for b in content:
-        _check_block(b, source, lineno)
+        check_block(b, source, lineno)
         if b.get("type") == "tool_use":
             raise DataError(source, lineno, "a tool_use block in a user message (calls come in an assistant message)")
         if b.get("type") == "tool_result":
@@ -90,7 +90,7 @@ def user_from_blocks(content: Any, source: str, lineno: int, **kw) -> list[Messa
     return out
 
 
-def _check_block(b: Any, source: str, lineno: int) -> None:
+def check_block(b: Any, source: str, lineno: int) -> None:
     """A block either API takes (see model.part_problem), a tool_result's own blocks too, whose content is text
     or a list of blocks."""
     problem = part_problem(b)
@@ -100,7 +100,7 @@ def _check_block(b: Any, source: str, lineno: int) -> None:
         inner = b["content"]
         if isinstance(inner, list):
             for p in inner:
-                _check_block(p, source, lineno)
+                check_block(p, source, lineno)
         elif inner is not None and not isinstance(inner, str):
             raise DataError(source, lineno, f"a tool_result's content must be text or a list of blocks, got {type(inner).__name__}")
 

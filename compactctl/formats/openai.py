@@ -132,8 +132,11 @@ def _legacy_call(fc: Any, source: str, lineno: int) -> ToolCall:
 
 
 def _arguments(fn: dict, extra: dict) -> str:
-    """A call's arguments as JSON text (an object is serialized, and `extra` says so)."""
-    args = fn.get("arguments", "")
+    """A call's arguments as JSON text (an object is serialized, none is "{}": `extra` says so, for repair)."""
+    args = fn.get("arguments", MISSING)
+    if args is MISSING:
+        extra[OBJECT_ARGUMENTS] = True
+        return "{}"
     if not isinstance(args, str):
         extra[OBJECT_ARGUMENTS] = True
         args = orjson.dumps(args).decode()

@@ -32,7 +32,7 @@ from ..model import (
     Message,
     ToolCall,
     Transcript,
-    is_value_part,
+    is_chat_text,
     other_content,
     text_part,
 )
@@ -75,7 +75,7 @@ class RepairStats:
     empty_removed: int = 0
     openings_added: int = 0
     blank_parts_removed: int = 0  # blank text parts beside other content (Anthropic refuses an empty text block)
-    text_parts_moved: int = 0  # messages whose text parts held their text under "value" (both APIs look for "text")
+    text_parts_moved: int = 0  # messages whose text parts held their text under "value", or were typed input_text (outside Codex)
     results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
     empty_calls_removed: int = 0  # `"tool_calls": []` (OpenAI refuses an empty array)
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
@@ -140,9 +140,11 @@ def is_blank_part(p: Any) -> bool:
     return isinstance(p, dict) and p.get("type") in TEXT_TYPES and isinstance(p.get("text"), str) and not p["text"].strip()
 
 
-def has_value_part(m: Message) -> bool:
-    """A text part in LlamaFactory's form, its text under "value" (see model.is_value_part)."""
-    return isinstance(m.content, list) and any(is_value_part(p) for p in m.content)
+def has_foreign_text(m: Message, fmt: str) -> bool:
+    """A text part that the APIs of format `fmt` do not take as it is: LlamaFactory's form, its text under "value";
+    outside Codex, the Responses API's `input_text`/`output_text` (Chat Completions and Anthropic want "text")."""
+    responses = fmt == "codex"
+    return isinstance(m.content, list) and not all(is_chat_text(p, responses) for p in m.content)
 
 
 def has_blank_part(m: Message) -> bool:
@@ -197,7 +199,7 @@ def check(t: Transcript) -> list[Violation]:
             if t.format in ANTHROPIC_API:
                 out.extend(_reused(t.id, i, m, earlier))
             earlier.update(c.id for c in m.tool_calls if isinstance(c.id, str))
-        out.extend(_content_violations(t.id, i, m))
+        out.extend(_content_violations(t.id, i, m, t.format))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -206,14 +208,14 @@ def check(t: Transcript) -> list[Violation]:
     return out
 
 
-def _content_violations(tid: str, i: int, m: Message) -> Iterator[Violation]:
+def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Violation]:
     """What is wrong with message i's content and the form it would be written in."""
     if _empty(m):
         yield Violation(tid, i, "empty-message", f"{m.role} message has no content")
     elif has_blank_part(m):
         yield Violation(tid, i, "blank-part", f"{m.role} message has a text part without text")
-    if has_value_part(m):
-        yield Violation(tid, i, "value-text", 'a text part holds its text under "value" (both APIs look for "text")')
+    if has_foreign_text(m, fmt):
+        yield Violation(tid, i, "value-text", 'a text part holds its text under "value", or is typed as the Responses API types it')
     if m.extra.get(BEFORE_RESULTS):
         yield Violation(tid, i, "result-order", "text stands before the tool results of its message (they must come first)")
     if empty_calls(m):
@@ -238,7 +240,7 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
         if (i, pos) not in answered:
             yield Violation(tid, i, "missing-result", f"call {c.id!r} ({c.name}) has no result")
         if c.extra.get(OBJECT_ARGUMENTS):
-            yield Violation(tid, i, "object-arguments", f"call {c.id!r}: arguments are a JSON object (the API wants them as JSON text)")
+            yield Violation(tid, i, "object-arguments", f"call {c.id!r}: arguments are missing or a JSON object (the API wants JSON text)")
         if not named(c) and not is_legacy(c):
             yield Violation(tid, i, "unnamed-call", f"call {c.id!r} has no tool name")
         if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
@@ -298,7 +300,8 @@ class _Repair:
         self.t = t
         self.strip = strip_unanswered
         self.st = RepairStats()
-        self.msgs = self.mend_parts() if any(has_blank_part(m) or has_value_part(m) for m in t.messages) else t.messages
+        fmt = t.format
+        self.msgs = self.mend_parts() if any(has_blank_part(m) or has_foreign_text(m, fmt) for m in t.messages) else t.messages
         if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages
@@ -315,12 +318,13 @@ class _Repair:
         """The messages with their text parts' text under "text" and without blank text parts beside other content
         (the originals archived); the pairing stays (it is by position)."""
         out = []
+        responses = self.t.format == "codex"
         for m in self.t.messages:
-            moved = has_value_part(m)
+            moved = has_foreign_text(m, self.t.format)
             if moved or has_blank_part(m):
                 archive(self.t, m, "repair", self.st.archived)
             if moved:
-                m = m.evolve(content=[text_part(p) for p in m.content])
+                m = m.evolve(content=[text_part(p, responses) for p in m.content])
                 self.st.text_parts_moved += 1
             if has_blank_part(m):
                 self.st.blank_parts_removed += 1

@@ -34,11 +34,10 @@ def _fresh_dict(m: Message) -> dict:
         d["name"] = m.name
     _put_calls(d, m.tool_calls)
     ids = extra.get("tool_call_ids")
-    if m.tool_call_id is not None and isinstance(ids, list) and ids and isinstance(ids[0], str):
-        if ids[0] != m.tool_call_id:  # SWE-agent's list of ids: a repaired id replaces the first
-            extra["tool_call_ids"] = [m.tool_call_id, *ids[1:]]
-    elif m.tool_call_id is not None:
+    if m.tool_call_id is not None:  # the API's key, also beside SWE-agent's list of ids (its own reader takes either)
         d["tool_call_id"] = m.tool_call_id
+        if isinstance(ids, list) and ids and isinstance(ids[0], str) and ids[0] != m.tool_call_id:
+            extra["tool_call_ids"] = [m.tool_call_id, *ids[1:]]  # a repaired id replaces the first
     if m.reasoning is not None:
         d["reasoning_content"] = m.reasoning
     d.update(extra)

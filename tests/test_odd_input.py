@@ -330,3 +330,29 @@ def test_an_anthropic_system_prompt_of_another_shape_is_a_data_error(tmp_path, s
     )
     p = cli("repair", str(src), "--from", "anthropic", "-q")
     assert p.returncode == 3 and b"a.jsonl:1: " in p.stderr and said in p.stderr, p.stderr
+
+
+def test_swe_agent_results_get_the_apis_tool_call_id(tmp_path):
+    """From a review: SWE-agent's results name their call in `tool_call_ids` only, and were written so as OpenAI chat
+    (the API wants `tool_call_id`; --check read the list and said ok); converted to Claude Code, their `agent` and
+    `message_type` keys went into the tool_result blocks (Anthropic refuses unknown keys)."""
+    rows = [
+        {"role": "user", "content": "fix it"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
+        {"role": "tool", "content": "a.py", "tool_call_ids": ["c1"], "agent": "main", "message_type": "observation"},
+        {"role": "assistant", "content": "done"},
+    ]
+    src = tmp_path / "t.traj"
+    src.write_bytes(orjson.dumps({"history": rows}))
+    [t] = api.read([str(src)])
+    assert [v.rule for v in api.check(t)] == ["ids-list"]
+    p = cli("repair", str(src), "-q")
+    [rec] = [orjson.loads(x) for x in p.stdout.splitlines()]
+    assert p.returncode == 0 and validate(rec["history"]) == [] and rec["history"][2]["tool_call_ids"] == ["c1"]  # SWE-agent's too
+    p = cli("convert", str(src), "--to", "claude-code", "-q")
+    blocks = [b for x in p.stdout.splitlines() for b in (orjson.loads(x).get("message") or {}).get("content") or [] if isinstance(b, dict)]
+    assert [sorted(b) for b in blocks if b["type"] == "tool_result"] == [["content", "tool_use_id", "type"]]

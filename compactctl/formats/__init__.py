@@ -348,14 +348,14 @@ def _portable(m: Any, target: str) -> Any:
     calls: both APIs reject what they do not know."""
     retype = target != "codex" and _foreign_parts(m.content)  # Codex writes its own part types
     images = target in ("openai", "anthropic") and _foreign_images(m.content, target)
-    if m.origin is None and target not in ("openai", "anthropic") and not retype:
+    if m.origin is None and target not in ("openai", "anthropic", "claude_code") and not retype:
         return m
     changes: dict[str, Any] = {}
     if retype or images:
         changes["content"] = [_part_for(p, target, m.role) for p in m.content]
     if target == "openai":
         _to_openai(m, changes)
-    elif target == "anthropic":
+    elif target in ("anthropic", "claude_code"):  # Claude Code's lines hold Messages API messages
         _to_anthropic(m, changes)
     return m.evolve(**changes) if changes else m
 

@@ -78,6 +78,7 @@ class RepairStats:
     text_parts_moved: int = 0  # messages whose text parts held their text under "value", or were typed input_text (outside Codex)
     results_put_first: int = 0  # Anthropic user messages whose text stood before their tool results
     empty_calls_removed: int = 0  # `"tool_calls": []` (OpenAI refuses an empty array)
+    result_ids_written: int = 0  # results that named their call in SWE-agent's tool_call_ids only (tool_call_id added)
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
     calls_named: int = 0  # calls without a name, named UNNAMED (both APIs want a tool's name)
     archived: list[Archived] = field(default_factory=list, repr=False)
@@ -98,6 +99,7 @@ class RepairStats:
                 self.text_parts_moved,
                 self.results_put_first,
                 self.empty_calls_removed,
+                self.result_ids_written,
                 self.arguments_as_text,
                 self.calls_named,
             )
@@ -123,6 +125,13 @@ def _empty(m: Message) -> bool:
 def named(c: ToolCall) -> bool:
     """A call with a tool's name: both APIs refuse an empty one (Hermes writes `"name": ""`)."""
     return isinstance(c.name, str) and bool(c.name.strip())
+
+
+def ids_list_only(m: Message) -> bool:
+    """A result read with SWE-agent's `tool_call_ids` list and no `tool_call_id`, written back as read (the APIs
+    want `tool_call_id`)."""
+    o = m.origin
+    return m.role == "tool" and m.untouched and isinstance(o, dict) and "tool_call_ids" in o and "tool_call_id" not in o
 
 
 def empty_calls(m: Message) -> bool:
@@ -220,6 +229,8 @@ def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Viol
         yield Violation(tid, i, "result-order", "text stands before the tool results of its message (they must come first)")
     if empty_calls(m):
         yield Violation(tid, i, "empty-calls", "an empty tool_calls list (OpenAI wants at least one call, or none)")
+    if ids_list_only(m):
+        yield Violation(tid, i, "ids-list", "a tool result names its call in tool_call_ids only (the APIs want tool_call_id)")
 
 
 # Formats sent to Anthropic's Messages API, which wants a tool_use id unique over the whole request (OpenAI takes
@@ -302,7 +313,7 @@ class _Repair:
         self.st = RepairStats()
         fmt = t.format
         self.msgs = self.mend_parts() if any(has_blank_part(m) or has_foreign_text(m, fmt) for m in t.messages) else t.messages
-        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) for m in self.msgs):
+        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages
         pairs, orphans = match(msgs)
@@ -335,7 +346,8 @@ class _Repair:
     def rewritten(self) -> list[Message]:
         """The messages, those the model holds right but whose source form an API refuses written from the model
         (a changed message is, not as it came): the text that stood before its tool results (the reader put it
-        after them), an empty `tool_calls` list (left out)."""
+        after them), an empty `tool_calls` list (left out), a result with SWE-agent's `tool_call_ids` alone (its
+        `tool_call_id` added)."""
         out = []
         for m in self.msgs:
             if m.extra.get(BEFORE_RESULTS):
@@ -345,6 +357,9 @@ class _Repair:
             elif empty_calls(m):
                 m = m.evolve()
                 self.st.empty_calls_removed += 1
+            elif ids_list_only(m):
+                m = m.evolve()
+                self.st.result_ids_written += 1
             out.append(m)
         return out
 

@@ -236,20 +236,26 @@ def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_pat
 
 def _source_for(compacted_path: str, sources: list[str], outputs: dict[str, str] | None = None) -> str | None:
     """The input file whose output is `compacted_path`: the one whose whole output path under -o DIR/ (the archive's
-    `outputs`) `compacted_path` ends with; for archives without them, the input whose own path it shares the most
-    trailing parts with (-o DIR/ keeps relative paths and names)."""
+    `outputs`) `compacted_path` ends with; else (a moved output, or an archive without them) the one whose output
+    path, or own path, shares the most trailing parts with it (-o DIR/ keeps relative paths and names)."""
     import os
 
     b = os.path.abspath(compacted_path).split(os.sep)
-    best, score = None, 0
-    for s in sources:
-        out = outputs.get(s) if outputs else None
-        a = os.path.normpath(out).split(os.sep) if out else os.path.abspath(s).split(os.sep)
+
+    def shared(path: str) -> int:
+        a = path.split(os.sep)
         n = 0
         while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
             n += 1
-        if out and n < len(a):
-            continue
+        return n
+
+    outs = {s: os.path.normpath(outputs[s]) for s in sources if outputs and s in outputs}
+    whole = [s for s, out in outs.items() if shared(out) == len(out.split(os.sep))]
+    if whole:
+        return max(whole, key=lambda s: len(outs[s].split(os.sep)))
+    best, score = None, 0
+    for s in sources:
+        n = shared(outs.get(s) or os.path.abspath(s))
         if n > score:
             best, score = s, n
     if best is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from compactctl.journal import Journal
@@ -144,3 +146,36 @@ def test_ctrl_c_while_the_outputs_are_put_in_place_says_what_it_left(tmp_path, a
         assert left == [] and b"nothing was kept" in r.stderr, (left, r.stderr)
     else:  # the outputs are in place: never "nothing was kept"
         assert {"o.jsonl", "a.jsonl"} <= set(left) and b"nothing was kept" not in r.stderr, (left, r.stderr)
+
+
+def test_resume_refuses_a_side_file_that_is_no_regular_file(tmp_path):
+    """A device or pipe side file is written whole at the end (a part file renamed over it would replace it): what
+    an interrupted run had for it is gone, so --resume refused nothing and left an archive without the first part
+    (a review's find, with a FIFO). It refuses now, as for an SQLite archive."""
+    import signal
+    import stat
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import proc, tool_session, write_jsonl
+
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("mknod needs root")
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": tool_session(6, 2000)} for _ in range(40)])
+    out = tmp_path / "out.jsonl"
+    args = ["compact", str(src), "--context-window", "3000", "-q", "-o", str(out), "--archive", str(null)]
+    env = {**os.environ, "COMPACTCTL_JOURNAL_EVERY": "0.05", "COMPACTCTL_SLOW_DOWN": "0.1"}
+    p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(f.name.endswith("journal") for f in tmp_path.iterdir()):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    assert any(f.name.endswith("journal") for f in tmp_path.iterdir())  # interrupted after a checkpoint
+    r = proc(*args, "--resume")
+    assert r.returncode == 2 and b"--resume cannot continue --archive" in r.stderr, r.stderr

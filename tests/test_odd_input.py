@@ -356,3 +356,34 @@ def test_swe_agent_results_get_the_apis_tool_call_id(tmp_path):
     p = cli("convert", str(src), "--to", "claude-code", "-q")
     blocks = [b for x in p.stdout.splitlines() for b in (orjson.loads(x).get("message") or {}).get("content") or [] if isinstance(b, dict)]
     assert [sorted(b) for b in blocks if b["type"] == "tool_result"] == [["content", "tool_use_id", "type"]]
+
+
+def test_review_of_the_fixes(tmp_path):
+    """What a review of these fixes found: an OpenAI record with an image in Anthropic's form was refused as
+    Anthropic; a record with a "value" system part and calls past its 50th message was taken for LlamaFactory's
+    (its call dropped); a legacy function_call without a name was never named; two one-record datasets went into
+    one Codex session."""
+    img = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    call = {"id": "c1", "type": "function", "function": {"name": "zoom", "arguments": "{}"}}
+    mixed = [
+        {"role": "user", "content": [img, {"type": "text", "text": "what?"}]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    mixed.append({"role": "tool", "tool_call_id": "c1", "content": "big"})
+    late = [{"role": "system", "content": [{"type": "text", "value": "sys"}]}]
+    for i in range(30):
+        late += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]
+    late += [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [call]}, mixed[-1]]
+    for rows in (mixed, late):
+        [t] = api.read([str(write_jsonl(tmp_path / "r.jsonl", [{"messages": rows}]))])
+        assert t.format == "openai" and sum(len(m.tool_calls) for m in t.messages) == 1
+    legacy = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "function_call": {"name": "", "arguments": "{}"}}]
+    legacy.append({"role": "function", "name": "", "content": "r"})
+    src = write_jsonl(tmp_path / "leg.jsonl", [{"messages": legacy}])
+    for to in ("openai", "anthropic"):
+        p = cli("repair", str(src), "--to", to, "-q", "-o", str(tmp_path / f"leg-{to}.jsonl"))
+        assert p.returncode == 0 and cli("repair", "--check", str(tmp_path / f"leg-{to}.jsonl")).returncode == 0
+    a = write_jsonl(tmp_path / "a.jsonl", [{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"messages": [{"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}]}])
+    p = cli("convert", str(a), str(b), "--to", "codex", "-o", str(tmp_path / "merged.jsonl"))
+    assert p.returncode == 2 and not (tmp_path / "merged.jsonl").exists()

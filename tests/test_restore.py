@@ -83,6 +83,10 @@ def test_outputs_of_the_same_name_restore_their_own_inputs(tmp_path):
         assert back.returncode == 0 and back.stdout == source.read_bytes(), (written, back.stderr)
     back = cli("restore", str(out / "t.jsonl"), "--archive", str(arch))
     assert back.returncode == 0 and orjson.loads(back.stdout) == orjson.loads(doc.read_bytes())[0], back.stderr
+    (tmp_path / "moved").mkdir()  # an output moved elsewhere is still found by its name
+    (tmp_path / "moved" / "t.jsonl").write_bytes((out / "t.jsonl").read_bytes())
+    back = cli("restore", str(tmp_path / "moved" / "t.jsonl"), "--archive", str(arch))
+    assert back.returncode == 0 and orjson.loads(back.stdout) == orjson.loads(doc.read_bytes())[0], back.stderr
 
 
 @pytest.mark.parametrize("damage", ["empty", "truncated", "foreign", "other-run"])

@@ -14,13 +14,23 @@ import orjson
 from ..errors import DataError
 from ..model import Message, Provenance, Transcript
 from . import Reader, Record
-from .blocks import assistant_blocks, assistant_from_blocks, check_block, is_anthropic_block, tool_result_block, user_from_blocks
+from .blocks import (
+    assistant_blocks,
+    assistant_from_blocks,
+    check_block,
+    is_anthropic_block,
+    openai_marked,
+    tool_result_block,
+    user_from_blocks,
+)
 
 NAME = "anthropic"
 CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
 
 
 def _has_blocks(msgs: list) -> bool:
+    if openai_marked(msgs):
+        return False
     for m in msgs[:100]:
         c = m.get("content") if isinstance(m, dict) else None
         if isinstance(c, list) and any(is_anthropic_block(p) for p in c):
@@ -29,10 +39,11 @@ def _has_blocks(msgs: list) -> bool:
 
 
 def sniff(obj: dict) -> str | None:
-    if isinstance(obj.get("messages"), list) and (
-        "system" in obj
-        and not any(isinstance(m, dict) and m.get("role") == "system" for m in obj["messages"][:3])
-        or _has_blocks(obj["messages"])
+    msgs = obj.get("messages")
+    if (
+        isinstance(msgs, list)
+        and not openai_marked(msgs)
+        and ("system" in obj and not any(isinstance(m, dict) and m.get("role") == "system" for m in msgs[:3]) or _has_blocks(msgs))
     ):
         return "dataset"
     if "role" in obj and _has_blocks([obj]):

@@ -22,6 +22,15 @@ THINKING = ("thinking", "redacted_thinking")
 ANTHROPIC_ONLY = ("tool_use", "tool_result", *THINKING, "document", "server_tool_use", "web_search_tool_result", "search_result")
 
 
+def openai_marked(msgs: list) -> bool:
+    """Messages with something of OpenAI chat's own (a tool result's role, its calls, a result's id): never
+    Anthropic's, whatever blocks they hold besides (an image in Anthropic's form is read as one)."""
+    return any(
+        isinstance(m, dict) and (m.get("role") in ("tool", "function") or "tool_calls" in m or "tool_call_id" in m or "function_call" in m)
+        for m in msgs
+    )
+
+
 def is_anthropic_block(p: Any) -> bool:
     """A content block of Anthropic's form, never OpenAI chat's: one of ANTHROPIC_ONLY, or an image with a `source`
     (OpenAI's is `image_url`; LlamaFactory's `image` holds its path under "value")."""

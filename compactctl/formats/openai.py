@@ -12,7 +12,7 @@ from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
 from ..model import LEGACY, MISSING, OBJECT_ARGUMENTS, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations, part_problem
 from . import Reader, Record
-from .blocks import is_anthropic_block
+from .blocks import is_anthropic_block, openai_marked
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
@@ -43,6 +43,8 @@ def sniff(obj: dict) -> str | None:
 
 
 def _anthropic_like(obj: dict, msgs: list) -> bool:
+    if openai_marked(msgs):
+        return False
     if isinstance(obj.get("system"), (str, list)) and "messages" in obj:
         return True
     for m in msgs[:50]:

@@ -66,7 +66,7 @@ def _typed_parts(msgs: Any) -> bool:
     if not isinstance(msgs, list):
         return False
     typed = False
-    for m in msgs[:50]:
+    for k, m in enumerate(msgs):  # the first 50 tell LlamaFactory's parts; any one, OpenAI's or Anthropic's own
         if not isinstance(m, dict):
             continue
         if "tool_calls" in m or "tool_call_id" in m or "function_call" in m:
@@ -77,7 +77,7 @@ def _typed_parts(msgs: Any) -> bool:
         for p in c:
             if isinstance(p, dict) and p.get("type") in _API_BLOCKS:
                 return False
-            typed = typed or (isinstance(p, dict) and isinstance(p.get("type"), str) and "value" in p and "text" not in p)
+            typed = typed or (k < 50 and isinstance(p, dict) and isinstance(p.get("type"), str) and "value" in p and "text" not in p)
     return typed
 
 

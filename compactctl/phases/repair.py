@@ -252,7 +252,7 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
             yield Violation(tid, i, "missing-result", f"call {c.id!r} ({c.name}) has no result")
         if c.extra.get(OBJECT_ARGUMENTS):
             yield Violation(tid, i, "object-arguments", f"call {c.id!r}: arguments are missing or a JSON object (the API wants JSON text)")
-        if not named(c) and not is_legacy(c):
+        if not named(c):
             yield Violation(tid, i, "unnamed-call", f"call {c.id!r} has no tool name")
         if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
             yield Violation(tid, i, "missing-id", f"call {c.name!r} has no id")
@@ -432,7 +432,7 @@ class _Repair:
         if c.extra.get(OBJECT_ARGUMENTS):
             c = ToolCall(c.id, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != OBJECT_ARGUMENTS})
             self.st.arguments_as_text += 1
-        if not named(c) and not is_legacy(c):
+        if not named(c):  # a legacy call's result is named with it (see result)
             c = ToolCall(c.id, UNNAMED, c.arguments, dict(c.extra))
             self.st.calls_named += 1
         if is_legacy(c):
@@ -457,4 +457,7 @@ class _Repair:
             archive(self.t, rmsg, "repair", self.st.archived)
             self.st.result_ids_set += 1
             return rmsg.evolve(tool_call_id=c.id)
+        if legacy and c.name == UNNAMED and rmsg.name != UNNAMED:  # a `function` result names its call
+            archive(self.t, rmsg, "repair", self.st.archived)
+            return rmsg.evolve(name=UNNAMED)
         return rmsg

@@ -46,7 +46,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
         t = res.transcript
         changed = t is not t_in
         fmt = formats.written_as(t.format, ctx.fmt_to)
-        _one_session_per_file(t_in, fmt)
+        _one_session_per_file(t_in, fmt, ctx.many)
         if t.layout == "session" and ctx.many:
             t = _as_dataset_record(t, fmt)
         written = list(formats.write(t, ctx.fmt_to))
@@ -288,10 +288,10 @@ def _kept(t: Transcript) -> list[list]:
     return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
 
 
-def _one_session_per_file(t: Transcript, fmt: str) -> None:
-    """A line-log format (Claude Code, Codex) holds one session per file: a dataset's second record would be
-    merged into the first one's session (its records' keys lost)."""
-    if t.layout == "dataset" and not t.id.endswith("#1") and formats.get_format(fmt).dropped_records is not None:
+def _one_session_per_file(t: Transcript, fmt: str, many: bool) -> None:
+    """A line-log format (Claude Code, Codex) holds one session per file: a dataset's second record, or a record of
+    another file into the same output (`many`), would be merged into the first one's session (its keys lost)."""
+    if t.layout == "dataset" and (many or not t.id.endswith("#1")) and formats.get_format(fmt).dropped_records is not None:
         name = fmt.replace("_", "-")
         raise UsageError(
             f"{t.source}: a dataset of several records cannot be written as {name} (one session per file): convert with --to openai"

@@ -134,6 +134,8 @@ class _Sinks:
             if not p:
                 continue
             if p == "-" or (os.path.exists(p) and not os.path.isfile(p)):
+                if self.io.resume and ck:  # spooled and written at the end: what the interrupted run wrote is gone
+                    raise UsageError(f"--resume cannot continue --{k} {p}: it is not a regular file; give a file")
                 self.sides[k] = (_archive_sink if k == "archive" else JsonlSink)(p)
             elif k == "archive" and _is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
                 if self.io.resume and ck:

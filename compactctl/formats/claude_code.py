@@ -180,11 +180,7 @@ def _recover_parallel(lines: list[tuple[bytes, dict]], msgs: list[int], at: dict
             if parent is not None:
                 results.setdefault(parent, []).append(obj["uuid"])
     on_path = {
-        mid
-        for u in live
-        if lines[at[u]][1].get("type") == "assistant"
-        and _is_message(lines[at[u]][1])
-        and isinstance(mid := lines[at[u]][1]["message"].get("id"), str)
+        _message_id(lines[at[u]][1]["message"]) for u in live if lines[at[u]][1].get("type") == "assistant" and _is_message(lines[at[u]][1])
     }
     for mid in on_path:
         for s in siblings.get(mid, []) if isinstance(mid, str) else []:

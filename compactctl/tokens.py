@@ -357,12 +357,14 @@ def _content_cost(content: Any, per_text: Callable[[str], int]) -> int:
         if is_image_part(part):
             n += IMAGE_TOKENS
         elif isinstance(part, dict):
-            for key in ("text", "thinking"):
-                v = part.get(key)
-                if isinstance(v, str):
-                    n += per_text(v)
-            if is_value_part(part):  # LlamaFactory's form of a text part (repair moves it to "text")
+            v = part.get("text")
+            if isinstance(v, str):
+                n += per_text(v)
+            elif v is None and is_value_part(part):  # LlamaFactory's form of a text part (repair moves it to "text")
                 n += per_text(part["value"])
+            v = part.get("thinking")
+            if isinstance(v, str):
+                n += per_text(v)
             if part.get("type") == "tool_result":
                 n += _content_cost(part.get("content"), per_text)
         elif isinstance(part, str):

@@ -25,6 +25,7 @@ import orjson
 from ..errors import DataError
 from ..model import MISSING, Message, Provenance, ToolCall, Transcript
 from . import Reader, Record
+from .blocks import is_anthropic_block
 
 NAME = "sharegpt"
 # Record keys that hold the transcript itself (messages: LlamaFactory's; system: the system prompt, read as the
@@ -46,7 +47,6 @@ CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 # The writer puts the text on its own lines between the tags: one newline on each side is the tags', the rest
 # (a leading indent of the output) is the text's, so a record re-written after compaction restores byte for byte.
 RESPONSE = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.S)
-_API_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")  # Anthropic's, never LlamaFactory's
 THINK = re.compile(r"^\s*<think>\n?(.*?)\n?</think>\n?", re.S)
 
 
@@ -75,7 +75,7 @@ def _typed_parts(msgs: Any) -> bool:
         if not isinstance(c, list):
             continue
         for p in c:
-            if isinstance(p, dict) and p.get("type") in _API_BLOCKS:
+            if is_anthropic_block(p):
                 return False
             typed = typed or (k < 50 and isinstance(p, dict) and isinstance(p.get("type"), str) and "value" in p and "text" not in p)
     return typed

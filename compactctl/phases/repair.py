@@ -311,8 +311,7 @@ class _Repair:
         self.t = t
         self.strip = strip_unanswered
         self.st = RepairStats()
-        fmt = t.format
-        self.msgs = self.mend_parts() if any(has_blank_part(m) or has_foreign_text(m, fmt) for m in t.messages) else t.messages
+        self.msgs = self.mend_parts() if any(has_blank_part(m) or has_foreign_text(m, t.format) for m in t.messages) else t.messages
         if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages

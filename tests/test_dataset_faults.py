@@ -188,6 +188,8 @@ def test_an_undetectable_first_line_is_skipped_like_any_bad_line(tmp_path, fmt, 
     assert _json_lines(rej.read_bytes()) == [{"foo": 1}, [1], {"bar": 2}]
     written = _json_lines(out.read_bytes())
     assert len(written) == 3 and written[0] == good[0] and written[2] == good[2] and written[1] != good[1]
+    end = _json_lines(arch.read_bytes())[-1]  # the archive accounts for every line read: 3 written, 3 skipped
+    assert end["type"] == "end" and end["transcripts"] == 3 and end["rejected"] == 0 and end["skipped_lines"] == 3, end
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0 and _json_lines(back.stdout) == good, back.stderr
     err = cli("compact", str(src), "--context-window", "4000", "-q", "--on-error", "skip").stderr.decode()

@@ -95,6 +95,7 @@ def run(
                 sinks.maybe_checkpoint()
                 if slow:
                     time.sleep(slow)
+        stats.skipped_lines = reader.skipped  # the archive's end record counts them
         sinks.finish(rejects.take())
     except Exception as e:
         sinks.fail(interrupted=False, error=e)

@@ -331,8 +331,10 @@ class _Sinks:
             "transcripts": self.stats.transcripts,
             "sources": list(self.first_seq),
             "first_seq": self.first_seq,
-            "rejected": self.stats.rejected,
+            "rejected": self.stats.rejected,  # records rejected once read (--on-error skip)
         }
+        if self.stats.skipped_lines:  # lines rejected as read (not JSON, not a record of the format)
+            end["skipped_lines"] = self.stats.skipped_lines
         if self.to_dir and self.io.output:  # restore finds an output's input by it (names alone may tie)
             end["outputs"] = {s: os.path.relpath(self.targets[s], self.io.output) for s in self.first_seq if s in self.targets}
         if carried:

@@ -140,12 +140,20 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     if missing:
         raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")
     msgs = [m for m in originals if m is not None]
+    anchors = mapping.get("anchors")
     for i, m in enumerate(msgs):
         m.index = i
+        if isinstance(anchors, list) and len(anchors) == n:  # messages read from one source message go back as one
+            m.anchor = _tuples(anchors[i])
     # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
     # layouts' state (their lines) described the compacted file.
     carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None
     return compacted.evolve(messages=msgs, native=carrier)
+
+
+def _tuples(x):
+    """A JSON array back as the tuple it was written from (nested too)."""
+    return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
 
 
 def lines_record(t: Transcript, written: list[bytes]) -> dict | None:

@@ -255,3 +255,45 @@ def test_an_archive_of_more_transcripts_than_the_file_writes_nothing(tmp_path):
     r = cli("restore", str(one), "--archive", str(arch), "-o", str(tmp_path / "back.jsonl"))
     assert r.returncode == 3 and b"holds more transcripts" in r.stderr, r.stderr
     assert not (tmp_path / "back.jsonl").exists()
+
+
+def _joined_turns(fmt: str, steps: int = 24) -> dict:
+    """A record whose source messages each read as several canonical ones: Anthropic user messages holding a
+    tool result and the person's text; Hermes tool turns holding two <tool_response> blocks."""
+    out = lambda i: f"line of output naming /src/mod{i}.py and the value 4242\n" * 60  # noqa: E731
+    if fmt == "anthropic":
+        msgs: list[dict] = [{"role": "user", "content": "Fix the bug in mod.py"}]
+        for i in range(steps):
+            use = {"type": "tool_use", "id": f"toolu_{i}", "name": "Read", "input": {"path": f"/src/mod{i}.py"}}
+            msgs.append({"role": "assistant", "content": [{"type": "text", "text": f"step {i}"}, use]})
+            result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": out(i)}
+            msgs.append({"role": "user", "content": [result, {"type": "text", "text": f"note {i}"}]})
+        msgs += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "now run the tests"}]
+        return {"system": "You are a coding agent.", "messages": msgs}
+    turns: list[dict] = [{"from": "system", "value": "You are a function calling AI model."}, {"from": "human", "value": "Fix mod.py"}]
+    for i in range(steps):
+        calls = "\n".join(f'<tool_call>\n{{"name": "read", "arguments": {{"path": "/src/mod{i}{k}.py"}}}}\n</tool_call>' for k in "ab")
+        turns.append({"from": "gpt", "value": calls})
+        responses = "\n".join(
+            f'<tool_response>\n{{"name": "read", "content": {orjson.dumps(out(i)).decode()}}}\n</tool_response>' for _ in "ab"
+        )
+        turns.append({"from": "tool", "value": responses})
+    turns += [{"from": "gpt", "value": "done"}, {"from": "human", "value": "now run the tests"}]
+    return {"conversations": turns}
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "hermes"])
+def test_a_source_message_read_as_several_restores_as_one(tmp_path, fmt):
+    """The archive's map says which originals one source message was read as (`anchors`), so a restore writes them
+    back as that one message (it once wrote an Anthropic result and the text after it as two user messages)."""
+    rec = _joined_turns(fmt)
+    src, out, arch, back = (tmp_path / f"{k}.jsonl" for k in ("src", "out", "a", "back"))
+    src.write_bytes(orjson.dumps(rec) + b"\n")
+    r = cli("compact", str(src), "-o", str(out), "--archive", str(arch), "--context-window", "8000", "-q")
+    assert r.returncode == 0, r.stderr
+    assert orjson.loads(_lines(out)[0]) != rec  # compacted: the restore has work to do
+    mapping = next(e for e in map(orjson.loads, _lines(arch)) if e.get("type") == "map")
+    anchors = mapping["anchors"]
+    assert any(a is not None and a == b for a, b in zip(anchors, anchors[1:], strict=False)), anchors
+    api.restore_file(str(out), str(arch), str(back))
+    assert back.read_bytes() == src.read_bytes()

@@ -70,6 +70,8 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             log = lines_record(t_in, written)  # line logs: every source line, record for record
             if log is not None:
                 archive.append({"seq": seq, "source": src, **log})
+            elif (anchors := _shared_anchors(t_in)) is not None:
+                archive[-1]["anchors"] = anchors
         elif ctx.archive:
             from ..api import compacted_here
 
@@ -286,6 +288,16 @@ def _kept(t: Transcript) -> list[list]:
     """[original index, output index, content print] of every original written unchanged (ids left out: see
     model.content_print; `restore` also reads archives that hold model.fingerprint)."""
     return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
+
+
+def _shared_anchors(t: Transcript) -> list | None:
+    """Each original message's place in its source record, when some source message was read as several (an
+    Anthropic user message of tool results and text, a Hermes turn of several tool responses): `restore` writes
+    those back as one message again. None when every message stood alone."""
+    anchors = [m.anchor if isinstance(m.anchor, tuple) else None for m in t.messages]
+    if not any(a is not None and a == b for a, b in zip(anchors, anchors[1:], strict=False)):
+        return None
+    return anchors
 
 
 def _one_session_per_file(t: Transcript, fmt: str, many: bool) -> None:

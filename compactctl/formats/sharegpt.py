@@ -354,12 +354,30 @@ def write(t: Transcript) -> Iterator[bytes]:
         yield t.raw
         return
     rec = dict(t.metadata) if t.metadata else {}
-    t = t.evolve(messages=_system_key(t, rec))
+    t = t.evolve(messages=_in_call_order(_system_key(t, rec)))
     if _typed_record(t):
         rec["messages"] = to_typed_messages(t)
     else:
         rec["conversations"] = to_conversations(t)
     yield orjson.dumps(rec)
+
+
+def _in_call_order(msgs: list[Message]) -> list[Message]:
+    """Each run of tool results in the order of the calls they answer: ShareGPT pairs a result with a call by
+    position only (other formats log parallel results as they finish: Claude Code, OpenAI chat). A result whose
+    call is not in the assistant turn before the run keeps its place after the others."""
+    out = list(msgs)
+    i = 0
+    while i < len(out):
+        j = i
+        while j < len(out) and out[j].role == "tool":
+            j += 1
+        if j - i > 1 and i > 0 and out[i - 1].tool_calls:
+            at = {c.id: k for k, c in enumerate(out[i - 1].tool_calls) if c.id is not None}
+            late = len(at)
+            out[i:j] = sorted(out[i:j], key=lambda m: at.get(m.tool_call_id, late) if m.tool_call_id is not None else late)
+        i = max(j, i + 1)
+    return out
 
 
 # -- LlamaFactory's typed parts ---------------------------------------------------------------------------

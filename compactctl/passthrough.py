@@ -49,7 +49,15 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
             if not _intact_call(c, msgs[i + 1 + pos], seen):
                 return False
         i += 1 + len(calls)
+    if n and type(msgs[-1]) is dict and msgs[-1].get("role") == "assistant" and _final_space(msgs[-1].get("content")):
+        return False  # repair cuts the whitespace a last assistant message ends in
     return opened  # a record without a user or assistant message is repair's to refuse
+
+
+def _final_space(content: Any) -> bool:
+    if type(content) is list and content and type(content[-1]) is dict:
+        content = content[-1].get("text")
+    return type(content) is str and content != content.rstrip()
 
 
 def _plain(d: Any) -> list | None:

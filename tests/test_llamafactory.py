@@ -181,7 +181,11 @@ def test_the_records_system_key_is_its_system_prompt(shape, tmp_path):
         rec = {"system": prompt, **record(*[turn(k, "rain and wind " * 120) for k in range(12)])}
         rec["messages"] = rec["messages"][1:]  # the prompt only under "system"
     else:
-        conv = [t for k in range(12) for t in ({"from": "human", "value": f"ask {k} " * 80}, {"from": "gpt", "value": f"answer {k} " * 80})]
+        conv = [
+            t
+            for k in range(12)
+            for t in ({"from": "human", "value": f"ask {k} " * 80}, {"from": "gpt", "value": (f"answer {k} " * 80).strip()})
+        ]
         rec = {"conversations": conv, "system": prompt, "tools": TOOLS}
     src = write(tmp_path, rec)
     [t] = api.read([str(src)])

@@ -34,6 +34,8 @@ CONTENTS = [
     [{"type": "text", "text": " "}],
     [{"type": "text", "value": "v"}],
     {"a": 1},
+    "done.\n",  # a last assistant message ending in whitespace: repair cuts it
+    [{"type": "text", "text": "x "}],
 ]
 CONTENT = st.one_of(st.sampled_from(CONTENTS), st.text(max_size=8))
 ODD_KEYS = [
@@ -221,3 +223,13 @@ def test_a_lazy_record_goes_to_a_worker_without_its_parsed_object():
     lazy = runner.Lazy(b'{"messages":[]}', "f.jsonl", 1, 0, "openai", {"messages": []})
     back = pickle.loads(pickle.dumps(lazy))
     assert back.obj is None and back.raw == lazy.raw and back.id == "f.jsonl#1"
+
+
+def test_a_last_assistant_message_ending_in_whitespace_takes_the_ordinary_path():
+    """repair cuts that whitespace (Anthropic refuses it): the fast path must not write the record as it came."""
+    for content in ("done.\n", [{"type": "text", "text": "done. "}]):
+        rec = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": content}]}
+        raw = orjson.dumps(rec)
+        assert not repair_keeps("openai", orjson.loads(raw))
+        assert _slow(raw, orjson.loads(raw)) != raw
+    assert repair_keeps("openai", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done."}]})

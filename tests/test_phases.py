@@ -10,7 +10,7 @@ from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, is_summary, last_user_index
 from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
-from compactctl.phases.repair import STUB
+from compactctl.phases.repair import STUB, check, repair
 from compactctl.summarizers.offline import KEPT_LAST_ASK
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
@@ -633,3 +633,24 @@ def test_a_call_without_a_tool_name_is_named(tmp_path):
             and b'"name":""' not in p.stdout
             and (validate_anthropic if to == "anthropic" else validate)(rec["messages"]) == []
         )
+
+
+@pytest.mark.parametrize("content", ["Sure.\n\n", [{"type": "text", "text": "a"}, {"type": "text", "text": "Sure. "}]])
+def test_repair_cuts_the_whitespace_a_last_assistant_message_ends_in(content):
+    """Anthropic refuses a request whose final assistant content ends in whitespace ("final assistant content cannot
+    end with trailing whitespace"); OpenAI takes it. An earlier message keeps its own."""
+    t = Transcript(
+        [
+            Message(role="user", content="hi"),
+            Message(role="assistant", content="first.\n"),
+            Message(role="user", content="and?"),
+            Message(role="assistant", content=content),
+        ]
+    )
+    for i, m in enumerate(t.messages):
+        m.index = i  # as read
+    assert [v.rule for v in check(t)] == ["final-space"]
+    out, st = repair(t)
+    assert check(out) == [] and st.final_space_cut == 1 and len(st.archived) == 1
+    assert out.messages[1].content == "first.\n" and out.messages[-1].text().endswith("Sure.")
+    assert repair(out)[0] is out  # idempotent

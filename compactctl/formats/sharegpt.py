@@ -364,8 +364,8 @@ def write(t: Transcript) -> Iterator[bytes]:
 
 def _in_call_order(msgs: list[Message]) -> list[Message]:
     """Each run of tool results in the order of the calls they answer: ShareGPT pairs a result with a call by
-    position only (other formats log parallel results as they finish: Claude Code, OpenAI chat). A result whose
-    call is not in the assistant turn before the run keeps its place after the others."""
+    position only (other formats log parallel results as they finish: Claude Code, OpenAI chat). Only a run whose
+    results each name a different call of the assistant turn before it is reordered."""
     out = list(msgs)
     i = 0
     while i < len(out):
@@ -374,8 +374,9 @@ def _in_call_order(msgs: list[Message]) -> list[Message]:
             j += 1
         if j - i > 1 and i > 0 and out[i - 1].tool_calls:
             at = {c.id: k for k, c in enumerate(out[i - 1].tool_calls) if c.id is not None}
-            late = len(at)
-            out[i:j] = sorted(out[i:j], key=lambda m: at.get(m.tool_call_id, late) if m.tool_call_id is not None else late)
+            ids = [m.tool_call_id for m in out[i:j]]
+            if all(x in at for x in ids) and len(set(ids)) == len(ids):
+                out[i:j] = sorted(out[i:j], key=lambda m: at[m.tool_call_id])
         i = max(j, i + 1)
     return out
 

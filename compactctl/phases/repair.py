@@ -9,7 +9,9 @@
   from an earlier turn, which OpenAI accepts but Anthropic does not) and its result carries it (pairing by
   position and id: see pairs.py); legacy `function_call`s keep their form;
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
-  a short user turn before it (Anthropic requires the first message to be from the user).
+  a short user turn before it (Anthropic requires the first message to be from the user);
+- a conversation that ends with an assistant turn whose text ends in whitespace loses that whitespace
+  (Anthropic refuses "final assistant content" ending in it).
 `check` reports the same rules as violations without changing anything (an id reused across turns is one only
 in a format sent to Anthropic's API: real OpenAI transcripts do it, and OpenAI takes it).
 """
@@ -81,6 +83,7 @@ class RepairStats:
     result_ids_written: int = 0  # results that named their call in SWE-agent's tool_call_ids only (tool_call_id added)
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
     calls_named: int = 0  # calls without a name, named UNNAMED (both APIs want a tool's name)
+    final_space_cut: int = 0  # a last assistant message whose text ended in whitespace (Anthropic refuses it)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -102,6 +105,7 @@ class RepairStats:
                 self.result_ids_written,
                 self.arguments_as_text,
                 self.calls_named,
+                self.final_space_cut,
             )
         )
 
@@ -120,6 +124,23 @@ def _empty(m: Message) -> bool:
     if isinstance(c, list):
         return blank_parts(c)
     return False
+
+
+def final_space(m: Message) -> bool:
+    """The last message, an assistant's without calls, whose text ends in whitespace (Anthropic refuses it)."""
+    if m.role != "assistant" or m.tool_calls:
+        return False
+    c = m.content
+    if isinstance(c, list) and c and isinstance(c[-1], dict):
+        c = c[-1].get("text")
+    return isinstance(c, str) and c != c.rstrip()
+
+
+def _without_final_space(m: Message) -> Message:
+    c = m.content
+    if isinstance(c, str):
+        return m.evolve(content=c.rstrip())
+    return m.evolve(content=[*c[:-1], {**c[-1], "text": c[-1]["text"].rstrip()}])
 
 
 def named(c: ToolCall) -> bool:
@@ -209,6 +230,10 @@ def check(t: Transcript) -> list[Violation]:
                 out.extend(_reused(t.id, i, m, earlier))
             earlier.update(c.id for c in m.tool_calls if isinstance(c.id, str))
         out.extend(_content_violations(t.id, i, m, t.format))
+    if msgs and final_space(msgs[-1]):
+        out.append(
+            Violation(t.id, len(msgs) - 1, "final-space", "the last message, an assistant's, ends in whitespace (Anthropic refuses it)")
+        )
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -299,6 +324,10 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
         st.openings_added += 1
+    if placed and final_space(placed[-1]):
+        archive(t, placed[-1], "repair", st.archived)
+        placed[-1] = _without_final_space(placed[-1])
+        st.final_space_cut += 1
     if not st.changed and len(placed) == len(t.messages) and all(a is b for a, b in zip(placed, t.messages, strict=True)):
         return t, st
     return t.evolve(messages=placed), st

@@ -4,6 +4,8 @@ Faults found by a read-only hunt (sixteenth session), each with a test that fail
 
 from __future__ import annotations
 
+import orjson
+
 from compactctl import api
 
 from .conftest import CORPUS, cli, needs_corpus, write_jsonl
@@ -16,7 +18,7 @@ def _pairs(t) -> list[tuple[str, str]]:
 
 
 def _convert(tmp_path, rows_or_path, to: str, *more: str):
-    src = rows_or_path if not isinstance(rows_or_path, list) else write_jsonl(tmp_path / "in.jsonl", rows_or_path)
+    src = rows_or_path if not isinstance(rows_or_path, list) else write_jsonl(tmp_path / "in.jsonl", [{"messages": rows_or_path}])
     out = tmp_path / f"out.{to}.jsonl"
     r = cli("convert", str(src), "--to", to, "-o", str(out), *more)
     assert r.returncode == 0, r.stderr
@@ -52,3 +54,161 @@ def test_claude_code_parallel_results_keep_their_calls_in_sharegpt(tmp_path):
     out, _ = _convert(tmp_path, src, "sharegpt")
     before, after = api.read([str(src)])[0], api.read([str(out)])[0]
     assert sorted(_pairs(after)) == sorted(_pairs(before))
+
+
+def _records(path) -> list:
+    return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+
+
+SYSTEM_MID = [
+    {"role": "system", "content": "S1"},
+    {"role": "developer", "content": [{"type": "text", "text": "D1"}]},
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "hello"},
+    {"role": "system", "content": "S2 mid"},
+    {"role": "user", "content": "more"},
+    {"role": "assistant", "content": "ok"},
+]
+
+
+def test_claude_code_keeps_system_prompts_as_meta_lines_and_says_so(tmp_path):
+    """Claude Code's files hold no system prompt: every system and developer message was dropped without a word."""
+    out, err = _convert(tmp_path, SYSTEM_MID, "claude-code")
+    lines = _records(out)
+    meta = [r["message"]["content"] for r in lines if r.get("isMeta")]
+    assert meta == ["S1", [{"type": "text", "text": "D1"}], "S2 mid"]
+    assert "3 system message (written as a meta user line" in err
+    [back] = api.read([str(out)])
+    assert [m.text() for m in back.messages if m.injected] == ["S1", "D1", "S2 mid"]
+
+
+def test_anthropic_says_when_a_later_system_message_joins_the_prompt(tmp_path):
+    out, err = _convert(tmp_path, SYSTEM_MID, "anthropic")
+    [rec] = _records(out)
+    assert "S2 mid" in str(rec["system"]) and "1 system message from the middle of the conversation" in err
+
+
+IMAGE_JPG = "data:image/jpg;base64,/9j/4AAQ"
+PDF = "data:application/pdf;base64,JVBERi0x"
+OPENAI_PARTS = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": IMAGE_JPG}},
+            {"type": "image_url", "image_url": {"url": "data:image/svg+xml;utf8,<svg/>"}},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+            {"type": "file", "file": {"file_data": PDF, "filename": "spec.pdf"}},
+            {"type": "file", "file": {"file_id": "file-abc"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+    },
+    {"role": "tool", "tool_call_id": "call_a", "content": "a.py"},
+    {"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot open that file."}]},
+    {"role": "user", "content": "why?"},
+]
+
+
+def test_openai_parts_become_what_anthropic_takes_or_a_line_that_says_what_was_there(tmp_path):
+    from .validator import validate_anthropic
+
+    out, err = _convert(tmp_path, OPENAI_PARTS, "anthropic")
+    [rec] = _records(out)
+    first = rec["messages"][0]["content"]
+    assert first[1] == {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"}}  # jpg: jpeg
+    assert first[2] == {"type": "text", "text": "[image: data:image/svg+xml;utf8,<svg/>]"}  # not base64: no source Anthropic takes
+    assert first[3] == {"type": "text", "text": "[audio: wav]"}
+    assert first[4] == {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"},
+        "title": "spec.pdf",
+    }
+    assert first[5] == {"type": "text", "text": "[file: file-abc]"}
+    use = rec["messages"][1]["content"][0]
+    assert use == {"type": "tool_use", "id": "call_a", "name": "ls", "input": {}}  # no "index": Anthropic refuses extra keys
+    assert rec["messages"][3]["content"] == [{"type": "text", "text": "I cannot open that file."}]
+    assert validate_anthropic(rec["messages"]) == []
+    assert "3 image part" not in err and "2 image part" not in err  # the JPEG is carried
+    assert "1 image part" in err and "1 audio part" in err and "1 file part" in err
+
+
+def test_openai_parts_become_the_responses_apis_in_codex(tmp_path):
+    """Codex lines held chat part types ("text", "image_url"), which the Responses API refuses."""
+    out, err = _convert(tmp_path, OPENAI_PARTS, "codex")
+    items = [r["payload"] for r in _records(out) if r.get("type") == "response_item"]
+    user = next(i for i in items if i.get("role") == "user")
+    assert [p["type"] for p in user["content"]] == ["input_text", "input_image", "input_text", "input_text", "input_file", "input_text"]
+    assert user["content"][1] == {"type": "input_image", "image_url": IMAGE_JPG}
+    assert user["content"][4] == {"type": "input_file", "file_data": PDF, "filename": "spec.pdf"}
+    said = [i for i in items if i.get("role") == "assistant"]
+    assert said and said[-1]["content"] == [{"type": "refusal", "refusal": "I cannot open that file."}]
+    allowed = {"input_text", "input_image", "input_file", "output_text", "refusal"}
+    assert {p["type"] for i in items if i.get("type") == "message" for p in i["content"]} <= allowed
+
+
+ANTHROPIC_PARTS = {
+    "system": "s",
+    "messages": [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "read", "cache_control": {"type": "ephemeral"}},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}, "title": "a.pdf"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+                {"type": "text", "text": "found it"},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "print(1)"}}],
+                }
+            ],
+        },
+        {"role": "assistant", "content": "done"},
+    ],
+}
+
+
+def test_anthropic_blocks_become_what_openai_takes_and_the_file_reads_back(tmp_path):
+    """A document stayed an Anthropic block in OpenAI chat (and the file then read as Anthropic's and failed);
+    server_tool_use stayed in an assistant message; cache_control stayed on text."""
+    from .validator import validate
+
+    src = write_jsonl(tmp_path / "a.jsonl", [ANTHROPIC_PARTS])
+    out, err = _convert(tmp_path, src, "openai")
+    [rec] = _records(out)
+    msgs = rec["messages"]
+    assert msgs[1]["content"] == [
+        {"type": "text", "text": "read"},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "a.pdf"}},
+    ]
+    assert msgs[2]["content"] == [{"type": "text", "text": "[server_tool_use: web_search]"}, {"type": "text", "text": "found it"}]
+    assert msgs[3]["content"] == [{"type": "text", "text": "print(1)"}]  # a text document's text
+    assert validate(msgs) == [] and "1 server_tool_use part" in err
+    assert cli("repair", "--check", str(out)).returncode == 0  # read back as OpenAI chat
+
+
+def test_sharegpt_and_llamafactory_media_leave_a_line_that_names_them(tmp_path):
+    rows = [
+        {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "https://x.org/a.png"}}]}
+    ]
+    out, err = _convert(tmp_path, [*rows, {"role": "assistant", "content": "ok"}], "sharegpt")
+    assert _records(out)[0]["conversations"][0]["value"] == "see\n[image: https://x.org/a.png]" and "1 image part" in err
+    lf = {"messages": [{"role": "user", "content": [{"type": "image", "value": "images/b.jpg"}, {"type": "text", "value": "what?"}]}]}
+    lf["messages"].append({"role": "assistant", "content": [{"type": "text", "value": "a cat"}]})
+    out, err = _convert(tmp_path, write_jsonl(tmp_path / "lf.jsonl", [lf]), "openai")
+    assert _records(out)[0]["messages"][0]["content"][0] == {"type": "text", "text": "[image: images/b.jpg]"}  # the path kept

@@ -52,10 +52,12 @@ def test_convert_between_formats_keeps_the_conversation(fmt, tmp_path):
     src.write_bytes(back.stdout)
     [t] = api.read([str(src)])
 
+    prompts = {m.text() for m in orig.messages if m.role in ("system", "developer")}
+
     def flow(msgs):  # what the model sees, in order; message boundaries may differ (Responses items merge turns)
         out = []
         for m in msgs:
-            if m.role in ("system", "developer"):
+            if m.role in ("system", "developer") or m.text() in prompts:  # Claude Code: the prompt is a meta user line
                 continue
             if m.text().strip():
                 out.append((m.role if m.role != "tool" else "tool", m.text().strip()))
@@ -533,7 +535,7 @@ def test_converted_messages_are_in_the_target_apis_form(tmp_path):
 def test_codex_and_uploaded_images_convert_to_what_each_api_takes(tmp_path):
     """A Codex `input_image` (refused by both chat APIs) becomes the target's image; an Anthropic image of an
     uploaded file (no URL OpenAI could take) becomes a line that says it was there, never an empty URL."""
-    from compactctl.formats import _part_for
+    from compactctl.formats.parts import port as _part_for
 
     codex = {"type": "input_image", "image_url": "data:image/png;base64,QUJD"}
     assert _part_for(codex, "openai", "user") == {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}

@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -25,7 +26,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
-from ..model import MISSING, ToolCall, Transcript, is_value_part, other_content
+from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, is_value_part, other_content
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)
 
@@ -316,9 +317,10 @@ def written_as(fmt: str, to: str | None = None) -> str:
     return fmt if get_format(fmt).write is not None else "openai"
 
 
-def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
+def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> Iterator[bytes]:
     """Output lines for one transcript, in its own format or converted with `to`. Formats that are
-    read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise."""
+    read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise. `lost` counts, by
+    kind, what the target could not hold as it was (a part it does not take, a system prompt moved)."""
     source = get_format(t.format)
     if not to and source.write is None:
         to = "openai"
@@ -329,7 +331,9 @@ def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
             raise UsageError(f"{target.name.replace('_', '-')} is read-only: it cannot be written (--to one of {writable})")
         meta = {k: v for k, v in (t.metadata or {}).items() if k not in source.carrier_keys}
         t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
-        t.messages = [_portable(m, target.name) for m in t.messages]  # origins and internals are the old format's
+        t.messages = [_portable(m, target.name, source.name, lost) for m in t.messages]  # origins and internals are the old format's
+        if lost is not None:
+            _count_moved_system(t.messages, target.name, lost)
         if target.name != "openai":
             t.messages = _with_ids(t.messages)
         return target.write(t)
@@ -338,26 +342,44 @@ def write(t: Transcript, to: str | None = None) -> Iterator[bytes]:
     return source.write(t)
 
 
-TEXT_PARTS = ("input_text", "output_text")  # Codex's text parts: "text" in OpenAI chat and Anthropic
-
-
-def _portable(m: Any, target: str) -> Any:
-    """`m` for another format: a changed copy (its origin is the old format's), its text parts in the target's
-    type. OpenAI chat takes no internals of the source format (`_`-keys: Claude Code's thinking blocks, Hermes's
+def _portable(m: Any, target: str, source: str, lost: Counter | None = None) -> Any:
+    """`m` for another format: a changed copy (its origin is the old format's), its content parts in the forms the
+    target takes (formats/parts.py; a part it cannot take becomes a line that says what was there, counted in
+    `lost`). OpenAI chat takes no internals of the source format (`_`-keys: Claude Code's thinking blocks, Hermes's
     raw calls), no keys of another format's tool calls (Claude Code's `caller`), and no empty part list beside
-    calls: both APIs reject what they do not know."""
-    retype = target != "codex" and _foreign_parts(m.content)  # Codex writes its own part types
-    images = target in ("openai", "anthropic") and _foreign_images(m.content, target)
-    if m.origin is None and target not in ("openai", "anthropic", "claude_code") and not retype:
-        return m
+    calls; Anthropic no keys of another API's calls (a streamed call's `index`): both APIs reject what they do
+    not know."""
+    from . import parts
+
+    same = parts.FAMILY.get(source) == parts.FAMILY.get(target)
+    content = m.content
     changes: dict[str, Any] = {}
-    if retype or images:
-        changes["content"] = [_part_for(p, target, m.role) for p in m.content]
+    if isinstance(content, list) and (not same or _foreign_parts(content)):
+        changes["content"] = [parts.port(p, target, m.role, lost) for p in content]
     if target == "openai":
         _to_openai(m, changes)
     elif target in ("anthropic", "claude_code"):  # Claude Code's lines hold Messages API messages
-        _to_anthropic(m, changes)
+        _to_anthropic(m, changes, same, lost)
+    elif target == "codex" and m.role == "assistant" and not m.text().strip() and not m.tool_calls and other_content(m.extra):
+        changes["content"] = _said_elsewhere(m)
+    if m.origin is None and not changes:
+        return m
     return m.evolve(**changes) if changes else m
+
+
+def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:
+    """System messages a target cannot hold where they stand: Anthropic has one system prompt (a later one joins
+    it), Claude Code's files none (each is written as a meta user line)."""
+    roles = [m.role for m in msgs]
+    if target == "claude_code":
+        n = sum(r in SYSTEM_ROLES for r in roles)
+        if n:
+            lost["system message (written as a meta user line: Claude Code's files hold no system prompt)"] += n
+    elif target == "anthropic":
+        first = next((i for i, r in enumerate(roles) if r not in SYSTEM_ROLES), len(roles))
+        n = sum(r in SYSTEM_ROLES for r in roles[first:])
+        if n:
+            lost["system message from the middle of the conversation (joined to the system prompt)"] += n
 
 
 def _to_openai(m: Any, changes: dict[str, Any]) -> None:
@@ -367,68 +389,30 @@ def _to_openai(m: Any, changes: dict[str, Any]) -> None:
         changes["content"] = None
 
 
-def _to_anthropic(m: Any, changes: dict[str, Any]) -> None:
+def _to_anthropic(m: Any, changes: dict[str, Any], same: bool, lost: Counter | None) -> None:
     # A message holds its role and content only (the API refuses other keys: OpenAI's `refusal`, SWE-agent's `action`).
     changes["extra"] = {k: v for k, v in m.extra.items() if k.startswith("_")}
+    if not same and m.tool_calls:  # another API's keys on a call (a streamed call's `index`): not a tool_use block's
+        changes["tool_calls"] = [
+            ToolCall(c.id, c.name, c.arguments, {k: v for k, v in c.extra.items() if k.startswith("_")}) for c in m.tool_calls
+        ]
     if m.role == "tool" and m.content in (None, MISSING):
         changes["content"] = ""  # a tool_result's content is text or blocks, never null
     if m.role == "assistant" and not m.text().strip() and not m.tool_calls and other_content(m.extra):
-        refusal = m.extra.get("refusal")  # what it said outside content, as text
-        changes["content"] = refusal if isinstance(refusal, str) and refusal.strip() else "[an audio reply]"
+        changes["content"] = _said_elsewhere(m)
+    if not same and m.reasoning and not m.extra.get("_thinking_blocks") and lost is not None:
+        lost["reasoning (Anthropic replays only its own signed thinking)"] += 1
 
 
-def _foreign_images(content: Any, target: str) -> bool:
-    """An image part in the other API's form (OpenAI `image_url`, Anthropic `image`)."""
-    other = ("image", "input_image") if target == "openai" else ("image_url", "input_image")
-    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in other for p in content)
-
-
-def _part_for(p: Any, target: str, role: str) -> Any:
-    """A content part in the target's form: Codex text parts as "text"; an image as the target API takes it (an
-    OpenAI tool result holds text only: the image becomes a line that says it was there)."""
-    if _is_text_part(p):
-        return {"type": "text", "text": p.get("text", p.get("value", ""))}
-    if not isinstance(p, dict):
-        return p
-    if p.get("type") == "input_image" and target in ("openai", "anthropic"):  # Codex: {"type": "input_image", "image_url": "data:..."}
-        url = p.get("image_url")
-        p = {"type": "image_url", "image_url": {"url": url if isinstance(url, str) else ""}}
-        if target == "openai":
-            return p
-    if target == "anthropic" and p.get("type") == "image_url":
-        return _anthropic_image(p)
-    if target == "openai" and p.get("type") == "image":
-        return _openai_image(p, role)
-    return p
-
-
-def _anthropic_image(p: dict) -> dict:
-    """An OpenAI `image_url` part as an Anthropic `image` block (a data URL as base64, any other as a URL)."""
-    url = p.get("image_url", {}).get("url", "") if isinstance(p.get("image_url"), dict) else str(p.get("image_url", ""))
-    head, _, data = url.partition(";base64,")
-    if url.startswith("data:") and data:
-        return {"type": "image", "source": {"type": "base64", "media_type": head[5:], "data": data}}
-    return {"type": "image", "source": {"type": "url", "url": url}}
-
-
-def _openai_image(p: dict, role: str) -> dict:
-    """An Anthropic `image` block as an OpenAI `image_url` part; in a tool result (text only), or from a source
-    OpenAI cannot take (an uploaded file), a line that says it was there."""
-    src: dict = p["source"] if isinstance(p.get("source"), dict) else {}
-    if src.get("type") == "base64" and role != "tool":
-        return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"}}
-    if src.get("type") == "url" and src.get("url") and role != "tool":
-        return {"type": "image_url", "image_url": {"url": src["url"]}}
-    return {"type": "text", "text": f"[image: {src.get('media_type') or src.get('url') or src.get('file_id') or 'not carried over'}]"}
-
-
-def _is_text_part(p: Any) -> bool:
-    """A text part another format types or keys otherwise: Codex's types, LlamaFactory's "value"."""
-    return isinstance(p, dict) and (p.get("type") in TEXT_PARTS or is_value_part(p))
+def _said_elsewhere(m: Any) -> str:
+    """What an assistant turn said outside its content (a refusal, an audio reply), as text."""
+    refusal = m.extra.get("refusal")
+    return refusal if isinstance(refusal, str) and refusal.strip() else "[an audio reply]"
 
 
 def _foreign_parts(content: Any) -> bool:
-    return isinstance(content, list) and any(_is_text_part(p) for p in content)
+    """Text parts another format types or keys otherwise: Codex's types, LlamaFactory's "value"."""
+    return isinstance(content, list) and any(isinstance(p, dict) and (p.get("type") in RESPONSES_TEXT or is_value_part(p)) for p in content)
 
 
 def _with_ids(messages: list) -> list:

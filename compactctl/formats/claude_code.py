@@ -468,7 +468,7 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
     """A transcript from another format, as new Claude Code lines."""
     parent = None
     session = stable_uuid(t.id, "session")
-    msgs = [m for m in t.messages if m.role not in ("system", "developer")]
+    msgs = t.messages
     i = 0
     while i < len(msgs):
         m = msgs[i]
@@ -482,7 +482,7 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
             message = {"role": "assistant", "content": assistant_blocks(m)}
         elif m.role == "tool":
             message = {"role": "user", "content": [tool_result_block(g) for g in group]}
-        else:
+        else:  # a system prompt too (the files hold none: Claude Code sends its own), as a meta line the model reads
             message = {"role": "user", "content": m.content if isinstance(m.content, (str, list)) else ""}
         rec = {
             "parentUuid": parent,
@@ -494,6 +494,8 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
         }
         if is_summary(m) and m.role == "user":
             rec["isCompactSummary"] = True
+        elif m.role in ("system", "developer"):
+            rec["isMeta"] = True
         yield orjson.dumps(rec)
         parent = uid
         i = j

@@ -318,8 +318,17 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
             continue
         fix.group(i, m, placed)
     st = fix.st
+    _mend_ends(t, placed, st, o.allow_empty)
+    if not st.changed and len(placed) == len(t.messages) and all(a is b for a, b in zip(placed, t.messages, strict=True)):
+        return t, st
+    return t.evolve(messages=placed), st
+
+
+def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empty: bool) -> None:
+    """The conversation's first turn from the user (a short one added before an assistant's), and its last, an
+    assistant's, without the whitespace its text ends in."""
     first = next((j for j, m in enumerate(placed) if m.role not in SYSTEM_ROLES), None)
-    if first is None and not o.allow_empty:  # no message could make it valid: said, never written out empty
+    if first is None and not allow_empty:  # no message could make it valid: said, never written out empty
         raise DataError(t.source or t.id, t.line or 1, "no user or assistant message with content: nothing a model could be sent")
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
@@ -328,9 +337,6 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
         archive(t, placed[-1], "repair", st.archived)
         placed[-1] = _without_final_space(placed[-1])
         st.final_space_cut += 1
-    if not st.changed and len(placed) == len(t.messages) and all(a is b for a, b in zip(placed, t.messages, strict=True)):
-        return t, st
-    return t.evolve(messages=placed), st
 
 
 class _Repair:

@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +49,14 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
         _one_session_per_file(t_in, fmt, ctx.many)
         if t.layout == "session" and ctx.many:
             t = _as_dataset_record(t, fmt)
-        written = list(formats.write(t, ctx.fmt_to))
+        lost: Counter = Counter()
+        written = list(formats.write(t, ctx.fmt_to, lost))
         lines.extend(written)
+        if lost:  # what the target format could not hold as it was: said, never silently
+            said = "; ".join(f"{n} {what}" for what, n in lost.items())
+            res.notes.append(f"compactctl: {t_in.id}: written as {fmt.replace('_', '-')}: {said}")
+            if isinstance(res.report, dict):
+                res.report["not_carried"] = dict(lost)
         if ctx.archive and (res.archived or changed):  # repair may add or move messages
             from ..api import lines_record
 

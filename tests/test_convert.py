@@ -212,3 +212,34 @@ def test_sharegpt_and_llamafactory_media_leave_a_line_that_names_them(tmp_path):
     lf["messages"].append({"role": "assistant", "content": [{"type": "text", "value": "a cat"}]})
     out, err = _convert(tmp_path, write_jsonl(tmp_path / "lf.jsonl", [lf]), "openai")
     assert _records(out)[0]["messages"][0]["content"][0] == {"type": "text", "text": "[image: images/b.jpg]"}  # the path kept
+
+
+def test_ids_anthropic_refuses_are_renamed_with_their_results(tmp_path):
+    """OpenAI chat reuses ids across turns and takes any id; Anthropic wants each tool_use id once, of letters,
+    digits, `_` and `-`: convert wrote a valid OpenAI file as an invalid Anthropic one."""
+    from .validator import validate_anthropic
+
+    call = lambda cid, name: {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}  # noqa: E731
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_X", "ls")]},
+        {"role": "tool", "tool_call_id": "call_X", "content": "first"},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_X", "ls"), call("functions.get_weather:0", "w")]},
+        {"role": "tool", "tool_call_id": "call_X", "content": "second"},
+        {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "rain"},
+        {"role": "assistant", "content": "done"},
+    ]
+    out, _ = _convert(tmp_path, rows, "anthropic")
+    [rec] = _records(out)
+    assert validate_anthropic(rec["messages"]) == []
+    [back] = api.read([str(out)])
+    assert _pairs(back) == [("ls", "first"), ("ls", "second"), ("w", "rain")]
+
+
+@needs_corpus
+def test_every_tau_bench_conversation_converts_to_valid_anthropic(tmp_path):
+    from .validator import validate_anthropic
+
+    out, _ = _convert(tmp_path, CORPUS / "openai-chat" / "tau-bench" / "gpt-4o-airline.json", "anthropic")
+    recs = _records(out)
+    assert len(recs) == 200 and all(validate_anthropic(r["messages"]) == [] for r in recs)

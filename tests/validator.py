@@ -18,6 +18,7 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -161,6 +162,13 @@ def validate_anthropic(rows: list[dict]) -> list[str]:
             ]
     if uses:
         errors.append(f"the last turn's calls {uses} have no results")
+    ids = [str(b.get("id")) for _, blocks in turns for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    errors += [f"tool_use id {i!r} used more than once in the request" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    errors += [f"tool_use id {i!r} is not of letters, digits, _ and -" for i in ids if not re.fullmatch(r"[A-Za-z0-9_-]+", i)]
+    if turns and turns[-1][0] == "assistant":
+        texts = [b.get("text") for b in turns[-1][1] if isinstance(b, dict) and b.get("type") == "text"]
+        if texts and isinstance(texts[-1], str) and texts[-1] != texts[-1].rstrip():
+            errors.append("final assistant content ends with whitespace")
     return errors
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -310,6 +311,9 @@ def _json_kind(v: Any) -> str:
     return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(type(v), "null")
 
 
+ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]+")  # the tool_use ids Anthropic's API takes
+
+
 def written_as(fmt: str, to: str | None = None) -> str:
     """The format `write` writes a transcript read as `fmt` in: `to`, else its own, else (read-only) OpenAI chat."""
     if to:
@@ -335,7 +339,7 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
         if lost is not None:
             _count_moved_system(t.messages, target.name, lost)
         if target.name != "openai":
-            t.messages = _with_ids(t.messages)
+            t.messages = _with_ids(t.messages, strict=target.name in ("anthropic", "claude_code"))
         return target.write(t)
     if source.write is None:  # to names the read-only input format itself
         raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
@@ -415,28 +419,46 @@ def _foreign_parts(content: Any) -> bool:
     return isinstance(content, list) and any(isinstance(p, dict) and (p.get("type") in RESPONSES_TEXT or is_value_part(p)) for p in content)
 
 
-def _with_ids(messages: list) -> list:
-    """Calls without an id (legacy OpenAI `function_call`s) given one, and their results too, for
-    formats that link results to calls by id only (Anthropic tool_use, Codex call_id)."""
+def _with_ids(messages: list, strict: bool = False) -> list:
+    """Calls without an id (legacy OpenAI `function_call`s) given one, and their results too, for formats that link
+    results to calls by id only (Anthropic tool_use, Codex call_id); with `strict` (Anthropic's API), also a call
+    whose id Anthropic refuses: reused from an earlier call (OpenAI takes it; results pair with the nearest call
+    of their id) or holding other than letters, digits, `_` and `-`."""
     from ..model import LEGACY, ToolCall
     from ..pairs import match
 
-    if not any(c.id is None for m in messages for c in m.tool_calls):
+    renamed = _ids_to_give(messages, strict)
+    if not renamed:
         return messages
     pairs, _ = match(messages)
     result_of = {(p.call_msg, p.call_pos): p.result for p in pairs}
     out = list(messages)
-    for i, m in enumerate(messages):
-        if not any(c.id is None for c in m.tool_calls):
-            continue
-        calls = []
-        for pos, c in enumerate(m.tool_calls):
-            if c.id is None:
-                cid = f"call_legacy_{i}_{pos}"
-                c = ToolCall(cid, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != LEGACY})
-                r = result_of.get((i, pos))
-                if r is not None:
-                    out[r] = out[r].evolve(tool_call_id=cid, extra={k: v for k, v in out[r].extra.items() if k != LEGACY})
-            calls.append(c)
+    for (i, pos), cid in renamed.items():
+        c = out[i].tool_calls[pos]
+        calls = list(out[i].tool_calls)
+        calls[pos] = ToolCall(cid, c.name, c.arguments, {k: v for k, v in c.extra.items() if k != LEGACY})
         out[i] = out[i].evolve(tool_calls=calls)
+        r = result_of.get((i, pos))
+        if r is not None:
+            out[r] = out[r].evolve(tool_call_id=cid, extra={k: v for k, v in out[r].extra.items() if k != LEGACY})
+    return out
+
+
+def _ids_to_give(messages: list, strict: bool) -> dict[tuple[int, int], str]:
+    """{(message, position): new id} for the calls `_with_ids` renames."""
+    used = {c.id for m in messages for c in m.tool_calls if isinstance(c.id, str)}
+    seen: set = set()
+    out: dict[tuple[int, int], str] = {}
+    for i, m in enumerate(messages):
+        for pos, c in enumerate(m.tool_calls):
+            cid = c.id
+            if cid is None:
+                cid = f"call_legacy_{i}_{pos}"
+            elif strict and (cid in seen or not ANTHROPIC_ID.fullmatch(cid)):
+                base = re.sub(r"[^A-Za-z0-9_-]", "_", cid)[:40] or "call"
+                cid = next(f"{base}_{i}_{pos}{s}" for s in ("", *range(1, 1000)) if f"{base}_{i}_{pos}{s}" not in used)
+            if cid != c.id:
+                out[(i, pos)] = cid
+                used.add(cid)
+            seen.add(cid)
     return out

@@ -243,3 +243,26 @@ def test_every_tau_bench_conversation_converts_to_valid_anthropic(tmp_path):
     out, _ = _convert(tmp_path, CORPUS / "openai-chat" / "tau-bench" / "gpt-4o-airline.json", "anthropic")
     recs = _records(out)
     assert len(recs) == 200 and all(validate_anthropic(r["messages"]) == [] for r in recs)
+
+
+def test_thinking_alone_and_error_flags_are_written_validly_or_said(tmp_path):
+    """A thinking-only Anthropic turn became `"content": []` in OpenAI chat (refused) and vanished from Codex without
+    a word; a tool result's is_error went unsaid."""
+    rec = {
+        "system": "s",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "sig"}]},
+            {"role": "user", "content": "run it"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "x"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "exit 1", "is_error": True}]},
+            {"role": "assistant", "content": "it failed"},
+        ],
+    }
+    src = write_jsonl(tmp_path / "th.jsonl", [rec])
+    out, err = _convert(tmp_path, src, "openai")
+    [got] = _records(out)
+    assert got["messages"][2] == {"role": "assistant", "content": "", "reasoning_content": "hmm"}
+    assert "1 error flag of a tool result" in err
+    out, err = _convert(tmp_path, src, "codex")
+    assert "1 reasoning (the Responses API replays only its own reasoning items)" in err and "1 error flag" in err

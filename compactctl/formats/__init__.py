@@ -363,12 +363,22 @@ def _portable(m: Any, target: str, source: str, lost: Counter | None = None) -> 
     if target == "openai":
         _to_openai(m, changes)
     elif target in ("anthropic", "claude_code"):  # Claude Code's lines hold Messages API messages
-        _to_anthropic(m, changes, same, lost)
+        _to_anthropic(m, changes, same)
     elif target == "codex" and m.role == "assistant" and not m.text().strip() and not m.tool_calls and other_content(m.extra):
         changes["content"] = _said_elsewhere(m)
-    if m.origin is None and not changes:
-        return m
+    if lost is not None and not same:
+        _count_unsaid(m, parts.FAMILY.get(target), lost)
     return m.evolve(**changes) if changes else m
+
+
+def _count_unsaid(m: Any, family: str | None, lost: Counter) -> None:
+    """What of `m` a target of another API family has no place for (said by the run, not written)."""
+    if m.role == "assistant" and m.reasoning and not m.extra.get("_thinking_blocks") and family == "anthropic":
+        lost["reasoning (Anthropic replays only its own signed thinking)"] += 1
+    elif m.role == "assistant" and m.reasoning and family == "responses":
+        lost["reasoning (the Responses API replays only its own reasoning items)"] += 1
+    if m.role == "tool" and m.is_error and family != "anthropic":
+        lost["error flag of a tool result (is_error: the target has none; its text says what failed)"] += 1
 
 
 def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:
@@ -389,11 +399,11 @@ def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:
 def _to_openai(m: Any, changes: dict[str, Any]) -> None:
     changes["extra"] = {k: v for k, v in m.extra.items() if not k.startswith("_")}
     changes["tool_calls"] = [ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls]
-    if m.tool_calls and changes.get("content", m.content) == []:
-        changes["content"] = None
+    if changes.get("content", m.content) == []:  # OpenAI refuses an empty part list (thinking alone was read as none)
+        changes["content"] = None if m.tool_calls else ""
 
 
-def _to_anthropic(m: Any, changes: dict[str, Any], same: bool, lost: Counter | None) -> None:
+def _to_anthropic(m: Any, changes: dict[str, Any], same: bool) -> None:
     # A message holds its role and content only (the API refuses other keys: OpenAI's `refusal`, SWE-agent's `action`).
     changes["extra"] = {k: v for k, v in m.extra.items() if k.startswith("_")}
     if not same and m.tool_calls:  # another API's keys on a call (a streamed call's `index`): not a tool_use block's
@@ -404,8 +414,6 @@ def _to_anthropic(m: Any, changes: dict[str, Any], same: bool, lost: Counter | N
         changes["content"] = ""  # a tool_result's content is text or blocks, never null
     if m.role == "assistant" and not m.text().strip() and not m.tool_calls and other_content(m.extra):
         changes["content"] = _said_elsewhere(m)
-    if not same and m.reasoning and not m.extra.get("_thinking_blocks") and lost is not None:
-        lost["reasoning (Anthropic replays only its own signed thinking)"] += 1
 
 
 def _said_elsewhere(m: Any) -> str:

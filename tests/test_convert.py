@@ -266,3 +266,30 @@ def test_thinking_alone_and_error_flags_are_written_validly_or_said(tmp_path):
     assert "1 error flag of a tool result" in err
     out, err = _convert(tmp_path, src, "codex")
     assert "1 reasoning (the Responses API replays only its own reasoning items)" in err and "1 error flag" in err
+
+
+def test_tool_definitions_are_written_in_the_targets_form(tmp_path):
+    """OpenAI `tools` and `tool_choice` went into Anthropic records as they were (Anthropic wants `input_schema` and
+    a tool_choice object), and back; LlamaFactory's tools (JSON text) stayed text in OpenAI records."""
+    params = {"type": "object", "properties": {"city": {"type": "string"}}}
+    oa = {
+        "messages": [{"role": "user", "content": "weather?"}, {"role": "assistant", "content": "sunny"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": params}}],
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+    }
+    out, _ = _convert(tmp_path, write_jsonl(tmp_path / "oa.jsonl", [oa]), "anthropic")
+    [rec] = _records(out)
+    assert rec["tools"] == [{"name": "get_weather", "description": "Weather.", "input_schema": params}]
+    assert rec["tool_choice"] == {"type": "tool", "name": "get_weather"}
+    rec["tools"].append({"type": "web_search_20250305", "name": "web_search"})
+    rec["tool_choice"] = {"type": "any"}
+    rec["system"] = "s"  # read as Anthropic's (plain role and text messages read as OpenAI chat)
+    back, err = _convert(tmp_path, write_jsonl(tmp_path / "an.jsonl", [rec]), "openai")
+    [b] = _records(back)
+    assert b["tools"] == oa["tools"] and b["tool_choice"] == "required" and "1 tool definition without a schema" in err
+    lf = {
+        "conversations": [{"from": "human", "value": "weather?"}, {"from": "gpt", "value": "sunny"}],
+        "tools": orjson.dumps([oa["tools"][0]["function"]]).decode(),
+    }
+    out, _ = _convert(tmp_path, write_jsonl(tmp_path / "lf.jsonl", [lf]), "openai")
+    assert _records(out)[0]["tools"] == oa["tools"]

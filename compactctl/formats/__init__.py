@@ -333,7 +333,10 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
         if target.write is None:
             writable = ", ".join(r.name.replace("_", "-") for r in REGISTRY if r.writes)
             raise UsageError(f"{target.name.replace('_', '-')} is read-only: it cannot be written (--to one of {writable})")
+        from . import toolspec
+
         meta = {k: v for k, v in (t.metadata or {}).items() if k not in source.carrier_keys}
+        meta = toolspec.convert(meta, source.name, target.name, lost)
         t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
         t.messages = [_portable(m, target.name, source.name, lost) for m in t.messages]  # origins and internals are the old format's
         if lost is not None:

@@ -1,0 +1,97 @@
+"""A record's tool definitions (`tools`, `tool_choice`) in the form of the API it is written for (`--to`).
+
+OpenAI chat: `{"type": "function", "function": {"name", "description", "parameters"}}` and a `tool_choice` of
+"auto" / "none" / "required" / `{"type": "function", "function": {"name"}}`. Anthropic: `{"name",
+"description", "input_schema"}` and `{"type": "auto" | "any" | "none" | "tool", "name"}`. LlamaFactory (ShareGPT):
+a JSON text of `[{"name", "description", "parameters"}]`. A definition the target has no form for (Anthropic's
+server tools, which have no schema) is left out, counted in `lost`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import orjson
+
+NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+def convert(meta: dict, source: str, target: str, lost: Counter | None = None) -> dict:
+    """`meta` (a record's keys besides its messages) with its tool definitions in `target`'s form."""
+    src, dst = _api(source), _api(target)
+    if src == dst or dst is None or ("tools" not in meta and "tool_choice" not in meta):
+        return meta
+    out = dict(meta)
+    if "tools" in meta:
+        functions = _functions(meta["tools"], src)
+        if functions is None:
+            return meta  # not a list of tools this module knows: left as it came
+        out["tools"] = _written(functions, dst)
+        dropped = len(meta["tools"] if isinstance(meta["tools"], list) else functions) - len(functions)
+        if dropped > 0 and lost is not None:
+            lost["tool definition without a schema (an Anthropic server tool: no form in the target)"] += dropped
+    if "tool_choice" in meta:
+        choice = _choice(meta["tool_choice"], dst)
+        if choice is None:
+            del out["tool_choice"]
+        else:
+            out["tool_choice"] = choice
+    return out
+
+
+def _api(fmt: str) -> str | None:
+    return {"openai": "openai", "anthropic": "anthropic", "sharegpt": "llamafactory"}.get(fmt)
+
+
+def _functions(tools: Any, api: str | None) -> list[dict] | None:
+    """(name, description, parameters) dicts of the tools; None when they are not in `api`'s form."""
+    if api == "llamafactory" and isinstance(tools, str):
+        try:
+            tools = orjson.loads(tools)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(tools, list):
+        return None
+    out = []
+    for t in tools:
+        if not isinstance(t, dict):
+            return None
+        f = t.get("function") if isinstance(t.get("function"), dict) else t
+        if not isinstance(f.get("name"), str):
+            return None
+        params = f.get("parameters", f.get("input_schema"))
+        if api == "anthropic" and "input_schema" not in f:
+            continue  # a server tool ({"type": "web_search_20250305", ...}): nothing another API could call
+        d = {"name": f["name"]}
+        if isinstance(f.get("description"), str):
+            d["description"] = f["description"]
+        d["parameters"] = params if isinstance(params, dict) else NO_PARAMETERS
+        out.append(d)
+    return out
+
+
+def _written(functions: list[dict], api: str) -> Any:
+    if api == "anthropic":
+        return [{**{k: v for k, v in f.items() if k != "parameters"}, "input_schema": f["parameters"]} for f in functions]
+    if api == "llamafactory":
+        return orjson.dumps(functions).decode()
+    return [{"type": "function", "function": f} for f in functions]
+
+
+def _choice(choice: Any, dst: str) -> Any:
+    """The tool_choice in `dst`'s form: its kind ("auto", "none", "required"/"any") and the tool it names."""
+    kind, name = None, None
+    if isinstance(choice, str):
+        kind = choice
+    elif isinstance(choice, dict):
+        kind = choice.get("type")
+        name = choice.get("name") if kind == "tool" else (choice.get("function") or {}).get("name") if kind == "function" else None
+    kind = {"any": "required", "tool": "named", "function": "named"}.get(kind, kind)
+    if kind not in ("auto", "none", "required", "named") or (kind == "named" and not isinstance(name, str)):
+        return None
+    if dst == "anthropic":
+        return {"type": "tool", "name": name} if kind == "named" else {"type": "any" if kind == "required" else kind}
+    if dst == "openai":
+        return {"type": "function", "function": {"name": name}} if kind == "named" else kind
+    return None  # LlamaFactory records hold no tool_choice

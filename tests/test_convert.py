@@ -293,3 +293,15 @@ def test_tool_definitions_are_written_in_the_targets_form(tmp_path):
     }
     out, _ = _convert(tmp_path, write_jsonl(tmp_path / "lf.jsonl", [lf]), "openai")
     assert _records(out)[0]["tools"] == oa["tools"]
+
+
+def test_an_anthropic_image_of_an_uploaded_file_stays_one_for_anthropic(tmp_path):
+    """An image Anthropic holds by file id (no URL or data another API could take) is still Anthropic's own image
+    when the target is Anthropic's: it became a line that said it was there."""
+    from compactctl.formats.parts import port
+
+    upload = {"type": "image", "source": {"type": "file", "file_id": "file_011"}}
+    assert port(upload, "anthropic", "user") == upload and port(upload, "claude_code", "tool") == upload
+    assert port(upload, "openai", "user") == {"type": "text", "text": "[image: file_011]"}
+    jpg = {"type": "image", "source": {"type": "base64", "media_type": "image/jpg", "data": "/9j/"}}
+    assert port(jpg, "anthropic", "user")["source"]["media_type"] == "image/jpeg"

@@ -361,8 +361,8 @@ def _portable(m: Any, target: str, source: str, lost: Counter | None = None) -> 
     same = parts.FAMILY.get(source) == parts.FAMILY.get(target)
     content = m.content
     changes: dict[str, Any] = {}
-    if isinstance(content, list) and (not same or _foreign_parts(content)):
-        changes["content"] = [parts.port(p, target, m.role, lost) for p in content]
+    if isinstance(content, list) and (not same or _foreign_parts(content)):  # within an API family, only text parts move
+        changes["content"] = [parts.port(p, target, m.role, lost) if not same or _foreign_text(p) else p for p in content]
     if target == "openai":
         _to_openai(m, changes)
     elif target in ("anthropic", "claude_code"):  # Claude Code's lines hold Messages API messages
@@ -425,9 +425,13 @@ def _said_elsewhere(m: Any) -> str:
     return refusal if isinstance(refusal, str) and refusal.strip() else "[an audio reply]"
 
 
+def _foreign_text(p: Any) -> bool:
+    """A text part another format types or keys otherwise: Codex's types, LlamaFactory's "value"."""
+    return isinstance(p, dict) and (p.get("type") in RESPONSES_TEXT or is_value_part(p))
+
+
 def _foreign_parts(content: Any) -> bool:
-    """Text parts another format types or keys otherwise: Codex's types, LlamaFactory's "value"."""
-    return isinstance(content, list) and any(isinstance(p, dict) and (p.get("type") in RESPONSES_TEXT or is_value_part(p)) for p in content)
+    return isinstance(content, list) and any(_foreign_text(p) for p in content)
 
 
 def _with_ids(messages: list, strict: bool = False) -> list:

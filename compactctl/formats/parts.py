@@ -66,23 +66,31 @@ def port(p: Any, target: str, role: str, lost: Counter | None = None) -> Any:
     kind = p.get("type")
     if kind in TEXT_TYPES or is_value_part(p):
         return {"type": text_type(target, role), "text": p.get("text", p.get("value", ""))}
-    made = None
-    if "value" in p and not isinstance(p.get("source"), dict):
-        pass  # LlamaFactory's image, video or audio: a path under "value", which no API takes
-    elif kind in NATIVE.get(FAMILY.get(target, "chat"), ()) and takes(target, role, kind):
-        made = p
-    elif kind in ("image_url", "input_image") or (kind == "image" and isinstance(p.get("source"), dict)):
-        made = _image_for(_image_url(p), target, role)
-    elif kind in ("file", "input_file", "document"):
-        made = _file_for(_file(p), target, role)
-    elif kind == "refusal" and isinstance(p.get("refusal"), str):
-        made = {"type": text_type(target, role), "text": p["refusal"]}
+    made = _made(p, kind, target, role)
     if made is not None:
         return made
     label = LABEL.get(kind, kind) if isinstance(kind, str) else "part"
     if lost is not None:
         lost[f"{label} part (written as a line that says what was there)"] += 1
     return {"type": text_type(target, role), "text": f"[{label}: {_detail(p)}]"}
+
+
+def _made(p: dict, kind: Any, target: str, role: str) -> dict | None:
+    """The target's form of a part that is not text, or None when the target has none for it in `role`."""
+    if "value" in p and not isinstance(p.get("source"), dict):
+        return None  # LlamaFactory's image, video or audio: a path under "value", which no API takes
+    if kind in NATIVE.get(FAMILY.get(target, "chat"), ()) and takes(target, role, kind):
+        return p
+    sourced = kind == "image" and isinstance(p.get("source"), dict)
+    if sourced and p["source"].get("type") != "base64" and takes(target, role, "image"):
+        return p  # Anthropic's own image by URL or uploaded file, for Anthropic (a base64 one gets a media type it takes)
+    if kind in ("image_url", "input_image") or sourced:
+        return _image_for(_image_url(p), target, role)
+    if kind in ("file", "input_file", "document"):
+        return _file_for(_file(p), target, role)
+    if kind == "refusal" and isinstance(p.get("refusal"), str):
+        return {"type": text_type(target, role), "text": p["refusal"]}
+    return None
 
 
 def _image_url(p: dict) -> str:

@@ -179,9 +179,8 @@ def _detail(p: dict) -> str:
     if kind in ("file", "input_file", "document"):
         f = _file(p)
         d = _data(f["data_url"]) if isinstance(f.get("data_url"), str) else None
-        return str(
-            f.get("name") or (d[0] if d else None) or f.get("url") or p.get("file", {}).get("file_id") or p.get("file_id") or "a file"
-        )[:200]
+        inner = p.get("file") if isinstance(p.get("file"), dict) else p
+        return str(f.get("name") or (d[0] if d else None) or f.get("url") or inner.get("file_id") or "a file")[:200]
     if kind == "input_audio" and isinstance(p.get("input_audio"), dict):
         return str(p["input_audio"].get("format") or "not carried over")
     src = p.get("source")

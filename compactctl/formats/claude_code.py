@@ -468,7 +468,7 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
     """A transcript from another format, as new Claude Code lines."""
     parent = None
     session = stable_uuid(t.id, "session")
-    msgs = t.messages
+    msgs = [m for m in t.messages if m.role not in ("system", "developer") or m.text().strip()]  # an empty prompt: no line
     i = 0
     while i < len(msgs):
         m = msgs[i]

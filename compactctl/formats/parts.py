@@ -96,7 +96,7 @@ def _made(p: dict, kind: Any, target: str, role: str) -> dict | None:
 def _image_url(p: dict) -> str:
     """An image part's URL: http(s), a data URL, or "" when it has none (an uploaded file's id)."""
     if p.get("type") == "image":
-        src = p.get("source") if isinstance(p.get("source"), dict) else {}
+        src: dict = p["source"] if isinstance(p.get("source"), dict) else {}
         if src.get("type") == "base64":
             return f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"
         return src.get("url", "") if src.get("type") == "url" and isinstance(src.get("url"), str) else ""
@@ -134,7 +134,7 @@ def _image_for(url: str, target: str, role: str) -> dict | None:
 def _file(p: dict) -> dict:
     """A file part's data URL, URL, text and name, whatever its form."""
     if p.get("type") == "document":
-        src = p.get("source") if isinstance(p.get("source"), dict) else {}
+        src: dict = p["source"] if isinstance(p.get("source"), dict) else {}
         out = {"name": p.get("title")}
         if src.get("type") == "base64":
             out["data_url"] = f"data:{src.get('media_type', 'application/pdf')};base64,{src.get('data', '')}"
@@ -143,7 +143,7 @@ def _file(p: dict) -> dict:
         elif src.get("type") == "url":
             out["url"] = src.get("url")
         return out
-    f = p.get("file") if p.get("type") == "file" and isinstance(p.get("file"), dict) else p
+    f: dict = p["file"] if p.get("type") == "file" and isinstance(p.get("file"), dict) else p
     return {"data_url": f.get("file_data"), "name": f.get("filename"), "url": f.get("file_url")}
 
 
@@ -179,7 +179,7 @@ def _detail(p: dict) -> str:
     if kind in ("file", "input_file", "document"):
         f = _file(p)
         d = _data(f["data_url"]) if isinstance(f.get("data_url"), str) else None
-        inner = p.get("file") if isinstance(p.get("file"), dict) else p
+        inner: dict = p["file"] if isinstance(p.get("file"), dict) else p
         return str(f.get("name") or (d[0] if d else None) or f.get("url") or inner.get("file_id") or "a file")[:200]
     if kind == "input_audio" and isinstance(p.get("input_audio"), dict):
         return str(p["input_audio"].get("format") or "not carried over")

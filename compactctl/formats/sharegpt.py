@@ -376,7 +376,7 @@ def _in_call_order(msgs: list[Message]) -> list[Message]:
             at = {c.id: k for k, c in enumerate(out[i - 1].tool_calls) if c.id is not None}
             ids = [m.tool_call_id for m in out[i:j]]
             if all(x in at for x in ids) and len(set(ids)) == len(ids):
-                out[i:j] = sorted(out[i:j], key=lambda m: at[m.tool_call_id])
+                out[i:j] = sorted(out[i:j], key=lambda m: at[m.tool_call_id or ""])
         i = max(j, i + 1)
     return out
 

@@ -57,7 +57,7 @@ def _functions(tools: Any, api: str | None) -> list[dict] | None:
     for t in tools:
         if not isinstance(t, dict):
             return None
-        f = t.get("function") if isinstance(t.get("function"), dict) else t
+        f: dict = t["function"] if isinstance(t.get("function"), dict) else t
         if not isinstance(f.get("name"), str):
             return None
         params = f.get("parameters", f.get("input_schema"))
@@ -81,7 +81,8 @@ def _written(functions: list[dict], api: str) -> Any:
 
 def _choice(choice: Any, dst: str) -> Any:
     """The tool_choice in `dst`'s form: its kind ("auto", "none", "required"/"any") and the tool it names."""
-    kind, name = None, None
+    kind: Any = None
+    name: Any = None
     if isinstance(choice, str):
         kind = choice
     elif isinstance(choice, dict):

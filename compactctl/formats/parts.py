@@ -24,7 +24,6 @@ from ..model import TEXT_TYPES, is_value_part
 from .blocks import ANTHROPIC_ONLY
 
 FAMILY = {"openai": "chat", "anthropic": "anthropic", "claude_code": "anthropic", "codex": "responses", "sharegpt": "text"}
-_USER = ("user",)
 ANTHROPIC_ASSISTANT = ("text", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result")
 TAKES: dict[str, dict[str, tuple[str, ...]]] = {
     "chat": {"user": ("text", "image_url", "input_audio", "file"), "assistant": ("text", "refusal")},
@@ -40,7 +39,7 @@ TAKES: dict[str, dict[str, tuple[str, ...]]] = {
 # Each API's own part types (a part of the target's own type, in a role that takes it, stays as it is).
 NATIVE = {
     "chat": ("image_url", "input_audio", "file", "refusal"),
-    "anthropic": tuple(t for t in ANTHROPIC_ONLY if t not in ("tool_use", "tool_result", "image")),
+    "anthropic": tuple(t for t in ANTHROPIC_ONLY if t not in ("tool_use", "tool_result")),  # calls and results are not parts
     "responses": ("input_image", "input_file", "refusal"),
 }
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what Anthropic takes

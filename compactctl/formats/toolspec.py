@@ -66,7 +66,7 @@ def _functions(tools: Any, api: str | None) -> list[dict] | None:
         d = {"name": f["name"]}
         if isinstance(f.get("description"), str):
             d["description"] = f["description"]
-        d["parameters"] = params if isinstance(params, dict) else NO_PARAMETERS
+        d["parameters"] = params if isinstance(params, dict) else dict(NO_PARAMETERS)
         out.append(d)
     return out
 

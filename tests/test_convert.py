@@ -5,8 +5,10 @@ Faults found by a read-only hunt (sixteenth session), each with a test that fail
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from compactctl import api
+from compactctl.model import is_summary
 
 from .conftest import CORPUS, cli, needs_corpus, write_jsonl
 
@@ -79,7 +81,11 @@ def test_claude_code_keeps_system_prompts_as_meta_lines_and_says_so(tmp_path):
     assert meta == ["S1", [{"type": "text", "text": "D1"}], "S2 mid"]
     assert "3 system message (written as a meta user line" in err
     [back] = api.read([str(out)])
-    assert [m.text() for m in back.messages if m.injected] == ["S1", "D1", "S2 mid"]
+    assert [(m.role, m.text()) for m in back.messages if m.role in ("system", "developer")] == [
+        ("system", "S1"),
+        ("developer", "D1"),
+        ("system", "S2 mid"),
+    ]  # read back as the prompts they were (compact keeps them at the head, not in the summary)
 
 
 def test_anthropic_says_when_a_later_system_message_joins_the_prompt(tmp_path):
@@ -120,7 +126,7 @@ def test_openai_parts_become_what_anthropic_takes_or_a_line_that_says_what_was_t
     [rec] = _records(out)
     first = rec["messages"][0]["content"]
     assert first[1] == {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"}}  # jpg: jpeg
-    assert first[2] == {"type": "text", "text": "[image: data:image/svg+xml;utf8,<svg/>]"}  # not base64: no source Anthropic takes
+    assert first[2] == {"type": "text", "text": "[image: image/svg+xml]"}  # not base64: no source Anthropic takes; never the data
     assert first[3] == {"type": "text", "text": "[audio: wav]"}
     assert first[4] == {
         "type": "document",
@@ -305,3 +311,56 @@ def test_an_anthropic_image_of_an_uploaded_file_stays_one_for_anthropic(tmp_path
     assert port(upload, "openai", "user") == {"type": "text", "text": "[image: file_011]"}
     jpg = {"type": "image", "source": {"type": "base64", "media_type": "image/jpg", "data": "/9j/"}}
     assert port(jpg, "anthropic", "user")["source"]["media_type"] == "image/jpeg"
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [{"type": "function", "function": "f"}, {"type": ["x"]}, {"type": "allowed_tools", "mode": "auto"}, 5, None],
+)
+def test_an_odd_tool_choice_is_left_out_and_said_never_a_traceback(tmp_path, choice):
+    """A review of the fixes: a `tool_choice` whose function was a string, or whose type was a list, stopped the whole
+    run with a traceback (outside --on-error skip); one the target cannot hold went without a word."""
+    rec = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], "tool_choice": choice}
+    rec["tools"] = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    out, err = _convert(tmp_path, write_jsonl(tmp_path / "tc.jsonl", [rec]), "anthropic")
+    [got] = _records(out)
+    assert "tool_choice" not in got and "1 tool_choice the target cannot hold" in err
+    assert got["tools"] == [{"name": "f", "input_schema": {"type": "object"}}]
+
+
+def test_tools_in_no_known_form_or_none_at_all_are_left_out(tmp_path):
+    """`tools` of an unknown form went to Anthropic in OpenAI's form; an empty list (all server tools, or none) was
+    written as `[]`, which OpenAI refuses."""
+    rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    odd = {"messages": rows, "tools": [{"type": "function", "function": "f"}], "tool_choice": "auto"}
+    out, err = _convert(tmp_path, write_jsonl(tmp_path / "odd.jsonl", [odd]), "anthropic")
+    [got] = _records(out)
+    assert "tools" not in got and "tool_choice" not in got and "1 tool definitions in a form not converted" in err
+    lf = {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "ok"}], "tools": "[]"}
+    out, _ = _convert(tmp_path, write_jsonl(tmp_path / "lf.jsonl", [lf]), "openai")
+    assert "tools" not in _records(out)[0]
+
+
+def test_a_file_part_that_is_no_object_and_a_data_url_never_show_their_data(tmp_path):
+    from compactctl.formats.parts import port
+
+    assert port({"type": "file", "file": "x"}, "anthropic", "user") == {"type": "text", "text": "[file: a file]"}
+    assert port({"type": "image_url", "image_url": {"url": "data:image/png,SECRET"}}, "anthropic", "user")["text"] == "[image: image/png]"
+    svg = {"type": "image_url", "image_url": {"url": "data:image/svg+xml;base64,PHN2Zy8+"}}
+    assert port(svg, "codex", "user") == {"type": "input_text", "text": "[image: image/svg+xml]"}  # PNG, JPEG, GIF, WebP only
+
+
+def test_compact_keeps_a_converted_system_prompt_at_the_head(tmp_path):
+    """A prompt written as a Claude Code meta line was read back as a user message: compact summarized it to a
+    200-character note."""
+    policy = "Policy: " + " ".join(f"rule {k} says refunds need approval {k}." for k in range(200))
+    rows = [{"role": "system", "content": policy}]
+    for k in range(30):
+        rows += [{"role": "user", "content": f"question {k} " * 40}, {"role": "assistant", "content": f"answer {k} " * 40}]
+    cc, _ = _convert(tmp_path, rows, "claude-code")
+    out = tmp_path / "c.jsonl"
+    r = cli("compact", str(cc), "--context-window", "12000", "-q", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    [back] = api.read([str(out)])
+    assert any(is_summary(m) for m in back.messages)  # compacted
+    assert back.messages[0].role == "system" and back.messages[0].text().startswith(policy)  # whole, with the note compaction adds

@@ -96,8 +96,7 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
                 msgs.append(m)
                 msg_lines.append([i])
             else:
-                for m in user_from_blocks(msg.get("content"), source, linenos[i]):
-                    m.injected = m.role == "user" and bool(obj.get("isMeta"))
+                for m in _user_messages(obj, msg, source, linenos[i]):
                     msgs.append(m)
                     msg_lines.append([i])
     for k, m in enumerate(msgs):
@@ -464,6 +463,21 @@ def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozen
         yield raw if raw is not None else orjson.dumps(obj)
 
 
+def _user_messages(obj: dict, msg: dict, source: str, lineno: int) -> list[Message]:
+    """A user line's messages: its results, then its text (a meta line's is the harness's; one that holds a system
+    prompt another format had, `PROMPT_KEY`, is that prompt again)."""
+    out = user_from_blocks(msg.get("content"), source, lineno)
+    for m in out:
+        m.injected = m.role == "user" and bool(obj.get("isMeta"))
+        if m.injected and obj.get(PROMPT_KEY) in ("system", "developer"):
+            m.role, m.injected = obj[PROMPT_KEY], False
+    return out
+
+
+# A meta user line that holds a system prompt from another format (Claude Code's files hold none): its role.
+PROMPT_KEY = "compactctlPromptRole"
+
+
 def _fresh(t: Transcript) -> Iterator[bytes]:
     """A transcript from another format, as new Claude Code lines."""
     parent = None
@@ -496,6 +510,7 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
             rec["isCompactSummary"] = True
         elif m.role in ("system", "developer"):
             rec["isMeta"] = True
+            rec[PROMPT_KEY] = m.role  # read back as the prompt it was (compact keeps it at the head)
         yield orjson.dumps(rec)
         parent = uid
         i = j

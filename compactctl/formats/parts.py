@@ -121,8 +121,8 @@ def _image_for(url: str, target: str, role: str) -> dict | None:
         return None
     if fam == "chat":
         return {"type": "image_url", "image_url": {"url": url}}
-    if fam == "responses":
-        return {"type": "input_image", "image_url": url}
+    if fam == "responses":  # the Responses API takes what Anthropic takes (PNG, JPEG, GIF, WebP)
+        return {"type": "input_image", "image_url": url} if web or (data and data[0] in IMAGE_TYPES) else None
     if data is None:
         return {"type": "image", "source": {"type": "url", "url": url}}
     if data[0] not in IMAGE_TYPES:
@@ -173,8 +173,7 @@ def _detail(p: dict) -> str:
     """A few words on what a part held: its media type, name, URL or path; never its data."""
     kind = p.get("type")
     if kind in ("image_url", "input_image", "image") and (url := _image_url(p)):
-        d = _data(url)
-        return d[0] if d else url[:200]
+        return _url_detail(url)
     if kind in ("file", "input_file", "document"):
         f = _file(p)
         d = _data(f["data_url"]) if isinstance(f.get("data_url"), str) else None
@@ -189,3 +188,11 @@ def _detail(p: dict) -> str:
         if isinstance(p.get(key), str) and p[key]:
             return p[key][:200]
     return "not carried over"
+
+
+def _url_detail(url: str) -> str:
+    """An image's URL as a detail: a data URL's media type, never its data."""
+    if not url.startswith("data:"):
+        return url[:200]
+    d = _data(url)
+    return d[0] if d else url[5:].partition(",")[0].partition(";")[0][:100] or "data"

@@ -23,18 +23,25 @@ def convert(meta: dict, source: str, target: str, lost: Counter | None = None) -
     if src == dst or dst is None or ("tools" not in meta and "tool_choice" not in meta):
         return meta
     out = dict(meta)
+    said = lost if lost is not None else Counter()
     if "tools" in meta:
         functions = _functions(meta["tools"], src)
-        if functions is None:
-            return meta  # not a list of tools this module knows: left as it came
-        out["tools"] = _written(functions, dst)
-        dropped = len(meta["tools"] if isinstance(meta["tools"], list) else functions) - len(functions)
-        if dropped > 0 and lost is not None:
-            lost["tool definition without a schema (an Anthropic server tool: no form in the target)"] += dropped
+        if functions is None:  # not a list of tools this module knows: left out, said
+            del out["tools"]
+            said["tool definitions in a form not converted (left out)"] += 1
+        else:
+            dropped = len(meta["tools"] if isinstance(meta["tools"], list) else functions) - len(functions)
+            if dropped > 0:
+                said["tool definition without a schema (an Anthropic server tool: no form in the target)"] += dropped
+            if functions:
+                out["tools"] = _written(functions, dst)
+            else:
+                del out["tools"]  # an empty list: OpenAI refuses one; none says the same
     if "tool_choice" in meta:
         choice = _choice(meta["tool_choice"], dst)
-        if choice is None:
+        if choice is None or "tools" not in out:
             del out["tool_choice"]
+            said["tool_choice the target cannot hold (left out)"] += 1
         else:
             out["tool_choice"] = choice
     return out
@@ -85,9 +92,12 @@ def _choice(choice: Any, dst: str) -> Any:
     name: Any = None
     if isinstance(choice, str):
         kind = choice
-    elif isinstance(choice, dict):
-        kind = choice.get("type")
-        name = choice.get("name") if kind == "tool" else (choice.get("function") or {}).get("name") if kind == "function" else None
+    elif isinstance(choice, dict) and isinstance(choice.get("type"), str):
+        kind = choice["type"]
+        fn = choice.get("function")
+        name = choice.get("name") if kind == "tool" else fn.get("name") if kind == "function" and isinstance(fn, dict) else None
+    if not isinstance(kind, str):
+        return None
     kind = {"any": "required", "tool": "named", "function": "named"}.get(kind, kind)
     if kind not in ("auto", "none", "required", "named") or (kind == "named" and not isinstance(name, str)):
         return None

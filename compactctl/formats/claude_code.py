@@ -25,7 +25,7 @@ from collections.abc import Set as AbstractSet
 import orjson
 
 from ..errors import DataError
-from ..model import Message, Transcript, is_summary
+from ..model import SYSTEM_ROLES, Message, Transcript, is_summary
 from . import Reader, Record
 from .blocks import assistant_blocks, assistant_from_blocks, tool_result_block, user_from_blocks
 from .linelog import LineLog, layout, lines_of, stable_uuid, unchanged
@@ -469,7 +469,7 @@ def _user_messages(obj: dict, msg: dict, source: str, lineno: int) -> list[Messa
     out = user_from_blocks(msg.get("content"), source, lineno)
     for m in out:
         m.injected = m.role == "user" and bool(obj.get("isMeta"))
-        if m.injected and obj.get(PROMPT_KEY) in ("system", "developer"):
+        if m.injected and obj.get(PROMPT_KEY) in SYSTEM_ROLES:
             m.role, m.injected = obj[PROMPT_KEY], False
     return out
 
@@ -482,7 +482,7 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
     """A transcript from another format, as new Claude Code lines."""
     parent = None
     session = stable_uuid(t.id, "session")
-    msgs = [m for m in t.messages if m.role not in ("system", "developer") or m.text().strip()]  # an empty prompt: no line
+    msgs = [m for m in t.messages if m.role not in SYSTEM_ROLES or m.text().strip()]  # an empty prompt: no line
     i = 0
     while i < len(msgs):
         m = msgs[i]
@@ -508,7 +508,7 @@ def _fresh(t: Transcript) -> Iterator[bytes]:
         }
         if is_summary(m) and m.role == "user":
             rec["isCompactSummary"] = True
-        elif m.role in ("system", "developer"):
+        elif m.role in SYSTEM_ROLES:
             rec["isMeta"] = True
             rec[PROMPT_KEY] = m.role  # read back as the prompt it was (compact keeps it at the head)
         yield orjson.dumps(rec)

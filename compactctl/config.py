@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -70,6 +71,20 @@ def user_file(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "compactctl" / "config.toml"
 
 
+# Every way TOML can spell a [tool.compactctl] table: the keys `tool` and `compactctl` joined by a dot (a header
+# `[tool.compactctl]`, a dotted key `tool.compactctl.x = 1`; spaces and quotes allowed), or a `[tool]` table or a
+# `tool = {...}` inline table whose keys are not seen without parsing. A pyproject.toml that merely names the
+# package (a dependency, a script `compactctl = "..."`) has none of these and is not parsed (~4 ms a process).
+_MAY_HOLD_TABLE = re.compile(
+    rb"""["']?tool["']?[ \t]*\.[ \t]*["']?compactctl\b|^[ \t]*\[[ \t]*["']?tool["']?[ \t]*\]|^[ \t]*["']?tool["']?[ \t]*=""",
+    re.MULTILINE,
+)
+
+
+def _may_hold_table(data: bytes) -> bool:
+    return b"compactctl" in data and _MAY_HOLD_TABLE.search(data) is not None
+
+
 def project_table(cwd: str | Path | None = None) -> tuple[dict, str] | None:
     """The nearest project settings and where they came from ('path' or 'path [tool.compactctl]')."""
     here = Path(cwd or os.getcwd()).resolve()
@@ -78,7 +93,7 @@ def project_table(cwd: str | Path | None = None) -> tuple[dict, str] | None:
         if own.is_file():
             return _toml(own), str(own)
         py = folder / "pyproject.toml"
-        if py.is_file() and b"compactctl" in py.read_bytes():  # most pyproject.toml files are not parsed at all
+        if py.is_file() and _may_hold_table(py.read_bytes()):  # most pyproject.toml files are not parsed at all
             table = _toml(py).get("tool", {}).get("compactctl")
             if isinstance(table, dict):
                 return table, f"{py} [tool.compactctl]"

@@ -63,6 +63,33 @@ def test_pyproject_table_and_nearest_folder(tmp_path):
     assert _resolve(sub, {})["context_window"].value == 6
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[tool.compactctl]\ncontext_window = 7000\n",
+        '[ "tool" . compactctl ]\ncontext_window = 7000\n',
+        "tool.compactctl.context_window = 7000\n",
+        "[tool]\ncompactctl = { context_window = 7000 }\n",
+        "tool = { compactctl = { context_window = 7000 } }\n",
+        "[tool]\ncompactctl.context_window = 7000\n",
+    ],
+)
+def test_every_spelling_of_the_pyproject_table_is_read(tmp_path, text):
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert _resolve(tmp_path, {"XDG_CONFIG_HOME": str(tmp_path / "none")})["context_window"].value == 7000
+
+
+def test_a_pyproject_that_only_names_the_package_is_not_parsed(tmp_path):
+    # A dependency and a script named compactctl, and invalid TOML after them: not parsed, so no error.
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\ndependencies = ["compactctl>=1"]\n[project.scripts]\ncompactctl = "compactctl.entry:main"\n[x\n'
+    )
+    assert _resolve(tmp_path, {"XDG_CONFIG_HOME": str(tmp_path / "none")})["context_window"].source == "default"
+    (tmp_path / "pyproject.toml").write_text("[tool.compactctl]\n[x\n")
+    with pytest.raises(UsageError, match="invalid TOML"):
+        _resolve(tmp_path, {"XDG_CONFIG_HOME": str(tmp_path / "none")})
+
+
 def test_secrets_are_refused_and_unknown_keys_warned(tmp_path):
     (tmp_path / "compactctl.toml").write_text(
         'api_key = "sk-live-123"\nopenai-api-key = "x"\nbogus = 1\nbase_url = "http://u:p@127.0.0.1:1/v1"\n'

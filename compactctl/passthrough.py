@@ -49,8 +49,9 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
             if not _intact_call(c, msgs[i + 1 + pos], seen):
                 return False
         i += 1 + len(calls)
-    if n and type(msgs[-1]) is dict and msgs[-1].get("role") == "assistant" and _final_space(msgs[-1].get("content")):
-        return False  # repair cuts the whitespace a last assistant message ends in
+    last = next((d for d in reversed(msgs) if d.get("role") not in SYSTEM_ROLES), None)  # every one a dict by now
+    if last is not None and last["role"] == "assistant" and _final_space(last.get("content")):
+        return False  # repair cuts the whitespace the last turn, an assistant's, ends in (see repair.final_turn)
     return opened  # a record without a user or assistant message is repair's to refuse
 
 

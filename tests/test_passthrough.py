@@ -233,3 +233,6 @@ def test_a_last_assistant_message_ending_in_whitespace_takes_the_ordinary_path()
         assert not repair_keeps("openai", orjson.loads(raw))
         assert _slow(raw, orjson.loads(raw)) != raw
     assert repair_keeps("openai", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done."}]})
+    # A system message after it does not end the conversation (Anthropic moves it into its prompt).
+    rec = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done. "}, {"role": "system", "content": "x"}]}
+    assert not repair_keeps("openai", rec)

@@ -654,3 +654,15 @@ def test_repair_cuts_the_whitespace_a_last_assistant_message_ends_in(content):
     assert check(out) == [] and st.final_space_cut == 1 and len(st.archived) == 1
     assert out.messages[1].content == "first.\n" and out.messages[-1].text().endswith("Sure.")
     assert repair(out)[0] is out  # idempotent
+
+
+def test_a_system_message_after_the_last_assistant_turn_does_not_hide_its_final_whitespace():
+    """Anthropic moves a system message into its `system` prompt, so the assistant turn before it is the final one."""
+    t = Transcript(
+        [Message(role="user", content="hi"), Message(role="assistant", content="Sure. "), Message(role="system", content="note")]
+    )
+    assert [(v.rule, v.index) for v in check(t)] == [("final-space", 1)]
+    out, st = repair(t)
+    assert [m.content for m in out.messages] == ["hi", "Sure.", "note"] and st.final_space_cut == 1 and check(out) == []
+    only_system = Transcript([Message(role="system", content="rules ")])
+    assert "final-space" not in [v.rule for v in check(only_system)]

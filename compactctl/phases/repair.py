@@ -126,8 +126,14 @@ def _empty(m: Message) -> bool:
     return False
 
 
+def final_turn(msgs: list[Message]) -> int | None:
+    """Where the last message after which a model answers is: the last one not a system or developer message
+    (Anthropic moves those into its `system` prompt, so an assistant message before them ends the conversation)."""
+    return next((j for j in range(len(msgs) - 1, -1, -1) if msgs[j].role not in SYSTEM_ROLES), None)
+
+
 def final_space(m: Message) -> bool:
-    """The last message, an assistant's without calls, whose text ends in whitespace (Anthropic refuses it)."""
+    """The last turn (`final_turn`), an assistant's without calls, whose text ends in whitespace (Anthropic refuses it)."""
     if m.role != "assistant" or m.tool_calls:
         return False
     c = m.content
@@ -230,10 +236,9 @@ def check(t: Transcript) -> list[Violation]:
                 out.extend(_reused(t.id, i, m, earlier))
             earlier.update(c.id for c in m.tool_calls if isinstance(c.id, str))
         out.extend(_content_violations(t.id, i, m, t.format))
-    if msgs and final_space(msgs[-1]):
-        out.append(
-            Violation(t.id, len(msgs) - 1, "final-space", "the last message, an assistant's, ends in whitespace (Anthropic refuses it)")
-        )
+    last = final_turn(msgs)
+    if last is not None and final_space(msgs[last]):
+        out.append(Violation(t.id, last, "final-space", "the last turn, an assistant's, ends in whitespace (Anthropic refuses it)"))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -333,9 +338,10 @@ def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empt
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))
         st.openings_added += 1
-    if placed and final_space(placed[-1]):
-        archive(t, placed[-1], "repair", st.archived)
-        placed[-1] = _without_final_space(placed[-1])
+    last = final_turn(placed)
+    if last is not None and final_space(placed[last]):
+        archive(t, placed[last], "repair", st.archived)
+        placed[last] = _without_final_space(placed[last])
         st.final_space_cut += 1
 
 

@@ -86,6 +86,9 @@ def test_claude_code_keeps_system_prompts_as_meta_lines_and_says_so(tmp_path):
         ("developer", "D1"),
         ("system", "S2 mid"),
     ]  # read back as the prompts they were (compact keeps them at the head, not in the summary)
+    # An empty prompt is written as no line, and not counted as one.
+    out, err = _convert(tmp_path, [{"role": "system", "content": " "}, *SYSTEM_MID], "claude-code")
+    assert len([r for r in _records(out) if r.get("isMeta")]) == 3 and "3 system message (written as a meta user line" in err
 
 
 def test_anthropic_says_when_a_later_system_message_joins_the_prompt(tmp_path):
@@ -205,6 +208,7 @@ def test_anthropic_blocks_become_what_openai_takes_and_the_file_reads_back(tmp_p
     assert msgs[2]["content"] == [{"type": "text", "text": "[server_tool_use: web_search]"}, {"type": "text", "text": "found it"}]
     assert msgs[3]["content"] == [{"type": "text", "text": "print(1)"}]  # a text document's text
     assert validate(msgs) == [] and "1 server_tool_use part" in err
+    assert "1 text part key (cache_control: another API's)" in err  # dropped, and said
     assert cli("repair", "--check", str(out)).returncode == 0  # read back as OpenAI chat
 
 
@@ -299,6 +303,28 @@ def test_tool_definitions_are_written_in_the_targets_form(tmp_path):
     }
     out, _ = _convert(tmp_path, write_jsonl(tmp_path / "lf.jsonl", [lf]), "openai")
     assert _records(out)[0]["tools"] == oa["tools"]
+
+
+def test_one_call_a_turn_is_carried_between_the_apis(tmp_path):
+    """Anthropic's `disable_parallel_tool_use` was dropped going to OpenAI, and OpenAI's `parallel_tool_calls`
+    stayed in Anthropic records as a key the API refuses."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    msgs = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}]
+    out, _ = _convert(
+        tmp_path, write_jsonl(tmp_path / "oa.jsonl", [{"messages": msgs, "tools": tools, "parallel_tool_calls": False}]), "anthropic"
+    )
+    [rec] = _records(out)
+    assert "parallel_tool_calls" not in rec and rec["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+    back, _ = _convert(tmp_path, write_jsonl(tmp_path / "an.jsonl", [{**rec, "system": "s"}]), "openai")
+    [b] = _records(back)
+    assert b["parallel_tool_calls"] is False and b["tool_choice"] == "auto" and b["tools"] == tools
+    for rows, to in (
+        ({"messages": msgs, "parallel_tool_calls": True, "tools": tools}, "anthropic"),
+        ({"messages": msgs, "parallel_tool_calls": False}, "anthropic"),
+    ):
+        out, _ = _convert(tmp_path, write_jsonl(tmp_path / "x.jsonl", [rows]), to)
+        [rec] = _records(out)
+        assert "parallel_tool_calls" not in rec and "tool_choice" not in rec  # the default, or no tools to call
 
 
 def test_an_anthropic_image_of_an_uploaded_file_stays_one_for_anthropic(tmp_path):

@@ -388,8 +388,8 @@ def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:
     """System messages a target cannot hold where they stand: Anthropic has one system prompt (a later one joins
     it), Claude Code's files none (each is written as a meta user line)."""
     roles = [m.role for m in msgs]
-    if target == "claude_code":
-        n = sum(r in SYSTEM_ROLES for r in roles)
+    if target == "claude_code":  # an empty prompt is written as nothing (claude_code._fresh): not a line to count
+        n = sum(m.role in SYSTEM_ROLES and bool(m.text().strip()) for m in msgs)
         if n:
             lost["system message (written as a meta user line: Claude Code's files hold no system prompt)"] += n
     elif target == "anthropic":

@@ -64,6 +64,9 @@ def port(p: Any, target: str, role: str, lost: Counter | None = None) -> Any:
         return p
     kind = p.get("type")
     if kind in TEXT_TYPES or is_value_part(p):
+        keys = sorted(k for k, v in p.items() if k not in ("type", "text", "value") and v not in (None, "", [], {}))
+        if keys and lost is not None:  # Anthropic's cache_control or citations, the Responses API's annotations
+            lost[f"text part key ({', '.join(keys)}: another API's)"] += 1
         return {"type": text_type(target, role), "text": p.get("text", p.get("value", ""))}
     made = _made(p, kind, target, role)
     if made is not None:

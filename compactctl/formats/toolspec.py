@@ -3,7 +3,8 @@
 OpenAI chat: `{"type": "function", "function": {"name", "description", "parameters"}}` and a `tool_choice` of
 "auto" / "none" / "required" / `{"type": "function", "function": {"name"}}`. Anthropic: `{"name",
 "description", "input_schema"}` and `{"type": "auto" | "any" | "none" | "tool", "name"}`. LlamaFactory (ShareGPT):
-a JSON text of `[{"name", "description", "parameters"}]`. A definition the target has no form for (Anthropic's
+a JSON text of `[{"name", "description", "parameters"}]`. OpenAI's `parallel_tool_calls: false` is Anthropic's
+`disable_parallel_tool_use` on its tool_choice. A definition the target has no form for (Anthropic's
 server tools, which have no schema) is left out, counted in `lost`.
 """
 
@@ -20,7 +21,7 @@ NO_PARAMETERS = {"type": "object", "properties": {}}
 def convert(meta: dict, source: str, target: str, lost: Counter | None = None) -> dict:
     """`meta` (a record's keys besides its messages) with its tool definitions in `target`'s form."""
     src, dst = _api(source), _api(target)
-    if src == dst or dst is None or ("tools" not in meta and "tool_choice" not in meta):
+    if src == dst or dst is None or not any(k in meta for k in ("tools", "tool_choice", "parallel_tool_calls")):
         return meta
     out = dict(meta)
     said = lost if lost is not None else Counter()
@@ -44,7 +45,22 @@ def convert(meta: dict, source: str, target: str, lost: Counter | None = None) -
             said["tool_choice the target cannot hold (left out)"] += 1
         else:
             out["tool_choice"] = choice
+    _parallel(meta, out, src, dst)
     return out
+
+
+def _parallel(meta: dict, out: dict, src: str | None, dst: str) -> None:
+    """One call per turn: OpenAI's `parallel_tool_calls: false` is Anthropic's `disable_parallel_tool_use` on its
+    tool_choice (an auto, any or named one; with none no call is made). Anthropic refuses the OpenAI key."""
+    if src == "anthropic" and dst == "openai":
+        c = meta.get("tool_choice")
+        if isinstance(c, dict) and c.get("disable_parallel_tool_use") is True and "tools" in out:
+            out["parallel_tool_calls"] = False
+    elif src == "openai" and dst == "anthropic" and "parallel_tool_calls" in out:
+        one_at_a_time = out.pop("parallel_tool_calls") is False and "tools" in out
+        choice = out.get("tool_choice", {"type": "auto"})
+        if one_at_a_time and choice["type"] != "none":
+            out["tool_choice"] = {**choice, "disable_parallel_tool_use": True}
 
 
 def _api(fmt: str) -> str | None:

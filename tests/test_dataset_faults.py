@@ -317,6 +317,26 @@ def test_inputs_of_different_formats_do_not_share_one_output(tmp_path, cmd, to_s
     assert [t.format for t in api.read([str(tmp_path / "each" / "b.jsonl")])] == ["sharegpt"]
 
 
+def test_a_record_refused_for_its_format_gets_no_written_as_note(tmp_path):
+    """A Gemini session after an Anthropic file cannot share its output: the run stops there, and the note that the
+    session was 'written as openai' (its tool result's error flag not carried) was printed before the refusal."""
+    call = {"id": "c1", "name": "run", "args": {}, "status": "error", "result": "boom"}
+    gemini = tmp_path / "g.json"
+    gemini.write_bytes(
+        orjson.dumps(
+            {"sessionId": "s1", "messages": [{"type": "user", "content": "hi"}, {"type": "gemini", "content": "", "toolCalls": [call]}]}
+        )
+    )
+    anthropic = write_jsonl(
+        tmp_path / "a.jsonl", [{"system": "s", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}]
+    )
+    r = cli("repair", str(anthropic), str(gemini), "-o", str(tmp_path / "out.jsonl"))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "inputs of different formats cannot share one output" in err and "error flag" not in err
+    r = cli("repair", str(gemini), "-o", str(tmp_path / "g.out.jsonl"))
+    assert r.returncode == 0 and "written as openai: 1 error flag of a tool result" in r.stderr.decode()
+
+
 def test_a_read_only_format_shares_an_output_with_what_it_is_written_as(tmp_path):
     """Gemini and OpenHands are read only, and written as OpenAI chat: with an OpenAI file, one output (it was refused
     as 'gemini' and 'openai', and an OpenHands session beside anything as a session file of another format)."""

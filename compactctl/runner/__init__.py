@@ -87,9 +87,9 @@ def run(
             else:
                 flow = _serial(work, items, ctx)
             for (_, source, tid, rej), done in flow:
+                sinks.add(source, tid, done, rej)  # first: a record it refuses (formats that cannot share a file) gets no note
                 for note in done.notes:
                     print(note, file=sys.stderr)
-                sinks.add(source, tid, done, rej)
                 if done.report is not None and on_report is not None:
                     on_report(done.report)
                 sinks.maybe_checkpoint()

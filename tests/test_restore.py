@@ -259,7 +259,8 @@ def test_an_archive_of_more_transcripts_than_the_file_writes_nothing(tmp_path):
 
 def _joined_turns(fmt: str, steps: int = 24) -> dict:
     """A record whose source messages each read as several canonical ones: Anthropic user messages holding a
-    tool result and the person's text; Hermes tool turns holding two <tool_response> blocks."""
+    tool result and the person's text; Hermes tool turns holding two <tool_response> blocks; LlamaFactory tool
+    messages holding a JSON array of a result per call (restore wrote them as one tool message each)."""
     out = lambda i: f"line of output naming /src/mod{i}.py and the value 4242\n" * 60  # noqa: E731
     if fmt == "anthropic":
         msgs: list[dict] = [{"role": "user", "content": "Fix the bug in mod.py"}]
@@ -270,6 +271,18 @@ def _joined_turns(fmt: str, steps: int = 24) -> dict:
             msgs.append({"role": "user", "content": [result, {"type": "text", "text": f"note {i}"}]})
         msgs += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "now run the tests"}]
         return {"system": "You are a coding agent.", "messages": msgs}
+    if fmt == "llamafactory":
+        v = lambda x: [{"type": "text", "value": x}]  # noqa: E731
+        msgs = [{"role": "system", "content": v("You are a coding agent.")}, {"role": "user", "content": v("Fix mod.py")}]
+        for i in range(steps):
+            calls = [
+                {"type": "tool_call", "value": orjson.dumps({"name": "read", "arguments": {"path": f"/src/mod{i}{k}.py"}}).decode()}
+                for k in "ab"
+            ]
+            msgs.append({"role": "assistant", "content": calls})
+            msgs.append({"role": "tool", "content": v(orjson.dumps([{"name": "read", "content": out(i)}] * 2).decode())})
+        msgs += [{"role": "assistant", "content": v("done")}, {"role": "user", "content": v("now run the tests")}]
+        return {"messages": msgs, "tools": "[]"}
     turns: list[dict] = [{"from": "system", "value": "You are a function calling AI model."}, {"from": "human", "value": "Fix mod.py"}]
     for i in range(steps):
         calls = "\n".join(f'<tool_call>\n{{"name": "read", "arguments": {{"path": "/src/mod{i}{k}.py"}}}}\n</tool_call>' for k in "ab")
@@ -282,7 +295,7 @@ def _joined_turns(fmt: str, steps: int = 24) -> dict:
     return {"conversations": turns}
 
 
-@pytest.mark.parametrize("fmt", ["anthropic", "hermes"])
+@pytest.mark.parametrize("fmt", ["anthropic", "hermes", "llamafactory"])
 def test_a_source_message_read_as_several_restores_as_one(tmp_path, fmt):
     """The archive's map says which originals one source message was read as (`anchors`), so a restore writes them
     back as that one message (it once wrote an Anthropic result and the text after it as two user messages)."""
@@ -292,6 +305,7 @@ def test_a_source_message_read_as_several_restores_as_one(tmp_path, fmt):
     r = cli("compact", str(src), "-o", str(out), "--archive", str(arch), "--context-window", "8000", "-q")
     assert r.returncode == 0, r.stderr
     assert orjson.loads(_lines(out)[0]) != rec  # compacted: the restore has work to do
+    assert cli("repair", "--check", str(out)).returncode == 0  # results written back together still pair with their calls
     mapping = next(e for e in map(orjson.loads, _lines(arch)) if e.get("type") == "map")
     anchors = mapping["anchors"]
     assert any(a is not None and a == b for a, b in zip(anchors, anchors[1:], strict=False)), anchors

@@ -501,8 +501,8 @@ def _typed_record(t: Transcript) -> bool:
 
 def to_typed_messages(t: Transcript) -> list[dict]:
     """The record's messages: a source message whose canonical messages are all here, together and untouched,
-    as it was; every other message anew (the results of one tool message that answered several calls as one
-    tool message each)."""
+    as it was; every other message anew (the results of one tool message that answered several calls, when they
+    still answer all of those calls and nothing else does, as one tool message again; otherwise one each)."""
     src = t.native if isinstance(t.native, TypedRecord) else TypedRecord([], [])
     msgs = t.messages
     out: list[dict] = []
@@ -516,10 +516,41 @@ def to_typed_messages(t: Transcript) -> list[dict]:
         turn = a[1] if isinstance(a, tuple) and len(a) == 2 and a[0] == "msg" and isinstance(a[1], int) else None
         if turn is not None and turn < len(src.rows) and all(g.untouched for g in group) and len(group) == src.produced[turn]:
             out.append(src.rows[turn])
+        elif _answers_all(msgs, i, j):
+            out.append(_one_result_per_item(group))
         else:
             out += [_typed_dict(m) for m in group]
         i = j
     return out
+
+
+def _answers_all(msgs: list[Message], i: int, j: int) -> bool:
+    """Whether msgs[i:j], results read from one tool message, are the results of every call before them, in call
+    order, and the only ones: written as one tool message again, they read back as these results."""
+    prev = msgs[i - 1] if i > 0 else None
+    return (
+        j - i > 1
+        and prev is not None
+        and prev.role == "assistant"
+        and [m.tool_call_id for m in msgs[i:j]] == [c.id for c in prev.tool_calls]
+        and all(m.role == "tool" for m in msgs[i:j])
+        and (j == len(msgs) or msgs[j].role != "tool")
+    )
+
+
+def _one_result_per_item(group: list[Message]) -> dict:
+    """One tool message holding a JSON array of the results (an object as the object it was read from)."""
+    items: list[Any] = []
+    for m in group:
+        text = m.text()
+        try:
+            obj = orjson.loads(text) if text.startswith("{") else None
+        except orjson.JSONDecodeError:
+            obj = None
+        items.append(obj if isinstance(obj, dict) else text)
+    d: dict[str, Any] = {"role": "tool", "content": [{"type": "text", "value": orjson.dumps(items).decode()}]}
+    d.update({k: v for k, v in group[0].extra.items() if not k.startswith("_")})
+    return d
 
 
 def _typed_dict(m: Message) -> dict:

@@ -145,6 +145,8 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
         m.index = i
         if isinstance(anchors, list) and len(anchors) == n:  # messages read from one source message go back as one
             m.anchor = _tuples(anchors[i])
+    if compacted.format == "sharegpt" and mapping.get("format", "sharegpt") != "sharegpt":  # as `convert --to` joins them
+        msgs = formats.one_system_turn(msgs)
     # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
     # layouts' state (their lines) described the compacted file.
     carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None

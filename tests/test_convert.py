@@ -97,6 +97,21 @@ def test_anthropic_says_when_a_later_system_message_joins_the_prompt(tmp_path):
     assert "S2 mid" in str(rec["system"]) and "1 system message from the middle of the conversation" in err
 
 
+def test_sharegpt_gets_one_system_turn_first(tmp_path):
+    """A system turn after the first or in the middle of a conversation stayed there, and LlamaFactory's loaders drop
+    such a record (its turns must alternate after one system turn). They join the first, as Anthropic's prompt."""
+    out, err = _convert(tmp_path, SYSTEM_MID, "sharegpt")
+    [rec] = _records(out)
+    assert [t["from"] for t in rec["conversations"]] == ["system", "human", "gpt", "human", "gpt"]
+    assert rec["conversations"][0]["value"] == "S1\n\nD1\n\nS2 mid"
+    assert "1 system message from the middle of the conversation (joined to the system prompt)" in err
+    assert cli("repair", "--check", str(out)).returncode == 0
+    out, err = _convert(tmp_path, SYSTEM_MID[2:], "sharegpt")  # one, in the middle: moved first
+    assert [t["from"] for t in _records(out)[0]["conversations"]] == ["system", "human", "gpt", "human", "gpt"] and err
+    out, err = _convert(tmp_path, SYSTEM_MID[:1] + SYSTEM_MID[2:4], "sharegpt")  # one, first: nothing to join or say
+    assert [t["from"] for t in _records(out)[0]["conversations"]] == ["system", "human", "gpt"] and not err
+
+
 IMAGE_JPG = "data:image/jpg;base64,/9j/4AAQ"
 PDF = "data:application/pdf;base64,JVBERi0x"
 OPENAI_PARTS = [

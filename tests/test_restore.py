@@ -140,12 +140,15 @@ def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):
     assert orjson.loads(_lines(back)[0]) == traj
 
 
-def _spaced_session(tmp_path):
+def _spaced_session(tmp_path, mid_system: bool = False):
     """An OpenAI chat session whose arguments are written as Python's json.dumps writes them (spaces after : and ,),
-    and some that are not a JSON object (kept verbatim: in the tail)."""
+    and some that are not a JSON object (kept verbatim: in the tail); with `mid_system`, a developer message and a
+    system message in the middle too."""
     import json
 
     msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "read them all"}]
+    if mid_system:
+        msgs.insert(1, {"role": "developer", "content": "dev"})
     odd = ["", "ls -la", "[1, 2]", '"just a string"', '{"x": NaN}']
     for i in range(30 + len(odd)):
         args = json.dumps({"path": f"src/f{i}.py", "note": "caf\u00e9"}) if i < 30 else odd[i - 30]
@@ -157,16 +160,20 @@ def _spaced_session(tmp_path):
             }
         )
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "x = 1\n" * (300 if i < 30 else 1)})
+        if mid_system and i == 10:
+            msgs.append({"role": "system", "content": "be brief from here on"})
     msgs.append({"role": "user", "content": "now finish"})
     return write_jsonl(tmp_path / "s.jsonl", [{"messages": msgs}])
 
 
+@pytest.mark.parametrize("mid_system", [False, True])
 @pytest.mark.parametrize("fmt", ["anthropic", "sharegpt"])
-def test_a_session_written_in_another_format_restores_whatever_its_arguments(tmp_path, fmt):
+def test_a_session_written_in_another_format_restores_whatever_its_arguments(tmp_path, fmt, mid_system):
     # Anthropic stores a call's arguments as an object: read back they are '{"path":"src/f0.py",...}', and the
     # map's print of '{"path": "src/f0.py", ...}' did not match them ("archive does not cover messages [2, 4, ...]");
-    # nor did '' (written as {}), text that is not JSON, a list or a JSON string.
-    src = _spaced_session(tmp_path)
+    # nor did '' (written as {}), text that is not JSON, a list or a JSON string. System messages the target joins
+    # into its one prompt were not in the output as they were, nor in the archive (the same error).
+    src = _spaced_session(tmp_path, mid_system)
     out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
     r = cli("compact", str(src), "--context-window", "6000", "--to", fmt, "-q", "-o", str(out), "--archive", str(arch))
     assert r.returncode == 0, r.stderr

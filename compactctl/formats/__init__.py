@@ -341,6 +341,8 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
         t.messages = [_portable(m, target.name, source.name, lost) for m in t.messages]  # origins and internals are the old format's
         if lost is not None:
             _count_moved_system(t.messages, target.name, lost)
+        if target.name == "sharegpt":
+            t.messages = one_system_turn(t.messages)
         if target.name != "openai":
             t.messages = _with_ids(t.messages, strict=target.name in ("anthropic", "claude_code"))
         return target.write(t)
@@ -385,18 +387,42 @@ def _count_unsaid(m: Any, family: str | None, lost: Counter) -> None:
 
 
 def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:
-    """System messages a target cannot hold where they stand: Anthropic has one system prompt (a later one joins
-    it), Claude Code's files none (each is written as a meta user line)."""
+    """System messages a target cannot hold where they stand: Anthropic has one system prompt and ShareGPT one
+    system turn, first (a later one joins it), Claude Code's files none (each is written as a meta user line)."""
     roles = [m.role for m in msgs]
     if target == "claude_code":  # an empty prompt is written as nothing (claude_code._fresh): not a line to count
         n = sum(m.role in SYSTEM_ROLES and bool(m.text().strip()) for m in msgs)
         if n:
             lost["system message (written as a meta user line: Claude Code's files hold no system prompt)"] += n
-    elif target == "anthropic":
+    elif target in ("anthropic", "sharegpt"):
         first = next((i for i, r in enumerate(roles) if r not in SYSTEM_ROLES), len(roles))
         n = sum(r in SYSTEM_ROLES for r in roles[first:])
         if n:
             lost["system message from the middle of the conversation (joined to the system prompt)"] += n
+
+
+ONE_PROMPT = ("anthropic", "sharegpt")  # targets with one system prompt, first: Anthropic's `system`, ShareGPT's turn
+
+
+def joined_prompts(msgs: list, target: str) -> list:
+    """The system and developer messages a conversion to `target` does not write as they are, because it joins
+    them into its one system prompt: all of them, unless there is one, a system message, first. `--archive` keeps
+    their originals (`restore` could not find them in the output)."""
+    prompts = [m for m in msgs if m.role in SYSTEM_ROLES]
+    if target not in ONE_PROMPT or not prompts or (len(prompts) == 1 and msgs[0] is prompts[0] and prompts[0].role == "system"):
+        return []
+    return prompts
+
+
+def one_system_turn(msgs: list) -> list:
+    """ShareGPT's one system turn, first (LlamaFactory's loaders drop a record with a system turn anywhere else):
+    every system message joined into it, text after text, as into Anthropic's one system prompt. A conversion to
+    ShareGPT writes it so, and a restore of one (a ShareGPT record of its own keeps its turns where they are)."""
+    prompts = joined_prompts(msgs, "sharegpt")
+    if not prompts:
+        return msgs
+    text = "\n\n".join(x for m in prompts if (x := m.text()))
+    return [prompts[0].evolve(role="system", content=text), *(m for m in msgs if m.role not in SYSTEM_ROLES)]
 
 
 def _to_openai(m: Any, changes: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from .. import formats
 from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
 from ..model import Transcript, content_print, transcript_print
+from ..phases import Archived
 from .base import Done, Result, _Ctx, warn
 from .inputs import Item, Lazy, _Rejects
 
@@ -57,6 +58,9 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             res.notes.append(f"compactctl: {t_in.id}: written as {fmt.replace('_', '-')}: {said}")
             if isinstance(res.report, dict):
                 res.report["not_carried"] = dict(lost)
+        joined = formats.joined_prompts(t.messages, fmt) if ctx.archive and fmt != t.format else []
+        if joined:  # written joined into the target's one system prompt: not findable in the output as they were
+            res.archived += [Archived(t_in.id, m.index, "convert", m) for m in joined if m.untouched]
         if ctx.archive and (res.archived or changed):  # repair may add or move messages
             from ..api import lines_record
 
@@ -70,7 +74,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
                     "type": "map",
                     "format": t_in.format,
                     "messages": len(t_in.messages),
-                    "kept": _kept(t),
+                    "kept": _kept(t, {id(m) for m in joined}),
                 }
             )
             log = lines_record(t_in, written)  # line logs: every source line, record for record
@@ -290,10 +294,18 @@ class PruneJob:
         return work
 
 
-def _kept(t: Transcript) -> list[list]:
+def _kept(t: Transcript, joined: Collection[int] = ()) -> list[list]:
     """[original index, output index, content print] of every original written unchanged (ids left out: see
-    model.content_print; `restore` also reads archives that hold model.fingerprint)."""
-    return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
+    model.content_print; `restore` also reads archives that hold model.fingerprint); not the system messages the
+    writer joins into its one prompt (`joined`, by id()), which is the output's first message."""
+    out, before = [], 1 if joined else 0
+    for m in t.messages:
+        if id(m) in joined:
+            continue
+        if m.untouched:
+            out.append([m.index, before, content_print(m)])
+        before += 1
+    return out
 
 
 def _shared_anchors(t: Transcript) -> list | None:

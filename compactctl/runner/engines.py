@@ -58,46 +58,47 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             res.notes.append(f"compactctl: {t_in.id}: written as {fmt.replace('_', '-')}: {said}")
             if isinstance(res.report, dict):
                 res.report["not_carried"] = dict(lost)
-        joined = formats.joined_prompts(t.messages, fmt) if ctx.archive and fmt != t.format else []
-        if joined:  # written joined into the target's one system prompt: not findable in the output as they were
-            res.archived += [Archived(t_in.id, m.index, "convert", m) for m in joined if m.untouched]
-        if ctx.archive and (res.archived or changed):  # repair may add or move messages
-            from ..api import lines_record
-
-            src = t_in.source
-            archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
-            archive.append(
-                {
-                    "seq": seq,
-                    "source": src,
-                    "transcript": t_in.id,
-                    "type": "map",
-                    "format": t_in.format,
-                    "messages": len(t_in.messages),
-                    "kept": _kept(t, {id(m) for m in joined}),
-                }
-            )
-            log = lines_record(t_in, written)  # line logs: every source line, record for record
-            if log is not None:
-                archive.append({"seq": seq, "source": src, **log})
-            elif (anchors := _shared_anchors(t_in)) is not None:
-                archive[-1]["anchors"] = anchors
-        elif ctx.archive:
-            from ..api import compacted_here
-
-            # written as it came; when it holds an earlier run's summary, restore would take it for another run's
-            # output without a record that this run left it as it was
-            if compacted_here(t_in):
-                archive = [
-                    {
-                        "seq": seq,
-                        "source": t_in.source,
-                        "transcript": t_in.id,
-                        "type": "unchanged",
-                        "print": transcript_print(t_in.messages),
-                    }
-                ]
+        if ctx.archive:
+            archive = _archive_records(seq, t_in, t, res, written, fmt, changed)
     return Done(lines, archive, res.report, changed, notes=res.notes, fmt=fmt)
+
+
+def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, written: list[bytes], fmt: str, changed: bool) -> list[dict]:
+    """What `--archive` keeps of one transcript: the originals the work replaced, and the map that says where the
+    others went (or, for one written as it came that holds an earlier run's summary, a record that it was)."""
+    joined = formats.joined_prompts(t.messages, fmt) if fmt != t.format else []
+    if joined:  # written joined into the target's one system prompt: not findable in the output as they were
+        res.archived += [Archived(t_in.id, m.index, "convert", m) for m in joined if m.untouched]
+    src = t_in.source
+    if res.archived or changed:  # repair may add or move messages
+        from ..api import lines_record
+
+        archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
+        kept = _kept(t, {id(m) for m in joined})
+        archive.append(
+            {
+                "seq": seq,
+                "source": src,
+                "transcript": t_in.id,
+                "type": "map",
+                "format": t_in.format,
+                "messages": len(t_in.messages),
+                "kept": kept,
+            }
+        )
+        log = lines_record(t_in, written)  # line logs: every source line, record for record
+        if log is not None:
+            archive.append({"seq": seq, "source": src, **log})
+        elif (anchors := _shared_anchors(t_in)) is not None:
+            archive[-1]["anchors"] = anchors
+        return archive
+    from ..api import compacted_here
+
+    # written as it came; when it holds an earlier run's summary, restore would take it for another run's
+    # output without a record that this run left it as it was
+    if compacted_here(t_in):
+        return [{"seq": seq, "source": src, "transcript": t_in.id, "type": "unchanged", "print": transcript_print(t_in.messages)}]
+    return []
 
 
 def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | None, list[bytes]]:

@@ -405,3 +405,20 @@ def test_compact_keeps_a_converted_system_prompt_at_the_head(tmp_path):
     [back] = api.read([str(out)])
     assert any(is_summary(m) for m in back.messages)  # compacted
     assert back.messages[0].role == "system" and back.messages[0].text().startswith(policy)  # whole, with the note compaction adds
+
+
+def test_convert_says_when_a_transcript_breaks_the_apis_rules_as_read(tmp_path):
+    """convert changes nothing but the format: a call without a result went out without a word, and the API then
+    refused the request. It is said, with the command that mends it; a valid transcript gets no note."""
+    call = {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    broken = [
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    out, err = _convert(tmp_path, broken, "anthropic")
+    assert "breaks the APIs' rules (1 missing-result, 1 first-role); `compactctl repair` mends it" in err
+    assert [m["role"] for m in _records(out)[0]["messages"]] == ["assistant", "user", "assistant"]  # converted, nothing else
+    assert cli("repair", "--check", str(out)).returncode == 6
+    _, err = _convert(tmp_path, SYSTEM_MID[:4], "openai")
+    assert "breaks" not in err

@@ -394,7 +394,7 @@ def convert(inputs: Inputs = None, *, io):
     """
     from ..runner import Result, run
 
-    run(inputs or ["-"], io, lambda t: Result(t), "convert")
+    run(inputs or ["-"], io, lambda t: Result(t), "convert", check_written=True)  # an output no API takes is said to be one
 
 
 @app.command()

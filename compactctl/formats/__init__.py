@@ -351,6 +351,12 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
     return source.write(t)
 
 
+def read_back(lines: list[bytes], fmt: str, layout: str, source: str) -> list[Transcript]:
+    """The transcripts `lines` (written as `fmt`, in `layout`) read back, as a later command reads them."""
+    records = [(k, raw, orjson.loads(raw)) for k, raw in enumerate(lines, 1)]
+    return list(get_format(fmt).read(iter(records), source, layout, Reader()))
+
+
 def _portable(m: Any, target: str, source: str, lost: Counter | None = None) -> Any:
     """`m` for another format: a changed copy (its origin is the old format's), its content parts in the forms the
     target takes (formats/parts.py; a part it cannot take becomes a line that says what was there, counted in

@@ -55,20 +55,22 @@ def run(
     job: Any = None,
     on_report: Callable[[dict], None] | None = None,
     keeps: Callable[[str, Any], bool] | None = None,
+    check_written: bool = False,
 ) -> RunStats:
     """Read `inputs`, apply `work` to each transcript, write in input order.
 
     `job`: a picklable object whose `build()` returns `work`; with it and `io.workers > 1` the work runs
     in worker processes (each builds it once). `on_report`: called here, in order, with each report.
     `keeps(format, record)`: True for a parsed dataset record that `work` would write back byte for
-    byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt."""
+    byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt.
+    `check_written`: each transcript's output is read back and checked, and the rules it breaks are said."""
     files = expand_inputs(inputs)
     output = io.output or ""
     to_dir = bool(output) and (output.endswith(os.sep) or os.path.isdir(output))
     targets = _targets(inputs, output) if to_dir else {}
     check_collisions(files, io, targets, to_dir)
     many = len(files) > 1 and not to_dir
-    ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error, keeps)
+    ctx = _Ctx(io.fmt_to, many, bool(io.archive), io.on_error, keeps, check_written)
     sinks = _Sinks(io, files, to_dir, targets, desc)
     stats = sinks.stats
     slow = float(os.environ.get("COMPACTCTL_SLOW_DOWN", "0"))  # seconds per transcript: a test hook (kill points)

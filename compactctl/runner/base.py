@@ -76,6 +76,7 @@ class _Ctx:
     archive: bool
     on_error: str
     keeps: Callable[[str, Any], bool] | None = None  # (format, parsed record) -> the work writes it as it came
+    check_written: bool = False  # say of each transcript written which API rules its output breaks (convert)
 
 
 def warn(msg: str) -> None:

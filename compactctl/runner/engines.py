@@ -58,9 +58,26 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
             res.notes.append(f"compactctl: {t_in.id}: written as {fmt.replace('_', '-')}: {said}")
             if isinstance(res.report, dict):
                 res.report["not_carried"] = dict(lost)
+        if ctx.check_written:
+            res.notes += _broken_as_written(t_in.id, written, fmt, t.layout)
         if ctx.archive:
             archive = _archive_records(seq, t_in, t, res, written, fmt, changed)
     return Done(lines, archive, res.report, changed, notes=res.notes, fmt=fmt)
+
+
+def _broken_as_written(tid: str, written: list[bytes], fmt: str, layout: str) -> list[str]:
+    """What `convert`, which changes nothing but the format, says of a transcript whose output an API would refuse:
+    the rules it breaks, as `repair --check` reads the output."""
+    from ..phases.repair import check
+
+    try:
+        rules = Counter(v.rule for back in formats.read_back(written, fmt, layout, tid) for v in check(back))
+    except (DataError, ValueError) as e:  # a writer's fault: said, the output is written all the same
+        return [f"compactctl: {tid}: its output does not read back as {fmt.replace('_', '-')}: {e}"]
+    if not rules:
+        return []
+    said = ", ".join(f"{n} {rule}" for rule, n in rules.items())
+    return [f"compactctl: {tid}: breaks the APIs' rules ({said}); `compactctl repair` mends it"]
 
 
 def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, written: list[bytes], fmt: str, changed: bool) -> list[dict]:

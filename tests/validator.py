@@ -109,6 +109,11 @@ def _malformed_parts(content: Any) -> list[str]:
     return out
 
 
+def _blank_text(b: Any) -> bool:
+    """A text block of white space alone ("text content blocks must contain non-whitespace text")."""
+    return isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and not b["text"].strip()
+
+
 def _blocks(content: Any) -> list:
     if isinstance(content, list):
         return content
@@ -131,6 +136,7 @@ def validate_anthropic(rows: list[dict]) -> list[str]:
     for r in rows:
         role = r.get("role")
         errors += _malformed_parts(r.get("content"))
+        errors += [f"a text block without text: {b!r}" for b in _blocks(r.get("content")) if _blank_text(b)]
         if role not in ("user", "assistant"):
             errors.append(f"a row with role {role!r}")
         elif turns and turns[-1][0] == role:

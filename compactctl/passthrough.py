@@ -50,7 +50,7 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
                 return False
         i += 1 + len(calls)
     last = next((d for d in reversed(msgs) if d.get("role") not in SYSTEM_ROLES), None)  # every one a dict by now
-    if last is not None and last["role"] == "assistant" and _final_space(last.get("content")):
+    if last is not None and last.get("role") == "assistant" and _final_space(last.get("content")):
         return False  # repair cuts the whitespace the last turn, an assistant's, ends in (see repair.final_turn)
     return opened  # a record without a user or assistant message is repair's to refuse
 

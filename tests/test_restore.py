@@ -318,3 +318,35 @@ def test_a_source_message_read_as_several_restores_as_one(tmp_path, fmt):
     assert any(a is not None and a == b for a, b in zip(anchors, anchors[1:], strict=False)), anchors
     api.restore_file(str(out), str(arch), str(back))
     assert back.read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize("to", ["anthropic", "sharegpt", "claude-code", "codex"])
+@pytest.mark.parametrize(
+    "prompts",
+    [
+        ([{"role": "developer", "content": "dev"}], []),  # Codex wrote it back otherwise than read
+        ([{"role": "system", "content": ""}], [{"role": "system", "content": "late"}]),  # Claude Code writes no empty one
+        ([{"role": "system", "content": ""}], [{"role": "developer", "content": ""}]),
+    ],
+)
+def test_prompts_a_target_writes_otherwise_are_archived(tmp_path, to, prompts):
+    """A prompt a conversion does not write as it was (joined into one, left out when empty, a developer message
+    written as another) was neither in the output nor in the archive: restore failed with "archive does not cover
+    messages". The output is read back, and what restore would not find there is archived."""
+    head, tail = prompts
+    msgs = [*head, {"role": "user", "content": "Fix mod.py"}]
+    for i in range(30):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": orjson.dumps({"path": f"/m{i}.py"}).decode()}}
+        msgs += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"/m{i}.py 4242\n" * 60},
+        ]
+    msgs += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "now run the tests"}, *tail]
+    src = write_jsonl(tmp_path / "s.jsonl", [{"messages": msgs}])
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "8000", "--to", to, "-q", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    if to in ("anthropic", "sharegpt"):  # Claude Code and Codex sessions get new line ids
+        assert back.stdout == cli("convert", str(src), "--to", to).stdout

@@ -410,10 +410,9 @@ def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:
 ONE_PROMPT = ("anthropic", "sharegpt")  # targets with one system prompt, first: Anthropic's `system`, ShareGPT's turn
 
 
-def joined_prompts(msgs: list, target: str) -> list:
+def _joined_prompts(msgs: list, target: str) -> list:
     """The system and developer messages a conversion to `target` does not write as they are, because it joins
-    them into its one system prompt: all of them, unless there is one, a system message, first. `--archive` keeps
-    their originals (`restore` could not find them in the output)."""
+    them into its one system prompt: all of them, unless there is one, a system message, first."""
     prompts = [m for m in msgs if m.role in SYSTEM_ROLES]
     if target not in ONE_PROMPT or not prompts or (len(prompts) == 1 and msgs[0] is prompts[0] and prompts[0].role == "system"):
         return []
@@ -424,7 +423,7 @@ def one_system_turn(msgs: list) -> list:
     """ShareGPT's one system turn, first (LlamaFactory's loaders drop a record with a system turn anywhere else):
     every system message joined into it, text after text, as into Anthropic's one system prompt. A conversion to
     ShareGPT writes it so, and a restore of one (a ShareGPT record of its own keeps its turns where they are)."""
-    prompts = joined_prompts(msgs, "sharegpt")
+    prompts = _joined_prompts(msgs, "sharegpt")
     if not prompts:
         return msgs
     text = "\n\n".join(x for m in prompts if (x := m.text()))

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import orjson
 from .. import formats
 from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
-from ..model import Transcript, content_print, transcript_print
+from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
 from .base import Done, Result, _Ctx, warn
 from .inputs import Item, Lazy, _Rejects
@@ -83,15 +83,13 @@ def _broken_as_written(tid: str, written: list[bytes], fmt: str, layout: str) ->
 def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, written: list[bytes], fmt: str, changed: bool) -> list[dict]:
     """What `--archive` keeps of one transcript: the originals the work replaced, and the map that says where the
     others went (or, for one written as it came that holds an earlier run's summary, a record that it was)."""
-    joined = formats.joined_prompts(t.messages, fmt) if fmt != t.format else []
-    if joined:  # written joined into the target's one system prompt: not findable in the output as they were
-        res.archived += [Archived(t_in.id, m.index, "convert", m) for m in joined if m.untouched]
     src = t_in.source
     if res.archived or changed:  # repair may add or move messages
         from ..api import lines_record
 
+        kept, unfound = _placed(t, written, fmt) if fmt != t.format else (_kept(t), [])
+        res.archived += [Archived(t_in.id, m.index, "convert", m) for m in unfound if m.index is not None]
         archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
-        kept = _kept(t, {id(m) for m in joined})
         archive.append(
             {
                 "seq": seq,
@@ -312,18 +310,41 @@ class PruneJob:
         return work
 
 
-def _kept(t: Transcript, joined: Collection[int] = ()) -> list[list]:
+def _kept(t: Transcript) -> list[list]:
     """[original index, output index, content print] of every original written unchanged (ids left out: see
-    model.content_print; `restore` also reads archives that hold model.fingerprint); not the system messages the
-    writer joins into its one prompt (`joined`, by id()), which is the output's first message."""
-    out, before = [], 1 if joined else 0
+    model.content_print; `restore` also reads archives that hold model.fingerprint)."""
+    return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
+
+
+def _placed(t: Transcript, written: list[bytes], fmt: str) -> tuple[list[list], list[Message]]:
+    """For a transcript written in another format: `_kept` of the originals found in the output as read back, as
+    `restore` finds them (by print, at their place there), and the originals it would not find, which the writer
+    wrote otherwise (system prompts joined into one, an empty prompt left out, a developer message as a system
+    one): those go to the archive."""
+    try:
+        back = [m for b in formats.read_back(written, fmt, t.layout, t.id) for m in b.messages]
+    except (DataError, ValueError):  # not read back (a writer's fault): every original is archived
+        back = []
+    at: dict[str, deque[int]] = {}
+    for j, m in enumerate(back):
+        for p in dict.fromkeys((content_print(m), fingerprint(m), content_print(m, canonical_arguments=False))):
+            at.setdefault(p, deque()).append(j)
+    kept: list[list] = []
+    unfound: list[Message] = []
+    taken: set[int] = set()
     for m in t.messages:
-        if id(m) in joined:
+        if not m.untouched:
             continue
-        if m.untouched:
-            out.append([m.index, before, content_print(m)])
-        before += 1
-    return out
+        p = content_print(m)
+        q = at.get(p, deque())
+        while q and q[0] in taken:
+            q.popleft()
+        if q:
+            taken.add(q[0])
+            kept.append([m.index, q.popleft(), p])
+        else:
+            unfound.append(m)
+    return kept, unfound
 
 
 def _shared_anchors(t: Transcript) -> list | None:

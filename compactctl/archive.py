@@ -24,13 +24,14 @@ import sqlite3
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from .errors import CompactError, DataError, Exit, IOFailure
 from .jsonl import JsonlSink, iter_lines, open_input, parse_line
+from .lean import dataclass
 from .refs import REF_RE
 
 MAX_TERMS = 12  # words of a query that count (a record with all of the query's words has these too)

@@ -29,12 +29,12 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .lean import dataclass
 
 PROJECT_FILE = "compactctl.toml"
 SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential")

@@ -14,12 +14,13 @@ set the provenance's parts.)
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from .harness import answers_action, is_injected
+from .lean import dataclass
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 LEGACY = "_legacy_function"  # key in ToolCall.extra / Message.extra: a legacy OpenAI function_call / role "function"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+
+from .lean import dataclass
 
 # "   12→code" (Claude Code), "    12\tcode" (cat -n, nl -ba, OpenHands) or "12:code" (SWE-agent's viewer): the
 # number, then the line.

@@ -19,8 +19,7 @@ Pairing is by position and id, never by guessing:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .lean import dataclass
 from .model import Message, ToolCall
 
 

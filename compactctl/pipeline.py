@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .errors import CannotFit
 from .formats import get_format
+from .lean import dataclass
 from .model import Transcript
 from .phases.plan import Budget
 from .phases.prune import PruneOptions, prune

@@ -23,7 +23,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
@@ -32,6 +32,7 @@ from . import config, formats
 from .errors import CannotFit, CompactError, DataError, UsageError
 from .formats.openai import message_from_dict, message_to_dict
 from .jsonl import BOM
+from .lean import dataclass
 from .model import Transcript, mark_observations
 from .phases import Archived
 from .phases.plan import Budget, annotate

@@ -22,10 +22,10 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
+from .lean import dataclass
 from .model import Message, is_image_part, is_value_part
 
 if TYPE_CHECKING:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from . import outline
 from .harness import fenced_action, text_action
+from .lean import dataclass
 from .model import Message, ToolCall
 from .redact import cut
 

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.journal",  # the resume journal (issue 10)
             "compactctl.outline",  # definitions and line ranges of a numbered file read (prune digests)
             "compactctl.redact",  # secrets redacted before an LLM sees a text and before any cut (tools cut too)
+            "compactctl.lean",  # dataclass, generating only __init__ at import (start-up, issue 11)
         ],
     ),
     ("model", ["compactctl.model"]),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..lean import dataclass
 from .options import PARAMS, Group, Opt
 
 if TYPE_CHECKING:  # imported where used: `--help` does not load the library

@@ -8,10 +8,11 @@ import inspect
 import typing
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
+
+from ..lean import dataclass
 
 # Every option value of the running command, flat (before the groups are built): what the output depends on.
 PARAMS: ContextVar[dict[str, Any] | None] = ContextVar("compactctl_params", default=None)

@@ -19,7 +19,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +27,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
+from ..lean import dataclass
 from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, is_value_part, other_content
 
 Record = tuple[int, bytes, Any]  # (line number, raw line, parsed object)

@@ -8,9 +8,10 @@ format place its own compaction records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..lean import dataclass
 from ..model import SUMMARY_END, SUMMARY_MERGED, Message, Transcript, is_summary
 
 

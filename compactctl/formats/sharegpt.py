@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..errors import DataError
+from ..lean import dataclass
 from ..model import MISSING, Message, Provenance, ToolCall, Transcript
 from . import Reader, Record
 from .blocks import is_anthropic_block

@@ -6,8 +6,7 @@ whether to write them (`--archive`). Phases never do I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..lean import dataclass
 from ..model import Message, Transcript
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..errors import CannotFit
 from ..harness import human_text
+from ..lean import dataclass
 from ..model import SUMMARY_END, SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
 from ..refs import RECALL_HINT_START, SPAN_LINE_START

@@ -24,12 +24,13 @@ the last user ask and `--keep-tool` outputs are never touched, tool pairs stay i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import refs
+from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE  # noqa: F401 (re-exported for callers of prune)
 from ..model import Message, Transcript, is_image_part
 from ..tokens import Counter

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..errors import DataError
+from ..lean import dataclass
 from ..model import (
     BEFORE_RESULTS,
     LEGACY,

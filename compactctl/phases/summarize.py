@@ -9,11 +9,12 @@ in the transcript, and after `max_strikes` strikes in a row the transcript is sk
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from .. import refs as _refs
 from ..errors import CannotFit
+from ..lean import dataclass
 from ..model import Message, Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
 from ..tokens import Counter

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..lean import dataclass
 from ..model import Transcript
 from ..phases import Archived
 

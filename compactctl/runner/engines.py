@@ -10,7 +10,6 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -18,6 +17,7 @@ import orjson
 from .. import formats
 from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
+from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
 from .base import Done, Result, _Ctx, warn

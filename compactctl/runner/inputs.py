@@ -5,12 +5,13 @@ interrupted run already wrote (--resume)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .. import formats
 from ..errors import UsageError
 from ..jsonl import open_input
+from ..lean import dataclass
 from ..model import Transcript
 
 LAZY_FORMATS = ("openai", "anthropic", "sharegpt")  # dataset records that read independently of each other

@@ -7,9 +7,10 @@ The contract lives here, below the phases, so that a summarizer depends on nothi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Protocol
 
+from ..lean import dataclass
 from ..model import Message
 from ..tokens import Counter
 

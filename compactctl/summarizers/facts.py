@@ -8,10 +8,11 @@ and assistant text, tool-call arguments, error lines), not from every byte of to
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import refs, tools
 from ..harness import human_text, is_injected
+from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
 from ..names import is_task_document, names_in

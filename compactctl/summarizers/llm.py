@@ -23,11 +23,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import LLMAuthError, UsageError
 from ..jsonl import without_surrogates
+from ..lean import dataclass
 from ..model import Message, is_output
 from ..redact import redact, redact_json_text
 from ..tokens import Counter

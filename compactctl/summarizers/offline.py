@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
 
 from ..harness import INJECTED_TAGS
+from ..lean import dataclass
 from ..markers import NAMES_SEP
 from ..redact import cut
 from ..tokens import Counter

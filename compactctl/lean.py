@@ -18,19 +18,13 @@ from __future__ import annotations
 import dataclasses
 import reprlib
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
-
-T = TypeVar("T", bound=type)
+from typing import TYPE_CHECKING, Any
 
 
-@overload
-def dataclass(cls: T, /) -> T: ...
-@overload
-def dataclass(*, repr: bool = True, eq: bool = True, frozen: bool = False, **kw: Any) -> Callable[[T], T]: ...
-def dataclass(cls: Any = None, /, *, repr: bool = True, eq: bool = True, frozen: bool = False, **kw: Any) -> Any:
+def lean_dataclass(cls: Any = None, /, *, repr: bool = True, eq: bool = True, frozen: bool = False, **kw: Any) -> Any:
     """`@dataclass`, `@dataclass(frozen=True, slots=True)`, ... as `dataclasses.dataclass` takes them."""
 
-    def wrap(c: T) -> T:
+    def wrap(c: Any) -> Any:
         # Read before the class is processed: what the class body defines itself is kept, as dataclass does.
         own = c.__dict__
         explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
@@ -44,10 +38,16 @@ def dataclass(cls: Any = None, /, *, repr: bool = True, eq: bool = True, frozen:
         if eq and not explicit_hash:
             # dataclass's rule: eq without frozen makes instances unhashable; eq and frozen hash the fields.
             names = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
-            c.__hash__ = _hash_of(names) if frozen else None  # type: ignore[assignment]
+            c.__hash__ = _hash_of(names) if frozen else None
         return c
 
     return wrap if cls is None else wrap(cls)
+
+
+if TYPE_CHECKING:  # a type checker sees the standard decorator, whose behaviour this one keeps
+    from dataclasses import dataclass as dataclass
+else:
+    dataclass = lean_dataclass
 
 
 def _attach(cls: type, name: str, fn: Callable[..., Any]) -> None:

@@ -74,8 +74,18 @@ def shapes(deco):
     class Child(Plain):
         d: int = 1
 
-    return {"Plain": Plain, "Frozen": Frozen, "Slots": Slots, "FrozenSlots": FrozenSlots, "Hidden": Hidden,
-            "HashPick": HashPick, "Bare": Bare, "OwnMethods": OwnMethods, "Empty": Empty, "Child": Child}
+    return {
+        "Plain": Plain,
+        "Frozen": Frozen,
+        "Slots": Slots,
+        "FrozenSlots": FrozenSlots,
+        "Hidden": Hidden,
+        "HashPick": HashPick,
+        "Bare": Bare,
+        "OwnMethods": OwnMethods,
+        "Empty": Empty,
+        "Child": Child,
+    }
 
 
 STD = shapes(dataclasses.dataclass)

@@ -341,3 +341,21 @@ def mark_observations(messages: list[Message]) -> None:
             if x.get("is_demo") is True or x.get("message_type") == "demonstration" or answers_action(m, prev):
                 m.injected = m.observation = True
         prev = m
+
+
+def blank_parts(parts: list) -> bool:
+    """No part, or only text parts whose text is blank (`[{"type": "text", "text": ""}]`): both APIs reject it as
+    empty. A part that holds its text under another key (LlamaFactory's "value") is not blank."""
+    return all(is_blank_part(p) for p in parts)
+
+
+def is_blank_part(p: Any) -> bool:
+    return isinstance(p, dict) and p.get("type") in TEXT_TYPES and isinstance(p.get("text"), str) and not p["text"].strip()
+
+
+def refused_system(system: Any) -> bool:
+    """An Anthropic system prompt the API refuses: null, blank text, or only blank text blocks ("text content
+    blocks must contain non-whitespace text"). An empty list of blocks it takes."""
+    if isinstance(system, str):
+        return not system.strip()
+    return system is None or (isinstance(system, list) and bool(system) and blank_parts(system))

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
-from .model import LEGACY, SYSTEM_ROLES, is_chat_text, part_problem
-from .phases.repair import VALID_ID, blank_parts, is_blank_part
+from .model import LEGACY, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
+from .phases.repair import VALID_ID
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
 

@@ -263,11 +263,11 @@ def test_ids_anthropic_refuses_are_renamed_with_their_results(tmp_path):
 
 @needs_corpus
 def test_every_tau_bench_conversation_converts_to_valid_anthropic(tmp_path):
-    from .validator import validate_anthropic
+    from .validator import validate_anthropic_records
 
     out, _ = _convert(tmp_path, CORPUS / "openai-chat" / "tau-bench" / "gpt-4o-airline.json", "anthropic")
     recs = _records(out)
-    assert len(recs) == 200 and all(validate_anthropic(r["messages"]) == [] for r in recs)
+    assert len(recs) == 200 and validate_anthropic_records(recs) == []
 
 
 def test_thinking_alone_and_error_flags_are_written_validly_or_said(tmp_path):

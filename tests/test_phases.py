@@ -666,3 +666,44 @@ def test_a_system_message_after_the_last_assistant_turn_does_not_hide_its_final_
     assert [m.content for m in out.messages] == ["hi", "Sure.", "note"] and st.final_space_cut == 1 and check(out) == []
     only_system = Transcript([Message(role="system", content="rules ")])
     assert "final-space" not in [v.rule for v in check(only_system)]
+
+
+@pytest.mark.parametrize(
+    ("system", "refused"),
+    [
+        (None, True),  # null
+        ("", True),
+        (" \n", True),
+        ([{"type": "text", "text": " "}], True),  # "text content blocks must contain non-whitespace text"
+        ([{"type": "text", "text": ""}, {"type": "text", "text": "\t"}], True),
+        ([], False),  # no block at all the API takes
+        ("Be terse.", False),
+        ([{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}], False),
+    ],
+)
+def test_an_anthropic_system_prompt_without_text_is_a_violation_repair_empties(tmp_path, system, refused):
+    from .validator import validate_anthropic_records
+
+    path = write_jsonl(tmp_path / "a.jsonl", [{"system": system, "messages": [{"role": "user", "content": "hi"}], "id": 7}])
+    [t] = api.read([str(path)])
+    assert t.format == "anthropic"
+    assert [v.rule for v in api.check(t)] == (["blank-system"] if refused else [])
+    out, st = api.repair(t)
+    assert st.blank_system_removed == int(refused) and st.changed == refused
+    [rec] = [orjson.loads(x) for x in api.write(out).splitlines()]
+    assert validate_anthropic_records([rec]) == []
+    assert rec == {"system": [] if refused else system, "messages": [{"role": "user", "content": "hi"}], "id": 7}
+    [back] = api.read([str(write_jsonl(tmp_path / "b.jsonl", [rec]))])
+    assert back.format == "anthropic"  # it still reads as what it is (restore writes it back as one)
+    assert api.check(out) == []
+    if refused and system is not None:  # a system message, archived as repair's (null was no message)
+        assert [a.message.role for a in st.archived] == ["system"]
+
+
+def test_a_blank_openai_system_message_stays_for_openai_and_is_left_out_for_anthropic():
+    """OpenAI takes a system message with blank text; the Messages API's system prompt must have text, and a
+    blank one holds nothing to lose."""
+    t = T([{"role": "system", "content": " "}, {"role": "user", "content": "hi"}])
+    assert api.check(t) == [] and api.repair(t)[0] is t
+    assert [orjson.loads(x) for x in api.write(t).splitlines()][0] == {"role": "system", "content": " "}
+    assert [orjson.loads(x) for x in api.write(t, "anthropic").splitlines()] == [{"role": "user", "content": "hi"}]

@@ -203,3 +203,22 @@ def attachments(messages: list[dict], sig_of_call, sig_of_result) -> tuple[int, 
             continue
         i += 1
     return checked, wrong, details
+
+
+def validate_anthropic_records(records: list[dict]) -> list[str]:
+    """Every rule Anthropic output records break: a dataset's records (`{"system", "messages"}`), each a
+    request, or a session's lines (`{"system"}` and one row a line), one request together. A system prompt
+    must have text: null, blank text and blank text blocks are refused."""
+    errors: list[str] = []
+    for r in records:
+        if "system" in r:
+            s = r["system"]
+            if s is None or (isinstance(s, str) and not s.strip()):
+                errors.append(f"a system prompt without text: {s!r}")
+            elif isinstance(s, list):
+                errors += [f"a system text block without text: {b!r}" for b in s if _blank_text(b)]
+            elif not isinstance(s, str):
+                errors.append(f"a system prompt that is neither text nor blocks: {s!r}")
+    if any("messages" in r for r in records):
+        return errors + [e for r in records for e in validate_anthropic(r.get("messages") or [])]
+    return errors + validate_anthropic([r for r in records if "role" in r])

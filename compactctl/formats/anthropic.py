@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import Message, Provenance, Transcript
+from ..model import Message, Provenance, Transcript, refused_system
 from . import Reader, Record
 from .blocks import (
     assistant_blocks,
@@ -218,13 +218,15 @@ def write(t: Transcript) -> Iterator[bytes]:
             return
         system, rows = to_rows(t)
         rec = dict(t.metadata) if t.metadata else {}
-        if system is not None:  # else a "system" the record came with stays (never null: the API refuses it)
+        if system is not None and ("system" in rec or not refused_system(system)):
             rec["system"] = system
+        # else a "system" the record came with stays; a blank system message of another format (which its API
+        # took, and which holds nothing to lose) is left out: this API refuses a system prompt without text
         rec["messages"] = rows
         yield orjson.dumps(rec)
         return
     system, rows = to_rows(t)
-    if system is not None:
+    if not refused_system(system):
         yield orjson.dumps({"system": system})
     for r in rows:
         yield orjson.dumps(r)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import field
-from typing import Any
 
 from ..errors import DataError
 from ..lean import dataclass
@@ -31,12 +30,14 @@ from ..model import (
     MISSING,
     OBJECT_ARGUMENTS,
     SYSTEM_ROLES,
-    TEXT_TYPES,
     Message,
     ToolCall,
     Transcript,
+    blank_parts,
+    is_blank_part,
     is_chat_text,
     other_content,
+    refused_system,
     text_part,
 )
 from ..pairs import match
@@ -85,6 +86,7 @@ class RepairStats:
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
     calls_named: int = 0  # calls without a name, named UNNAMED (both APIs want a tool's name)
     final_space_cut: int = 0  # a last assistant message whose text ended in whitespace (Anthropic refuses it)
+    blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     @property
@@ -107,6 +109,7 @@ class RepairStats:
                 self.arguments_as_text,
                 self.calls_named,
                 self.final_space_cut,
+                self.blank_system_removed,
             )
         )
 
@@ -165,16 +168,6 @@ def ids_list_only(m: Message) -> bool:
 def empty_calls(m: Message) -> bool:
     """A message read with `"tool_calls": []` and written back as read (OpenAI refuses an empty array)."""
     return not m.tool_calls and m.untouched and isinstance(m.origin, dict) and m.origin.get("tool_calls") == []
-
-
-def blank_parts(parts: list) -> bool:
-    """No part, or only text parts whose text is blank (`[{"type": "text", "text": ""}]`): both APIs reject it as
-    empty. A part that holds its text under another key (LlamaFactory's "value") is not blank."""
-    return all(is_blank_part(p) for p in parts)
-
-
-def is_blank_part(p: Any) -> bool:
-    return isinstance(p, dict) and p.get("type") in TEXT_TYPES and isinstance(p.get("text"), str) and not p["text"].strip()
 
 
 def has_foreign_text(m: Message, fmt: str) -> bool:
@@ -240,12 +233,31 @@ def check(t: Transcript) -> list[Violation]:
     last = final_turn(msgs)
     if last is not None and final_space(msgs[last]):
         out.append(Violation(t.id, last, "final-space", "the last turn, an assistant's, ends in whitespace (Anthropic refuses it)"))
+    out.extend(_system_violations(t))
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
     elif first[1].role != "user":
         out.append(Violation(t.id, first[0], "first-role", f"first non-system message is {first[1].role}, not user"))
     return out
+
+
+def null_system(t: Transcript) -> bool:
+    """An Anthropic record whose `"system"` is null (the reader takes it for no system prompt)."""
+    return t.format == "anthropic" and t.metadata.get("system", "") is None
+
+
+def blank_system(m: Message, fmt: str) -> bool:
+    """An Anthropic system message without text (see model.refused_system)."""
+    return fmt == "anthropic" and m.role in SYSTEM_ROLES and m.content is not None and refused_system(m.content)
+
+
+def _system_violations(t: Transcript) -> Iterator[Violation]:
+    if null_system(t):
+        yield Violation(t.id, 0, "blank-system", 'the record\'s "system" is null (Anthropic refuses it)')
+    for i, m in enumerate(t.messages):
+        if blank_system(m, t.format):
+            yield Violation(t.id, i, "blank-system", "the system prompt has no text (Anthropic refuses it)")
 
 
 def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Violation]:
@@ -319,15 +331,24 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
             archive(t, m, "repair", fix.st.archived)
             fix.st.empty_removed += 1
             continue
+        if blank_system(m, t.format):
+            archive(t, m, "repair", fix.st.archived)
+            fix.st.blank_system_removed += 1
+            continue
         if not (m.role == "assistant" and m.tool_calls):
             placed.append(m)
             continue
         fix.group(i, m, placed)
     st = fix.st
     _mend_ends(t, placed, st, o.allow_empty)
+    meta = t.metadata
+    if null_system(t) or (st.blank_system_removed and refused_system(meta.get("system"))):
+        # a null or blank prompt becomes no blocks, which the API takes (and the record still reads as Anthropic's)
+        meta = {**meta, "system": []}
+        st.blank_system_removed += null_system(t)
     if not st.changed and len(placed) == len(t.messages) and all(a is b for a, b in zip(placed, t.messages, strict=True)):
         return t, st
-    return t.evolve(messages=placed), st
+    return t.evolve(messages=placed, metadata=meta), st
 
 
 def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empty: bool) -> None:

@@ -176,3 +176,112 @@ def test_the_offline_summary_never_exceeds_its_budget(f, budget):
     text = offline.summarize(f, COUNTER, budget)
     if COUNTER.text(text) > budget:  # only an ask the summary must carry verbatim may stand over it (the caller refuses)
         assert f.last_request_verbatim and f.last_request and f.last_request.strip() in text
+
+
+# Wilder input, judged by the independent validators (tests/validator.py shares no code with repair): what
+# `compact` writes, as OpenAI chat and as Anthropic Messages, is what the APIs take, whatever came in.
+BLANKS = st.sampled_from(["", " ", "\n", " \t "])
+WORDS = st.sampled_from(["fix the test", "ran pytest: 3 failed", "src/app.py", "ok", "Error: boom\n"])
+SPACE_END = st.sampled_from(["", " ", "\n"])
+
+
+@st.composite
+def parts(draw):
+    """A content value: text, a blank, null, or a list of text parts some of which are blank."""
+    kind = draw(st.sampled_from(["text", "blank", "none", "list"]))
+    if kind == "text":
+        return draw(WORDS) + draw(SPACE_END)
+    if kind == "blank":
+        return draw(BLANKS)
+    if kind == "none":
+        return None
+    return [{"type": "text", "text": draw(st.one_of(WORDS, BLANKS))} for _ in range(draw(st.integers(0, 3)))]
+
+
+@st.composite
+def wild_transcripts(draw):
+    rows: list[dict] = []
+    for _ in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["system", "user", "user", "assistant", "calls", "calls", "result", "result"]))
+        if kind in ("system", "user", "assistant"):
+            rows.append({"role": kind, "content": draw(parts())})
+        elif kind == "calls":
+            calls = [
+                {"id": draw(IDS), "type": "function", "function": {"name": draw(st.sampled_from(["bash", "read"])), "arguments": "{}"}}
+                for _ in range(draw(st.integers(1, 3)))
+            ]
+            rows.append({"role": "assistant", "content": draw(parts()), "tool_calls": calls})
+        else:
+            rows.append({"role": "tool", "tool_call_id": draw(IDS), "content": draw(parts()) or "out"})
+    return Transcript([message_from_dict(d, "gen", i + 1, i) for i, d in enumerate(rows)], id="gen")
+
+
+@SETTINGS
+@given(wild_transcripts(), st.sampled_from([300, 4000]))
+def test_compact_writes_what_both_apis_take_whatever_came_in(t, window):
+    from .validator import validate, validate_anthropic_records
+
+    try:
+        out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window)))
+    except api_errors.CannotFit as e:
+        out = e.fallback[0]
+    except api_errors.DataError:
+        assert nothing_to_send(t)
+        return
+    openai = [orjson.loads(x) for x in api.write(out).splitlines()]
+    assert validate(openai) == [], openai
+    anthropic = [orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]
+    assert validate_anthropic_records(anthropic) == [], anthropic
+
+
+@st.composite
+def anthropic_blocks(draw, role):
+    out: list[dict] = []
+    for _ in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from(["text", "text", "use", "result", "thinking"] if role == "assistant" else ["text", "result", "result"]))
+        if kind == "text":
+            out.append({"type": "text", "text": draw(st.one_of(WORDS, BLANKS)) + draw(SPACE_END)})
+        elif kind == "use":
+            out.append({"type": "tool_use", "id": draw(IDS), "name": draw(st.sampled_from(["bash", "read"])), "input": {"c": draw(WORDS)}})
+        elif kind == "thinking":
+            out.append({"type": "thinking", "thinking": draw(WORDS), "signature": "sig"})
+        else:
+            out.append({"type": "tool_result", "tool_use_id": draw(IDS), "content": draw(st.one_of(WORDS, BLANKS, st.just([])))})
+    return out
+
+
+@st.composite
+def anthropic_records(draw):
+    rec: dict = {}
+    if draw(st.booleans()):
+        rec["system"] = draw(
+            st.one_of(
+                st.none(), WORDS, BLANKS, st.lists(st.builds(lambda t: {"type": "text", "text": t}, st.one_of(WORDS, BLANKS)), max_size=2)
+            )
+        )
+    rows = []
+    for _ in range(draw(st.integers(1, 10))):
+        role = draw(st.sampled_from(["user", "assistant"]))
+        rows.append({"role": role, "content": draw(st.one_of(WORDS, BLANKS, anthropic_blocks(role)))})
+    rec["messages"] = rows
+    return rec
+
+
+@SETTINGS
+@given(anthropic_records(), st.sampled_from([300, 4000]))
+def test_compact_of_anthropic_records_writes_what_both_apis_take(tmp_path_factory, rec, window):
+    from .validator import validate, validate_anthropic_records
+
+    path = tmp_path_factory.mktemp("a") / "a.jsonl"
+    path.write_bytes(orjson.dumps(rec) + b"\n")
+    try:
+        [t] = api.read([str(path)])
+        out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window)))
+    except api_errors.CannotFit as e:
+        out = e.fallback[0]
+    except api_errors.DataError:
+        return  # said with the file and line (an empty conversation, a block the reader refuses)
+    anthropic = [orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]
+    assert validate_anthropic_records(anthropic) == [], (rec, anthropic)
+    openai = [orjson.loads(x) for x in api.write(out, "openai").splitlines()]
+    assert validate([m for r in openai for m in r.get("messages", [r])]) == [], (rec, openai)

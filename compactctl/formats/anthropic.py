@@ -128,6 +128,15 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         yield Transcript(_finish(msgs, system), id=source, source=source, line=first, format=NAME, layout="session", native=rows)
 
 
+def _prompt(system: Any, content: Any) -> Any:
+    """The system prompt so far with a system message's content: the API has one prompt, and a later system
+    message joins it (it was dropped). One without text adds nothing: a blank text block would make the prompt
+    one the API refuses."""
+    if system is None or (refused_system(system) and not refused_system(content)):
+        return content
+    return system if refused_system(content) else _joined(system, content)
+
+
 def to_rows(t: Transcript) -> tuple[object, list[dict]]:
     """(system, message dicts) for a transcript; untouched source messages come back as they were."""
     src = t.native if isinstance(t.native, list) else None
@@ -138,8 +147,7 @@ def to_rows(t: Transcript) -> tuple[object, list[dict]]:
     while i < len(msgs):
         m = msgs[i]
         if m.role in ("system", "developer"):
-            # The API has one system prompt: a later system message joins it (it was dropped).
-            system = m.content if system is None else _joined(system, m.content)
+            system = _prompt(system, m.content)
             i += 1
             continue
         origin = m.anchor if isinstance(m.anchor, tuple) else None

@@ -117,7 +117,10 @@ class RepairStats:
 def _empty(m: Message) -> bool:
     """A user or assistant message with nothing either API takes as content. Replayed reasoning alone is not
     content: OpenAI wants content (or calls) beside `reasoning_content`, and Anthropic a block that is not a
-    thinking one (the reasoning is archived with the message)."""
+    thinking one (the reasoning is archived with the message). A system message of blank text parts alone says
+    nothing either, and Anthropic refuses a text block without text (in its own format, see blank_system)."""
+    if m.role in SYSTEM_ROLES:
+        return isinstance(m.content, list) and bool(m.content) and blank_parts(m.content)
     if m.role not in ("user", "assistant") or m.tool_calls or other_content(m.extra):
         return False
     c = m.content
@@ -262,7 +265,7 @@ def _system_violations(t: Transcript) -> Iterator[Violation]:
 
 def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Violation]:
     """What is wrong with message i's content and the form it would be written in."""
-    if _empty(m):
+    if _empty(m) and not blank_system(m, fmt):  # that one is a blank-system
         yield Violation(tid, i, "empty-message", f"{m.role} message has no content")
     elif has_blank_part(m):
         yield Violation(tid, i, "blank-part", f"{m.role} message has a text part without text")
@@ -327,13 +330,13 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
     for i, m in enumerate(msgs):
         if m.role == "tool":
             continue  # placed with its call, or dropped as an orphan
-        if _empty(m):
-            archive(t, m, "repair", fix.st.archived)
-            fix.st.empty_removed += 1
-            continue
         if blank_system(m, t.format):
             archive(t, m, "repair", fix.st.archived)
             fix.st.blank_system_removed += 1
+            continue
+        if _empty(m):
+            archive(t, m, "repair", fix.st.archived)
+            fix.st.empty_removed += 1
             continue
         if not (m.role == "assistant" and m.tool_calls):
             placed.append(m)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
 from .model import LEGACY, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
-from .phases.repair import VALID_ID
+from .phases.repair import VALID_ID, VALID_NAME
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
 
@@ -120,7 +120,7 @@ def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
     cid = c.get("id")
     if (
         type(name) is not str
-        or not name.strip()  # repair names it
+        or not VALID_NAME.fullmatch(name)  # repair names it, or mends the name
         or type(cid) is not str
         or not VALID_ID.fullmatch(cid)
         or cid in seen

@@ -707,3 +707,40 @@ def test_a_blank_openai_system_message_stays_for_openai_and_is_left_out_for_anth
     assert api.check(t) == [] and api.repair(t)[0] is t
     assert [orjson.loads(x) for x in api.write(t).splitlines()][0] == {"role": "system", "content": " "}
     assert [orjson.loads(x) for x in api.write(t, "anthropic").splitlines()] == [{"role": "user", "content": "hi"}]
+
+
+def test_a_tool_name_the_apis_refuse_is_mended_in_the_call_and_its_legacy_result():
+    """Both APIs check the names of a conversation's calls, not only of `tools` (Anthropic: "messages.3.content.0.
+    tool_use.name: String should match pattern"; OpenAI Responses refused a Claude Code history whose model had
+    called `dots schema search --scope all --json`)."""
+    from .validator import validate, validate_anthropic_records
+
+    long = "mcp__server__" + "x" * 70
+
+    def tc(cid, name):
+        return call(cid, name, {})["tool_calls"][0]
+
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [tc("a", "dots schema search --json"), tc("b", "ns.tool")]},
+        res("a", "unknown tool"),
+        res("b", "ok"),
+        {"role": "assistant", "content": None, "tool_calls": [tc("c", long), tc("d", "Read")]},
+        res("c", "ok"),
+        res("d", "ok"),
+        {"role": "assistant", "content": None, "function_call": {"name": "old.fn", "arguments": "{}"}},
+        {"role": "function", "name": "old.fn", "content": "done"},
+        {"role": "assistant", "content": "done"},
+    ]
+    t = T(rows)
+    assert [v.rule for v in api.check(t)] == ["bad-name", "bad-name", "bad-name", "bad-name"]
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.names_mended == 4
+    names = [c.name for m in out.messages for c in m.tool_calls]
+    assert names == ["dots_schema_search_--json", "ns_tool", ("mcp__server__" + "x" * 70)[:64], "Read", "old_fn"]
+    assert out.messages[-2].name == "old_fn"  # the legacy result names its call as the call is named now
+    assert [a.message.tool_calls[0].name for a in st.archived if a.message.tool_calls][:2] == ["dots schema search --json", long]
+    written = [orjson.loads(x) for x in api.write(out).splitlines()]
+    assert validate(written) == []
+    assert validate_anthropic_records([orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]) == []
+    assert api.repair(out)[0] is out  # idempotent

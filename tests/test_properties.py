@@ -183,6 +183,7 @@ def test_the_offline_summary_never_exceeds_its_budget(f, budget):
 BLANKS = st.sampled_from(["", " ", "\n", " \t "])
 WORDS = st.sampled_from(["fix the test", "ran pytest: 3 failed", "src/app.py", "ok", "Error: boom\n"])
 SPACE_END = st.sampled_from(["", " ", "\n"])
+NAMES = st.sampled_from(["bash", "read", "ns.tool", "run tests --all", "t" * 70])  # the last three: names the APIs refuse
 
 
 @st.composite
@@ -207,7 +208,7 @@ def wild_transcripts(draw):
             rows.append({"role": kind, "content": draw(parts())})
         elif kind == "calls":
             calls = [
-                {"id": draw(IDS), "type": "function", "function": {"name": draw(st.sampled_from(["bash", "read"])), "arguments": "{}"}}
+                {"id": draw(IDS), "type": "function", "function": {"name": draw(NAMES), "arguments": "{}"}}
                 for _ in range(draw(st.integers(1, 3)))
             ]
             rows.append({"role": "assistant", "content": draw(parts()), "tool_calls": calls})
@@ -242,7 +243,7 @@ def anthropic_blocks(draw, role):
         if kind == "text":
             out.append({"type": "text", "text": draw(st.one_of(WORDS, BLANKS)) + draw(SPACE_END)})
         elif kind == "use":
-            out.append({"type": "tool_use", "id": draw(IDS), "name": draw(st.sampled_from(["bash", "read"])), "input": {"c": draw(WORDS)}})
+            out.append({"type": "tool_use", "id": draw(IDS), "name": draw(NAMES), "input": {"c": draw(WORDS)}})
         elif kind == "thinking":
             out.append({"type": "thinking", "thinking": draw(WORDS), "signature": "sig"})
         else:

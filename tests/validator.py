@@ -9,7 +9,7 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 - Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
   non-system message is from the user; no user/assistant message is empty; no text block is empty
   ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
-- Both: a call names its tool (a non-empty name); every content part is an object with a type; a text part holds its text, a string, under "text".
+- Both: a call names its tool, 1-64 letters, digits, `_` or `-` (in a conversation's calls too); every content part is an object with a type; a text part holds its text, a string, under "text".
 - Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
   one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
   that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
@@ -67,6 +67,8 @@ def validate(messages: list[dict]) -> list[str]:
                 fn = c.get("function")
                 if not (isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"].strip()):
                     errors.append(f"{i}: call {cid!r} has no tool name")
+                elif not _tool_name(fn["name"]):
+                    errors.append(f"{i}: call {cid!r}: tool name {fn['name']!r} is not what the API takes")
                 if cid in all_ids:
                     errors.append(f"{i}: call id {cid!r} is not unique")
                 all_ids.add(cid)
@@ -93,6 +95,12 @@ def validate(messages: list[dict]) -> list[str]:
             errors.append(f"{i}: orphan {role} result")
         i += 1
     return errors
+
+
+def _tool_name(name: str) -> bool:
+    """A tool name as both APIs take it, in a conversation too (Anthropic: "messages.3.content.0.tool_use.name:
+    String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"; OpenAI: a-z, A-Z, 0-9, underscores and dashes, 64 at most)."""
+    return re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) is not None
 
 
 def _malformed_parts(content: Any) -> list[str]:
@@ -162,9 +170,9 @@ def validate_anthropic(rows: list[dict]) -> list[str]:
                 errors.append(f"turn {k}: a tool_result in an assistant turn")
             uses = [str(b.get("id")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
             errors += [
-                f"turn {k}: tool_use {b.get('id')!r} has no name"
+                f"turn {k}: tool_use {b.get('id')!r} has no name the API takes: {b.get('name')!r}"
                 for b in blocks
-                if isinstance(b, dict) and b.get("type") == "tool_use" and not (isinstance(b.get("name"), str) and b["name"].strip())
+                if isinstance(b, dict) and b.get("type") == "tool_use" and not (isinstance(b.get("name"), str) and _tool_name(b["name"]))
             ]
     if uses:
         errors.append(f"the last turn's calls {uses} have no results")

@@ -45,6 +45,9 @@ from . import Archived, archive
 
 # A tool-call id both APIs take: Anthropic's pattern, OpenAI's length (40 at most).
 VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+# A tool name both APIs take, in `tools` and in a conversation's calls alike (Anthropic: "tool_use.name: String
+# should match pattern '^[a-zA-Z0-9_-]{1,64}$'"; OpenAI: letters, digits, _ and -, at most 64).
+VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 STUB = "[No result was recorded for this call]"
 UNNAMED = "unknown"  # the name of a call that came without one (the ShareGPT reader's for a call it cannot parse)
 # The stub before the eleventh session, which pointed at a summary that most transcripts repaired this way do not
@@ -85,6 +88,7 @@ class RepairStats:
     result_ids_written: int = 0  # results that named their call in SWE-agent's tool_call_ids only (tool_call_id added)
     arguments_as_text: int = 0  # calls whose arguments the source held as a JSON object (OpenAI wants the text)
     calls_named: int = 0  # calls without a name, named UNNAMED (both APIs want a tool's name)
+    names_mended: int = 0  # calls whose tool name the APIs refuse (a space, a dot, over 64), written as one they take
     final_space_cut: int = 0  # a last assistant message whose text ended in whitespace (Anthropic refuses it)
     blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
     archived: list[Archived] = field(default_factory=list, repr=False)
@@ -108,6 +112,7 @@ class RepairStats:
                 self.result_ids_written,
                 self.arguments_as_text,
                 self.calls_named,
+                self.names_mended,
                 self.final_space_cut,
                 self.blank_system_removed,
             )
@@ -159,6 +164,12 @@ def _without_final_space(m: Message) -> Message:
 def named(c: ToolCall) -> bool:
     """A call with a tool's name: both APIs refuse an empty one (Hermes writes `"name": ""`)."""
     return isinstance(c.name, str) and bool(c.name.strip())
+
+
+def mended_name(name: str) -> str:
+    """A tool name the APIs take for one they refuse (`dots schema search --json`, `ns.tool`): each run of
+    other characters one `_`, at most 64 characters; UNNAMED when nothing is left. Calls of one tool keep one name."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:64] or UNNAMED
 
 
 def ids_list_only(m: Message) -> bool:
@@ -300,6 +311,8 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
             yield Violation(tid, i, "object-arguments", f"call {c.id!r}: arguments are missing or a JSON object (the API wants JSON text)")
         if not named(c):
             yield Violation(tid, i, "unnamed-call", f"call {c.id!r} has no tool name")
+        elif not VALID_NAME.fullmatch(c.name):
+            yield Violation(tid, i, "bad-name", f"call {c.id!r}: tool name {c.name[:80]!r} is not 1-64 letters, digits, _ or -")
         if not is_legacy(c) and not (isinstance(c.id, str) and c.id):
             yield Violation(tid, i, "missing-id", f"call {c.name!r} has no id")
         elif isinstance(c.id, str) and not is_legacy(c) and not VALID_ID.fullmatch(c.id):
@@ -482,7 +495,7 @@ class _Repair:
                 or cid in ids
                 or c.extra.get(LEGACY)
                 or c.extra.get(OBJECT_ARGUMENTS)
-                or not named(c)
+                or not (isinstance(c.name, str) and VALID_NAME.fullmatch(c.name))
             ):
                 return False
             r = result_for.get((i, pos))
@@ -500,6 +513,9 @@ class _Repair:
         if not named(c):  # a legacy call's result is named with it (see result)
             c = ToolCall(c.id, UNNAMED, c.arguments, dict(c.extra))
             self.st.calls_named += 1
+        elif not VALID_NAME.fullmatch(c.name):
+            c = ToolCall(c.id, mended_name(c.name), c.arguments, dict(c.extra))
+            self.st.names_mended += 1
         if is_legacy(c):
             return c
         if not (isinstance(c.id, str) and VALID_ID.fullmatch(c.id)) or c.id in self.seen:
@@ -522,7 +538,7 @@ class _Repair:
             archive(self.t, rmsg, "repair", self.st.archived)
             self.st.result_ids_set += 1
             return rmsg.evolve(tool_call_id=c.id)
-        if legacy and c.name == UNNAMED and rmsg.name != UNNAMED:  # a `function` result names its call
-            archive(self.t, rmsg, "repair", self.st.archived)
-            return rmsg.evolve(name=UNNAMED)
+        if legacy and rmsg.name != c.name and (c.name == UNNAMED or mended_name(str(rmsg.name)) == c.name):
+            archive(self.t, rmsg, "repair", self.st.archived)  # a `function` result names its call: as it is now
+            return rmsg.evolve(name=c.name)
         return rmsg

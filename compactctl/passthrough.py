@@ -16,7 +16,7 @@ from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
 from .model import LEGACY, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
-from .phases.repair import VALID_ID, VALID_NAME
+from .phases.repair import VALID_ID, VALID_NAME, defined_names
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
 
@@ -29,7 +29,7 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
     if fmt != "openai" or type(obj) is not dict:
         return False
     msgs = obj.get(messages_key(obj) or "messages")
-    if type(msgs) is not list:
+    if type(msgs) is not list or not all(VALID_NAME.fullmatch(name) for _, _, name in defined_names(obj)):
         return False
     seen: set[str] = set()  # call ids so far: each must be new (repair renames a reused one)
     opened = False  # the first non-system message was seen (and is from the user)

@@ -422,3 +422,19 @@ def test_convert_says_when_a_transcript_breaks_the_apis_rules_as_read(tmp_path):
     assert cli("repair", "--check", str(out)).returncode == 6
     _, err = _convert(tmp_path, SYSTEM_MID[:4], "openai")
     assert "breaks" not in err
+
+
+def test_a_parameter_schema_without_a_type_gets_the_object_type_anthropic_requires(tmp_path):
+    """OpenAI takes `parameters` without a top-level type (some MCP and Codex tools ship one); Anthropic refuses
+    such an input_schema ("tools.N.custom.input_schema.type: Field required")."""
+    loose = {"properties": {"path": {"type": "string"}}, "required": ["path"]}
+    rec = {
+        "messages": [{"role": "user", "content": "read it"}, {"role": "assistant", "content": "ok"}],
+        "tools": [
+            {"type": "function", "function": {"name": "read", "parameters": loose}},
+            {"type": "function", "function": {"name": "ls", "parameters": {"type": "object", "properties": {}}}},
+        ],
+    }
+    out, _ = _convert(tmp_path, write_jsonl(tmp_path / "t.jsonl", [rec]), "anthropic")
+    [got] = _records(out)
+    assert [t["input_schema"] for t in got["tools"]] == [{"type": "object", **loose}, {"type": "object", "properties": {}}]

@@ -744,3 +744,29 @@ def test_a_tool_name_the_apis_refuse_is_mended_in_the_call_and_its_legacy_result
     assert validate(written) == []
     assert validate_anthropic_records([orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]) == []
     assert api.repair(out)[0] is out  # idempotent
+
+
+def test_tool_definitions_and_tool_choice_are_named_as_the_mended_calls(tmp_path):
+    """A record whose `tools` define `ns.tool` (Gemini takes dots; OpenAI and Anthropic do not) and whose calls call
+    it: the calls were mended alone, and the request still defined a tool neither API takes."""
+    from .validator import validate_anthropic_records
+
+    rec = {
+        "tools": [
+            {"type": "function", "function": {"name": "ns.tool", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "ok_tool", "parameters": {"type": "object"}}},
+        ],
+        "tool_choice": {"type": "function", "function": {"name": "ns.tool"}},
+        "messages": [{"role": "user", "content": "go"}, call("a", "ns.tool", {}), res("a", "ok"), {"role": "assistant", "content": "done"}],
+    }
+    path = write_jsonl(tmp_path / "t.jsonl", [rec])
+    [t] = api.read([str(path)])
+    assert sorted(v.rule for v in api.check(t)) == ["bad-name"] * 3
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.names_mended == 3
+    [got] = [orjson.loads(x) for x in api.write(out).splitlines()]
+    assert [d["function"]["name"] for d in got["tools"]] == ["ns_tool", "ok_tool"]
+    assert got["tool_choice"]["function"]["name"] == "ns_tool" == got["messages"][1]["tool_calls"][0]["function"]["name"]
+    assert rec["tools"][0]["function"]["name"] == "ns.tool"  # the record read was not changed in place
+    assert validate_anthropic_records([orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]) == []
+    assert cli("repair", str(path)).stdout.count(b"ns_tool") == 3  # the fast path does not pass it through

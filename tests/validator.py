@@ -227,6 +227,12 @@ def validate_anthropic_records(records: list[dict]) -> list[str]:
                 errors += [f"a system text block without text: {b!r}" for b in s if _blank_text(b)]
             elif not isinstance(s, str):
                 errors.append(f"a system prompt that is neither text nor blocks: {s!r}")
+        for tool in r.get("tools") or []:  # custom tools: a name the API takes, an input_schema with a type
+            if isinstance(tool, dict) and "input_schema" in tool:
+                if not (isinstance(tool.get("name"), str) and _tool_name(tool["name"])):
+                    errors.append(f"a tool definition named {tool.get('name')!r}")
+                if not (isinstance(tool["input_schema"], dict) and "type" in tool["input_schema"]):
+                    errors.append(f"tool {tool.get('name')!r}: input_schema.type: Field required")
     if any("messages" in r for r in records):
         return errors + [e for r in records for e in validate_anthropic(r.get("messages") or [])]
     return errors + validate_anthropic([r for r in records if "role" in r])

@@ -95,11 +95,16 @@ def _functions(tools: Any, api: str | None) -> list[dict] | None:
 
 
 def _written(functions: list[dict], api: str) -> Any:
-    if api == "anthropic":
-        return [{**{k: v for k, v in f.items() if k != "parameters"}, "input_schema": f["parameters"]} for f in functions]
+    if api == "anthropic":  # its input_schema needs a "type" ("input_schema.type: Field required"); OpenAI's not
+        return [{**{k: v for k, v in f.items() if k != "parameters"}, "input_schema": _typed(f["parameters"])} for f in functions]
     if api == "llamafactory":
         return orjson.dumps(functions).decode()
     return [{"type": "function", "function": f} for f in functions]
+
+
+def _typed(schema: dict) -> dict:
+    """A function's parameter schema with the top-level type every function's arguments have (a JSON object)."""
+    return schema if "type" in schema else {"type": "object", **schema}
 
 
 def _choice(choice: Any, dst: str) -> Any:

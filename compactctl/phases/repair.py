@@ -248,6 +248,11 @@ def check(t: Transcript) -> list[Violation]:
     if last is not None and final_space(msgs[last]):
         out.append(Violation(t.id, last, "final-space", "the last turn, an assistant's, ends in whitespace (Anthropic refuses it)"))
     out.extend(_system_violations(t))
+    for _, _, name in defined_names(t.metadata):
+        if not VALID_NAME.fullmatch(name):
+            out.append(
+                Violation(t.id, 0, "bad-name", f"the record's tools or tool_choice name {name[:80]!r}, not 1-64 letters, digits, _ or -")
+            )
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
         out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
@@ -357,14 +362,38 @@ def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript
         fix.group(i, m, placed)
     st = fix.st
     _mend_ends(t, placed, st, o.allow_empty)
-    meta = t.metadata
-    if null_system(t) or (st.blank_system_removed and refused_system(meta.get("system"))):
-        # a null or blank prompt becomes no blocks, which the API takes (and the record still reads as Anthropic's)
-        meta = {**meta, "system": []}
-        st.blank_system_removed += null_system(t)
+    meta = _mended_meta(t, st)
     if not st.changed and len(placed) == len(t.messages) and all(a is b for a, b in zip(placed, t.messages, strict=True)):
         return t, st
     return t.evolve(messages=placed, metadata=meta), st
+
+
+def _mended_meta(t: Transcript, st: RepairStats) -> dict:
+    """The record's other keys, mended: a null or blank Anthropic prompt becomes no blocks, which the API takes (and
+    the record still reads as Anthropic's); tool definitions and `tool_choice` name their tools as the calls do."""
+    meta = t.metadata
+    if null_system(t) or (st.blank_system_removed and refused_system(meta.get("system"))):
+        meta = {**meta, "system": []}
+        st.blank_system_removed += null_system(t)
+    if any(not VALID_NAME.fullmatch(name) for _, _, name in defined_names(meta)):
+        from copy import deepcopy
+
+        meta = {**meta, **{k: deepcopy(meta[k]) for k in ("tools", "tool_choice") if k in meta}}
+        for holder, key, name in defined_names(meta):
+            if not VALID_NAME.fullmatch(name):
+                holder[key] = mended_name(name)
+                st.names_mended += 1
+    return meta
+
+
+def defined_names(meta: dict) -> Iterator[tuple[dict, str, str]]:
+    """(dict, key, name) of each tool a record's `tools` defines and its `tool_choice` names, in the forms of
+    OpenAI chat (`{"function": {"name"}}`), Anthropic and the Responses API (`{"name"}`)."""
+    tools = meta.get("tools")
+    for d in [*(tools if isinstance(tools, list) else []), meta.get("tool_choice")]:
+        holder = d.get("function") if isinstance(d, dict) and isinstance(d.get("function"), dict) else d
+        if isinstance(holder, dict) and isinstance(holder.get("name"), str) and holder["name"]:
+            yield holder, "name", holder["name"]
 
 
 def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empty: bool) -> None:

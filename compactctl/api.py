@@ -11,7 +11,8 @@ from .jsonl import Output
 from .model import Message, Transcript, content_print, fingerprint
 from .phases.plan import Budget, Plan, annotate, plan
 from .phases.prune import PruneOptions, prune
-from .phases.repair import RepairOptions, check, repair
+from .phases.repair import RepairOptions, repair
+from .phases.rules import check
 from .phases.summarize import SummarizeOptions, summarize
 from .pipeline import CompactOptions, compact, summarize_report
 from .record import (

@@ -48,7 +48,8 @@ from . import needed
 from .errors import CannotFit
 from .model import SYSTEM_ROLES, Message, Transcript
 from .pairs import groups
-from .phases.repair import MEASURED, check, repair
+from .phases.repair import MEASURED, repair
+from .phases.rules import check
 from .pipeline import CompactOptions, compact
 from .tokens import Counter, make_counter
 

@@ -31,7 +31,8 @@ from . import tools
 from .model import Message, ToolCall, Transcript, fingerprint, is_output, is_summary, last_user_index
 from .phases.plan import Budget
 from .phases.prune import protected_start
-from .phases.repair import MEASURED, check, repair
+from .phases.repair import MEASURED, repair
+from .phases.rules import check
 from .pipeline import CompactOptions, compact
 from .summarizers.facts import constraint_sentences, identifiers_in
 from .tokens import Counter

@@ -16,7 +16,7 @@ from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
 from .model import LEGACY, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
-from .phases.repair import VALID_ID, VALID_NAME, defined_names
+from .phases.rules import VALID_ID, VALID_NAME, defined_names
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
 
@@ -51,7 +51,7 @@ def repair_keeps(fmt: str, obj: Any) -> bool:
         i += 1 + len(calls)
     last = next((d for d in reversed(msgs) if d.get("role") not in SYSTEM_ROLES), None)  # every one a dict by now
     if last is not None and last.get("role") == "assistant" and _final_space(last.get("content")):
-        return False  # repair cuts the whitespace the last turn, an assistant's, ends in (see repair.final_turn)
+        return False  # repair cuts the whitespace the last turn, an assistant's, ends in (see rules.final_turn)
     return opened  # a record without a user or assistant message is repair's to refuse
 
 
@@ -97,7 +97,7 @@ def _plain_content(content: Any) -> bool:
 
 
 def _empty(d: dict, content: Any) -> bool:
-    """repair's `_empty` for a user or assistant message without calls (reasoning alone is not content)."""
+    """rules.empty_message for a user or assistant message without calls (reasoning alone is not content)."""
     refusal = d.get("refusal")
     if (type(refusal) is str and refusal.strip()) or type(d.get("audio")) is dict:  # says something outside content
         return False

@@ -33,7 +33,8 @@ import orjson
 from compactctl import formats
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript
-from compactctl.phases.repair import check, repair
+from compactctl.phases.repair import repair
+from compactctl.phases.rules import check
 
 from .validator import attachments, validate
 

@@ -12,7 +12,7 @@ from compactctl import api, continuation, evaluate, needed
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript
 from compactctl.pairs import groups
-from compactctl.phases.repair import check
+from compactctl.phases.rules import check
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES, cli

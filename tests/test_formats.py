@@ -617,7 +617,7 @@ def test_anthropic_results_split_over_two_user_rows_with_text_between_are_writte
 def test_an_empty_tool_calls_list_is_reported_and_left_out(tmp_path):
     """OpenAI refuses `"tool_calls": []` ("empty array. Expected an array with minimum length 1"): --check says
     `empty-calls`, repair writes the message without it, and the fast path does not pass the line through."""
-    from compactctl.phases.repair import check
+    from compactctl.phases.rules import check
 
     rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Here you go.", "tool_calls": []}]
     for layout in ("session", "dataset"):

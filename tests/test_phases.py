@@ -10,7 +10,8 @@ from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, is_summary, last_user_index
 from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
-from compactctl.phases.repair import STUB, check, repair
+from compactctl.phases.repair import STUB, repair
+from compactctl.phases.rules import check
 from compactctl.summarizers.offline import KEPT_LAST_ASK
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter

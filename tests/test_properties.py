@@ -12,7 +12,7 @@ from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, last_user_index
 from compactctl.pairs import groups
 from compactctl.phases.prune import PruneOptions
-from compactctl.phases.repair import _empty
+from compactctl.phases.rules import empty_message
 from compactctl.tokens import make_counter
 
 COUNTER = make_counter("gpt-4o")
@@ -60,7 +60,7 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 def nothing_to_send(t: Transcript) -> bool:
     """No user or assistant message with content: repair refuses it (a data error), never writes it empty."""
-    return all(m.role not in ("user", "assistant") or _empty(m) for m in t.messages)
+    return all(m.role not in ("user", "assistant") or empty_message(m) for m in t.messages)
 
 
 def repaired(t: Transcript) -> Transcript | None:

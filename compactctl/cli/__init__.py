@@ -241,6 +241,7 @@ def repair(
     Example: compactctl repair broken.jsonl -o fixed.jsonl ; compactctl repair --check fixed.jsonl
     """
     from ..phases import repair as phase
+    from ..phases.rules import check as check_rules
     from ..runner import Result, run
 
     violations = 0
@@ -248,7 +249,7 @@ def repair(
     def work(t):
         nonlocal violations
         if check:
-            found = phase.check(t)
+            found = check_rules(t)
             for v in found:
                 print(str(v), file=sys.stderr)
             violations += len(found)

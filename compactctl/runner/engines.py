@@ -68,7 +68,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
 def _broken_as_written(tid: str, written: list[bytes], fmt: str, layout: str) -> list[str]:
     """What `convert`, which changes nothing but the format, says of a transcript whose output an API would refuse:
     the rules it breaks, as `repair --check` reads the output."""
-    from ..phases.repair import check
+    from ..phases.rules import check
 
     try:
         rules = Counter(v.rule for back in formats.read_back(written, fmt, layout, tid) for v in check(back))

@@ -43,6 +43,9 @@ INJECTED_OPENINGS = (
     "<INSTRUCTIONS>",
 )
 _TAG_BLOCK = re.compile(r"<(" + "|".join(re.escape(t) for t in INJECTED_TAGS) + r")\b[^>]*>.*?(?:</\1>|\Z)", re.S)
+# A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.
+# Only the harness's own tags: `Vec<u8>` or a traceback's `<module>` in a note stay.
+MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\b[A-Z]\w+(?::\w+)? hook additional context:")
 CODEX_REQUEST = "## My request for Codex:"
 # Keys SWE-agent writes on each history entry besides `action` (a record from elsewhere that has an `action` key
 # does not make the user turn after it an observation).
@@ -63,6 +66,14 @@ def is_injected(m: Any) -> bool:
     if text.startswith(INJECTED_OPENINGS):
         return True
     return text.startswith("<") and not _TAG_BLOCK.sub("", text).strip()  # nothing but harness blocks
+
+
+def is_boilerplate(text: str) -> bool:
+    """Harness text that only says how to read other messages, the same in every session: Claude Code's caveat
+    before local-command output ("DO NOT respond to these messages ... unless the user explicitly asks you to").
+    Neither a fact of the session nor a rule for the work: a summary leaves it out."""
+    text = text.lstrip()
+    return text.startswith(("<local-command-caveat>", INJECTED_OPENINGS[0]))
 
 
 def human_text(m: Any) -> str:

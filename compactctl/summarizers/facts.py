@@ -11,7 +11,7 @@ import re
 from dataclasses import field
 
 from .. import refs, tools
-from ..harness import human_text, is_injected
+from ..harness import MARKUP, human_text, is_boilerplate, is_injected
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
@@ -96,10 +96,13 @@ def constraint_sentences(text: str) -> list[str]:
             continue
         if in_code:
             continue
-        for s in sentences(line):
+        for s in sentences(_BULLET.sub("", line, count=1)):  # a list item's marker: the summary gives its own
             if 8 <= len(s) <= 400 and CONSTRAINT.search(s):
                 out.append(s)
     return out
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
 
 
 def identifiers_in(text: str) -> list[str]:
@@ -213,9 +216,12 @@ class _Extractor:
         f = self.f
         text = request_text(m)
         if not text:
-            if is_injected(m) and m.text().strip():
-                f.notices.append(m.text().strip())
-                for s in constraint_sentences(m.text()):  # rules the harness set (skills, reminders) still bind
+            said = m.text()
+            if is_injected(m) and said.strip() and not is_boilerplate(said):
+                said = tools.ANSI.sub("", said) if "\x1b" in said else said  # hook output in a terminal's colours
+                said = MARKUP.sub(" ", said)
+                f.notices.append(said.strip())
+                for s in constraint_sentences(said):  # rules the harness set (skills, reminders) still bind
                     self.keep("constraints", s)
             return
         f.requests.append(text)

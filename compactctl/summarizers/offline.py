@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from ..harness import INJECTED_TAGS
+from ..harness import MARKUP
 from ..lean import dataclass
 from ..markers import NAMES_SEP
 from ..redact import cut
@@ -267,12 +267,7 @@ def _work_and_notes(b: _Items) -> None:
         # ", " here, not NAMES_SEP: an identifier may hold a space ("port 5432").
         b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
     for note in f.notices[-5:]:
-        b.add("Critical Context", "- harness note: " + cut(" ".join(_MARKUP.sub(" ", note).split()), 300), 3)
-
-
-# A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.
-# Only the harness's own tags: `Vec<u8>` or a traceback's `<module>` in a note stay.
-_MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\b[A-Z]\w+(?::\w+)? hook additional context:")
+        b.add("Critical Context", "- harness note: " + cut(" ".join(MARKUP.sub(" ", note).split()), 300), 3)
 
 
 def _apply_focus(items: list[Item], focus: str | None) -> None:

@@ -249,3 +249,27 @@ def test_an_openai_records_system_key_is_not_written_as_null(tmp_path):
     )
     r = cli("convert", str(src), "--from", "openai", "--to", "anthropic")
     assert r.returncode == 0 and read_jsonl(r.stdout)[0]["system"] == "META"
+
+
+def test_the_tools_text_names_its_tools_as_the_mended_calls(tmp_path):
+    """LlamaFactory keeps its tool definitions as a JSON text: a name the APIs refuse (`get.weather`) was mended in the
+    calls and left in that text, so `--to openai` defined a tool OpenAI refuses, one the calls no longer named."""
+    from .validator import validate, validate_anthropic_records
+
+    rec = record(turn(1))
+    rec["tools"] = rec["tools"].replace("get_weather", "get.weather")
+    for m in rec["messages"]:
+        for p in m["content"]:
+            if p["type"] == "tool_call":
+                p["value"] = p["value"].replace("get_weather", "get.weather")
+    [t] = api.read([str(write(tmp_path, rec))])
+    assert sorted(v.rule for v in api.check(t)) == ["bad-name"] * 2  # the call and the definition
+    out, st = api.repair(t)
+    assert api.check(out) == [] and st.names_mended == 2
+    [got] = read_jsonl(api.write(out))
+    assert [d["function"]["name"] for d in orjson.loads(got["tools"])] == ["get_weather", "get_time"]
+    assert api.repair(out)[0] is out  # idempotent
+    [oa] = read_jsonl(api.write(out, "openai"))
+    assert validate(oa["messages"]) == [] and [d["function"]["name"] for d in oa["tools"]] == ["get_weather", "get_time"]
+    assert validate_anthropic_records(read_jsonl(api.write(out, "anthropic"))) == []
+    assert orjson.loads(rec["tools"])[0]["function"]["name"] == "get.weather"  # the record read is not changed

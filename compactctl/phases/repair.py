@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import field
 
+import orjson
+
 from ..errors import DataError
 from ..lean import dataclass
 from ..model import (
@@ -51,6 +53,7 @@ from .rules import (
     is_legacy,
     named,
     null_system,
+    tools_text,
 )
 
 STUB = "[No result was recorded for this call]"
@@ -184,11 +187,16 @@ def _mended_meta(t: Transcript, st: RepairStats) -> dict:
     if any(not VALID_NAME.fullmatch(name) for _, _, name in defined_names(meta)):
         from copy import deepcopy
 
+        text = meta.get("tools") if isinstance(meta.get("tools"), str) else None  # LlamaFactory's: a JSON text
         meta = {**meta, **{k: deepcopy(meta[k]) for k in ("tools", "tool_choice") if k in meta}}
+        if text is not None:
+            meta["tools"] = tools_text(text)
         for holder, key, name in defined_names(meta):
             if not VALID_NAME.fullmatch(name):
                 holder[key] = mended_name(name)
                 st.names_mended += 1
+        if text is not None:
+            meta["tools"] = orjson.dumps(meta["tools"]).decode()
     return meta
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import orjson
+
 from ..lean import dataclass
 from ..model import (
     BEFORE_RESULTS,
@@ -235,9 +237,21 @@ def _call_violations(tid: str, i: int, m: Message, answered: set[tuple[int, int]
 
 def defined_names(meta: dict) -> Iterator[tuple[dict, str, str]]:
     """(dict, key, name) of each tool a record's `tools` defines and its `tool_choice` names, in the forms of
-    OpenAI chat (`{"function": {"name"}}`), Anthropic and the Responses API (`{"name"}`)."""
+    OpenAI chat (`{"function": {"name"}}`), Anthropic and the Responses API (`{"name"}`); LlamaFactory's `tools`,
+    a JSON text of those, is read (its dicts are a parse's: see tools_text)."""
     tools = meta.get("tools")
+    if isinstance(tools, str):
+        tools = tools_text(tools)
     for d in [*(tools if isinstance(tools, list) else []), meta.get("tool_choice")]:
         holder = d.get("function") if isinstance(d, dict) and isinstance(d.get("function"), dict) else d
         if isinstance(holder, dict) and isinstance(holder.get("name"), str) and holder["name"]:
             yield holder, "name", holder["name"]
+
+
+def tools_text(text: str) -> list | None:
+    """LlamaFactory's `tools` (a JSON text of tool definitions) as a list, None when it is not one."""
+    try:
+        tools = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return tools if isinstance(tools, list) else None

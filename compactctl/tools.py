@@ -157,6 +157,19 @@ def files_of(call: ToolCall) -> list[tuple[str, str]]:
     return []
 
 
+def shell_reads(call: ToolCall) -> list[tuple[str, str]]:
+    """("shell-read", path) for each file a shell call printed (`cat F`, `sed -n '1,80p' F`: see shell.files_read),
+    a relative path joined to the call's working directory (Codex's `workdir`)."""
+    cmd = command_of(call) if kind_of(call.name) in ("shell", "generic") else None
+    if not cmd:
+        return []
+    from .shell import files_read
+
+    args = parse_args(call)
+    workdir = _first_str(args, "workdir", "cwd", "working_directory")
+    return [("shell-read", p) for p in files_read(cmd, workdir)]
+
+
 @dataclass
 class Outcome:
     """How a tool call ended, read from its output."""

@@ -1097,3 +1097,68 @@ def test_a_harness_caveat_and_terminal_colours_are_not_constraints():
     secs = parse_sections(offline.summarize(f, COUNTER, 2000))
     assert "- **Prohibited**" in secs["Constraints & Preferences"] and "- - " not in secs["Constraints & Preferences"]
     assert "respond to these messages" not in "".join(secs.values())
+
+
+def test_a_sentence_typed_over_several_lines_is_one_constraint():
+    """A request pasted with hard line breaks gave the constraint "We should" (its line's words alone) and lost the
+    rest of the sentence."""
+    ask = (
+        "I want to migrate this app from\n  @supabase/supabase-js to prisma. Please review the codebase\n"
+        "  and propose a solution. We should\n  start with packages/services. We will keep our database\n  on supabase. You must never\n  drop a table.\n"
+        "- Do not touch\n  the tests\n- Always run `make lint`\n```\nnever: a code line\n```\nKeep it short\nNo more than 3 files."
+    )
+    f = extract(T([{"role": "user", "content": ask}, {"role": "assistant", "content": "on it"}]).messages)
+    assert f.constraints == [
+        "We should start with packages/services.",
+        "We will keep our database on supabase.",
+        "You must never drop a table.",
+        "Do not touch the tests",
+        "Always run `make lint`",
+        "Keep it short",
+        "No more than 3 files.",
+    ]
+
+
+def test_files_read_through_a_shell_are_relevant_files():
+    """Codex reads every file with `sed -n`/`cat` in a shell call's workdir: its summaries said Relevant Files: None
+    after sixty reads. A search, a listing and an in-place edit name no file read; prune's superseded step is
+    unchanged (two ranges of one file read by `sed` are two reads, neither superseding the other)."""
+
+    def sh(cid, cmd, workdir="/repo/packages/svc"):
+        return call(cid, "shell", {"command": ["bash", "-lc", cmd], "workdir": workdir})
+
+    rows = [
+        {"role": "user", "content": "review the service layer"},
+        sh("a", "sed -n '1,160p' src/create.ts"),
+        res("a", "export function create() {}\n" * 40),
+        sh("b", "sed -n '160,320p' src/create.ts"),
+        res("b", "export function update() {}\n" * 40),
+        sh("c", "cd .. && cat README.md | head -n 20"),
+        res("c", "# packages\n"),
+        sh("d", "rg -n createService src && ls src"),
+        res("d", "src/create.ts:1:createService"),
+        sh("e", "sed -i 's/a/b/' src/x.ts"),
+        res("e", ""),
+        {"role": "assistant", "content": "Reviewed."},
+    ]
+    t = T(rows)
+    f = extract(t.messages)
+    assert f.files == {"/repo/packages/svc/src/create.ts": {"shell-read"}, "/repo/packages/README.md": {"shell-read"}}
+    secs = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert "- /repo/packages/svc/src/create.ts (read)" in secs["Relevant Files"]
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=0))
+    assert SUPERSEDED not in "".join(m.text() for m in out.messages)
+
+
+def test_a_name_inside_a_longer_one_is_not_taken_as_shown():
+    """The identifier index leaves out names the rest of the summary shows; "shows" was a substring test, so `create`
+    went because `createService` was there, and a working directory because a file under it was listed."""
+    from compactctl.summarizers.offline import shown
+
+    text = "ran `rg createService` in /app/src/db.ts and get_all(); see ./lib/, v1.2.3-rc and the root /srv/x."
+    assert not shown("create", text) and shown("createService", text)
+    assert not shown("/app/src", text) and shown("/app/src/db.ts", text) and shown("src/db.ts", text)
+    assert not shown("get", text) and shown("get_all", text)
+    assert not shown("v1.2", text) and shown("v1.2.3-rc", text)
+    assert shown("./lib/", text) and shown("/srv/x", text)  # a sentence's full stop ends a name
+    assert not shown("db", text) and not shown("app", text)

@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.outline",  # definitions and line ranges of a numbered file read (prune digests)
             "compactctl.redact",  # secrets redacted before an LLM sees a text and before any cut (tools cut too)
             "compactctl.lean",  # dataclass, generating only __init__ at import (start-up, issue 11)
+            "compactctl.shell",  # the files a shell command printed (Relevant Files of agents that read through a shell)
         ],
     ),
     ("model", ["compactctl.model"]),

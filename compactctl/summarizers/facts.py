@@ -22,7 +22,7 @@ from ..redact import cut
 # Sentences that constrain, in the languages agents' users write in.
 CONSTRAINT = re.compile(
     r"\b(?:must(?:n't| not)?|don'?t|do not|never|always|only|prefer(?:ably)?|should(?:n'?t| not)?|make sure|ensure|"
-    r"avoid|no more than|at most|at least|required?|keep (?:it|the|them)|without)\b"
+    r"avoid|no more than|at most|at least|required?|keep (?:it|the|them|our|my|this|these|those|using)|without)\b"
     r"|\b(?:doit|doivent|jamais|toujours|seulement|uniquement|préfère|il faut|ne \w+ pas)\b"
     r"|\b(?:muss|müssen|niemals|nie|immer|nur|kein(?:e|en)?|nicht)\b"
     r"|\b(?:debe|deben|nunca|siempre|solo|sólo|solamente|prefiero|hay que|no (?:uses?|hagas|cambies))\b"
@@ -68,7 +68,7 @@ class Facts:
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
-    files: dict[str, set[str]] = field(default_factory=dict)  # path -> {"read", "write", "edit"}
+    files: dict[str, set[str]] = field(default_factory=dict)  # path -> {"read", "write", "edit", "shell-read"}
     commands: list[tuple[str, int | None, bool]] = field(default_factory=list)  # (command, exit code, failed)
     errors: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
@@ -89,13 +89,7 @@ def sentences(text: str) -> list[str]:
 
 def constraint_sentences(text: str) -> list[str]:
     out = []
-    in_code = False
-    for line in text.split("\n"):
-        if line.strip().startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
+    for line in _logical_lines(text):
         for s in sentences(_BULLET.sub("", line, count=1)):  # a list item's marker: the summary gives its own
             if 8 <= len(s) <= 400 and CONSTRAINT.search(s):
                 out.append(s)
@@ -103,6 +97,30 @@ def constraint_sentences(text: str) -> list[str]:
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
+_ENDS = tuple(".!?:;。！？")
+_CONTINUES = "@`(\"'"  # besides a lowercase letter, what the next line of a wrapped sentence may begin with
+
+
+def _logical_lines(text: str) -> list[str]:
+    """The lines of `text` outside code fences, a sentence wrapped over several lines (a message typed or pasted
+    with hard line breaks: "We should\n  start with packages/services.") joined into one: a line that ends
+    without a sentence's end and a next that goes on (a lowercase letter first, not a list item or a heading)."""
+    out: list[str] = []
+    in_code = False
+    joinable = False  # the last line of `out` may go on in the next
+    for line in text.split("\n"):
+        s = line.strip()
+        if s.startswith("```"):
+            in_code, joinable = not in_code, False
+            continue
+        if in_code:
+            continue
+        if joinable and s and (s[0].islower() or s[0] in _CONTINUES) and not _BULLET.match(line):
+            out[-1] += " " + s
+        else:
+            out.append(line)
+        joinable = bool(s) and not s.endswith(_ENDS) and not s.startswith(("#", "|", ">"))
+    return out
 
 
 def identifiers_in(text: str) -> list[str]:
@@ -194,7 +212,7 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
         tools.kind_of(call.name),
         tools.command_of(call),
         out.exit_code,
-        tools.files_of(call),
+        tools.files_of(call) + tools.shell_reads(call),
     )
 
 

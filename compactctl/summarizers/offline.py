@@ -200,8 +200,10 @@ def _context(b: _Items) -> None:
         b.add("Critical Context", f"- error: {e}", 1)
     b.carry("Relevant Files", 2)
     for path, acts in f.files.items():
-        verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts)
-        b.add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", 1)
+        verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts or v == "read" and "shell-read" in acts)
+        # A file a shell command printed (`sed -n '1,80p' F`) is listed as room allows: its action line names it.
+        tier = AS_ROOM_ALLOWS if acts == {"shell-read"} else 1
+        b.add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", tier)
     if f.plan:
         b.add("In Progress", "Latest plan (verbatim):\n" + "\n".join(f.plan), 1)
 
@@ -258,7 +260,7 @@ def _work_and_notes(b: _Items) -> None:
     # Outputs that described work (a ticket, a spec): the agent works through them after reading them.
     written = b.written()
     for label, doc in f.documents[-DOCUMENTS:]:
-        doc = [n for n in doc if n not in written]
+        doc = [n for n in doc if not shown(n, written)]
         if doc:
             b.add("Remaining Work", f"- named by {b.rel(label)} (a description of work): " + NAMES_SEP.join(doc[:DOCUMENT_NAMES]), 2)
     # In lines of a few, not one item: a long list (a pip log's versions and URLs) is kept as far as the room goes,
@@ -283,7 +285,7 @@ def _apply_focus(items: list[Item], focus: str | None) -> None:
         if words and any(w in low for w in words):
             it.tier = 0
         elif it.section == "Completed Actions":
-            it.tier = 4
+            it.tier = AS_ROOM_ALLOWS
 
 
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
@@ -294,12 +296,26 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     # The identifier index: the vocabulary of the replaced turns, most used first, in its share of the room.
     # It lists only names the rest of the summary does not show: a first fit tells what that is.
     written = b.written()
-    names = list(dict.fromkeys(b.rel(n) for n in facts.names if n not in written))
+    names = list(dict.fromkeys(b.rel(n) for n in facts.names if not shown(n, written)))
     if b.root:
-        b.add("Critical Context", f"- project root: {b.root} (paths in actions and names are relative to it)", 1)
+        b.add("Critical Context", f"- project root: {b.root.rstrip('/')} (paths in actions and names are relative to it)", 1)
     text = _fit(b.items, counter, budget, names)
-    shown = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
-    return _fit(b.items, counter, budget, [n for n in names if n not in shown])
+    rest = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
+    return _fit(b.items, counter, budget, [n for n in names if not shown(n, rest)])
+
+
+_NAME_CHARS = r"[A-Za-z0-9_]"
+
+
+def shown(name: str, text: str) -> bool:
+    """Whether `text` shows `name` as a name of its own, not only as a piece of a longer one: `create` is not
+    shown by `createService`, nor the directory `/app/src` by the path `/app/src/db.ts` (a relative path at the end
+    of a longer one is: `src/db.ts` in `/app/src/db.ts`)."""
+    if name not in text:
+        return False
+    left = f"(?<!{_NAME_CHARS})(?<![.-])" if re.match(_NAME_CHARS, name) else ""
+    right = rf"(?!{_NAME_CHARS})(?![/.-]{_NAME_CHARS})(?!/)" if re.search(rf"{_NAME_CHARS}$", name) else ""
+    return re.search(left + re.escape(name) + right, text) is not None
 
 
 def _index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> list[Item]:
@@ -420,14 +436,22 @@ def _top_up(ch: _Choice, budget: int) -> None:
         ch.take(ch.items[k])
 
 
+# Items of this tier (actions off the --focus topic, files only a shell command printed) claim no share of their
+# section: they take what the shares leave.
+AS_ROOM_ALLOWS = 4
+
+
 def _shares(ch: _Choice, budget: int) -> None:
-    """Every section with content (the index apart) gets an equal share of what is left, in its own order."""
-    sections = [s for s in SECTIONS if any(it.section == s and it.tier > 0 for it in ch.items)]
+    """Every section with content (the index and AS_ROOM_ALLOWS items apart) gets an equal share of what is left, in
+    its own order."""
+    sections = [s for s in SECTIONS if any(it.section == s and 0 < it.tier < AS_ROOM_ALLOWS for it in ch.items)]
     if not sections:
         return
     share = max(budget - ch.used, 0) // len(sections)
     for s in sections:
-        own = sorted((it for it in ch.items if it.section == s and 0 < it.tier < 5), key=lambda it: (it.tier, _section_order(it)))
+        own = sorted(
+            (it for it in ch.items if it.section == s and 0 < it.tier < AS_ROOM_ALLOWS), key=lambda it: (it.tier, _section_order(it))
+        )
         ch.fill(own, min(share, budget - ch.used))
 
 

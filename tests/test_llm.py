@@ -290,3 +290,13 @@ def test_a_trimmed_model_answer_says_how_many_lines_it_lost():
     lost = int(done[0].split()[0].lstrip("(+"))
     assert done[0] == f"(+{lost} earlier lines omitted to fit the budget)"
     assert lost + len(done) - 1 == 60 and done[-1] == "60. ran `pytest tests/test_60.py` exit 0"  # the newest kept
+
+
+def test_the_guard_does_not_insist_on_files_a_shell_printed():
+    """The retention guard adds what an LLM's summary lacks; a file only a shell command printed is listed as room
+    allows (the offline summary's AS_ROOM_ALLOWS), so the guard leaves it out of what it insists on."""
+    from compactctl.summarizers.facts import Facts
+    from compactctl.summarizers.llm import key_facts
+
+    f = Facts(files={"/r/a.py": {"read"}, "/r/b.py": {"shell-read"}, "/r/c.py": {"shell-read", "edit"}})
+    assert key_facts(f)["Relevant Files"] == ["/r/a.py", "/r/c.py"]

@@ -174,7 +174,8 @@ def chunk(blocks: list[str], counter: Counter, limit: int) -> list[str]:
 def key_facts(facts: Facts) -> dict[str, list[str]]:
     """What the retention guard checks for, by the section it belongs to."""
     return {
-        "Relevant Files": list(facts.files),
+        # A file only a shell command printed is listed as room allows (offline.AS_ROOM_ALLOWS): the guard does not insist.
+        "Relevant Files": [path for path, acts in facts.files.items() if acts != {"shell-read"}],
         "Critical Context": facts.errors,
         "Constraints & Preferences": facts.constraints,
         "Active Task": [facts.last_request] if facts.last_request else [],

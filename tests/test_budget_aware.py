@@ -1162,3 +1162,16 @@ def test_a_name_inside_a_longer_one_is_not_taken_as_shown():
     assert not shown("v1.2", text) and shown("v1.2.3-rc", text)
     assert shown("./lib/", text) and shown("/srv/x", text)  # a sentence's full stop ends a name
     assert not shown("db", text) and not shown("app", text)
+
+
+def test_a_work_description_shown_twice_is_listed_once():
+    """`bd show X` run twice (once to plan, once to start the task) gave two identical "named by `bd show X`" lines in
+    Remaining Work; the later showing is the one kept."""
+    rows = [{"role": "user", "content": "work on spotter-7"}]
+    for k, text in enumerate((TICKET, TICKET + "- also `lib/web/endpoint.ex`\n")):
+        rows += [call(f"s{k}", "Bash", {"command": "bd show spotter-7"}), res(f"s{k}", text)]
+    rows.append({"role": "assistant", "content": "on it"})
+    f = extract(T(rows).messages)
+    assert len(f.documents) == 1 and "lib/web/endpoint.ex" in f.documents[0][1]
+    work = parse_sections(offline.summarize(f, COUNTER, 2000))["Remaining Work"]
+    assert work.count("named by `bd show spotter-7`") == 1

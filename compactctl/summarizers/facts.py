@@ -272,7 +272,8 @@ class _Extractor:
         f.actions.append(a)
         doc = document_names(result)
         if doc:
-            f.documents.append((f"`{a.command}`" if a.command else a.line.split(" (")[0].split("\n")[0], doc))
+            label = f"`{a.command}`" if a.command else a.line.split(" (")[0].split("\n")[0]
+            f.documents = [d for d in f.documents if d[0] != label] + [(label, doc)]  # shown again: the latest showing
         for action, path in a.files:
             f.files.setdefault(path, set()).add(action)
         if a.command:

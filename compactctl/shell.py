@@ -13,9 +13,11 @@ one (Codex's `workdir`). Nothing is run, nothing is looked up on disk.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 
 READERS = frozenset({"cat", "nl", "head", "tail", "bat", "batcat", "less", "more", "sed"})
+_READER = re.compile(r"\b(?:cat|nl|head|tail|bat|batcat|less|more|sed)\b")  # no reader named: nothing to split
 # Options of the readers that take a value (the next word), which is not a file.
 VALUED = {
     "head": {"-n", "-c", "--lines", "--bytes"},
@@ -32,7 +34,7 @@ MAX_COMMAND = 4000  # longer commands are scripts (a heredoc, a program): not lo
 
 def files_read(command: str, workdir: str | None = None) -> list[str]:
     """The paths `command` printed the content of, in order, each once."""
-    if not command or len(command) > MAX_COMMAND or "<<" in command:
+    if not command or len(command) > MAX_COMMAND or "<<" in command or not _READER.search(command):
         return []
     try:
         lex = shlex.shlex(command, posix=True, punctuation_chars=True)

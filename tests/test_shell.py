@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactctl.shell import files_read
 
@@ -49,3 +51,14 @@ def test_files_read(command, workdir, files):
 
 def test_a_relative_workdir_is_not_joined():
     assert files_read("cat a.py", "relative/dir") == ["a.py"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("catsedhn -'\"|&;<>()$*~/\\.12\n\t")) | st.characters(), max_size=80), st.none() | st.just("/w")
+)
+def test_any_text_gives_names_or_nothing(command, workdir):
+    """Whatever the command (unclosed quotes, operators alone, control characters), no error: plain names or none."""
+    for path in files_read(command, workdir):
+        assert path and not set(path) & set("*?[]$`{}~") and not path.startswith(("-", "+"))
+        assert workdir is None or path.startswith("/")  # joined to the working directory, or absolute already

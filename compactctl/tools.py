@@ -20,19 +20,23 @@ from .lean import dataclass
 from .model import Message, ToolCall
 from .redact import cut
 
-# Canonical kinds of tool, by name (case-insensitive).
+# Canonical kinds of tool, by name (case-insensitive). Gemini CLI's, from its tools reference: run_shell_command,
+# read_file / read_many_files, write_file, replace, glob, search_file_content, list_directory, web_fetch,
+# google_web_search, write_todos.
 KINDS: dict[str, str] = {}
 for _kind, _names in {
-    "shell": "terminal bash shell execute_bash exec_command local_shell run_command execute_command run_shell container.exec run_terminal_cmd",
-    "read": "read_file read view_file open_file open cat",  # open: SWE-agent's viewer (a path, a line)
+    "shell": "terminal bash shell execute_bash exec_command local_shell run_command execute_command run_shell container.exec "
+    "run_terminal_cmd run_shell_command",
+    "read": "read_file read view_file open_file open cat read_many_files",  # open: SWE-agent's viewer (a path, a line)
     "write": "write_file write create_file",
     "edit": "patch edit multiedit apply_patch edit_file replace str_replace notebookedit",
     "editor": "str_replace_editor str_replace_based_edit_tool",
-    "search": "search_files grep glob find_file search_dir search_file find list_files ls codebase_search",
-    "fetch": "webfetch web_extract fetch browse",
-    "websearch": "websearch web_search",
+    "search": "search_files grep glob find_file search_dir search_file find list_files ls codebase_search search_file_content "
+    "list_directory",
+    "fetch": "webfetch web_extract fetch browse web_fetch",
+    "websearch": "websearch web_search google_web_search",
     "delegate": "task delegate_task agent",
-    "todo": "todowrite update_plan todo_write",
+    "todo": "todowrite update_plan todo_write write_todos",
     "code": "execute_code python ipython run_code",
 }.items():
     for _n in _names.split():
@@ -47,7 +51,9 @@ EXIT_PATTERNS = [
     re.compile(r"<returncode>(-?\d+)</returncode>"),  # mini-swe-agent's observation
 ]
 ERROR_LINE = re.compile(
-    r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*)?(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
+    # after an optional "file:12:" or a shell's own prefix ("bash: line 1: pip: ", "/bin/sh: 1: ", "zsh: ")
+    r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
+    r"(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
     r"\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
     r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
     r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
@@ -136,7 +142,7 @@ def files_of(call: ToolCall) -> list[tuple[str, str]]:
     """(action, path) for each file the call read, wrote or edited."""
     kind = kind_of(call.name)
     args = parse_args(call)
-    path = _first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file")
+    path = _first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file", "absolute_path")
     if kind == "editor":
         sub = str(args.get("command", "")).lower()
         action = {"view": "read", "create": "write"}.get(sub, "edit")
@@ -166,7 +172,7 @@ def shell_reads(call: ToolCall) -> list[tuple[str, str]]:
     from .shell import files_read
 
     args = parse_args(call)
-    workdir = _first_str(args, "workdir", "cwd", "working_directory")
+    workdir = _first_str(args, "workdir", "cwd", "working_directory", "dir_path", "directory")
     return [("shell-read", p) for p in files_read(cmd, workdir)]
 
 
@@ -189,7 +195,12 @@ class Outcome:
 
 
 def unwrap_output(text: str) -> tuple[str, int | None]:
-    """Codex wraps shell output as JSON text {"output": ..., "metadata": {"exit_code": N}}."""
+    """Codex wraps shell output as JSON text {"output": ..., "metadata": {"exit_code": N}}; Gemini CLI as lines
+    (see _unwrap_gemini)."""
+    if text.startswith("Command: "):
+        got = _unwrap_gemini(text)
+        if got is not None:
+            return got
     s = text[:64].lstrip()  # look at the start only: outputs can be megabytes
     if s.startswith("{") and ('"output"' in text[:200] or '"metadata"' in text):
         try:
@@ -201,6 +212,33 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
             code = meta.get("exit_code", obj.get("exit_code"))
             return obj["output"], code if isinstance(code, int) else None
     return text, None
+
+
+_GEMINI_CODE = re.compile(r"-?\d+")
+
+
+def _unwrap_gemini(text: str) -> tuple[str, int | None] | None:
+    """Gemini CLI's `run_shell_command` result: "Command: ...", "Directory: ...", then "Output: ..." (older: "Stdout:
+    ..." and "Stderr: ..."), "Error: ..." ("(none)" when there was none), "Exit Code: N", "Signal: ...", "Background
+    PIDs: ...". The output (stderr and an error after it) and the exit code; None when the text is not of that form."""
+    at = text.find("\nDirectory: ")
+    end = text.rfind("\nExit Code: ")
+    if at < 0 or end < at:
+        return None
+    body = text[text.find("\n", at + 1) + 1 : end]
+    code_s = text[end + len("\nExit Code: ") :].split("\n", 1)[0].strip()
+    body, sep, err = body.rpartition("\nError: ")
+    if not sep:
+        body, err = err, ""
+    for label in ("Output: ", "Stdout: "):
+        if body.startswith(label):
+            body = body[len(label) :]
+    body = body.replace("\nStderr: ", "\n")
+    if body.strip() in ("(empty)", "(empty)\n(empty)"):
+        body = ""
+    if err.strip() not in ("", "(none)"):
+        body = f"{body}\nError: {err.strip()}" if body else f"Error: {err.strip()}"
+    return body, int(code_s) if _GEMINI_CODE.fullmatch(code_s) else None
 
 
 # Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
@@ -218,6 +256,11 @@ ERROR_HINTS = (
     "nable",
     "ndefined",
     "Traceback",
+    "an't",
+    "ould not",
+    "o such file",
+    "egmentation",
+    "rr!",
     "✗",
     "✘",
     "×",
@@ -302,7 +345,8 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
 
 def _benign(line: str) -> bool:
     low = line.lower()
-    return bool(re.search(r"\b0 (errors?|failed|failures)\b|errors?: 0\b|failed: 0\b|no errors", low))
+    # "Error: (none)": Gemini CLI's shell output says so when nothing failed.
+    return bool(re.search(r"\b0 (errors?|failed|failures)\b|errors?: (?:0\b|\(none\))|failed: 0\b|no errors", low))
 
 
 def _short(s: str, n: int = 80) -> str:

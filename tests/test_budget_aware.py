@@ -1175,3 +1175,54 @@ def test_a_work_description_shown_twice_is_listed_once():
     assert len(f.documents) == 1 and "lib/web/endpoint.ex" in f.documents[0][1]
     work = parse_sections(offline.summarize(f, COUNTER, 2000))["Remaining Work"]
     assert work.count("named by `bd show spotter-7`") == 1
+
+
+def test_gemini_cli_tools_are_known():
+    """Gemini CLI's documented tools read as their kinds: `run_shell_command` was a generic call, so a failed
+    `pip install` (Exit Code: 127) read "error: Error: (none)", Gemini's way of saying no error; a `read_file` by
+    `absolute_path` named no file; a `write_todos` plan was not kept."""
+    from compactctl import tools
+
+    out = (
+        "Command: pip install RestrictedPython\nDirectory: (root)\nOutput: bash: line 1: pip: command not found\n"
+        "Error: (none)\nExit Code: 127\nSignal: 0\nBackground PIDs: (none)\nProcess Group PGID: 88536"
+    )
+    rows = [
+        {"role": "user", "content": "make me an agent"},
+        call("a", "run_shell_command", {"command": "pip install RestrictedPython", "description": "Install it"}),
+        res("a", out),
+        call("b", "read_file", {"absolute_path": "/p/main.py"}),
+        res("b", "print(1)\n"),
+        call("c", "write_todos", {"todos": [{"description": "sandbox exec()", "status": "in_progress"}]}),
+        res("c", "ok"),
+        {"role": "assistant", "content": "done"},
+    ]
+    t = T(rows)
+    line = tools.describe(t.messages[1].tool_calls[0], t.messages[2], error_lines=3)
+    assert "exit 127" in line and "pip: command not found" in line and "(none)" not in line
+    f = extract(t.messages)
+    assert f.files == {"/p/main.py": {"read"}} and f.plan == ["- [in_progress] sandbox exec()"]
+    assert f.errors == ["bash: line 1: pip: command not found"]  # not "Error: (none)", and without Gemini's "Output: "
+
+
+@pytest.mark.parametrize(
+    "text, lines",
+    [
+        ("bash: line 1: pip: command not found", ["bash: line 1: pip: command not found"]),
+        ("/bin/sh: 1: cd: can't cd to /nope", ["/bin/sh: 1: cd: can't cd to /nope"]),
+        ("zsh: command not found: gti", ["zsh: command not found: gti"]),
+        ("shell: ok\nbash: fine", []),
+        # Error words whose lines the cheap substring test before the scan (ERROR_HINTS) let through unread.
+        ("fatal: could not read Username", ["fatal: could not read Username"]),
+        ("Could not resolve host: x", ["Could not resolve host: x"]),
+        ("No such file or directory (os error 2)", ["No such file or directory (os error 2)"]),
+        ("Segmentation fault (core dumped)", ["Segmentation fault (core dumped)"]),
+        ("npm err! code E404", ["npm err! code E404"]),
+    ],
+)
+def test_a_shells_own_error_lines(text, lines):
+    """A shell's messages carry its own prefix before the error words: they were never error lines. Nor were
+    "can't", "could not", "no such file", "segmentation fault" or a lowercase "npm err!" without another error word."""
+    from compactctl import tools
+
+    assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0)).error_lines == lines

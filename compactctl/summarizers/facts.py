@@ -154,7 +154,7 @@ def plan_lines(call: ToolCall) -> list[str]:
         out.append(args["explanation"].strip())
     for it in items if isinstance(items, list) else []:
         if isinstance(it, dict):
-            text = it.get("content") or it.get("step") or it.get("title") or it.get("text") or ""
+            text = it.get("content") or it.get("step") or it.get("title") or it.get("text") or it.get("description") or ""
             status = it.get("status") or ""
             out.append(f"- [{status}] {text}" if status else f"- {text}")
         elif isinstance(it, str):

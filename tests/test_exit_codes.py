@@ -256,3 +256,26 @@ def test_version_into_a_closed_pipe_is_quiet():
         f"{sys.executable} -m compactctl --version | true; exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash", capture_output=True
     )
     assert r.returncode == 0 and b"Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_datasets_bad_record_says_nothing_was_written_and_how_to_write_the_others(workers, tmp_path):
+    """The run stops at a record's data error and writes nothing (all or nothing): the message says so, and how to
+    write the other records (from a worker process the error comes back without its class, by its exit code). An
+    input of one transcript has no others."""
+    import orjson
+
+    ok = {"messages": [{"role": "user", "content": "hi " * 300}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]}
+    bad = {"messages": [{"role": "assistant", "content": ""}]}
+    data = tmp_path / "ds.jsonl"
+    data.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (ok, ok, bad, ok)))
+    out = tmp_path / "out.jsonl"
+    r = cli("compact", str(data), "--context-window", "2000", "-o", str(out), "--workers", workers)
+    assert r.returncode == Exit.DATA and not out.exists()
+    assert f"{data}:3: no user or assistant message" in r.stderr.decode()
+    assert "nothing written: --on-error skip writes the others and reports this one" in r.stderr.decode()
+    data.write_bytes(orjson.dumps(bad) + b"\n")
+    r = cli("compact", str(data), "--context-window", "2000", "-o", str(out), "--workers", workers)
+    assert r.returncode == Exit.DATA and "--on-error skip" not in r.stderr.decode()
+    r = cli("compact", str(data), "--context-window", "2000", "-o", str(out), "--on-error", "skip")
+    assert r.returncode == 0

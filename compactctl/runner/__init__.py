@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .. import formats
+from ..errors import CompactError, Exit
 from ..jsonl import expand_inputs
 from ..model import Transcript
 from .base import Done, IOOptions, Result, RunStats, _Ctx, warn
@@ -47,6 +48,12 @@ def _progress(items: Iterable[Item], quiet: bool, desc: str) -> Iterable[Item]:
     return tqdm(items, desc=desc, unit=" transcripts", file=sys.stderr, leave=False)
 
 
+def _counted(items: Iterable[Item], seqs: list[int]) -> Iterator[Item]:
+    for item in items:
+        seqs.append(item[0])
+        yield item
+
+
 def run(
     inputs: list[str],
     io: IOOptions,
@@ -75,11 +82,12 @@ def run(
     stats = sinks.stats
     slow = float(os.environ.get("COMPACTCTL_SLOW_DOWN", "0"))  # seconds per transcript: a test hook (kill points)
     rejects = _Rejects()
+    read_seqs: list[int] = []  # the transcripts read so far
     reader = formats.Reader(on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=warn)
     try:
         if not sinks.ended:
             rest, seq0, skip, skip_key = sinks.plan_reading(files)
-            read = _items(reader, rest, rejects, seq0, skip, skip_key) if rest else iter(())
+            read = _counted(_items(reader, rest, rejects, seq0, skip, skip_key), read_seqs) if rest else iter(())
             items = _progress(read, io.quiet, desc)
             if job is not None and io.workers > 1:
                 peeked, several = _peek(items, 2)
@@ -101,6 +109,9 @@ def run(
         sinks.finish(rejects.take())
     except Exception as e:
         sinks.fail(interrupted=False, error=e)
+        # A record's data error (from a worker process: a CompactError with its exit code), not the input's only transcript
+        if isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail" and len(read_seqs) > 1:
+            e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
         raise
     except BaseException:
         sinks.fail(interrupted=True)

@@ -54,6 +54,24 @@ def _counted(items: Iterable[Item], seqs: list[int]) -> Iterator[Item]:
         yield item
 
 
+def _flow(work: Callable[[Transcript], Result], job: Any, items: Iterable[Item], ctx: _Ctx, io: IOOptions) -> Iterator:
+    """Where the work runs: worker processes (with a job, --workers, and two transcripts or more), threads (--jobs)
+    or here, in order."""
+    if job is not None and io.workers > 1:
+        peeked, several = _peek(items, 2)
+        return _processes(job, peeked, ctx, io.workers) if several else _serial(work, peeked, ctx)
+    if io.jobs > 1:
+        return _threads(work, items, ctx, io.jobs)
+    return _serial(work, items, ctx)
+
+
+def _say_nothing_written(e: Exception, io: IOOptions, read: int) -> None:
+    """A record's data error that stopped a run of several transcripts (from a worker process it is a CompactError
+    with that exit code) says that nothing was written and how to write the others."""
+    if isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail" and read > 1:
+        e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
+
+
 def run(
     inputs: list[str],
     io: IOOptions,
@@ -88,15 +106,7 @@ def run(
         if not sinks.ended:
             rest, seq0, skip, skip_key = sinks.plan_reading(files)
             read = _counted(_items(reader, rest, rejects, seq0, skip, skip_key), read_seqs) if rest else iter(())
-            items = _progress(read, io.quiet, desc)
-            if job is not None and io.workers > 1:
-                peeked, several = _peek(items, 2)
-                flow = _processes(job, peeked, ctx, io.workers) if several else _serial(work, peeked, ctx)
-            elif io.jobs > 1:
-                flow = _threads(work, items, ctx, io.jobs)
-            else:
-                flow = _serial(work, items, ctx)
-            for (_, source, tid, rej), done in flow:
+            for (_, source, tid, rej), done in _flow(work, job, _progress(read, io.quiet, desc), ctx, io):
                 sinks.add(source, tid, done, rej)  # first: a record it refuses (formats that cannot share a file) gets no note
                 for note in done.notes:
                     print(note, file=sys.stderr)
@@ -109,9 +119,7 @@ def run(
         sinks.finish(rejects.take())
     except Exception as e:
         sinks.fail(interrupted=False, error=e)
-        # A record's data error (from a worker process: a CompactError with its exit code), not the input's only transcript
-        if isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail" and len(read_seqs) > 1:
-            e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
+        _say_nothing_written(e, io, len(read_seqs))
         raise
     except BaseException:
         sinks.fail(interrupted=True)

@@ -1226,3 +1226,13 @@ def test_a_shells_own_error_lines(text, lines):
     from compactctl import tools
 
     assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0)).error_lines == lines
+
+
+def test_what_the_person_does_not_remember_is_not_a_constraint():
+    from compactctl.summarizers.facts import constraint_sentences
+
+    assert constraint_sentences("I don't remember the reservation ID, sorry. We do not know the cause yet.") == []
+    assert constraint_sentences("I don't know why, but never touch prod. I don't want insurance.") == [
+        "I don't know why, but never touch prod.",
+        "I don't want insurance.",
+    ]

@@ -91,9 +91,14 @@ def constraint_sentences(text: str) -> list[str]:
     out = []
     for line in _logical_lines(text):
         for s in sentences(_BULLET.sub("", line, count=1)):  # a list item's marker: the summary gives its own
-            if 8 <= len(s) <= 400 and CONSTRAINT.search(s):
+            if 8 <= len(s) <= 400 and CONSTRAINT.search(s) and CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
                 out.append(s)
     return out
+
+
+# What the person does not know or remember is not a rule ("I don't remember the reservation ID, sorry."): a
+# sentence is a constraint for its other words then.
+_NOT_A_RULE = re.compile(r"\b(?:I|we) (?:don'?t|do not) (?:remember|recall|know|think|understand|see)\b", re.I)
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")

@@ -89,17 +89,15 @@ def _files_of(words: list[str]) -> list[str]:
     k = 1
     while k < len(words):
         w = words[k]
-        if prog == "sed" and w in ("-i", "--in-place") or prog == "sed" and w.startswith("-i"):
-            return []  # sed -i edits: not a read
+        if prog == "sed" and (w.startswith("--in-place") or w[:1] == "-" and w[1:2] != "-" and "i" in w[1:]):
+            return []  # sed -i (or -ni, -i.bak) edits: not a read
         if w == "--":
             args += words[k + 1 :]
             break
         if w.startswith("-") and len(w) > 1:
-            if w in valued:
+            if w in valued:  # its value is the next word (head -n 40); head -40 is one word
                 script_given |= prog == "sed" and w in ("-e", "-f")
                 k += 1
-            elif prog in ("head", "tail") and w[1:].isdigit():  # head -40
-                pass
             k += 1
             continue
         args.append(w)

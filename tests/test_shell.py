@@ -31,6 +31,8 @@ W = "/repo/packages/services/src"
         # Not reads: an edit, writes, searches, listings, globs, variables, scripts.
         ("sed -i 's/a/b/' f.py", None, []),
         ("sed -i.bak 's/a/b/' f.py", None, []),
+        ("sed -ni 's/a/b/p' f.py", None, []),
+        ("sed --in-place=.bak 's/a/b/' f.py", None, []),
         ("cat > out.txt", None, []),
         ("echo hi | cat", None, []),
         ("rg createService src", None, []),

@@ -33,3 +33,21 @@ def test_real_processes_print_the_rendered_help(tmp_path):
     for argv in ([], ["compact"], ["eval"]):
         section = f"## {' '.join(['compactctl', *argv])}\n\n```text\n{gen.real_help(argv, str(tmp_path))}\n```\n"
         assert section in committed, argv
+
+
+def test_the_readmes_demo_line_is_what_make_demo_prints(tmp_path):
+    """README's opening quotes the line `make demo` prints; a change to the summary moves its token count, and the
+    README said 3,980 for a run that printed 3,972. The command here is the Makefile's demo command."""
+    import re
+    import shlex
+
+    from .conftest import cli
+
+    recipe = re.search(r"^demo:.*\n\t\$\(BIN\)/compactctl (compact [^\n]+)", (ROOT / "Makefile").read_text(), re.M)
+    assert recipe, "the Makefile's demo target runs compactctl compact"
+    args = [a.replace("/tmp/", f"{tmp_path}/") for a in shlex.split(recipe.group(1))]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    printed = r.stderr.decode().strip().splitlines()[-1]
+    quoted = re.search(r"`make demo` prints\n`([^`]+)`", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert quoted and quoted.group(1) == printed

@@ -37,6 +37,7 @@ for _kind, _names in {
     "websearch": "websearch web_search google_web_search",
     "delegate": "task delegate_task agent",
     "todo": "todowrite update_plan todo_write write_todos",
+    "think": "think",
     "code": "execute_code python ipython run_code",
 }.items():
     for _n in _names.split():

@@ -1236,3 +1236,20 @@ def test_what_the_person_does_not_remember_is_not_a_constraint():
         "I don't know why, but never touch prod.",
         "I don't want insurance.",
     ]
+
+
+def test_a_think_call_is_reasoning_not_an_action():
+    """Anthropic's think tool and OpenHands' write the agent's reasoning as a call: it was an action line cut to 40
+    characters ("[think] called(thought=To find the fastest return trip, I need…) -> ok, 0 chars")."""
+    thought = "The cheapest option is the gift card 7091239. I decided to use it instead of the certificate."
+    rows = [
+        {"role": "user", "content": "upgrade my flight"},
+        call("t", "think", {"thought": thought}),
+        res("t", ""),
+        call("u", "update_reservation_flights", {"reservation_id": "OBUT9V"}),
+        res("u", "Error: gift card balance is not enough"),
+        {"role": "assistant", "content": "It failed."},
+    ]
+    f = extract(T(rows).messages)
+    assert [a.line.split("]")[0] for a in f.actions] == ["[update_reservation_flights"]
+    assert f.decisions == ["I decided to use it instead of the certificate."]

@@ -271,8 +271,17 @@ class _Extractor:
 
     def call(self, c: ToolCall, result: Message | None) -> None:
         f = self.f
-        if tools.kind_of(c.name) == "todo":
+        kind = tools.kind_of(c.name)
+        if kind == "todo":
             f.plan = plan_lines(c) or f.plan
+        elif kind == "think":  # the agent's reasoning written as a call (Anthropic's think tool, OpenHands'): not an action
+            thought = tools.parse_args(c).get("thought")
+            if isinstance(thought, str) and thought.strip():
+                for s in sentences(thought):
+                    if 12 <= len(s) <= 300 and DECISION.search(s):
+                        self.keep("decisions", s)
+                self.idents(thought)
+                return
         a = action_for(c, result)
         f.actions.append(a)
         doc = document_names(result)

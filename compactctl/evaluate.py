@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import tools
+from .harness import is_boilerplate
 from .model import Message, ToolCall, Transcript, fingerprint, is_output, is_summary, last_user_index
 from .phases.plan import Budget
 from .phases.prune import protected_start
@@ -69,7 +70,9 @@ def probes(t: Transcript, removed: set[int]) -> list[Probe]:
         if is_summary(m):
             continue
         if m.role == "user" and not m.observation:  # an observation is output (SWE-agent), below
-            found = [Probe("constraints", s) for s in constraint_sentences(m.text())] + _identifiers(m.text())
+            # Claude Code's caveat before local-command output is how to read other messages, not the person's rule
+            rules = [] if is_boilerplate(m.text()) else constraint_sentences(m.text())
+            found = [Probe("constraints", s) for s in rules] + _identifiers(m.text())
         elif m.role == "assistant":
             found = _identifiers(m.text()) + [p for c in m.tool_calls for p in _call_probes(c, result_of.get(id(c)))]
         elif is_output(m):

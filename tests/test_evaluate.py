@@ -59,3 +59,14 @@ def test_eval_cli_json_and_given_compacted(tmp_path):
     assert cli("compact", str(src), "--context-window", "8000", "-o", str(out)).returncode == 0
     g = cli("eval", str(src), "--compacted", str(out))
     assert g.returncode == 0 and "| given |" in g.stdout.decode()
+
+
+def test_the_local_command_caveat_is_no_constraint_probe():
+    """Claude Code's caveat before local-command output ("DO NOT respond to these messages ...") says how to read other
+    messages; the summary leaves it out since the eighteenth session, and the probe eval still asked for it (the long
+    sessions' constraint probes read 83.3%: this caveat was the one lost)."""
+    from compactctl.harness import LOCAL_COMMAND_CAVEAT
+
+    caveat = f"<local-command-caveat>{LOCAL_COMMAND_CAVEAT} DO NOT respond to these messages.</local-command-caveat>"
+    t = T([{"role": "user", "content": caveat}, {"role": "user", "content": "Never touch prod.db."}, {"role": "user", "content": "go"}])
+    assert [p.text for p in evaluate.probes(t, {0, 1}) if p.category == "constraints"] == ["Never touch prod.db."]

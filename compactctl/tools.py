@@ -38,6 +38,7 @@ for _kind, _names in {
     "delegate": "task delegate_task agent",
     "todo": "todowrite update_plan todo_write write_todos",
     "think": "think",
+    "ask": "askuserquestion",  # Claude Code: the person answers in the result
     "code": "execute_code python ipython run_code",
 }.items():
     for _n in _names.split():
@@ -213,6 +214,19 @@ def unwrap_output(text: str) -> tuple[str, int | None]:
             code = meta.get("exit_code", obj.get("exit_code"))
             return obj["output"], code if isinstance(code, int) else None
     return text, None
+
+
+ANSWERED = "User has answered your questions:"  # how Claude Code's AskUserQuestion result opens
+_ANSWER = re.compile(r'"((?:[^"\\]|\\.)+)"="((?:[^"\\]|\\.)*)"')
+
+
+def answers(result: Message | None) -> list[tuple[str, str]]:
+    """(question, the person's answer) from a result of Claude Code's AskUserQuestion ("User has answered your
+    questions: "Q"="A", "Q2"="A2". You can now continue ..."); [] for any other result."""
+    text = result.text() if result is not None else ""
+    if not text.startswith(ANSWERED):
+        return []
+    return [(q.strip(), a.strip()) for q, a in _ANSWER.findall(text)]
 
 
 _GEMINI_CODE = re.compile(r"-?\d+")

@@ -1253,3 +1253,33 @@ def test_a_think_call_is_reasoning_not_an_action():
     f = extract(T(rows).messages)
     assert [a.line.split("]")[0] for a in f.actions] == ["[update_reservation_flights"]
     assert f.decisions == ["I decided to use it instead of the certificate."]
+
+
+def test_the_persons_answers_to_ask_user_question_are_resolved_questions():
+    """Claude Code's AskUserQuestion gets the person's answers in its result ("User has answered your questions:
+    "Q"="A" ..."): their words, read as a tool output (a digest, an action line `[AskUserQuestion] called(...)`)."""
+    q = "Pre-commit hook blocks on pre-existing issues (not our code). How should we proceed?"
+    answer = f'User has answered your questions: "{q}"="main was clean; fix the issues", "Which rig?"="No rig". You can now continue.'
+    rows = [
+        {"role": "user", "content": "commit it"},
+        call("a", "AskUserQuestion", {"questions": [{"question": q, "options": [{"label": "Skip hook (--no-verify)"}]}]}),
+        res("a", answer),
+        call("r", "AskUserQuestion", {"questions": [{"question": "Go?"}]}),
+        res("r", "The user doesn't want to proceed with this tool use."),
+        {"role": "assistant", "content": "Fixing them."},
+    ]
+    f = extract(T(rows).messages)
+    assert f.questions == [(q, "main was clean; fix the issues"), ("Which rig?", "No rig")]
+    assert [a.line.split("]")[0] for a in f.actions] == ["[AskUserQuestion"]  # a refusal stays an action
+    secs = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert f"- Q: {q} A: main was clean; fix the issues" in secs["Resolved Questions"]
+
+
+def test_prune_keeps_the_persons_answers():
+    """An AskUserQuestion result holds the person's answers: prune leaves it as it is, as a --keep-tool output."""
+    rows = session(4)
+    answer = 'User has answered your questions: "Which approach?"="' + "Remove anything custom and use the library. " * 8 + '".'
+    rows[1:1] = [call("q", "AskUserQuestion", {"questions": [{"question": "Which approach?"}]}), res("q", answer)]
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    assert out.messages[2].text() == answer
+    assert out.messages[4].text() != rows[4]["content"]  # the other old outputs are digested

@@ -89,7 +89,8 @@ class _Context:
         self._literals: dict[str, list[str]] = {}
         self._outlines: dict[str, list[outline.Definition]] = {}
         keep = {k.lower() for k in opts.keep_tools}
-        self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep}
+        # --keep-tool outputs, and the person's answers to the agent's questions (their words, in a tool result)
+        self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
         self.drop = {d.lower() for d in opts.drop_tools}
         self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
 

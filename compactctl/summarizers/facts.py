@@ -274,14 +274,8 @@ class _Extractor:
         kind = tools.kind_of(c.name)
         if kind == "todo":
             f.plan = plan_lines(c) or f.plan
-        elif kind == "think":  # the agent's reasoning written as a call (Anthropic's think tool, OpenHands'): not an action
-            thought = tools.parse_args(c).get("thought")
-            if isinstance(thought, str) and thought.strip():
-                for s in sentences(thought):
-                    if 12 <= len(s) <= 300 and DECISION.search(s):
-                        self.keep("decisions", s)
-                self.idents(thought)
-                return
+        elif self._not_an_action(kind, c, result):
+            return
         a = action_for(c, result)
         f.actions.append(a)
         doc = document_names(result)
@@ -298,6 +292,24 @@ class _Extractor:
                 e = refs.REF_RE.sub("", e).strip()  # the same error from two outputs is one error (their refs differ)
                 self.keep("errors", e)
                 self.idents(e)
+
+    def _not_an_action(self, kind: str, c: ToolCall, result: Message | None) -> bool:
+        """A call that is words, read as such: the person's answers to the agent's questions (Claude Code's
+        AskUserQuestion result) are resolved questions; a think call (Anthropic's think tool, OpenHands') is the agent's
+        reasoning, whose decisions count. True when `c` was read so (it is then no action)."""
+        if kind == "ask" and tools.answers(result):
+            for question, answer in tools.answers(result):
+                self.f.questions.append((cut(question, 300), cut(answer, 300)))
+                self.idents(answer)
+            return True
+        thought = tools.parse_args(c).get("thought") if kind == "think" else None
+        if not isinstance(thought, str) or not thought.strip():
+            return False
+        for s in sentences(thought):
+            if 12 <= len(s) <= 300 and DECISION.search(s):
+                self.keep("decisions", s)
+        self.idents(thought)
+        return True
 
 
 def index_names(messages: list[Message], start: int, end: int, prior: int | None = None) -> list[str]:

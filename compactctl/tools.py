@@ -39,7 +39,7 @@ for _kind, _names in {
     "todo": "todowrite update_plan todo_write write_todos",
     "think": "think",
     "ask": "askuserquestion",  # Claude Code: the person answers in the result
-    "code": "execute_code python ipython run_code",
+    "code": "execute_code python ipython run_code execute_ipython_cell",
 }.items():
     for _n in _names.split():
         KINDS[_n] = _kind

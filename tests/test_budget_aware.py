@@ -1200,6 +1200,7 @@ def test_gemini_cli_tools_are_known():
     t = T(rows)
     line = tools.describe(t.messages[1].tool_calls[0], t.messages[2], error_lines=3)
     assert "exit 127" in line and "pip: command not found" in line and "(none)" not in line
+    assert tools.kind_of("execute_ipython_cell") == "code"  # OpenHands' (a generic call before)
     f = extract(t.messages)
     assert f.files == {"/p/main.py": {"read"}} and f.plan == ["- [in_progress] sandbox exec()"]
     assert f.errors == ["bash: line 1: pip: command not found"]  # not "Error: (none)", and without Gemini's "Output: "

@@ -17,7 +17,7 @@ import re
 import shlex
 
 READERS = frozenset({"cat", "nl", "head", "tail", "bat", "batcat", "less", "more", "sed"})
-_READER = re.compile(r"\b(?:cat|nl|head|tail|bat|batcat|less|more|sed)\b")  # no reader named: nothing to split
+_READER = re.compile(r"\b(?:" + "|".join(sorted(READERS)) + r")\b")  # no reader named: nothing to split
 # Options of the readers that take a value (the next word), which is not a file.
 VALUED = {
     "head": {"-n", "-c", "--lines", "--bytes"},

@@ -297,8 +297,9 @@ class _Extractor:
         """A call that is words, read as such: the person's answers to the agent's questions (Claude Code's
         AskUserQuestion result) are resolved questions; a think call (Anthropic's think tool, OpenHands') is the agent's
         reasoning, whose decisions count. True when `c` was read so (it is then no action)."""
-        if kind == "ask" and tools.answers(result):
-            for question, answer in tools.answers(result):
+        answered = tools.answers(result) if kind == "ask" else []
+        if answered:
+            for question, answer in answered:
                 self.f.questions.append((cut(question, 300), cut(answer, 300)))
                 self.idents(answer)
             return True

@@ -264,10 +264,14 @@ class _Extractor:
         for q, (question, ans) in enumerate(f.questions):
             if ans is None:
                 f.questions[q] = (question, cut(said[0], 300) if said else None)
+        self.decisions(said)
+        self.idents(text)
+
+    def decisions(self, said: list[str]) -> None:
+        """The agent's sentences (its text, or a think call's thought) that state a decision."""
         for s in said:
             if 12 <= len(s) <= 300 and DECISION.search(s):
                 self.keep("decisions", s)
-        self.idents(text)
 
     def call(self, c: ToolCall, result: Message | None) -> None:
         f = self.f
@@ -306,9 +310,7 @@ class _Extractor:
         thought = tools.parse_args(c).get("thought") if kind == "think" else None
         if not isinstance(thought, str) or not thought.strip():
             return False
-        for s in sentences(thought):
-            if 12 <= len(s) <= 300 and DECISION.search(s):
-                self.keep("decisions", s)
+        self.decisions(sentences(thought))
         self.idents(thought)
         return True
 

@@ -12,7 +12,7 @@ from compactctl.markers import NAMES_LINE
 from compactctl.model import Message, Transcript, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import offline
-from compactctl.summarizers.facts import Facts, extract
+from compactctl.summarizers.facts import Facts, constraint_sentences, extract
 from compactctl.summarizers.prompt import parse_sections
 from compactctl.tokens import make_counter
 
@@ -1117,6 +1117,32 @@ def test_a_sentence_typed_over_several_lines_is_one_constraint():
         "Keep it short",
         "No more than 3 files.",
     ]
+
+
+def test_a_rule_that_introduces_a_list_keeps_its_items():
+    """A hook's "you MUST run this checklist:" was a constraint without its checklist (a code block after it), and
+    "Avoid these in bead descriptions:" one without what to avoid. A command reference's "`bd sync --status` -
+    Check sync status without syncing" and a compiler's "warning: ... was set but never used" were constraints."""
+    hook = (
+        "\x1b[2m**CRITICAL**: Before saying done, you MUST run this checklist:\x1b[22m\n\x1b[2m\x1b[22m\n\x1b[2m```\x1b[22m\n"
+        "\x1b[2m[ ] 1. git status              (check what changed)\x1b[22m\n\x1b[2m[ ] 2. git push\x1b[22m\n\x1b[2m```\x1b[22m\n"
+        "\x1b[2m- `bd sync --status` - Check sync status without syncing\x1b[22m\n"
+        "\x1b[2m- `bd edit` - never use it: it opens $EDITOR\x1b[22m\n\n"
+        "    warning: module attribute @extension_to_language was set but never used\n"
+        "[W] lib/a.ex:12:3 Using `length/1` is expensive, prefer comparing against an empty list.\n"
+    )
+    assert constraint_sentences(hook) == [
+        "**CRITICAL**: Before saying done, you MUST run this checklist: git status (check what changed); git push",
+        "`bd edit` - never use it: it opens $EDITOR",
+    ]
+    avoid = "Avoid these in descriptions:\n\n- Missing paths\n- A title restated without specifics\n\nDone."
+    assert constraint_sentences(avoid) == ["Avoid these in descriptions: Missing paths; A title restated without specifics"]
+    # Code after the colon is not a list; a long list is shortened, and a rule of an item left out stays one.
+    assert constraint_sentences("It should be caught here:\n```\nfun take(): Foo =>\n```") == ["It should be caught here:"]
+    items = "".join(f"- item {k} {'x' * 70}\n" for k in range(9)) + "- Never push to main\n"
+    (rule, *rest) = constraint_sentences("You must include:\n" + items)
+    assert rule.startswith("You must include: item 0 ") and rule.endswith("; …") and len(rule) <= 400
+    assert rest == ["Never push to main"]
 
 
 def test_files_read_through_a_shell_are_relevant_files():

@@ -88,29 +88,83 @@ def sentences(text: str) -> list[str]:
 
 
 def constraint_sentences(text: str) -> list[str]:
+    """The sentences of `text` that constrain the work, a rule that introduces a list with its items."""
     out = []
-    for line in _logical_lines(text):
-        for s in sentences(_BULLET.sub("", line, count=1)):  # a list item's marker: the summary gives its own
-            if 8 <= len(s) <= 400 and CONSTRAINT.search(s) and CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
+    lines = _logical_lines(tools.ANSI.sub("", text) if "\x1b" in text else text)  # hook output in a terminal's colours
+    taken, upto = "", 0  # the last rule that took the list after it, and the end of that list
+    for k, (line, code) in enumerate(lines):
+        if code:
+            continue
+        said = sentences(_BULLET.sub("", line, count=1))  # a list item's marker: the summary gives its own
+        for j, s in enumerate(said):
+            if 8 <= len(s) <= 400 and _binds(s) and not (k < upto and s in taken):  # a rule of an item it left out stays
+                if j == len(said) - 1 and s.endswith(":"):
+                    s, upto = _with_items(s, lines, k + 1)
+                    taken = s
                 out.append(s)
     return out
+
+
+def _binds(s: str) -> bool:
+    if not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
+        return False
+    if _DIAGNOSTIC.match(s):  # a compiler's or a linter's line in hook output ("warning: ... was set but never used")
+        return False
+    ref = _REFERENCE.match(s)  # "`bd sync --status` - Check sync status without syncing": what a command does
+    return ref is None or _STRONG.search(s, ref.end()) is not None
 
 
 # What the person does not know or remember is not a rule ("I don't remember the reservation ID, sorry."): a
 # sentence is a constraint for its other words then.
 _NOT_A_RULE = re.compile(r"\b(?:I|we) (?:don'?t|do not) (?:remember|recall|know|think|understand|see)\b", re.I)
+# An entry of a command reference (a code span, then a dash or a colon and what it does) binds only with a word
+# that commands ("`bd edit` - never: it opens $EDITOR"), not with "without" or "only" describing the command.
+_REFERENCE = re.compile(r"`[^`]+`\s*(?:[-–—:]|$)")
+# Lowercase as compilers write it (rustc, gcc, clang, elixir: "warning[E0502]: ..."), or a linter's "[W] " mark.
+_DIAGNOSTIC = re.compile(r"(?:warning|error)(?:\[\w+\])?:\s|\[[A-Z]\]\s")
+_STRONG = re.compile(r"\b(?:must|never|do not|don'?t|always|should)\b", re.I)
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
+_CHECKBOX = re.compile(r"^\[[ xX]?\]\s*")
 _ENDS = tuple(".!?:;。！？")
 _CONTINUES = "@`(\"'"  # besides a lowercase letter, what the next line of a wrapped sentence may begin with
+_ITEMS, _ITEM_CHARS, _RULE_CHARS = 8, 80, 400
 
 
-def _logical_lines(text: str) -> list[str]:
-    """The lines of `text` outside code fences, a sentence wrapped over several lines (a message typed or pasted
-    with hard line breaks: "We should\n  start with packages/services.") joined into one: a line that ends
-    without a sentence's end and a next that goes on (a lowercase letter first, not a list item or a heading)."""
-    out: list[str] = []
+def _with_items(rule: str, lines: list[tuple[str, bool]], k: int) -> tuple[str, int]:
+    """A rule that ends with a colon ("you MUST run this checklist:") and the list after it that it introduces (a
+    checklist in a code block too; not code), its items joined with "; " (each cut to _ITEM_CHARS; at most
+    _ITEMS and _RULE_CHARS in all, "…" for the others). Returns the rule and the index of the first line after what it took."""
+    items: list[str] = []
+    in_code = None  # whether the list is in a code block: it ends with the block
+    while k < len(lines):
+        line, code = lines[k][0].strip(), lines[k][1]
+        item = " ".join(_BULLET.sub("", _CHECKBOX.sub("", line), count=1).split())
+        if not item:
+            if items:
+                break
+        elif in_code in (None, code) and (_CHECKBOX.match(line) or _BULLET.match(line)):  # a checklist's too
+            in_code = code
+            items.append(item if len(item) <= _ITEM_CHARS else cut(item, _ITEM_CHARS) + "…")
+        else:
+            break
+        k += 1
+    shown = rule
+    for n, item in enumerate(items):
+        if n == _ITEMS or len(shown) + len(item) + 2 > _RULE_CHARS:
+            shown += "; …" if n else " …"
+            break
+        shown += ("; " if n else " ") + item
+    return shown, k
+
+
+def _logical_lines(text: str) -> list[tuple[str, bool]]:
+    """The lines of `text`, each with whether it is inside a code fence (the fences left out), a sentence wrapped
+    over several lines (a message typed or pasted with hard line breaks: "We should\n  start with
+    packages/services.") joined into one: a line that ends without a sentence's end and a next that goes on (a
+    lowercase letter first, not a list item or a heading)."""
+    out: list[tuple[str, bool]] = []
     in_code = False
     joinable = False  # the last line of `out` may go on in the next
     for line in text.split("\n"):
@@ -119,11 +173,12 @@ def _logical_lines(text: str) -> list[str]:
             in_code, joinable = not in_code, False
             continue
         if in_code:
+            out.append((line, True))
             continue
         if joinable and s and (s[0].islower() or s[0] in _CONTINUES) and not _BULLET.match(line):
-            out[-1] += " " + s
+            out[-1] = (out[-1][0] + " " + s, False)
         else:
-            out.append(line)
+            out.append((line, False))
         joinable = bool(s) and not s.endswith(_ENDS) and not s.startswith(("#", "|", ">"))
     return out
 

@@ -795,6 +795,42 @@ def test_another_tools_summary_gives_the_goal_from_its_request():
     assert sections["Critical Context"].count("OpenTelemetry tracing") == 0  # said once, as the goal
 
 
+def test_with_no_ask_since_another_tools_summary_its_next_step_is_the_active_task():
+    """A session that goes on from Claude Code's summary has no ask of the person after it: the Active Task said
+    "None" while the summary's "Optional Next Step" said what to do, last in the summary and first shed."""
+    foreign = (
+        "This session is being continued from a previous conversation that ran out of context.\n\nSummary:\n"
+        "1. Primary Request and Intent:\n   Work on bead spotter-fum.\n\n8. Current Work:\n   Working on `spotter-fum.3`.\n\n"
+        "9. Optional Next Step:\n   Complete spotter-fum.3 by running `mix test`, then `bd close spotter-fum.3`.\n\n"
+        "If you need specific details from before compaction, read the full transcript at: /home/u/x.jsonl\n"
+        "Please continue the conversation from where we left off without asking the user any further questions."
+    )
+    assert (
+        offline.foreign_request(foreign, offline.NEXT_WORDS)
+        == "Complete spotter-fum.3 by running `mix test`, then `bd close spotter-fum.3`."
+    )
+    rows = [{"role": "user", "content": foreign}, *session(3, 600)[2:]]
+    t = T(rows)
+    f = extract(t.messages, 1, len(rows))
+    f.prior_summary = foreign
+    sections = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert (
+        sections["Active Task"] == offline.FROM_PRIOR_NEXT + "Complete spotter-fum.3 by running `mix test`, then `bd close spotter-fum.3`."
+    )
+    assert "bd close" not in sections["Critical Context"] and "Working on `spotter-fum.3`" in sections["Critical Context"]
+    # Without a next step, its current work; with an ask since, the ask.
+    f.prior_summary = foreign.replace("9. Optional Next Step:", "Notes:")
+    assert "Working on `spotter-fum.3`" in parse_sections(offline.summarize(f, COUNTER, 2000))["Active Task"]
+    f.prior_summary, f.last_request = foreign, "now fix the tests"
+    assert parse_sections(offline.summarize(f, COUNTER, 2000))["Active Task"] == offline.KEPT_LAST_ASK
+
+
+def test_a_harness_setting_is_no_constraint():
+    """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
+    assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []
+    assert constraint_sentences("Never use <code>eval</code> here.") == ["Never use <code>eval</code> here."]
+
+
 def test_the_summary_points_to_asks_the_kept_turns_hold_instead_of_repeating_them():
     ask = "Find why handler_0 fails on empty input and report it."
     rows = [{"role": "user", "content": ask}, *session(3, 600)[2:-1]]  # no final answer yet: the ask is pending

@@ -108,7 +108,7 @@ def constraint_sentences(text: str) -> list[str]:
 def _binds(s: str) -> bool:
     if not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
         return False
-    if _DIAGNOSTIC.match(s):  # a compiler's or a linter's line in hook output ("warning: ... was set but never used")
+    if _DIAGNOSTIC.match(s) or _SETTING.fullmatch(s):  # a compiler's line in hook output, a harness's setting
         return False
     ref = _REFERENCE.match(s)  # "`bd sync --status` - Check sync status without syncing": what a command does
     return ref is None or _STRONG.search(s, ref.end()) is not None
@@ -122,6 +122,8 @@ _NOT_A_RULE = re.compile(r"\b(?:I|we) (?:don'?t|do not) (?:remember|recall|know|
 _REFERENCE = re.compile(r"`[^`]+`\s*(?:[-–—:]|$)")
 # Lowercase as compilers write it (rustc, gcc, clang, elixir: "warning[E0502]: ..."), or a linter's "[W] " mark.
 _DIAGNOSTIC = re.compile(r"(?:warning|error)(?:\[\w+\])?:\s|\[[A-Z]\]\s")
+# One element of a harness's settings (Codex: "<approval_policy>never</approval_policy>"): a notice, not a sentence.
+_SETTING = re.compile(r"<([\w-]+)>[^<>]*</\1>")
 _STRONG = re.compile(r"\b(?:must|never|do not|don'?t|always|should)\b", re.I)
 
 

@@ -31,6 +31,8 @@ KEPT_LAST_ASK = "the person's latest message, kept verbatim (not summarized)"
 KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
 ONLY_ASK = "the Active Task (the person's only ask)"
 KEPT_LAST_NOTE = "none from the person; the latest user-role message (the harness's text) is kept verbatim"
+FROM_PRIOR_NEXT = "(no ask since the earlier summary; its next step) "
+NEXT_WORDS = ("next step",)  # a heading of another tool's summary that says what comes next
 POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK, KEPT_LAST_NOTE)  # what an Active Task or Goal says instead of repeating a kept ask
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
@@ -125,7 +127,14 @@ class _Items:
         self.root = common_root(list(facts.files))
         self.prior, self.number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
         # Another tool's summary (none of our sections): the request it states is the session's goal.
-        self.foreign_goal = foreign_request(facts.prior_summary) if facts.prior_summary and not self.prior else ""
+        foreign = facts.prior_summary if facts.prior_summary and not self.prior else ""
+        self.foreign_goal = foreign_request(foreign) if foreign else ""
+        # With no ask since, the work it says comes next (Claude Code: "9. Optional Next Step:") is the active task.
+        self.foreign_next = (
+            (foreign_request(foreign, NEXT_WORDS) or foreign_request(foreign, ("current work",)))
+            if foreign and not facts.last_request
+            else ""
+        )
 
     def add(self, section: str, text: str, tier: int) -> None:
         if text and text.strip():
@@ -150,6 +159,8 @@ def _asks(b: _Items) -> None:
     if f.last_request:
         verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_NOTE if f.last_request_harness else KEPT_LAST_ASK
         b.add("Active Task", verbatim, -1 if f.last_request_verbatim else 0)  # -1: the ask itself, never shed
+    elif b.foreign_next:
+        b.add("Active Task", FROM_PRIOR_NEXT + _cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
     goal = f.first_request or (f.last_request if not f.last_request_harness else None)  # harness text is no goal
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
@@ -174,15 +185,22 @@ def _asks(b: _Items) -> None:
 _FOREIGN_HEADING = re.compile(r"^\s{0,3}(?:#{1,4}\s*|\d{1,2}\.\s+)\**([A-Z][\w &/,'-]{2,60}?)\**:?\**\s*$")
 
 
-def foreign_request(text: str) -> str:
-    """The request as another tool's summary states it (the lines under its request/intent heading), or ""."""
+# What Claude Code writes after the summary it continues from: how to read the old transcript, how to go on.
+_FOREIGN_TRAILERS = ("If you need specific details from before compaction", "Please continue the conversation from where")
+
+
+def foreign_request(text: str, words: tuple[str, ...] = ("request", "intent")) -> str:
+    """The request as another tool's summary states it (the lines under its heading that has one of `words`: by
+    default its request/intent heading), or ""."""
     out: list[str] = []
     inside = False
     for raw in text.split("\n"):
+        if raw.startswith(_FOREIGN_TRAILERS):  # the harness's own words after the summary
+            break
         head = _FOREIGN_HEADING.match(raw)
         if head:
             title = head.group(1).lower()
-            inside = "request" in title or "intent" in title
+            inside = any(w in title for w in words)
         elif inside and raw.strip():
             out.append(raw.strip())
     return "\n".join(out)
@@ -192,7 +210,7 @@ def _context(b: _Items) -> None:
     f = b.facts
     b.carry("Critical Context", 2)
     if f.prior_summary and not b.prior:  # another tool's summary: its lines, as room allows
-        goal = set(b.foreign_goal.split("\n"))  # already the Goal
+        goal = set((b.foreign_goal + "\n" + b.foreign_next).split("\n"))  # already the Goal and the Active Task
         for line in f.prior_summary.split("\n"):
             if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
                 b.add("Critical Context", "> " + cut(line.strip(), 400), 3)

@@ -825,6 +825,17 @@ def test_with_no_ask_since_another_tools_summary_its_next_step_is_the_active_tas
     assert parse_sections(offline.summarize(f, COUNTER, 2000))["Active Task"] == offline.KEPT_LAST_ASK
 
 
+def test_an_error_line_that_says_error_is_not_labelled_again():
+    """Critical Context read "- error: error: undefined function find_transcript_file/1" for a compiler's line."""
+    f = Facts(errors=["error: undefined function find_transcript_file/1", "Error: ENOENT", "ModuleNotFoundError: No module named 'x'"])
+    context = parse_sections(offline.summarize(f, COUNTER, 2000))["Critical Context"].split("\n")
+    assert context[:3] == [
+        "- error: undefined function find_transcript_file/1",
+        "- Error: ENOENT",
+        "- error: ModuleNotFoundError: No module named 'x'",
+    ]
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

@@ -215,7 +215,7 @@ def _context(b: _Items) -> None:
             if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
                 b.add("Critical Context", "> " + cut(line.strip(), 400), 3)
     for e in f.errors:
-        b.add("Critical Context", f"- error: {e}", 1)
+        b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", 1)  # not "error: error:"
     b.carry("Relevant Files", 2)
     for path, acts in f.files.items():
         verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts or v == "read" and "shell-read" in acts)

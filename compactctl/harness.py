@@ -47,6 +47,18 @@ _TAG_BLOCK = re.compile(r"<(" + "|".join(re.escape(t) for t in INJECTED_TAGS) + 
 # A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.
 # Only the harness's own tags: `Vec<u8>` or a traceback's `<module>` in a note stay.
 MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\b[A-Z]\w+(?::\w+)? hook additional context:")
+_CWD = re.compile(r"<cwd>\s*(/[^<\n]*?)\s*</cwd>")
+
+
+def working_directory(m: Any) -> str | None:
+    """The session's working directory a harness message states (Codex's `<environment_context><cwd>`), or None."""
+    if m.role != "user":
+        return None
+    text = m.text()
+    found = _CWD.search(text) if "<cwd>" in text else None
+    return found.group(1) if found else None
+
+
 CODEX_REQUEST = "## My request for Codex:"
 # Keys SWE-agent writes on each history entry besides `action` (a record from elsewhere that has an `action` key
 # does not make the user turn after it an observation).

@@ -42,6 +42,8 @@ def files_read(command: str, workdir: str | None = None) -> list[str]:
         words = list(lex)
     except ValueError:  # an unclosed quote: not a command a shell ran as written
         return []
+    if any(w == "(" and k and words[k - 1] not in _OPERATORS for k, w in enumerate(words)):
+        return []  # a parenthesis inside a command (an unquoted `app/(protected)/x`): bash's syntax error, nothing read
     here = workdir if workdir and workdir.startswith("/") else None
     out: list[str] = []
     for simple in _simple_commands(words):
@@ -109,6 +111,11 @@ def _files_of(words: list[str]) -> list[str]:
 
 def _is_name(word: str) -> bool:
     return bool(word) and not (_NOT_A_NAME & set(word)) and word[0] not in "-+" and not word.startswith("/dev/")
+
+
+def joined(workdir: str | None, path: str) -> str:
+    """`path` joined to a command's working directory when it is relative and the directory absolute."""
+    return _join(workdir if workdir and workdir.startswith("/") else None, path)
 
 
 def _join(base: str | None, path: str) -> str:

@@ -137,13 +137,23 @@ def command_of(call: ToolCall) -> str | None:
     return None
 
 
+WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "dir_path", "directory")  # a shell call's working directory
 PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 
 
-def files_of(call: ToolCall) -> list[tuple[str, str]]:
-    """(action, path) for each file the call read, wrote or edited."""
+def files_of(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
+    """(action, path) for each file the call read, wrote or edited; a relative path joined to the call's working
+    directory, or to the session's (`cwd`) when the call names none (Codex's `apply_patch` takes relative paths)."""
     kind = kind_of(call.name)
     args = parse_args(call)
+    if cwd is not None or "*** " in call.arguments:
+        from .shell import joined
+
+        return [(a, joined(_first_str(args, *WORKDIR_KEYS) or cwd, p)) for a, p in _files_of(call, kind, args)]
+    return _files_of(call, kind, args)
+
+
+def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
     path = _first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file", "absolute_path")
     if kind == "editor":
         sub = str(args.get("command", "")).lower()
@@ -158,24 +168,19 @@ def files_of(call: ToolCall) -> list[tuple[str, str]]:
         return out
     if kind == "shell":
         cmd = command_of(call) or ""
-        out = []
-        for m in PATCH_FILE.finditer(cmd):
-            out.append(("write" if m.group(1) == "Add" else "edit", m.group(2).strip()))
-        return out
+        return [("write" if m.group(1) == "Add" else "edit", m.group(2).strip()) for m in PATCH_FILE.finditer(cmd)] if "*** " in cmd else []
     return []
 
 
-def shell_reads(call: ToolCall) -> list[tuple[str, str]]:
+def shell_reads(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
     """("shell-read", path) for each file a shell call printed (`cat F`, `sed -n '1,80p' F`: see shell.files_read),
-    a relative path joined to the call's working directory (Codex's `workdir`)."""
+    a relative path joined to the call's working directory (Codex's `workdir`), else to the session's (`cwd`)."""
     cmd = command_of(call) if kind_of(call.name) in ("shell", "generic") else None
     if not cmd:
         return []
     from .shell import files_read
 
-    args = parse_args(call)
-    workdir = _first_str(args, "workdir", "cwd", "working_directory", "dir_path", "directory")
-    return [("shell-read", p) for p in files_read(cmd, workdir)]
+    return [("shell-read", p) for p in files_read(cmd, _first_str(parse_args(call), *WORKDIR_KEYS) or cwd)]
 
 
 @dataclass

@@ -1223,6 +1223,35 @@ def test_files_read_through_a_shell_are_relevant_files():
     assert SUPERSEDED not in "".join(m.text() for m in out.messages)
 
 
+def test_a_file_is_one_relevant_file_however_codex_named_it():
+    """Codex reads a file with `sed` in the call's workdir and patches it with `apply_patch` by a relative path, in
+    a call that may name no workdir (the session's, from its environment context): Relevant Files listed the same
+    file twice, absolute (read) and relative (edited). A read that failed (no such file; an unquoted `(group)`
+    that bash refused) listed a file that was never printed."""
+
+    def sh(cid, cmd, **workdir):
+        return call(cid, "shell", {"command": ["bash", "-lc", cmd], **workdir})
+
+    patch = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/app/(group)/page.tsx\n@@\n-a\n+b\n*** End Patch\nPATCH"
+    rows = [
+        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"},
+        {"role": "user", "content": "tidy the page"},
+        sh("a", "sed -n '1,80p' 'src/app/(group)/page.tsx'", workdir="/repo"),
+        res("a", "export default function Page() {}\n" * 20),
+        sh("b", "sed -n '1,80p' src/missing.ts", workdir="/repo"),
+        res("b", '{"output": "sed: src/missing.ts: No such file or directory", "metadata": {"exit_code": 1}}'),
+        sh("c", "sed -n '1,80p' src/app/(group)/page.tsx", workdir="/repo"),
+        res("c", '{"output": "bash: -c: line 0: syntax error near unexpected token `(\'", "metadata": {"exit_code": 2}}'),
+        sh("d", patch),
+        res("d", '{"output": "Success. Updated the following files:\nM src/app/(group)/page.tsx", "metadata": {"exit_code": 0}}'),
+        {"role": "assistant", "content": "Done."},
+    ]
+    f = extract(T(rows).messages)
+    assert f.files == {"/repo/src/app/(group)/page.tsx": {"shell-read", "edit"}}
+    secs = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert secs["Relevant Files"] == "- /repo/src/app/(group)/page.tsx (read, edited)"
+
+
 def test_a_name_inside_a_longer_one_is_not_taken_as_shown():
     """The identifier index leaves out names the rest of the summary shows; "shows" was a substring test, so `create`
     went because `createService` was there, and a working directory because a file under it was listed."""

@@ -43,6 +43,11 @@ W = "/repo/packages/services/src"
         ("cat ~/.bashrc", None, []),
         ("cat <<'EOF' > x.py\nprint(1)\nEOF", None, []),
         ("cat 'unclosed", None, []),
+        # A parenthesis inside a command is bash's syntax error (Codex: an unquoted Next.js route group); a subshell is not.
+        ("sed -n '1,200p' app/(protected)/page.tsx", "/r", []),
+        ("sed -n '1,200p' 'app/(protected)/page.tsx'", "/r", ["/r/app/(protected)/page.tsx"]),
+        ("(cd sub && cat y.txt)", "/r", ["/r/sub/y.txt"]),
+        ("echo $(cat y.txt)", None, []),
         ("sed -n '1,20p'", None, []),
         ("", None, []),
     ],

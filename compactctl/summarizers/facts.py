@@ -11,7 +11,7 @@ import re
 from dataclasses import field
 
 from .. import refs, tools
-from ..harness import MARKUP, human_text, is_boilerplate, is_injected
+from ..harness import MARKUP, human_text, is_boilerplate, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
@@ -249,7 +249,7 @@ def document_names(result: Message | None) -> list[str]:
     return names_in(text) if is_task_document(text) else []
 
 
-def action_for(call: ToolCall, result: Message | None) -> Action:
+def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -> Action:
     """The action of a call and its result; an output prune digested keeps its reference (`[ref ...]`, see
     refs.py) on the action's line, so the item points at what `recall` gives back. (Outputs summarized whole
     are not cited one by one: the summary's last line names the span's reference; per-item citations there
@@ -268,14 +268,10 @@ def action_for(call: ToolCall, result: Message | None) -> Action:
     else:
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
-    return Action(
-        line,
-        out.failed or (out.exit_code not in (None, 0)),
-        tools.kind_of(call.name),
-        tools.command_of(call),
-        out.exit_code,
-        tools.files_of(call) + tools.shell_reads(call),
-    )
+    failed = out.failed or out.exit_code not in (None, 0)
+    # A shell command that failed printed no file, or not the one named (`sed -n 1,80p missing.ts`: exit 1).
+    files = tools.files_of(call, cwd) + ([] if failed else tools.shell_reads(call, cwd))
+    return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
 
 
 class _Extractor:
@@ -284,6 +280,7 @@ class _Extractor:
     def __init__(self, f: Facts) -> None:
         self.f = f
         self._seen: dict[str, set] = {"constraints": set(), "errors": set(), "decisions": set(), "identifiers": set()}
+        self.cwd: str | None = None  # the session's working directory as the harness last stated it
 
     def keep(self, field_name: str, item: str) -> None:
         _add(getattr(self.f, field_name), item, self._seen[field_name])
@@ -337,7 +334,7 @@ class _Extractor:
             f.plan = plan_lines(c) or f.plan
         elif self._not_an_action(kind, c, result):
             return
-        a = action_for(c, result)
+        a = action_for(c, result, self.cwd)
         f.actions.append(a)
         doc = document_names(result)
         if doc:
@@ -393,10 +390,12 @@ def extract(
     pairs, _ = match(messages)
     result_of = {(p.call_msg, p.call_pos): messages[p.result] for p in pairs}
     last_final = -1  # index of the latest assistant message that answered without calling tools
+    ex.cwd = next(filter(None, map(working_directory, reversed(messages[:start]))), None)
     for i, m in enumerate(span, start):
         if is_summary(m):
             f.prior_summary = m.text()
         elif m.role == "user":
+            ex.cwd = working_directory(m) or ex.cwd
             if not m.observation:  # an observation is the output of the text action before it (below)
                 ex.user(m)
         elif m.role == "assistant":

@@ -836,6 +836,21 @@ def test_an_error_line_that_says_error_is_not_labelled_again():
     ]
 
 
+def test_an_archive_reference_is_no_identifier():
+    """Prune cuts a long argument with `...[truncated] [ref 49601d51]`: the summary's "identifiers:" line listed
+    nineteen such references (the action lines cite them already) and nothing else."""
+    from compactctl.summarizers.facts import identifiers_in
+
+    assert identifiers_in("...[truncated] [ref 49601d51] names: x; commit 1a2b3c4d5e on v1.2.3") == ["1a2b3c4d5e", "v1.2.3"]
+    rows = [
+        {"role": "user", "content": "patch it"},
+        call("a", "shell", {"command": ["bash", "-lc", "apply_patch <<'PATCH'\n*** Begin Patch\n-a...[truncated] [ref 49601d51]"]}),
+        res("a", "Success."),
+        {"role": "assistant", "content": "Done."},
+    ]
+    assert extract(T(rows).messages).identifiers == []
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

@@ -186,6 +186,10 @@ def _logical_lines(text: str) -> list[tuple[str, bool]]:
 
 
 def identifiers_in(text: str) -> list[str]:
+    """URLs, UUIDs, hashes, ports and versions in `text`; an archive reference (`[ref 49601d51]`, which prune puts
+    in what it cut) is none."""
+    if "[ref " in text:
+        text = refs.REF_RE.sub("", text)
     found = []
     for rx in (URL, UUID):
         found += [m.group(0).rstrip(".,;:") for m in rx.finditer(text)]

@@ -851,6 +851,14 @@ def test_an_archive_reference_is_no_identifier():
     assert extract(T(rows).messages).identifiers == []
 
 
+def test_an_address_is_not_a_version_nor_a_variable_part_of_a_url():
+    """The identifiers line read "http://127.0.0.1:$, 127.0.0" for `curl http://127.0.0.1:${PORT}/api` and an address."""
+    from compactctl.summarizers.facts import identifiers_in
+
+    assert identifiers_in("curl http://127.0.0.1:${PORT}/api/x") == ["http://127.0.0.1", "127.0.0.1"]
+    assert identifiers_in("bound 10.0.0.12, bumped to v1.2.3-beta.1 and 2.0.1.") == ["10.0.0.12", "v1.2.3-beta.1", "2.0.1"]
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

@@ -37,11 +37,11 @@ DECISION = re.compile(
     re.I,
 )
 SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
+URL = re.compile(r"https?://[^\s<>\"'`)\]}${]+")  # up to a shell variable: "http://127.0.0.1:${PORT}/x" is no URL past it
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 PORT = re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d{2,5})\b|\bport\s+(\d{2,5})\b", re.I)
-VERSION = re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b")
+VERSION = re.compile(r"\bv?\d+\.\d+\.\d+(?:\.\d+)*(?:[-+][0-9A-Za-z.]+)?\b")  # an address (127.0.0.1) whole, not its 127.0.0
 
 
 @dataclass

@@ -114,6 +114,10 @@ def test_names_are_separated_by_a_space_a_token_cheaper_than_a_comma():
     # the names after a cut argument
     cut = orjson.loads(truncate_arguments(orjson.dumps({"content": "x" * 300 + " parse_filter load_config tests/test_a.py"}).decode(), 200))
     assert cut["content"].endswith("names: parse_filter load_config tests/test_a.py")
+    # a cut through a name keeps it whole after the cut, not "hookSpeci" before it and "ficOutput" among the names
+    body = "x = 1\n" * 30 + "const hookSpecificOutput = load_config()"
+    cut = orjson.loads(truncate_arguments(orjson.dumps({"content": body}).decode(), len("x = 1\n" * 30) + 10))["content"]
+    assert cut.endswith("const ...[truncated] names: hookSpecificOutput load_config"), cut
     # the summary's index, also where the room takes only part of a line: whole names, never a piece of one
     f = Facts(last_request="go", first_request="go")
     f.names = [f"handler_{k}_of_the_registry" for k in range(60)]

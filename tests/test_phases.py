@@ -116,7 +116,8 @@ def test_truncate_arguments_keeps_json_valid():
     s = orjson.dumps({"a": "é" * 1000, "b": [{"c": "x" * 900}], "n": 3}).decode()
     v = orjson.loads(truncate_arguments(s, 200))
     assert len(v["a"]) == 214 and v["b"][0]["c"].endswith("[truncated]") and v["n"] == 3
-    assert truncate_arguments("not json " * 100, 20) == ("not json " * 100)[:20] + "...[truncated]"
+    # cut at 20, through the word "not": at its start, not after "no"
+    assert truncate_arguments("not json " * 100, 20) == ("not json " * 100)[:18] + "...[truncated]"
 
 
 def test_prune_replaces_old_images():

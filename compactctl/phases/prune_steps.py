@@ -319,13 +319,31 @@ def _generic_line(m: Message) -> str:
     return f"[{tag}{' ' + m.name if m.name else ''}] {out.lines:,} lines, {out.chars:,} chars: {cut(first, 80)}{err}"
 
 
+_WORD_BACK = 40  # a cut backs up this far at most to the start of the word it goes through
+
+
+def _word_start(v: str, at: int) -> int:
+    """`at`, or the start of the word that a cut at `at` would go through (within _WORD_BACK characters)."""
+    if not 0 < at < len(v) or not _in_word(v[at - 1]) or not _in_word(v[at]):
+        return at
+    i = at - 1
+    while i > 0 and at - i < _WORD_BACK and _in_word(v[i - 1]):
+        i -= 1
+    return i if i == 0 or not _in_word(v[i - 1]) else at
+
+
+def _in_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
 def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
     """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
     The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
 
     def cut_text(v: str) -> str:
-        found = safe_names(v[keep:], weight, exclude=v[:keep], limit=names)
-        return cut(v, keep) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
+        k = _word_start(v, keep)  # never through a name ("hookSpeci" kept, "ficOutput" listed): it goes whole after
+        found = safe_names(v[k:], weight, exclude=v[:k], limit=names)
+        return cut(v, k) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
 
     try:
         value = orjson.loads(arguments)

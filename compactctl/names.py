@@ -24,7 +24,7 @@ _NAME = re.compile(
     r"|(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])"  # kebab-case
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # PascalCase with two humps or more
     r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # CONSTANTS
-    r"|\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b"  # versions
+    r"|\bv?\d+\.\d+\.\d+(?:\.\d+)*(?:[-+][0-9A-Za-z.]+)?\b"  # versions, addresses (127.0.0.1 whole)
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # hashes
     r"|\b\d{4,}\b"  # long numbers (ports, ids, counts)
 )

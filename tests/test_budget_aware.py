@@ -709,6 +709,8 @@ def test_file_modes_are_not_names_and_a_double_extension_is_one_name():
     assert "drwxrwxr-x" not in found and "app.html.heex" in found and "layouts/root.html.heex" in found
     assert "app.html" not in found and "main.py" in found
     assert {"my-app.html.heex", "react-dom.development.js"} <= set(names_in("my-app.html.heex and react-dom.development.js"))
+    # an address is one name, not a version's first three parts ("127.0.0" in a SWE-agent summary's names)
+    assert names_in("nc -w5 127.0.0.1 80; at 10.0.0.12:8080 on 1.2.3-rc.1") == ["127.0.0.1", "10.0.0.12", "8080", "1.2.3-rc.1"]
 
 
 def test_names_in_escaped_json_do_not_start_with_the_escape_letter():

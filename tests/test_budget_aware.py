@@ -865,6 +865,17 @@ def test_an_address_is_not_a_version_nor_a_variable_part_of_a_url():
     assert identifiers_in("bound 10.0.0.12, bumped to v1.2.3-beta.1 and 2.0.1.") == ["10.0.0.12", "v1.2.3-beta.1", "2.0.1"]
 
 
+def test_the_rules_of_a_verbatim_active_task_are_not_listed_again():
+    """A SWE-agent task moved into the summary verbatim (the last ask) had its eleven rules listed again under
+    Constraints, ~200 tokens of a tight summary, which then left out the refused edits' errors."""
+    ask = "Solve the challenge. You must enter one command at a time. Do not use interactive commands."
+    f = Facts(last_request=ask, last_request_verbatim=True, first_request=ask, constraints=[*constraint_sentences(ask), "Never push."])
+    secs = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert secs["Active Task"] == ask and secs["Constraints & Preferences"] == "- Never push."
+    f.last_request_verbatim = False  # kept in the tail, not in the summary: the summary lists them
+    assert "one command at a time" in parse_sections(offline.summarize(f, COUNTER, 2000))["Constraints & Preferences"]
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

@@ -176,8 +176,10 @@ def _asks(b: _Items) -> None:
         if p != f.last_request:
             b.add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
     b.carry("Constraints & Preferences", 1)
+    verbatim = f.last_request if f.last_request and f.last_request_verbatim else ""  # the Active Task says them already
     for c in f.constraints:
-        b.add("Constraints & Preferences", f"- {c}", 1)
+        if c not in verbatim:
+            b.add("Constraints & Preferences", f"- {c}", 1)
 
 
 # The heading of another tool's summary that states the person's request (Claude Code: "1. Primary Request and

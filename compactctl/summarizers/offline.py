@@ -175,6 +175,10 @@ def _asks(b: _Items) -> None:
     for p in f.pending:
         if p != f.last_request:
             b.add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
+
+
+def _constraints(b: _Items) -> None:
+    f = b.facts
     b.carry("Constraints & Preferences", 1)
     verbatim = f.last_request if f.last_request and f.last_request_verbatim else ""  # the Active Task says them already
     for c in f.constraints:
@@ -310,7 +314,7 @@ def _apply_focus(items: list[Item], focus: str | None) -> None:
 
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
     b = _Items(facts, counter, budget)
-    for build in (_asks, _context, _actions, _state, _work_and_notes):
+    for build in (_asks, _constraints, _context, _actions, _state, _work_and_notes):
         build(b)
     _apply_focus(b.items, focus)
     # The identifier index: the vocabulary of the replaced turns, most used first, in its share of the room.

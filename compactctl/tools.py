@@ -117,8 +117,11 @@ def text_action_call(m: Message, answered: bool = False) -> ToolCall | None:
     """The call an assistant turn's text action amounts to: SWE-agent's parsed command (harness.text_action, run
     in its shell with its own commands installed) or, when the next turn is its observation (`answered`), the
     command of its last ```bash block (mini-swe-agent); None without one."""
-    action = text_action(m) or (fenced_action(m) if answered else None)
-    return ToolCall(None, "bash", orjson.dumps({"command": action}).decode()) if action is not None else None
+    swe = text_action(m)
+    action = swe or (fenced_action(m) if answered else None)
+    if action is None:
+        return None
+    return ToolCall(None, "bash", orjson.dumps({"command": action}).decode(), {SWE_AGENT: True} if swe else {})
 
 
 def command_of(call: ToolCall) -> str | None:
@@ -168,8 +171,23 @@ def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
         return out
     if kind == "shell":
         cmd = command_of(call) or ""
+        if call.extra.get(SWE_AGENT):
+            return _swe_agent_files(cmd)
         return [("write" if m.group(1) == "Add" else "edit", m.group(2).strip()) for m in PATCH_FILE.finditer(cmd)] if "*** " in cmd else []
     return []
+
+
+# A text action's call (text_action_call) is marked so: SWE-agent's shell has its own commands installed.
+SWE_AGENT = "swe_agent_action"
+_SWE_AGENT_FILE = re.compile(r"(open|create)[ \t]+(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)")
+
+
+def _swe_agent_files(cmd: str) -> list[tuple[str, str]]:
+    """SWE-agent's viewer and its file creation (`open "src/x.py" 120`, `create reproduce.py`): a read and a write."""
+    m = _SWE_AGENT_FILE.match(cmd)
+    if m is None:
+        return []
+    return [("read" if m.group(1) == "open" else "write", m.group(2).strip("\"'"))]
 
 
 def shell_reads(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:

@@ -338,6 +338,31 @@ def test_swe_agent_observations_and_demonstrations_are_flagged(tmp_path, typed):
     assert [m.observation for m in s.messages] == [m.observation for m in msgs]
 
 
+def test_swe_agent_open_and_create_are_relevant_files():
+    """A SWE-agent trajectory that acts in text opened and created files with its own commands (`open "src/x.py"
+    1474`, `create reproduce.py`): Relevant Files said None. A shell's `open` (mini-swe-agent's fenced bash, where it
+    opens a file in an application) is no read."""
+
+    def act(action):
+        return {"role": "assistant", "content": f"Next.\n```\n{action}\n```", "thought": "Next.", "action": action, "agent": "primary"}
+
+    rows = [
+        {"role": "system", "content": "SETTING: you are an autonomous programmer."},
+        {"role": "user", "content": "We're currently solving the following issue: TimeDelta rounds down"},
+        act('open "src/marshmallow/fields.py" 1474'),
+        {"role": "user", "content": "[File: src/marshmallow/fields.py (2000 lines total)]\n1474: return int(x)"},
+        act("create reproduce.py"),
+        {"role": "user", "content": "[File: reproduce.py (1 lines total)]"},
+        act("edit 1:1\nprint(1)\nend_of_edit"),
+        {"role": "user", "content": "File updated."},
+    ]
+    f = extract(T(rows).messages)
+    assert f.files == {"src/marshmallow/fields.py": {"read"}, "reproduce.py": {"write"}}
+    plain = [{"role": "user", "content": "open the report"}, {"role": "assistant", "content": "```bash\nopen report.html\n```"}]
+    plain.append({"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"})
+    assert extract(T(plain).messages).files == {}
+
+
 def test_a_function_calling_trajectory_is_read_as_before(tmp_path):
     """An assistant turn with `action` and tool calls is answered by tool messages: no user turn is an observation."""
     rows = [

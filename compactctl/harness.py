@@ -78,7 +78,8 @@ def is_injected(m: Any) -> bool:
     text = m.text().lstrip()
     if text.startswith(INJECTED_OPENINGS):
         return True
-    return text.startswith("<") and not _TAG_BLOCK.sub("", text).strip()  # nothing but harness blocks
+    # Nothing but harness blocks, and no slash command's arguments: those the person typed (see human_text).
+    return text.startswith("<") and not _TAG_BLOCK.sub("", text).strip() and not _command_ask(text)
 
 
 def is_boilerplate(text: str) -> bool:
@@ -90,15 +91,32 @@ def is_boilerplate(text: str) -> bool:
 
 
 def human_text(m: Any) -> str:
-    """The person's own words in a user message ('' when the harness wrote all of it)."""
+    """The person's own words in a user message ('' when the harness wrote all of it). A slash command the person
+    typed with arguments (Claude Code: `<command-name>/create-beads</command-name><command-args>websearch ...`) is
+    their ask, as "/create-beads websearch ..."; without arguments (`/clear`, `/compact`) it is the harness's."""
     if is_injected(m):
         return ""
     text = m.text()
+    ask = _command_ask(text)
+    if ask:
+        return ask
     if CODEX_REQUEST in text:
         text = text.rsplit(CODEX_REQUEST, 1)[1]
     if "<" in text:
         text = _TAG_BLOCK.sub("", text)
     return text.strip()
+
+
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+
+
+def _command_ask(text: str) -> str:
+    args = _COMMAND_ARGS.search(text) if "<command-args>" in text else None
+    if args is None or not args.group(1).strip():
+        return ""
+    name = _COMMAND_NAME.search(text)
+    return f"{name.group(1)} {args.group(1).strip()}" if name else args.group(1).strip()
 
 
 def text_action(m: Any) -> str | None:

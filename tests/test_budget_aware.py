@@ -901,6 +901,31 @@ def test_the_rules_of_a_verbatim_active_task_are_not_listed_again():
     assert "one command at a time" in parse_sections(offline.summarize(f, COUNTER, 2000))["Constraints & Preferences"]
 
 
+def test_a_slash_command_with_arguments_is_the_persons_ask():
+    """Claude Code writes `/create-beads websearch to learn ...` as harness tags around the arguments the person
+    typed: the message read as the harness's, so the skill body after it (2,310 tokens) was taken for the last ask
+    and the cut could not fit. Without arguments (`/clear`) it is the harness's still."""
+    from compactctl.harness import human_text
+
+    typed = (
+        "<command-message>create-beads</command-message>\n<command-name>/create-beads</command-name>\n"
+        "<command-args>websearch how to set up credo</command-args>"
+    )
+    bare = "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>"
+    rows = [
+        {"role": "user", "content": typed},
+        {"role": "user", "content": "Create beads.\n> **SCOPE**: This skill ONLY creates beads.", "isMeta": True},
+        {"role": "assistant", "content": "on it"},
+        {"role": "user", "content": bare},
+    ]
+    t = T(rows)
+    t.messages[1].injected = True  # a skill body (Claude Code's isMeta line)
+    assert [is_injected(m) for m in t.messages] == [False, True, False, True]
+    assert human_text(t.messages[0]) == "/create-beads websearch how to set up credo" and human_text(t.messages[3]) == ""
+    assert last_user_index(t.messages) == 0
+    assert constraint_sentences(t.messages[1].text()) == ["**SCOPE**: This skill ONLY creates beads."]  # no quote marker
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

@@ -95,7 +95,7 @@ def constraint_sentences(text: str) -> list[str]:
     for k, (line, code) in enumerate(lines):
         if code:
             continue
-        said = sentences(_BULLET.sub("", line, count=1))  # a list item's marker: the summary gives its own
+        said = sentences(_BULLET.sub("", _QUOTE.sub("", line, count=1), count=1))  # a quote's or a list item's marker
         for j, s in enumerate(said):
             if 8 <= len(s) <= 400 and _binds(s) and not (k < upto and s in taken):  # a rule of an item it left out stays
                 if j == len(said) - 1 and s.endswith(":"):
@@ -127,6 +127,7 @@ _SETTING = re.compile(r"<([\w-]+)>[^<>]*</\1>")
 _STRONG = re.compile(r"\b(?:must|never|do not|don'?t|always|should)\b", re.I)
 
 
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")  # a Markdown quote's marker ("> **SCOPE**: ...")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
 _CHECKBOX = re.compile(r"^\[[ xX]?\]\s*")
 _ENDS = tuple(".!?:;。！？")

@@ -9,7 +9,7 @@ from compactctl import api, refs
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
 from compactctl.markers import NAMES_LINE
-from compactctl.model import Message, Transcript, last_user_index
+from compactctl.model import Message, ToolCall, Transcript, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import offline
 from compactctl.summarizers.facts import Facts, constraint_sentences, extract
@@ -336,6 +336,23 @@ def test_swe_agent_observations_and_demonstrations_are_flagged(tmp_path, typed):
     lines.write_bytes(b"\n".join(orjson.dumps(d) for d in swe_trajectory(typed)["history"]) + b"\n")
     [s] = api.read([str(lines)])
     assert [m.observation for m in s.messages] == [m.observation for m in msgs]
+
+
+def test_a_digest_that_says_its_call_failed_is_a_failed_action():
+    """A SWE-agent observation has no is_error flag: once prune digested it ("[bash] ran `python decrypt.py` ->
+    error: ..."), the summary read the action as a success and left its error lines out of Critical Context."""
+    from compactctl.summarizers.facts import action_for
+
+    digest = (
+        "[bash] ran `python decrypt.py` -> error: Traceback (most recent call last):, 9 lines output\n"
+        "  TypeError: integer argument expected, got float\n  names: decrypt.py [ref 7d5d0c6e]"
+    )
+    obs = message_from_dict({"role": "user", "content": digest}, "t", 9, 0)
+    act = ToolCall(None, "bash", '{"command": "python decrypt.py"}')
+    a = action_for(act, obs)
+    assert a.failed and a.line.endswith("TypeError: integer argument expected, got float")
+    ok = message_from_dict({"role": "user", "content": "[bash] ran `ls` -> ok, 3 lines output"}, "t", 9, 0)
+    assert not action_for(ToolCall(None, "bash", '{"command": "ls"}'), ok).failed
 
 
 def test_swe_agent_open_and_create_are_relevant_files():

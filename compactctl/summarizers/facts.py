@@ -254,6 +254,9 @@ def document_names(result: Message | None) -> list[str]:
     return names_in(text) if is_task_document(text) else []
 
 
+DIGEST_FAILED = " -> error"  # how a digest's line (tools.describe) says its call failed
+
+
 def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -> Action:
     """The action of a call and its result; an output prune digested keeps its reference (`[ref ...]`, see
     refs.py) on the action's line, so the item points at what `recall` gives back. (Outputs summarized whole
@@ -270,10 +273,12 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
             kept[0] += "".join(f" {refs.mark(r)}" for r in cited)
         line = "\n".join(kept)
         out = tools.outcome(result)
+        said_failed = bool(kept) and DIGEST_FAILED in kept[0]  # a SWE-agent observation has no is_error flag to keep
     else:
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
-    failed = out.failed or out.exit_code not in (None, 0)
+        said_failed = False
+    failed = out.failed or out.exit_code not in (None, 0) or said_failed
     # A shell command that failed printed no file, or not the one named (`sed -n 1,80p missing.ts`: exit 1).
     files = tools.files_of(call, cwd) + ([] if failed else tools.shell_reads(call, cwd))
     return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)

@@ -280,6 +280,7 @@ def _unwrap_gemini(text: str) -> tuple[str, int | None] | None:
 
 
 # Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
+TRACEBACK = "Traceback (most recent call last)"
 ERROR_HINTS = (
     "rror",
     "ERR",
@@ -379,6 +380,8 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
             s = line.strip()
             if s and s not in errors:
                 errors.append(cut(s, 300))
+    if len(errors) > 1 and errors[0].startswith(TRACEBACK):  # the exception's line says what failed; the header, that it did
+        del errors[0]
 
 
 def _benign(line: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from compactctl import api, refs
+from compactctl import api, refs, tools
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
 from compactctl.markers import NAMES_LINE
@@ -338,6 +338,17 @@ def test_swe_agent_observations_and_demonstrations_are_flagged(tmp_path, typed):
     assert [m.observation for m in s.messages] == [m.observation for m in msgs]
 
 
+def test_a_python_traceback_is_said_by_its_exception_line():
+    """A failed Python run read "-> error: Traceback (most recent call last):", which says only that it failed."""
+    tb = 'Traceback (most recent call last):\n  File "d.py", line 5, in <module>\n    x()\nTypeError: integer argument expected\n'
+    out = tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": tb}, "t", 1, 0))
+    assert out.failed and out.error_lines == ["TypeError: integer argument expected"]
+    alone = tools.outcome(
+        message_from_dict({"role": "tool", "tool_call_id": "a", "content": "Traceback (most recent call last):\n"}, "t", 1, 0)
+    )
+    assert alone.error_lines == ["Traceback (most recent call last):"]  # nothing else to say it
+
+
 def test_a_digest_that_says_its_call_failed_is_a_failed_action():
     """A SWE-agent observation has no is_error flag: once prune digested it ("[bash] ran `python decrypt.py` ->
     error: ..."), the summary read the action as a success and left its error lines out of Critical Context."""
@@ -464,7 +475,6 @@ def test_mini_swe_agent_observations_are_output():
 
 
 def test_an_edit_swe_agent_refused_never_reads_as_done():
-    from compactctl import tools
 
     refused = (
         "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then "
@@ -1390,7 +1400,6 @@ def test_gemini_cli_tools_are_known():
     """Gemini CLI's documented tools read as their kinds: `run_shell_command` was a generic call, so a failed
     `pip install` (Exit Code: 127) read "error: Error: (none)", Gemini's way of saying no error; a `read_file` by
     `absolute_path` named no file; a `write_todos` plan was not kept."""
-    from compactctl import tools
 
     out = (
         "Command: pip install RestrictedPython\nDirectory: (root)\nOutput: bash: line 1: pip: command not found\n"
@@ -1433,7 +1442,6 @@ def test_gemini_cli_tools_are_known():
 def test_a_shells_own_error_lines(text, lines):
     """A shell's messages carry its own prefix before the error words: they were never error lines. Nor were
     "can't", "could not", "no such file", "segmentation fault" or a lowercase "npm err!" without another error word."""
-    from compactctl import tools
 
     assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0)).error_lines == lines
 

@@ -190,6 +190,11 @@ def _swe_agent_files(cmd: str) -> list[tuple[str, str]]:
     return [("read" if m.group(1) == "open" else "write", m.group(2).strip("\"'"))]
 
 
+def workdir_of(call: ToolCall) -> str | None:
+    """The working directory a call names for itself (Codex's `workdir`), or None."""
+    return _first_str(parse_args(call), *WORKDIR_KEYS)
+
+
 def shell_reads(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
     """("shell-read", path) for each file a shell call printed (`cat F`, `sed -n '1,80p' F`: see shell.files_read),
     a relative path joined to the call's working directory (Codex's `workdir`), else to the session's (`cwd`)."""

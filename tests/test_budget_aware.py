@@ -1369,6 +1369,32 @@ def test_a_file_is_one_relevant_file_however_codex_named_it():
     assert secs["Relevant Files"] == "- /repo/src/app/(group)/page.tsx (read, edited)"
 
 
+def test_a_shell_command_run_in_a_directory_of_its_own_says_where():
+    """Codex runs `sed -n '1,160p' createService.ts` with `workdir` packages/services/src: the action line showed the
+    bare name under a project root note ("paths in actions ... are relative to it") that pointed elsewhere."""
+
+    def sh(cid, cmd, **workdir):
+        return call(cid, "shell", {"command": ["bash", "-lc", cmd], **workdir})
+
+    rows = [
+        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"},
+        {"role": "user", "content": "review the services"},
+        sh("a", "sed -n '1,160p' createService.ts", workdir="/repo/packages/services/src"),
+        res("a", '{"output": "export function createService() {}", "metadata": {"exit_code": 0}}'),
+        sh("b", "ls", workdir="/repo"),
+        res("b", '{"output": "packages", "metadata": {"exit_code": 0}}'),
+        sh("c", "ls", workdir="/elsewhere"),
+        res("c", '{"output": "x", "metadata": {"exit_code": 0}}'),
+        {"role": "assistant", "content": "Reviewed."},
+    ]
+    lines = [a.line for a in extract(T(rows).messages).actions]
+    assert lines[0].startswith("[shell] ran `sed -n '1,160p' createService.ts` (in packages/services/src) -> exit 0")
+    assert lines[1].startswith("[shell] ran `ls` -> exit 0") and lines[2].startswith("[shell] ran `ls` (in /elsewhere) -> ")
+    f = extract(T(rows).messages)
+    actions = parse_sections(offline.summarize(f, COUNTER, 2000))["Completed Actions"]
+    assert "1. `sed -n '1,160p' createService.ts` (in packages/services/src) exit 0, " in actions
+
+
 def test_a_name_inside_a_longer_one_is_not_taken_as_shown():
     """The identifier index leaves out names the rest of the summary shows; "shows" was a substring test, so `create`
     went because `createService` was there, and a working directory because a file under it was listed."""

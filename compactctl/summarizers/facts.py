@@ -278,10 +278,24 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
         said_failed = False
+    line = _with_workdir(line, call, cwd)
     failed = out.failed or out.exit_code not in (None, 0) or said_failed
     # A shell command that failed printed no file, or not the one named (`sed -n 1,80p missing.ts`: exit 1).
     files = tools.files_of(call, cwd) + ([] if failed else tools.shell_reads(call, cwd))
     return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
+
+
+def _with_workdir(line: str, call: ToolCall, cwd: str | None) -> str:
+    """A shell command run in a directory of its own (Codex's `workdir`, not the session's) says where: its paths are
+    relative to it ("`sed -n '1,160p' createService.ts` (in packages/services/src) -> exit 0, 161 lines")."""
+    if tools.kind_of(call.name) != "shell" or "` -> " not in line:
+        return line
+    workdir = tools.workdir_of(call)
+    if not workdir or workdir == cwd:
+        return line
+    if cwd and workdir.startswith(cwd.rstrip("/") + "/"):
+        workdir = workdir[len(cwd.rstrip("/")) + 1 :]
+    return line.replace("` -> ", f"` (in {workdir}) -> ", 1)
 
 
 class _Extractor:

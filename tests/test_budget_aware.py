@@ -953,6 +953,29 @@ def test_a_slash_command_with_arguments_is_the_persons_ask():
     assert constraint_sentences(t.messages[1].text()) == ["**SCOPE**: This skill ONLY creates beads."]  # no quote marker
 
 
+def test_harness_tags_are_no_names_and_a_bare_command_no_note():
+    """A short session's summary read "harness note: /clear clear", an empty "harness note:" (a blank
+    local-command-stdout) and the names "command-name command-args command-message local-command-stdout"."""
+    from compactctl.summarizers.facts import rank_names
+
+    rows = [
+        {"role": "user", "content": "add the initials to NavUser"},
+        {"role": "assistant", "content": "done, see getInitials"},
+        {
+            "role": "user",
+            "content": "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>",
+        },
+        {"role": "user", "content": "<local-command-stdout></local-command-stdout>"},
+        {"role": "user", "content": "<local-command-stdout>Set model to opus_4</local-command-stdout>"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    msgs = T(rows).messages
+    f = extract(msgs)
+    assert f.notices == ["Set model to opus_4"]
+    names = rank_names(msgs)
+    assert "getInitials" in names and "opus_4" in names and not any(n.startswith(("command-", "local-command")) for n in names)
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

@@ -236,6 +236,8 @@ def rank_names(messages: list[Message]) -> list[str]:
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
         text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
+        if m.role == "user" and "<" in text:
+            text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
         for name in names_in(refs.REF_RE.sub("", text) if "[ref " in text else text):
             score[name] = score.get(name, 0.0) + 1.0 + k / n
     # A long name costs more of the index than a short one: rank by use per (rough) token.
@@ -298,6 +300,11 @@ def _with_workdir(line: str, call: ToolCall, cwd: str | None) -> str:
     return line.replace("` -> ", f"` (in {workdir}) -> ", 1)
 
 
+def _bare_command(text: str) -> bool:
+    """A slash command's echo with no arguments (`<command-name>/clear</command-name>...`)."""
+    return "<command-name>" in text and not re.sub(r"<(command-[a-z]+)>.*?</\1>", "", text, flags=re.S).strip()
+
+
 class _Extractor:
     """Fills a Facts message by message; each list is kept free of repeats (the `_seen` sets)."""
 
@@ -321,7 +328,8 @@ class _Extractor:
             if is_injected(m) and said.strip() and not is_boilerplate(said):
                 said = tools.ANSI.sub("", said) if "\x1b" in said else said  # hook output in a terminal's colours
                 said = MARKUP.sub(" ", said)
-                f.notices.append(said.strip())
+                if said.strip() and not _bare_command(m.text()):  # `/clear` with nothing after it says nothing
+                    f.notices.append(said.strip())
                 for s in constraint_sentences(said):  # rules the harness set (skills, reminders) still bind
                     self.keep("constraints", s)
             return

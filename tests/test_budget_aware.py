@@ -976,6 +976,23 @@ def test_harness_tags_are_no_names_and_a_bare_command_no_note():
     assert "getInitials" in names and "opus_4" in names and not any(n.startswith(("command-", "local-command")) for n in names)
 
 
+def test_a_question_is_answered_by_what_the_agent_found_not_by_what_it_does_next():
+    """ "Q: does it get the logged in user from the authStore? A: Let me trace through the code to verify where the
+    user data comes from:" - the agent saying what it does next is no answer; nor is a list's "1."."""
+    rows = [
+        {"role": "user", "content": "does it get the logged in user from the authStore?"},
+        {"role": "assistant", "content": "Let me trace through the code to verify where the user data comes from:"},
+        {"role": "assistant", "content": "Yes! NavUser reads `user` from useAuthStore."},
+        {"role": "user", "content": "Can you help with that setup?"},
+        {"role": "assistant", "content": "1. **Reservation ID** first."},
+    ]
+    f = extract(T(rows).messages)
+    assert f.questions == [
+        ("does it get the logged in user from the authStore?", "Yes!"),
+        ("Can you help with that setup?", "**Reservation ID** first."),
+    ]
+
+
 def test_a_harness_setting_is_no_constraint():
     """Codex's environment context gave the constraint "<approval_policy>never</approval_policy>"."""
     assert constraint_sentences("<cwd>/repo</cwd>\n<approval_policy>never</approval_policy>\n<sandbox_mode>read-only</sandbox_mode>") == []

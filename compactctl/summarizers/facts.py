@@ -36,6 +36,7 @@ DECISION = re.compile(
     r"the (?:fix|cause|root cause|problem|issue) (?:is|was)|root cause|will use|switch(?:ed|ing)? to|approach)\b",
     re.I,
 )
+_GOING_TO = re.compile(r"(?:(?:now|first|ok(?:ay)?|sure|great)[,!.]?\s+)?(?:let me|let's|I'll|I will|I'm going to)\b", re.I)
 SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 URL = re.compile(r"https?://[^\s<>\"'`)\]}${]+")  # up to a shell variable: "http://127.0.0.1:${PORT}/x" is no URL past it
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
@@ -347,9 +348,11 @@ class _Extractor:
         f = self.f
         f.last_assistant = text
         said = sentences(text)
+        # The answer is the first sentence that is not the agent saying what it does next ("Let me trace the code:").
+        answer = next((s for s in said if len(s) > 3 and not (s.endswith(":") or _GOING_TO.match(s))), None)  # not "1."
         for q, (question, ans) in enumerate(f.questions):
-            if ans is None:
-                f.questions[q] = (question, cut(said[0], 300) if said else None)
+            if ans is None and answer is not None:
+                f.questions[q] = (question, cut(answer, 300))
         self.decisions(said)
         self.idents(text)
 

@@ -56,7 +56,7 @@ ERROR_LINE = re.compile(
     # after an optional "file:12:" or a shell's own prefix ("bash: line 1: pip: ", "/bin/sh: 1: ", "zsh: ")
     r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
     r"(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
-    r"\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
+    r"(?:\w+\.)*\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
     r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
     r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
     re.I | re.M,

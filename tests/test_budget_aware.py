@@ -1078,6 +1078,7 @@ def test_blocked_holds_only_a_failure_the_agent_has_not_moved_past_and_no_line_r
     f.actions = [find, tree]  # the last action failed: that blocks
     secs = parse_sections(offline.summarize(f, COUNTER, 3000))
     assert "tree lib" in secs["Blocked"] and "exit 127" in secs["Blocked"]
+    assert secs["Blocked"] == "- the last action failed: `tree lib` exit 127: command not found: tree"  # terse, as its action line
 
 
 def test_harness_notes_lose_their_markup_not_their_facts():
@@ -1503,6 +1504,11 @@ def test_gemini_cli_tools_are_known():
         ("No such file or directory (os error 2)", ["No such file or directory (os error 2)"]),
         ("Segmentation fault (core dumped)", ["Segmentation fault (core dumped)"]),
         ("npm err! code E404", ["npm err! code E404"]),
+        # a module-qualified exception (the traceback's header gives way to it)
+        (
+            'Traceback (most recent call last):\n  File "<string>", line 6\njson.decoder.JSONDecodeError: Unterminated string',
+            ["json.decoder.JSONDecodeError: Unterminated string"],
+        ),
     ],
 )
 def test_a_shells_own_error_lines(text, lines):

@@ -258,7 +258,7 @@ def _actions(b: _Items) -> None:
     # Blocked: only a failure the agent has not moved past (the last action failed). An earlier failure is in the
     # action list, and the latest action leads it (newest first): no line repeats one.
     if f.actions and f.actions[-1].failed:
-        b.add("Blocked", f"- the last action failed: {f.actions[-1].line.split(chr(10))[0]}", 2)
+        b.add("Blocked", f"- the last action failed: {_terse(f.actions[-1].line.split(chr(10))[0])}", 2)  # as its action line says it
 
 
 def _state(b: _Items) -> None:

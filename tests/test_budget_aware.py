@@ -977,8 +977,8 @@ def test_harness_tags_are_no_names_and_a_bare_command_no_note():
 
 
 def test_a_question_is_answered_by_what_the_agent_found_not_by_what_it_does_next():
-    """ "Q: does it get the logged in user from the authStore? A: Let me trace through the code to verify where the
-    user data comes from:" - the agent saying what it does next is no answer; nor is a list's "1."."""
+    """A summary read "Q: does it get the logged in user from the authStore? A: Let me trace through the code to
+    verify where the user data comes from:": the agent saying what it does next is no answer; nor is a list's "1."."""
     rows = [
         {"role": "user", "content": "does it get the logged in user from the authStore?"},
         {"role": "assistant", "content": "Let me trace through the code to verify where the user data comes from:"},

@@ -119,6 +119,14 @@ def _command_ask(text: str) -> str:
     return f"{name.group(1)} {args.group(1).strip()}" if name else args.group(1).strip()
 
 
+_COMMAND_BLOCK = re.compile(r"<(command-[a-z]+)>.*?</\1>", re.S)
+
+
+def bare_command(text: str) -> bool:
+    """A slash command's echo with no arguments and nothing else (`<command-name>/clear</command-name>...`)."""
+    return "<command-name>" in text and not _COMMAND_BLOCK.sub("", text).strip()
+
+
 def text_action(m: Any) -> str | None:
     """The command an assistant turn ran as text: SWE-agent keeps what it parsed from the reply (`edit 12:14 ...`,
     `find_file "x.py"`) in `action`, beside its `thought`; the environment's answer is the next user turn. None

@@ -103,6 +103,11 @@ def _append(content: Any, extra: str) -> Any:
     return extra.strip()
 
 
+def without(text: str) -> str:
+    """`text` with its archive references (`[ref 49601d51]`) taken out: they name no fact of the work."""
+    return REF_RE.sub("", text) if "[ref " in text else text
+
+
 def found(text: str) -> list[str]:
     """The references a text carries, in order."""
     return REF_RE.findall(text)

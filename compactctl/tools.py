@@ -147,13 +147,14 @@ PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 def files_of(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
     """(action, path) for each file the call read, wrote or edited; a relative path joined to the call's working
     directory, or to the session's (`cwd`) when the call names none (Codex's `apply_patch` takes relative paths)."""
-    kind = kind_of(call.name)
     args = parse_args(call)
-    if cwd is not None or "*** " in call.arguments:
-        from .shell import joined
+    found = _files_of(call, kind_of(call.name), args)
+    base = _first_str(args, *WORKDIR_KEYS) or cwd
+    if not (found and base):
+        return found
+    from .shell import joined
 
-        return [(a, joined(_first_str(args, *WORKDIR_KEYS) or cwd, p)) for a, p in _files_of(call, kind, args)]
-    return _files_of(call, kind, args)
+    return [(a, joined(base, p)) for a, p in found]
 
 
 def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:

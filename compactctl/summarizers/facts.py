@@ -11,7 +11,7 @@ import re
 from dataclasses import field
 
 from .. import refs, tools
-from ..harness import MARKUP, human_text, is_boilerplate, is_injected, working_directory
+from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
@@ -190,8 +190,7 @@ def _logical_lines(text: str) -> list[tuple[str, bool]]:
 def identifiers_in(text: str) -> list[str]:
     """URLs, UUIDs, hashes, ports and versions in `text`; an archive reference (`[ref 49601d51]`, which prune puts
     in what it cut) is none."""
-    if "[ref " in text:
-        text = refs.REF_RE.sub("", text)
+    text = refs.without(text)
     found = []
     for rx in (URL, UUID):
         found += [m.group(0).rstrip(".,;:") for m in rx.finditer(text)]
@@ -239,7 +238,7 @@ def rank_names(messages: list[Message]) -> list[str]:
         text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
-        for name in names_in(refs.REF_RE.sub("", text) if "[ref " in text else text):
+        for name in names_in(refs.without(text)):
             score[name] = score.get(name, 0.0) + 1.0 + k / n
     # A long name costs more of the index than a short one: rank by use per (rough) token.
     return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
@@ -253,7 +252,7 @@ def document_names(result: Message | None) -> list[str]:
     for ln in text.split("\n"):
         if ln.startswith(DOC_NAMES_LINE):
             # A name never holds a space nor a comma: a line written with either separator (an older compaction's ", ") reads alike.
-            return refs.REF_RE.sub("", ln[len(DOC_NAMES_LINE) :]).replace(",", " ").split()
+            return refs.without(ln[len(DOC_NAMES_LINE) :]).replace(",", " ").split()
     return names_in(text) if is_task_document(text) else []
 
 
@@ -301,11 +300,6 @@ def _with_workdir(line: str, call: ToolCall, cwd: str | None) -> str:
     return line.replace("` -> ", f"` (in {workdir}) -> ", 1)
 
 
-def _bare_command(text: str) -> bool:
-    """A slash command's echo with no arguments (`<command-name>/clear</command-name>...`)."""
-    return "<command-name>" in text and not re.sub(r"<(command-[a-z]+)>.*?</\1>", "", text, flags=re.S).strip()
-
-
 class _Extractor:
     """Fills a Facts message by message; each list is kept free of repeats (the `_seen` sets)."""
 
@@ -329,7 +323,7 @@ class _Extractor:
             if is_injected(m) and said.strip() and not is_boilerplate(said):
                 said = tools.ANSI.sub("", said) if "\x1b" in said else said  # hook output in a terminal's colours
                 said = MARKUP.sub(" ", said)
-                if said.strip() and not _bare_command(m.text()):  # `/clear` with nothing after it says nothing
+                if said.strip() and not bare_command(m.text()):  # `/clear` with nothing after it says nothing
                     f.notices.append(said.strip())
                 for s in constraint_sentences(said):  # rules the harness set (skills, reminders) still bind
                     self.keep("constraints", s)
@@ -382,7 +376,7 @@ class _Extractor:
         self.idents(a.command or c.arguments[:2000])
         if a.failed:
             for e in a.line.split("\n")[1:]:
-                e = refs.REF_RE.sub("", e).strip()  # the same error from two outputs is one error (their refs differ)
+                e = refs.without(e).strip()  # the same error from two outputs is one error (their refs differ)
                 self.keep("errors", e)
                 self.idents(e)
 

@@ -1573,3 +1573,26 @@ def test_prune_keeps_the_persons_answers():
     out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
     assert out.messages[2].text() == answer
     assert out.messages[4].text() != rows[4]["content"]  # the other old outputs are digested
+
+
+def test_the_project_root_is_the_session_directory_its_commands_are_relative_to():
+    """Codex's session ran in /repo and read most files under /repo/apps/web/src: the summary said "project root:
+    /repo/apps/web/src (paths in actions and names are relative to it)" above `sed -n '1,80p' apps/web/src/a.ts`,
+    which is relative to /repo. The stated working directory is the root when most paths sit under it."""
+
+    def sh(cid, cmd):
+        return call(cid, "shell", {"command": ["bash", "-lc", cmd], "workdir": "/repo"})
+
+    rows = [
+        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"},
+        {"role": "user", "content": "review the app"},
+    ]
+    for k, name in enumerate(["a.ts", "b.ts", "c.ts", "d.ts"]):
+        rows += [sh(f"c{k}", f"sed -n '1,80p' apps/web/src/{name}"), res(f"c{k}", f"export const v{k} = {k};\n" * 30)]
+    rows += [sh("p", "sed -n '1,80p' packages/lib/x.ts"), res("p", "export const x = 1;\n" * 30)]
+    rows.append({"role": "assistant", "content": "Reviewed."})
+    f = extract(T(rows).messages)
+    assert f.cwd == "/repo"
+    context = parse_sections(offline.summarize(f, COUNTER, 3000))["Critical Context"]
+    assert "- project root: /repo (paths in actions and names are relative to it)" in context
+    assert offline.common_root(list(f.files)) == "/repo/apps/web/src/"  # without the stated directory: the deepest shared

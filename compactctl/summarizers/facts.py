@@ -82,6 +82,7 @@ class Facts:
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
     names: list[str] = field(default_factory=list)  # the span's vocabulary, most used and most recent first
     documents: list[tuple[str, list[str]]] = field(default_factory=list)  # (what showed it, its names): outputs that describe work
+    cwd: str | None = None  # the session's working directory as the harness last stated it (Codex's `<cwd>`)
 
 
 def sentences(text: str) -> list[str]:
@@ -440,6 +441,7 @@ def extract(
             if action is not None:
                 ex.call(action, nxt)
     f.names = index_names(messages, start, end, prior)
+    f.cwd = ex.cwd
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):
         m = messages[k]

@@ -100,12 +100,17 @@ def _terse(line: str) -> str:
     return line
 
 
-def common_root(paths: list[str], share: float = 0.5) -> str | None:
+def common_root(paths: list[str], share: float = 0.5, cwd: str | None = None) -> str | None:
     """The deepest directory (3 segments or more) that at least `share` of the absolute paths (and 3
-    or more) sit under: the project's root, said once instead of in front of every path."""
+    or more) sit under: the project's root, said once instead of in front of every path. The session's
+    working directory (`cwd`, as the harness states it) is the root when that share sits under it: the
+    commands' own relative paths are relative to it, so a deeper root would misread them."""
     paths = [p for p in paths if p.startswith("/") and p.count("/") >= 4]
     if len(paths) < 3:
         return None
+    home = cwd.rstrip("/") + "/" if cwd and cwd.strip("/") else None
+    if home and sum(p.startswith(home) for p in paths) >= max(3, share * len(paths)):
+        return home
     under: dict[str, int] = {}
     for p in paths:
         parts = p.split("/")
@@ -125,7 +130,7 @@ class _Items:
         # summary would take the whole compaction over its target.
         self.goal_cap = max(min(GOAL_CAP, budget // 2), 1)
         self.items: list[Item] = []
-        self.root = common_root(list(facts.files))
+        self.root = common_root(list(facts.files), cwd=facts.cwd)
         self.prior, self.number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
         # Another tool's summary (none of our sections): the request it states is the session's goal.
         foreign = facts.prior_summary if facts.prior_summary and not self.prior else ""

@@ -1596,3 +1596,32 @@ def test_the_project_root_is_the_session_directory_its_commands_are_relative_to(
     context = parse_sections(offline.summarize(f, COUNTER, 3000))["Critical Context"]
     assert "- project root: /repo (paths in actions and names are relative to it)" in context
     assert offline.common_root(list(f.files)) == "/repo/apps/web/src/"  # without the stated directory: the deepest shared
+
+
+def test_a_name_a_file_read_defines_ranks_above_one_it_only_uses():
+    """A subagent read tmux.ex (`def capture_pane`, `def launch_review_session`) and then data_case.ex; its report
+    named the functions tmux.ex defines, but the index ranked the later file's `Ecto.Query` first and left them out.
+    A name an output defines (a numbered read's definitions, or its digest's outline) counts one use more."""
+    from compactctl.summarizers.facts import rank_names
+
+    tmux = "\n".join(
+        f"{k:>6}→{line}"
+        for k, line in enumerate(
+            ["defmodule Spotter.Services.Tmux do", "  def capture_pane(pane_id) do", '    System.cmd("tmux", [pane_id])', "  end", "end"], 1
+        )
+    )
+    used = "\n".join(f"{k:>6}→  import Ecto.Query # {k}" for k in range(1, 6))
+    rows = [
+        {"role": "user", "content": "how does tmux.ex work?"},
+        call("a", "Read", {"file_path": "/p/lib/tmux.ex"}),
+        res("a", tmux),
+        call("b", "Read", {"file_path": "/p/test/data_case.ex"}),
+        res("b", used),
+        {"role": "assistant", "content": "Reading on."},
+    ]
+    names = rank_names(T(rows).messages)
+    assert names.index("capture_pane") < names.index("Ecto.Query")
+    digest = "[Read] read /p/lib/tmux.ex lines 1-5\n  outline: Spotter.Services.Tmux 1-5 capture_pane 2-4\n  names: capture_pane System.cmd"
+    rows[2] = res("a", digest)
+    names = rank_names(T(rows).messages)
+    assert names.index("capture_pane") < names.index("Ecto.Query")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import field
 
-from .. import refs, tools
+from .. import outline, refs, tools
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
@@ -239,10 +239,23 @@ def rank_names(messages: list[Message]) -> list[str]:
         text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
+        defined = _defined(text) if is_output(m) else frozenset()
         for name in names_in(refs.without(text)):
-            score[name] = score.get(name, 0.0) + 1.0 + k / n
+            score[name] = score.get(name, 0.0) + 1.0 + k / n + (DEFINED_BONUS if name in defined else 0.0)
     # A long name costs more of the index than a short one: rank by use per (rough) token.
     return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
+
+
+# What a name defined in an output (a file read's function, class, module: its outline) adds to its rank: the
+# file's own vocabulary, which a report on the file names, over what the file only uses.
+DEFINED_BONUS = 1.0
+
+
+def _defined(text: str) -> frozenset[str]:
+    """The names an output defines: its prune digest's outline line, or the definitions of a numbered file read."""
+    if OUTLINE_LINE in text:
+        return frozenset(w for ln in text.split("\n") if ln.startswith(OUTLINE_LINE) for w in ln[len(OUTLINE_LINE) :].split())
+    return frozenset(d.name for d in outline.definitions(text)) if "\n" in text else frozenset()
 
 
 def document_names(result: Message | None) -> list[str]:

@@ -50,6 +50,16 @@ MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\
 _CWD = re.compile(r"<cwd>\s*(/[^<\n]*?)\s*</cwd>")
 
 
+# What a harness answers a call it did not run because another call of the same turn failed (Claude Code runs
+# parallel calls so): the call failed, but the error is the other call's, said there.
+CANCELLED = ("Sibling tool call errored",)
+
+
+def is_cancelled(error: str) -> bool:
+    """Whether an error line is the harness's note that the call never ran (CANCELLED), not an error of the work."""
+    return error.removeprefix("error:").strip().startswith(CANCELLED)
+
+
 def working_directory(m: Any) -> str | None:
     """The session's working directory a harness message states (Codex's `<environment_context><cwd>`), or None."""
     if m.role != "user":

@@ -324,13 +324,7 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
         code = _exit_code(text)
     errors: list[str] = []
     said = _says_failed(text, errors)
-    failed = bool(result.is_error) or (code is not None and code != 0) or said
-    # With no exit code, an output that opens with an error word and holds an error line failed.
-    opens_failed = code is None and not failed and text.lstrip()[:9].lower().startswith(("error", "traceback", "fatal", "failed"))
-    if (ok_errors or failed or opens_failed) and any(h in text for h in ERROR_HINTS):
-        _error_lines(text, errors, max_error_lines)
-    if opens_failed and errors:
-        failed = True
+    failed = _errors(text, code, bool(result.is_error) or (code is not None and code != 0) or said, errors, max_error_lines, ok_errors)
     return Outcome(
         code,
         failed,
@@ -339,6 +333,32 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
         len(text),
         text,
     )
+
+
+# A failed output this short with no error line is its own message: its last line says what failed.
+SHORT_FAILURE = 400
+
+
+def _errors(text: str, code: int | None, failed: bool, errors: list[str], limit: int, ok_errors: bool) -> bool:
+    """Append the output's error lines to `errors`; returns whether it failed (`failed`: as its flag, exit code or
+    words say), which an output with no exit code that opens with an error word and holds an error line did."""
+    opens_failed = code is None and not failed and text.lstrip()[:9].lower().startswith(("error", "traceback", "fatal", "failed"))
+    if (ok_errors or failed or opens_failed) and any(h in text for h in ERROR_HINTS):
+        _error_lines(text, errors, limit)
+    if opens_failed and errors:
+        failed = True
+    if failed and not errors and 0 < len(text.strip()) <= SHORT_FAILURE:  # a short failed output is its own message
+        _conclusion(text, errors)
+    return failed
+
+
+def _conclusion(text: str, errors: list[str]) -> None:
+    """The last line of a short failed output that is not its exit code ("nothing to commit, working tree clean")."""
+    for line in reversed(text.strip().split("\n")):
+        line = line.strip()
+        if line and not any(p.search(line) for p in EXIT_PATTERNS):
+            errors.append(cut(line, 300))
+            return
 
 
 def _says_failed(text: str, errors: list[str]) -> bool:

@@ -1123,7 +1123,7 @@ def test_one_error_from_two_digested_outputs_is_listed_once():
         ]
     rows.append({"role": "user", "content": "why?"})
     f = extract(T(rows).messages, 1, 5)
-    assert f.errors == ["Error: Cannot find module 'left-pad'"]
+    assert f.errors == ["Error: Cannot find module 'left-pad' (`npm run build`)"]  # once, with the command that failed
 
 
 def test_a_compaction_never_loses_the_ask_it_moves_into_the_summary():
@@ -1488,7 +1488,7 @@ def test_gemini_cli_tools_are_known():
     assert tools.kind_of("execute_ipython_cell") == "code"  # OpenHands' (a generic call before)
     f = extract(t.messages)
     assert f.files == {"/p/main.py": {"read"}} and f.plan == ["- [in_progress] sandbox exec()"]
-    assert f.errors == ["bash: line 1: pip: command not found"]  # not "Error: (none)", and without Gemini's "Output: "
+    assert f.errors == ["bash: line 1: pip: command not found (`pip install RestrictedPython`)"]  # not "Error: (none)", nor "Output: "
 
 
 @pytest.mark.parametrize(
@@ -1625,3 +1625,75 @@ def test_a_name_a_file_read_defines_ranks_above_one_it_only_uses():
     rows[2] = res("a", digest)
     names = rank_names(T(rows).messages)
     assert names.index("capture_pane") < names.index("Ecto.Query")
+
+
+@pytest.mark.parametrize(
+    ("later_args", "later_text", "superseded"),
+    [
+        ({"path": "src/mod1.py"}, "def handler_1(): pass\n" + "new\n" * 300, True),  # read again whole: the latest view
+        ({"path": "src/mod1.py"}, "<tool_use_error>File does not exist.</tool_use_error>", False),  # failed: showed nothing
+        ({"path": "src/mod1.py", "offset": 400, "limit": 50}, "   400→tail\n" * 50, False),  # other lines of it
+    ],
+)
+def test_only_a_later_read_that_shows_the_file_again_supersedes_an_earlier_one(later_args, later_text, superseded):
+    """A read was pruned first as "superseded" when a later call named the same file, even when that call failed (the
+    file was moved: an error) or read other lines of it (offset/limit): the earlier read was still the latest view."""
+    rows = session(2)
+    rows += [call("again", "read_file", later_args), res("again", later_text)]
+    rows += [{"role": "assistant", "content": "ok"}]
+    t = T(rows)
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    assert (SUPERSEDED in out.messages[5].text()) is superseded
+
+
+def test_a_failed_call_lists_no_file_it_did_not_touch_and_its_error_says_where():
+    """A summary listed "test/support (read)" for a Read of a directory (EISDIR) and "conn_case.ex (read)" for one
+    that does not exist; its error said only "File does not exist."; Claude Code's "Sibling tool call errored" (a
+    parallel call that never ran) was listed as an error of the work; and a failed edit read as "edited"."""
+    rows = [
+        {"role": "user", "content": "check the test helpers"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "/p/test/support"}'}},
+                {"id": "b", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls /p/test"}'}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "EISDIR: illegal operation on a directory, read"},
+        {"role": "tool", "tool_call_id": "b", "content": "<tool_use_error>Sibling tool call errored</tool_use_error>"},
+        call("c", "Read", {"file_path": "/p/test/conn_case.ex"}),
+        {"role": "tool", "tool_call_id": "c", "content": "<tool_use_error>File does not exist.</tool_use_error>"},
+        call("d", "Edit", {"file_path": "/p/lib/x.ex", "old_string": "a", "new_string": "b"}),
+        {"role": "tool", "tool_call_id": "d", "content": "<tool_use_error>String to replace not found in file.</tool_use_error>"},
+        call("e", "Read", {"file_path": "/p/test/data_case.ex"}),
+        res("e", "defmodule DataCase do\nend"),
+        {"role": "assistant", "content": "Only data_case.ex exists."},
+    ]
+    msgs = [
+        m.evolve(is_error=True) if m.role == "tool" and i < 9 else m for i, m in enumerate(T(rows).messages)
+    ]  # as Claude Code flags them
+    f = extract(msgs)
+    assert f.files == {"/p/lib/x.ex": {"edit-failed"}, "/p/test/data_case.ex": {"read"}}
+    assert f.errors == [
+        "EISDIR: illegal operation on a directory, read (/p/test/support)",
+        "File does not exist. (/p/test/conn_case.ex)",
+        "String to replace not found in file. (/p/lib/x.ex)",
+    ]
+    files = parse_sections(offline.summarize(f, COUNTER, 2000))["Relevant Files"]
+    assert files == "- /p/lib/x.ex (edit failed)\n- /p/test/data_case.ex (read)"
+
+
+def test_a_short_failed_output_with_no_error_line_is_its_own_message():
+    """`git commit` exited 1 with "On branch main / nothing to commit, working tree clean": no line reads as an error,
+    so the action said only "-> error"; a short failed output's last line is what failed."""
+    from compactctl.tools import outcome
+
+    m = message_from_dict(
+        {"role": "tool", "tool_call_id": "x", "content": "On branch main\nnothing to commit, working tree clean\n[exit code: 1]"}, "t", 1, 0
+    )
+    out = outcome(m)
+    assert out.failed and out.error_lines == ["nothing to commit, working tree clean"]  # not its exit code's line
+    m = message_from_dict({"role": "tool", "tool_call_id": "x", "content": "EISDIR: illegal operation on a directory, read"}, "t", 1, 0)
+    assert outcome(m.evolve(is_error=True)).error_lines == ["EISDIR: illegal operation on a directory, read"]
+    assert outcome(m).error_lines == []  # not flagged as failed: no error line is made up

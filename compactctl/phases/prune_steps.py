@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -50,18 +51,32 @@ def _memo(cache: dict, key, make):
     return found
 
 
-class _Later:
-    """What the messages after the one being looked at did: output texts seen, calls made, files touched."""
+# A read's arguments that show part of a file: a later read with one of them leaves an earlier read's other lines current.
+RANGE_KEYS = ("offset", "limit", "view_range", "start_line", "end_line")
 
-    def __init__(self) -> None:
+
+class _Later:
+    """What the messages after the one being looked at did: output texts seen, calls made, files touched.
+
+    `failed(call)`: whether a call failed. A later call that failed touched no file (a read of a file that is not
+    there, an edit whose text was not found: an earlier read of it is still the latest view), and a later read of
+    part of a file (offset, limit) leaves an earlier read's other lines current."""
+
+    def __init__(self, failed: Callable[[ToolCall], bool]) -> None:
         self.texts: set[str] = set()  # the texts themselves: a str caches its hash, no digest to compute
         self.calls: set[tuple[str, str]] = set()
         self.files: set[str] = set()
+        self.failed = failed
 
     def saw_calls(self, m: Message) -> None:
         for c in m.tool_calls:
+            touched = tools.files_of(c)
+            if touched and self.failed(c):
+                continue  # (a failed command run again is the latest state: it supersedes the same command's output)
             self.calls.add((c.name, c.arguments))
-            self.files.update(p for _, p in tools.files_of(c))
+            if any(a == "read" for a, _ in touched) and any(k in tools.parse_args(c) for k in RANGE_KEYS):
+                touched = [(a, p) for a, p in touched if a != "read"]
+            self.files.update(p for _, p in touched)
 
     def supersedes(self, call: ToolCall | None) -> bool:
         """A later call repeats this one, or reads or writes a file this one read."""
@@ -127,11 +142,16 @@ class _Context:
             )
         return self._weight
 
+    def _failed(self) -> Callable[[ToolCall], bool]:
+        """Whether a call failed, by its result's outcome (False for a call with no result)."""
+        result_of = {id(c): i for i, c in self.call_of.items()}
+        return lambda c: (r := result_of.get(id(c))) is not None and self.outcome(r).failed
+
     def candidates(self) -> list[tuple[int, int, int]]:
         """(step, index, step) for every reduction that may apply; sorted, the cheapest value goes first."""
         out: list[tuple[int, int, int]] = []
         o, msgs = self.opts, self.msgs
-        later = _Later()
+        later = _Later(self._failed())
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             old = i < self.protect

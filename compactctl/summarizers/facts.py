@@ -11,7 +11,7 @@ import re
 from dataclasses import field
 
 from .. import outline, refs, tools
-from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_injected, working_directory
+from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
@@ -69,7 +69,7 @@ class Facts:
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
-    files: dict[str, set[str]] = field(default_factory=dict)  # path -> {"read", "write", "edit", "shell-read"}
+    files: dict[str, set[str]] = field(default_factory=dict)  # path -> {"read", "write", "edit", "shell-read", "edit-failed" ...}
     commands: list[tuple[str, int | None, bool]] = field(default_factory=list)  # (command, exit code, failed)
     errors: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
@@ -270,6 +270,7 @@ def document_names(result: Message | None) -> list[str]:
     return names_in(text) if is_task_document(text) else []
 
 
+FAILED_VERB = "-failed"  # Facts.files: "edit-failed", a file an edit or write was tried on and failed
 DIGEST_FAILED = " -> error"  # how a digest's line (tools.describe) says its call failed
 
 
@@ -296,9 +297,25 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
         said_failed = False
     line = _with_workdir(line, call, cwd)
     failed = out.failed or out.exit_code not in (None, 0) or said_failed
-    # A shell command that failed printed no file, or not the one named (`sed -n 1,80p missing.ts`: exit 1).
-    files = tools.files_of(call, cwd) + ([] if failed else tools.shell_reads(call, cwd))
+    files = tools.files_of(call, cwd)
+    if failed:  # a failed read showed no file (not there, a directory); a failed edit or write changed none: it says so
+        files = [(a + FAILED_VERB, p) for a, p in files if a != "read"]
+    else:  # (a shell command that failed printed no file, or not the one named: `sed -n 1,80p missing.ts`, exit 1)
+        files += tools.shell_reads(call, cwd)
     return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
+
+
+# An error line shorter than this says where it happened (the file or command that failed) when it names neither.
+PLACED_BELOW = 100
+
+
+def _placed(error: str, a: Action, files: list[tuple[str, str]]) -> str:
+    """A short error line that names no path, with what failed ("File does not exist. (/app/test/conn_case.ex)"):
+    in Critical Context it stands apart from its action's line, which a small summary may leave out."""
+    where = f"`{cut(a.command, 60)}`" if a.command else files[0][1] if files else ""
+    if not where or len(error) >= PLACED_BELOW or "/" in error:  # (a path in it says where)
+        return error
+    return f"{error} ({where})"
 
 
 def _with_workdir(line: str, call: ToolCall, cwd: str | None) -> str:
@@ -391,7 +408,9 @@ class _Extractor:
         if a.failed:
             for e in a.line.split("\n")[1:]:
                 e = refs.without(e).strip()  # the same error from two outputs is one error (their refs differ)
-                self.keep("errors", e)
+                if is_cancelled(e):
+                    continue
+                self.keep("errors", _placed(e, a, tools.files_of(c, self.cwd)))
                 self.idents(e)
 
     def _not_an_action(self, kind: str, c: ToolCall, result: Message | None) -> bool:

@@ -22,7 +22,7 @@ from ..lean import dataclass
 from ..markers import NAMES_SEP
 from ..redact import cut
 from ..tokens import Counter
-from .facts import Facts
+from .facts import FAILED_VERB, Facts
 from .prompt import SECTIONS, escape_body, parse_sections
 
 FOREIGN_GOAL_CAP = 600
@@ -230,12 +230,21 @@ def _context(b: _Items) -> None:
         b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", 1)  # not "error: error:"
     b.carry("Relevant Files", 2)
     for path, acts in f.files.items():
-        verbs = ", ".join(v for v in ("read", "write", "edit") if v in acts or v == "read" and "shell-read" in acts)
-        # A file a shell command printed (`sed -n '1,80p' F`) is listed as room allows: its action line names it.
-        tier = AS_ROOM_ALLOWS if acts == {"shell-read"} else 1
-        b.add("Relevant Files", f"- {path} ({verbs.replace('write', 'written').replace('edit', 'edited')})", tier)
+        b.add("Relevant Files", f"- {path} ({_verbs(acts)})", AS_ROOM_ALLOWS if acts == {"shell-read"} else 1)
     if f.plan:
         b.add("In Progress", "Latest plan (verbatim):\n" + "\n".join(f.plan), 1)
+
+
+_VERBS = {"read": "read", "write": "written", "edit": "edited"}
+
+
+def _verbs(acts: set[str]) -> str:
+    """What was done to a file: "read, edited"; an edit or write that failed only when none succeeded ("edit failed").
+    (A file a shell command printed, `sed -n '1,80p' F`, is listed as room allows: its action line names it.)"""
+    done = [word for v, word in _VERBS.items() if v in acts or v == "read" and "shell-read" in acts]
+    if not any(v in acts for v in ("write", "edit")):
+        done += [f"{v} failed" for v in ("write", "edit") if v + FAILED_VERB in acts]
+    return ", ".join(done)
 
 
 def _actions(b: _Items) -> None:

@@ -1697,3 +1697,20 @@ def test_a_short_failed_output_with_no_error_line_is_its_own_message():
     m = message_from_dict({"role": "tool", "tool_call_id": "x", "content": "EISDIR: illegal operation on a directory, read"}, "t", 1, 0)
     assert outcome(m.evolve(is_error=True)).error_lines == ["EISDIR: illegal operation on a directory, read"]
     assert outcome(m).error_lines == []  # not flagged as failed: no error line is made up
+
+
+def test_a_path_into_build_output_ranks_below_the_sources():
+    """A long session's index listed `_build/dev/lib/spotter/ebin/Elixir.SpotterWeb.UserSocket.beam` and four more
+    compiled files from one `find _build` among the names the work used; what a build or installer made counts half."""
+    from compactctl.summarizers.facts import rank_names
+
+    rows = [
+        {"role": "user", "content": "why is the socket module stale?"},
+        call("a", "Bash", {"command": "find _build lib -name '*socket*'"}),
+        res("a", "_build/dev/lib/app/ebin/Elixir.App.Socket.beam\nlib/app_web/channels/sockets/user_socket_handler.ex"),
+        {"role": "assistant", "content": "Found them."},
+    ]
+    names = rank_names(T(rows).messages)  # (the source's path is the longer one: a longer name ranks lower)
+    assert names.index("lib/app_web/channels/sockets/user_socket_handler.ex") < names.index(
+        "_build/dev/lib/app/ebin/Elixir.App.Socket.beam"
+    )

@@ -242,8 +242,17 @@ def rank_names(messages: list[Message]) -> list[str]:
         defined = _defined(text) if is_output(m) else frozenset()
         for name in names_in(refs.without(text)):
             score[name] = score.get(name, 0.0) + 1.0 + k / n + (DEFINED_BONUS if name in defined else 0.0)
+    for name in score:
+        if _GENERATED.search(name):
+            score[name] *= GENERATED_FACTOR
     # A long name costs more of the index than a short one: rank by use per (rough) token.
     return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
+
+
+# A path into what a build or an installer made (`_build/dev/lib/app/ebin/Elixir.App.beam`, `node_modules/x`): a
+# listing of it names many, and the work goes on in the sources. Such a name ranks at this share of its uses.
+_GENERATED = re.compile(r"(?:^|/)(?:_build|node_modules|__pycache__|\.git|dist|target|\.next|\.venv|site-packages)/")
+GENERATED_FACTOR = 0.5
 
 
 # What a name defined in an output (a file read's function, class, module: its outline) adds to its rank: the

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .redact import cut
+
 # A whole message that is one of these is the harness speaking.
 INJECTED_TAGS = (
     "system-reminder",
@@ -115,6 +117,23 @@ def human_text(m: Any) -> str:
     if "<" in text:
         text = _TAG_BLOCK.sub("", text)
     return text.strip()
+
+
+# When no user message holds the person's words (every one is the harness's: a hook's output, a reminder), the latest
+# one stands for the last ask; a compaction that moves it into its summary carries this much of it, said as what it is.
+HARNESS_ASK_CHARS = 600
+HARNESS_ASK = "(no message is the person's; the start of the harness's latest) "
+
+
+def ask_words(m: Any) -> str:
+    """What a compaction carries of the last ask `m` (model.last_user_index): the person's words, or when the harness
+    wrote all of it, HARNESS_ASK and its first HARNESS_ASK_CHARS characters (a hook's 3,000-token compile log
+    was the whole summary of a session whose every user message was a hook's)."""
+    words = human_text(m)
+    if words:
+        return words
+    text = MARKUP.sub("", m.text()).strip()  # (its tags name nothing: `<system-reminder>`)
+    return HARNESS_ASK + (text if len(text) <= HARNESS_ASK_CHARS else cut(text, HARNESS_ASK_CHARS) + " …[cut]")
 
 
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)

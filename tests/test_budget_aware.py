@@ -1714,3 +1714,32 @@ def test_a_path_into_build_output_ranks_below_the_sources():
     assert names.index("lib/app_web/channels/sockets/user_socket_handler.ex") < names.index(
         "_build/dev/lib/app/ebin/Elixir.App.Socket.beam"
     )
+
+
+def test_a_harness_message_standing_for_the_last_ask_is_carried_cut_and_said_as_what_it_is():
+    """Claude Code's compaction subagent sees only hook outputs as user messages. The latest (a 3,000-token compile
+    log) stood for the last ask and moved into the summary verbatim: it was the whole summary, or the cut could not
+    fit at all. It is carried cut (HARNESS_ASK_CHARS), said as the harness's, and leaves room for the rest."""
+    from compactctl.harness import HARNESS_ASK, HARNESS_ASK_CHARS
+
+    log = "[COMPILE ERROR]\n" + "\n".join(f"  error: undefined function helper_{k}/1 in lib/app/mod_{k}.ex" for k in range(120))
+    rows = [{"role": "system", "content": "You are a coding agent."}]
+    for k in range(6):
+        rows += [
+            call(f"e{k}", "Edit", {"file_path": f"/p/lib/app/mod_{k}.ex", "old_string": "a", "new_string": f"call_{k}()"}),
+            res(f"e{k}", "ok " * 400),
+            {
+                "role": "user",
+                "content": f"<system-reminder>\nPostToolUse:Edit hook additional context: [CREDO] mod_{k}.ex fine\n</system-reminder>",
+            },
+        ]
+    rows.append({"role": "user", "content": f"<system-reminder>\nPostToolUse:Edit hook additional context: {log}\n</system-reminder>"})
+    t = T(rows)
+    window = sum(COUNTER.messages(t.messages)) * 2 // 5
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window, tail_tokens=50)))
+    assert rep["tokens_after"] <= window // 2
+    summary = next(m.text() for m in out.messages if m.text().startswith("[CONTEXT COMPACTION"))
+    task = parse_sections(summary)["Active Task"]
+    assert task.startswith(HARNESS_ASK + "[COMPILE ERROR]") and task.endswith("…[cut]") and "<system-reminder>" not in task
+    assert len(task) < len(HARNESS_ASK) + HARNESS_ASK_CHARS + 20
+    assert "helper_119" not in summary and "mod_3.ex" in summary  # the log cut; room for what the work touched

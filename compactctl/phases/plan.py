@@ -23,7 +23,7 @@ import itertools
 from dataclasses import field
 
 from ..errors import CannotFit
-from ..harness import human_text
+from ..harness import ask_words
 from ..lean import dataclass
 from ..model import SUMMARY_END, SYSTEM_ROLES, Transcript, is_summary, last_user_index
 from ..pairs import groups
@@ -206,7 +206,7 @@ class _Asks:
 def _asks(t: Transcript, counter: Counter, lu: int | None) -> _Asks:
     """The person's words of the last ask, verbatim (a Codex IDE context or a Claude Code reminder around them is the
     harness's, summarized with the middle), and an earlier summary's ask (see `carrier`)."""
-    last = text_cost(human_text(t.messages[lu]) or t.messages[lu].text(), counter) if lu is not None else 0
+    last = text_cost(ask_words(t.messages[lu]), counter) if lu is not None else 0
     k = carrier(t)
     ask = carried_ask(t.messages[k].text()) if k is not None else None
     return _Asks(last, text_cost(ask, counter), k) if k is not None and ask else _Asks(last)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import refs as _refs
 from ..errors import CannotFit
+from ..harness import ask_words
 from ..lean import dataclass
 from ..model import Message, Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
@@ -79,7 +80,7 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
 
     lu = last_user_index(t.messages)
     last = t.messages[lu] if lu is not None else None
-    ask = (request_text(last) or last.text()) if last is not None else None
+    ask = ask_words(last) if last is not None else None
     facts = extract(t.messages, p.head_end, p.tail_start, last_request=ask, prior=p.prior_summary)
     first = next(
         ((k, text) for k, m in enumerate(t.messages) if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None

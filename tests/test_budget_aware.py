@@ -1743,3 +1743,28 @@ def test_a_harness_message_standing_for_the_last_ask_is_carried_cut_and_said_as_
     assert task.startswith(HARNESS_ASK + "[COMPILE ERROR]") and task.endswith("…[cut]") and "<system-reminder>" not in task
     assert len(task) < len(HARNESS_ASK) + HARNESS_ASK_CHARS + 20
     assert "helper_119" not in summary and "mod_3.ex" in summary  # the log cut; room for what the work touched
+
+
+def test_the_strings_written_code_says_outlive_its_cut_and_its_summary():
+    """A Codex patch added `err(new Error('Team not found'))` and a log message; the continuation's test and diff
+    quoted them, but the cut argument kept only names and the summary's action line said "edited". A cut argument
+    keeps the quoted phrases of its cut part after its names, and a write or edit's action line its first ones."""
+    code = (
+        "export function getTeam(id) {\n" + "  const team = lookup(id);\n" * 30 + "  if (!team) return err(new Error('Team not found'));\n"
+    )
+    code += '  console.error("Unexpected error in getTeamWithStats:", id);\n}\n'
+    cut_args = truncate_arguments(orjson.dumps({"file_path": "/p/team.ts", "content": code}).decode(), 200)
+    assert orjson.loads(cut_args)["content"].endswith('"Team not found" "Unexpected error in getTeamWithStats:"')
+    rows = [
+        {"role": "user", "content": "add getTeam"},
+        call("w", "Write", {"file_path": "/p/team.ts", "content": code}),
+        res("w", "File created successfully at: /p/team.ts"),
+        call("x", "Write", {"file_path": "/p/other.ts", "content": "const a = 'Never shown';"}),
+        {"role": "tool", "tool_call_id": "x", "content": "<tool_use_error>File has not been read yet.</tool_use_error>"},
+        {"role": "assistant", "content": "Added."},
+    ]
+    lines = [a.line for a in extract(T(rows).messages).actions]
+    assert lines[0].endswith('strings: "Team not found" "Unexpected error in getTeamWithStats:"')
+    assert "strings:" not in lines[1]  # a failed write wrote nothing
+    rows[1] = call("w", "Write", {"file_path": "/p/team.ts", "content": orjson.loads(cut_args)["content"]})  # pruned first
+    assert extract(T(rows).messages).actions[0].line.endswith('strings: "Team not found" "Unexpected error in getTeamWithStats:"')

@@ -356,6 +356,9 @@ def _in_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+ARG_LITERALS_KEPT = 8  # quoted phrases a cut argument keeps after its names
+
+
 def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
     """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
     The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
@@ -363,6 +366,8 @@ def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAME
     def cut_text(v: str) -> str:
         k = _word_start(v, keep)  # never through a name ("hookSpeci" kept, "ficOutput" listed): it goes whole after
         found = safe_names(v[k:], weight, exclude=v[:k], limit=names)
+        if names and ('"' in v or "'" in v):  # the messages and labels the code says ("Team not found"), after its names
+            found += safe_literals(literals_in(v[k:]), exclude=v[:k], limit=ARG_LITERALS_KEPT)
         return cut(v, k) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
 
     try:

@@ -15,9 +15,9 @@ from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cance
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
-from ..names import is_task_document, names_in
+from ..names import is_task_document, literals_in, names_in
 from ..pairs import match
-from ..redact import cut
+from ..redact import cut, redact
 
 # Sentences that constrain, in the languages agents' users write in.
 CONSTRAINT = re.compile(
@@ -311,7 +311,24 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
         files = [(a + FAILED_VERB, p) for a, p in files if a != "read"]
     else:  # (a shell command that failed printed no file, or not the one named: `sed -n 1,80p missing.ts`, exit 1)
         files += tools.shell_reads(call, cwd)
+        line = _with_strings(line, call, files)
     return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
+
+
+WRITTEN_STRINGS = 4  # quoted phrases of written code an action line keeps
+
+
+def _with_strings(line: str, call: ToolCall, files: list[tuple[str, str]]) -> str:
+    """A write or edit's line, with the first quoted phrases its code says (a message, a label: `strings: "Team not
+    found"`), never one redaction would change: what a later test, log or report quotes again."""
+    if not any(a in ("write", "edit") for a, _ in files):
+        return line
+    text = tools.argument_text(call)
+    found = [q for q in literals_in(text) if redact(q) == q][:WRITTEN_STRINGS] if '"' in text or "'" in text else []
+    if not found:
+        return line
+    first, nl, rest = line.partition("\n")
+    return f"{first} strings: {' '.join(found)}{nl}{rest}"
 
 
 # An error line shorter than this says where it happened (the file or command that failed) when it names neither.

@@ -499,9 +499,16 @@ def _describe_fetch(s: _Seen) -> str:
     return f"{s.tag} fetched {_short(url, 120)} ({s.out.chars:,} chars){s.err}"
 
 
+# The results a web search's line names: what the agent fetches next is most often the first of them.
+SEARCH_RESULTS = 2
+_RESULT_URL = re.compile(r"https?://[^\s\"'<>)\]},]+")
+
+
 def _describe_websearch(s: _Seen) -> str:
     q = _first_str(s.args, "query", "q") or "?"
-    return f"{s.tag} searched the web for `{_short(q, 100)}` ({s.out.chars:,} chars){s.err}"
+    urls = list(dict.fromkeys(_RESULT_URL.findall(s.out.text)))[:SEARCH_RESULTS] if not s.err and "://" in s.out.text else []
+    top = f" -> {' '.join(urls)}" if urls else ""
+    return f"{s.tag} searched the web for `{_short(q, 100)}` ({s.out.chars:,} chars){top}{s.err}"
 
 
 def _describe_delegate(s: _Seen) -> str:

@@ -1768,3 +1768,21 @@ def test_the_strings_written_code_says_outlive_its_cut_and_its_summary():
     assert "strings:" not in lines[1]  # a failed write wrote nothing
     rows[1] = call("w", "Write", {"file_path": "/p/team.ts", "content": orjson.loads(cut_args)["content"]})  # pruned first
     assert extract(T(rows).messages).actions[0].line.endswith('strings: "Team not found" "Unexpected error in getTeamWithStats:"')
+
+
+def test_a_web_search_says_its_first_results_and_active_state_is_not_a_decision_again():
+    """A subagent searched hex.pm six times and then fetched the first result of each; its summary said only
+    "searched the web for `...` (1,628 chars)", and its one sentence ("I'll search hex.pm ...") filled both Active
+    State and Key Decisions."""
+    links = '[{"title":"opentelemetry_ash - Hex.pm","url":"https://hex.pm/packages/opentelemetry_ash"},'
+    links += '{"title":"ash","url":"https://hex.pm/packages/ash"},{"title":"docs","url":"https://hexdocs.pm/ash"}]'
+    rows = [
+        {"role": "user", "content": "find the latest opentelemetry_ash"},
+        {"role": "assistant", "content": "I'll search hex.pm for the latest version."},
+        call("s", "WebSearch", {"query": "hex.pm opentelemetry_ash latest"}),
+        res("s", f'Web search results for query: "hex.pm opentelemetry_ash latest"\n\nLinks: {links}\n\nThe latest is 0.3.0.'),
+    ]
+    f = extract(T(rows).messages)
+    assert f.actions[0].line.endswith("-> https://hex.pm/packages/opentelemetry_ash https://hex.pm/packages/ash")
+    secs = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert secs["Active State"] == "I'll search hex.pm for the latest version." and secs["Key Decisions"] == "None"

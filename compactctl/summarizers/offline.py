@@ -280,7 +280,8 @@ def _state(b: _Items) -> None:
     for name in ("Key Decisions", "Resolved Questions", "Active State", "In Progress", "Blocked", "Remaining Work", "Pending User Asks"):
         b.carry(name, 3)
     for d in f.decisions:
-        b.add("Key Decisions", f"- {d}", 2)
+        if not (f.last_assistant and d in f.last_assistant):  # Active State says it already
+            b.add("Key Decisions", f"- {d}", 2)
     for q, answer in f.questions:
         if answer:
             b.add("Resolved Questions", f"- Q: {q} A: {answer}", 2)

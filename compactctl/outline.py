@@ -154,6 +154,24 @@ def definitions(text: str) -> list[Definition]:
     return out
 
 
+_DIFF_MARK = re.compile(r"^[+ -](?![+-])")  # a patch's line marker (not a `+++`/`---` header)
+
+
+def defined_in(code: str) -> list[str]:
+    """The names the lines of `code` (not numbered: what an agent writes, a patch's lines too) define, in order,
+    each once: a function, class or module, a top-level `const`/`type` binding."""
+    definition = _definition()
+    pairs = list(enumerate((_DIFF_MARK.sub("", ln) for ln in code.split("\n")), 1))
+    out: dict[str, None] = {}
+    for k, (_, line) in enumerate(pairs):
+        stripped = line.lstrip()
+        if stripped and stripped[0].isalpha():
+            name = _name_at(pairs, k, _indent(line[: len(line) - len(stripped)]), definition)
+            if name is not None and " " not in name:  # (a test block's title is no name)
+                out[name] = None
+    return list(out)
+
+
 def _name_at(pairs: list[tuple[int, str]], k: int, at: int, definition: re.Pattern[str]) -> str | None:
     """The name line pairs[k] (indented `at`) defines, or None."""
     line = pairs[k][1]

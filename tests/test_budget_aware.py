@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import orjson
 import pytest
 
@@ -1786,3 +1788,18 @@ def test_a_web_search_says_its_first_results_and_active_state_is_not_a_decision_
     assert f.actions[0].line.endswith("-> https://hex.pm/packages/opentelemetry_ash https://hex.pm/packages/ash")
     secs = parse_sections(offline.summarize(f, COUNTER, 2000))
     assert secs["Active State"] == "I'll search hex.pm for the latest version." and secs["Key Decisions"] == "None"
+
+
+def test_a_cut_argument_keeps_what_its_code_defines_first():
+    """A Codex patch rewrote TeamSheet.tsx; its cut argument kept 64 names ranked by use (className words first)
+    and left out `EmptyState`, `LoadingState` and `showNoSelection`, which the patch defined and the next diff named."""
+    from compactctl.outline import defined_in
+
+    used = " ".join(f"text-xs mb-2 mt-1 item{k}" for k in range(40))
+    patch = "*** Begin Patch\n*** Update File: a.tsx\n@@\n" + "".join(f'+  <div className="{used}" />\n' for _ in range(3))
+    patch += "+function EmptyState({ message }) {\n+  return <p>{message}</p>;\n+}\n+const showNoSelection = !teamId;\n*** End Patch"
+    assert defined_in(patch) == ["EmptyState", "showNoSelection"]
+    weight = Counter({f"item{k}": 5 for k in range(40)} | {"text-xs": 9, "mb-2": 9, "mt-1": 9})
+    cut_args = truncate_arguments(orjson.dumps({"input": patch}).decode(), 100, weight, names=8)
+    names = orjson.loads(cut_args)["input"].split(" names: ")[1].split(" ")
+    assert names[:2] == ["EmptyState", "showNoSelection"]

@@ -359,13 +359,25 @@ def _in_word(ch: str) -> bool:
 ARG_LITERALS_KEPT = 8  # quoted phrases a cut argument keeps after its names
 
 
+def _written_names(code: str, weight, exclude: str, limit: int) -> list[str]:
+    """The names a cut argument keeps of its cut part: what that code defines first (`function EmptyState`, `const
+    showNoSelection =`: what a later diff, test or report names), then the others most used first."""
+    if limit <= 0:
+        return []
+    candidates = candidate_names(code, weight)
+    defined = set(outline.defined_in(code)) if "\n" in code else set()
+    if defined:
+        candidates = [n for n in candidates if n in defined] + [n for n in candidates if n not in defined]
+    return pick_safe(candidates, exclude, limit)
+
+
 def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
     """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
     The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
 
     def cut_text(v: str) -> str:
         k = _word_start(v, keep)  # never through a name ("hookSpeci" kept, "ficOutput" listed): it goes whole after
-        found = safe_names(v[k:], weight, exclude=v[:k], limit=names)
+        found = _written_names(v[k:], weight, v[:k], names)
         if names and ('"' in v or "'" in v):  # the messages and labels the code says ("Team not found"), after its names
             found += safe_literals(literals_in(v[k:]), exclude=v[:k], limit=ARG_LITERALS_KEPT)
         return cut(v, k) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")

@@ -129,9 +129,8 @@ def ask_words(m: Any) -> str:
     """What a compaction carries of the last ask `m` (model.last_user_index): the person's words, or when the harness
     wrote all of it, HARNESS_ASK and its first HARNESS_ASK_CHARS characters (a hook's 3,000-token compile log
     was the whole summary of a session whose every user message was a hook's)."""
-    words = human_text(m)
-    if words:
-        return words
+    if not is_injected(m):
+        return human_text(m) or m.text()  # (the person's, whatever the tags around it: an image alone has no text)
     text = MARKUP.sub("", m.text()).strip()  # (its tags name nothing: `<system-reminder>`)
     return HARNESS_ASK + (text if len(text) <= HARNESS_ASK_CHARS else cut(text, HARNESS_ASK_CHARS) + " …[cut]")
 

@@ -1803,3 +1803,16 @@ def test_a_cut_argument_keeps_what_its_code_defines_first():
     cut_args = truncate_arguments(orjson.dumps({"input": patch}).decode(), 100, weight, names=8)
     names = orjson.loads(cut_args)["input"].split(" names: ")[1].split(" ")
     assert names[:2] == ["EmptyState", "showNoSelection"]
+
+
+def test_the_persons_message_is_never_said_to_be_the_harnesss():
+    """ask_words said "no message is the person's" of any user message with no words of its own: an image the person
+    pasted alone is theirs (no text to carry), and only an injected message reads as the harness's."""
+    from compactctl.harness import HARNESS_ASK, ask_words
+
+    image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}
+    hook = {"role": "user", "content": "<system-reminder>\nPostToolUse:Edit hook additional context: [CREDO] ok\n</system-reminder>"}
+    ask = {"role": "user", "content": "fix the parser"}
+    msgs = T([image, hook, ask]).messages
+    assert ask_words(msgs[0]) == "" and ask_words(msgs[2]) == "fix the parser"
+    assert ask_words(msgs[1]) == HARNESS_ASK + "[CREDO] ok"

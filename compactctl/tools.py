@@ -18,7 +18,7 @@ from . import outline
 from .harness import fenced_action, text_action
 from .lean import dataclass
 from .model import Message, ToolCall
-from .redact import cut
+from .redact import cut, redact
 
 # Canonical kinds of tool, by name (case-insensitive). Gemini CLI's, from its tools reference: run_shell_command,
 # read_file / read_many_files, write_file, replace, glob, search_file_content, list_directory, web_fetch,
@@ -506,7 +506,8 @@ _RESULT_URL = re.compile(r"https?://[^\s\"'<>)\]},]+")
 
 def _describe_websearch(s: _Seen) -> str:
     q = _first_str(s.args, "query", "q") or "?"
-    urls = list(dict.fromkeys(_RESULT_URL.findall(s.out.text)))[:SEARCH_RESULTS] if not s.err and "://" in s.out.text else []
+    found = _RESULT_URL.findall(s.out.text) if not s.err and "://" in s.out.text else []
+    urls = [u for u in dict.fromkeys(found) if redact(u) == u][:SEARCH_RESULTS]  # never one that holds a secret
     top = f" -> {' '.join(urls)}" if urls else ""
     return f"{s.tag} searched the web for `{_short(q, 100)}` ({s.out.chars:,} chars){top}{s.err}"
 

@@ -1776,7 +1776,8 @@ def test_a_web_search_says_its_first_results_and_active_state_is_not_a_decision_
     """A subagent searched hex.pm six times and then fetched the first result of each; its summary said only
     "searched the web for `...` (1,628 chars)", and its one sentence ("I'll search hex.pm ...") filled both Active
     State and Key Decisions."""
-    links = '[{"title":"opentelemetry_ash - Hex.pm","url":"https://hex.pm/packages/opentelemetry_ash"},'
+    links = '[{"title":"key","url":"https://x.example/a?api_key=sk-abcdefghijklmnopqrstuvwx123456"},'
+    links += '{"title":"opentelemetry_ash - Hex.pm","url":"https://hex.pm/packages/opentelemetry_ash"},'
     links += '{"title":"ash","url":"https://hex.pm/packages/ash"},{"title":"docs","url":"https://hexdocs.pm/ash"}]'
     rows = [
         {"role": "user", "content": "find the latest opentelemetry_ash"},

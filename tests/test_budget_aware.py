@@ -1817,3 +1817,14 @@ def test_the_persons_message_is_never_said_to_be_the_harnesss():
     msgs = T([image, hook, ask]).messages
     assert ask_words(msgs[0]) == "" and ask_words(msgs[2]) == "fix the parser"
     assert ask_words(msgs[1]) == HARNESS_ASK + "[CREDO] ok"
+
+
+def test_an_error_line_is_listed_without_its_runs_of_spaces():
+    """pytest's "E       ValueError: ..." was listed as is under Critical Context: seven spaces that say nothing."""
+    rows = [
+        {"role": "user", "content": "run the tests"},
+        call("t", "Bash", {"command": "python -m pytest -x -q"}),
+        res("t", "E       ValueError: day is out of range for month\nFAILED tests/test_x.py::test_y - ValueError\n[exit code: 1]"),
+        {"role": "assistant", "content": "It fails."},
+    ]
+    assert extract(T(rows).messages).errors[0] == "E ValueError: day is out of range for month (`python -m pytest -x -q`)"

@@ -433,7 +433,7 @@ class _Extractor:
         self.idents(a.command or c.arguments[:2000])
         if a.failed:
             for e in a.line.split("\n")[1:]:
-                e = refs.without(e).strip()  # the same error from two outputs is one error (their refs differ)
+                e = " ".join(refs.without(e).split())  # the same error from two outputs is one (their refs differ); "E   x": "E x"
                 if is_cancelled(e):
                     continue
                 self.keep("errors", _placed(e, a, tools.files_of(c, self.cwd)))

@@ -1828,3 +1828,18 @@ def test_an_error_line_is_listed_without_its_runs_of_spaces():
         {"role": "assistant", "content": "It fails."},
     ]
     assert extract(T(rows).messages).errors[0] == "E ValueError: day is out of range for month (`python -m pytest -x -q`)"
+
+
+def test_a_digested_reads_action_line_keeps_its_outline():
+    """A subagent's report cited "Transcript Rendering Logic (lines 115-146)" of a file it had read; the summary's
+    action line said "read session_live.ex lines 1-560", its digest's outline (each definition with its lines) gone."""
+    digest = "[Read] read /p/lib/session_live.ex lines 1-560\n  outline: mount 12-40 handle_event 115-146 render 500-560 [ref 0a1b2c3d]"
+    digest += "\n  names: socket.assigns handle_event"
+    rows = [
+        {"role": "user", "content": "explain session_live.ex"},
+        call("r", "Read", {"file_path": "/p/lib/session_live.ex"}),
+        res("r", digest),
+        {"role": "assistant", "content": "Read it."},
+    ]
+    line = extract(T(rows).messages).actions[0].line
+    assert line == "[Read] read /p/lib/session_live.ex lines 1-560; outline: mount 12-40 handle_event 115-146 render 500-560 [ref 0a1b2c3d]"

@@ -113,9 +113,9 @@ def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twi
     assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
     assert outline_line == "  outline: MyApp.Sessions 1-14 list 4-8 load 10-13"  # a range follows each name; no comma (a token each)
     assert names.startswith("  names: ") and "MyApp.Sessions" not in names
-    # The summary's action line keeps the read's line, not its outline (the index takes the names).
+    # The summary's action line keeps the read's line and its outline (where each definition is; the index takes the names).
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
-    assert "lines 1-314" in action.line and "outline" not in action.line
+    assert action.line.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list 4-8 load 10-13")
 
 
 def test_an_outline_never_carries_a_secret_shaped_name():
@@ -218,7 +218,7 @@ def test_a_digest_whose_only_names_are_its_outline_keeps_its_reference_in_the_su
     digest = out.messages[3].text()
     assert "  outline: load_config 1-2 main 4-5 [ref " in digest and "names:" not in digest
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
-    assert "[ref " in action.line and "outline" not in action.line
+    assert action.line.endswith("; outline: load_config 1-2 main 4-5 [ref " + action.line.rsplit("[ref ", 1)[1])  # its reference once, last
 
 
 def test_adversarial_lines_take_linear_time():

@@ -292,14 +292,9 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
     if text.startswith(DUPLICATE):
         text = text[len(DUPLICATE) :].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
-        # Already a digest (from prune): its line and error lines; its names go to the identifier index.
-        kept = [ln for ln in text.split("\n") if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE))]
-        cited = [r for ln in text.split("\n") if ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE)) for r in refs.found(ln)]
-        if cited and kept:  # the digest's reference stood at the end of its names (or outline) line
-            kept[0] += "".join(f" {refs.mark(r)}" for r in cited)
-        line = "\n".join(kept)
+        line = _digest_line(text)
         out = tools.outcome(result)
-        said_failed = bool(kept) and DIGEST_FAILED in kept[0]  # a SWE-agent observation has no is_error flag to keep
+        said_failed = DIGEST_FAILED in line.split("\n", 1)[0]  # a SWE-agent observation has no is_error flag to keep
     else:
         out = tools.outcome(result)
         line = tools.describe(call, result, out, error_lines=3)
@@ -313,6 +308,22 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
         files += tools.shell_reads(call, cwd)
         line = _with_strings(line, call, files)
     return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
+
+
+def _digest_line(text: str) -> str:
+    """An output prune already digested, as an action's line: its line and error lines, a file read's outline on the
+    first (where each definition is: what a report cites, what a re-read takes), its reference last; its names go
+    to the identifier index."""
+    lines = text.split("\n")
+    kept = [ln for ln in lines if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE))]
+    if not kept:
+        return ""
+    outlined = next((ln for ln in lines if ln.startswith(OUTLINE_LINE)), None)
+    if outlined:
+        kept[0] += "; outline: " + " ".join(refs.without(outlined[len(OUTLINE_LINE) :]).split())
+    cited = [r for ln in lines if ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE)) for r in refs.found(ln)]
+    kept[0] += "".join(f" {refs.mark(r)}" for r in cited)  # (it stood at the end of its names or outline line)
+    return "\n".join(kept)
 
 
 WRITTEN_STRINGS = 4  # quoted phrases of written code an action line keeps

@@ -230,6 +230,7 @@ def _context(b: _Items) -> None:
         b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", 1)  # not "error: error:"
     b.carry("Relevant Files", 2)
     for path, acts in f.files.items():
+        # A file a shell command printed (`sed -n '1,80p' F`) is listed as room allows: its action line names it.
         b.add("Relevant Files", f"- {path} ({_verbs(acts)})", AS_ROOM_ALLOWS if acts == {"shell-read"} else 1)
     if f.plan:
         b.add("In Progress", "Latest plan (verbatim):\n" + "\n".join(f.plan), 1)
@@ -239,8 +240,7 @@ _VERBS = {"read": "read", "write": "written", "edit": "edited"}
 
 
 def _verbs(acts: set[str]) -> str:
-    """What was done to a file: "read, edited"; an edit or write that failed only when none succeeded ("edit failed").
-    (A file a shell command printed, `sed -n '1,80p' F`, is listed as room allows: its action line names it.)"""
+    """What was done to a file: "read, edited"; an edit or write that failed only when none succeeded ("edit failed")."""
     done = [word for v, word in _VERBS.items() if v in acts or v == "read" and "shell-read" in acts]
     if not any(v in acts for v in ("write", "edit")):
         done += [f"{v} failed" for v in ("write", "edit") if v + FAILED_VERB in acts]

@@ -1843,3 +1843,18 @@ def test_a_digested_reads_action_line_keeps_its_outline():
     ]
     line = extract(T(rows).messages).actions[0].line
     assert line == "[Read] read /p/lib/session_live.ex lines 1-560; outline: mount 12-40 handle_event 115-146 render 500-560 [ref 0a1b2c3d]"
+
+
+def test_an_action_says_its_first_error_once():
+    """A Codex summary said "exit 1: failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error,
+    exit code: 1, stdout: , stderr: /opt/h…, 4 lines" and then the same error in full under it, seven times over."""
+    err = "failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error, exit code: 1, stdout: , stderr: x"
+    rows = [
+        {"role": "user", "content": "look for the chart"},
+        call("a", "shell", {"command": ["bash", "-lc", 'rg "AreaChart"']}),
+        res("a", f'{{"output": "{err}", "metadata": {{"exit_code": 1}}}}'),
+        {"role": "assistant", "content": "The sandbox refused it."},
+    ]
+    f = extract(T(rows).messages)
+    actions = parse_sections(offline.summarize(f, COUNTER, 2000))["Completed Actions"]
+    assert actions.count("failed in sandbox") == 1 and actions.startswith('1. `rg "AreaChart"` exit 1, ')

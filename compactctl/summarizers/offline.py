@@ -247,6 +247,22 @@ def _verbs(acts: set[str]) -> str:
     return ", ".join(done)
 
 
+# An action line's first error, said short: after "exit N" or "-> error", up to its size and references.
+_SAID_ERROR = re.compile(
+    r"(?P<head>exit -?\d+| -> error): (?P<said>.*?)(?P<tail>, [\d,]+ (?:lines|chars)(?: output)?)?(?P<refs>(?: \[[^\]]*\])*)$"
+)
+
+
+def _unrepeated(first: str, rest: str) -> str:
+    """An action's first line without its first error's short form when the error lines under it give it whole
+    ("exit 1: failed in sandbox ... /opt/h…, 4 lines" over the same error in full: said twice)."""
+    below = rest.split("\n", 1)[0].strip()
+    m = _SAID_ERROR.search(first) if below else None
+    if m is None or len(m.group("said")) < 8 or not below.startswith(m.group("said").rstrip("…").rstrip()):
+        return first
+    return first[: m.start("said") - 2] + (m.group("tail") or "") + m.group("refs")
+
+
 def _actions(b: _Items) -> None:
     """Completed actions, terse, numbered after the earlier summary's; repeated identical actions (the
     same command, the same outcome) collapse into their latest one."""
@@ -264,7 +280,7 @@ def _actions(b: _Items) -> None:
             continue
         times = f" (x{repeats[a.line]})" if repeats[a.line] > 1 else ""
         first, _, rest = a.line.partition("\n")
-        first = _terse(first)
+        first = _terse(_unrepeated(first, rest))
         if not first.startswith("`"):  # commands stay verbatim
             first = b.rel(first)
         tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3

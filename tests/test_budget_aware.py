@@ -1858,3 +1858,20 @@ def test_an_action_says_its_first_error_once():
     f = extract(T(rows).messages)
     actions = parse_sections(offline.summarize(f, COUNTER, 2000))["Completed Actions"]
     assert actions.count("failed in sandbox") == 1 and actions.startswith('1. `rg "AreaChart"` exit 1, ')
+
+
+def test_a_greeting_is_no_goal():
+    """A short session opened with "Hey", then "Can you audit this codebase?": the summary's Goal read "Hey"."""
+    from compactctl.summarizers.facts import is_small_talk
+
+    assert is_small_talk("Hey") and is_small_talk("thanks!") and is_small_talk("Hi there")
+    assert not is_small_talk("fix it") and not is_small_talk("Hey, fix the parser") and not is_small_talk("")
+    rows = [{"role": "user", "content": "Hey"}, {"role": "assistant", "content": "Hi! What can I do?"}]
+    rows += [{"role": "user", "content": "Can you audit this codebase?"}]
+    rows += [{"role": "assistant", "content": f"Finding {k}: " + "the module handles parsing and caching. " * 60} for k in range(8)]
+    rows += [{"role": "user", "content": "Go on with the audit."}]
+    t = T(rows)
+    window = sum(COUNTER.messages(t.messages)) * 2 // 5
+    out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window, protect_first=0)))
+    secs = parse_sections(next(m.text() for m in out.messages if m.text().startswith("[CONTEXT COMPACTION")))
+    assert "Hey" not in secs.get("Goal", "") and extract(t.messages).first_request == "Can you audit this codebase?"

@@ -76,15 +76,14 @@ def _clean(t: Transcript) -> Transcript:
 def facts_for(t: Transcript, p: Plan) -> Facts:
     """The facts of the middle the plan replaces, with what the whole transcript tells: the person's first
     and latest asks, the rules they set in the head, an earlier summary."""
-    from ..summarizers.facts import constraint_sentences, extract, request_text  # only when there is a middle
+    from ..summarizers.facts import constraint_sentences, extract, is_small_talk, request_text  # only when there is a middle
 
     lu = last_user_index(t.messages)
     last = t.messages[lu] if lu is not None else None
     ask = ask_words(last) if last is not None else None
     facts = extract(t.messages, p.head_end, p.tail_start, last_request=ask, prior=p.prior_summary)
-    first = next(
-        ((k, text) for k, m in enumerate(t.messages) if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text), None
-    )
+    asks = [(k, text) for k, m in enumerate(t.messages) if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text]
+    first = next((a for a in asks if not is_small_talk(a[1])), asks[0] if asks else None)  # "Hey" is no goal
     if first is not None:
         facts.first_request = first[1]
         facts.first_request_kept = not p.head_end <= first[0] < p.tail_start

@@ -208,6 +208,16 @@ def _add(seq: list, item, seen: set) -> None:
         seq.append(item)
 
 
+# A message of only these words greets or acknowledges: no goal ("Hey", "thanks!", "ok").
+_SMALL_TALK = frozenset("hey hi hello hallo hola bonjour yo howdy sup good morning there thanks thank you ok okay".split())
+
+
+def is_small_talk(text: str) -> bool:
+    """Whether a user message only greets or acknowledges ("Hey", "Thanks!"): the session's goal is the next ask."""
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    return 0 < len(words) <= 3 and all(w in _SMALL_TALK for w in words)
+
+
 def request_text(m: Message) -> str:
     """The person's words in a user message ('' for what the harness wrote)."""
     return human_text(m)
@@ -397,7 +407,7 @@ class _Extractor:
                     self.keep("constraints", s)
             return
         f.requests.append(text)
-        if f.first_request is None:
+        if f.first_request is None and not is_small_talk(text):
             f.first_request = text
         for s in constraint_sentences(text):
             self.keep("constraints", s)

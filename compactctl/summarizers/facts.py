@@ -356,10 +356,14 @@ def _with_strings(line: str, call: ToolCall, files: list[tuple[str, str]]) -> st
 PLACED_BELOW = 100
 
 
-def _placed(error: str, a: Action, files: list[tuple[str, str]]) -> str:
-    """A short error line that names no path, with what failed ("File does not exist. (/app/test/conn_case.ex)"):
+def _where(a: Action, files: list[tuple[str, str]]) -> str:
+    """What an action ran or touched, said short: its command, else its first file."""
+    return f"`{cut(a.command, 60)}`" if a.command else files[0][1] if files else ""
+
+
+def _placed(error: str, where: str) -> str:
+    """A short error line that names no path, with what failed (`where`: "File does not exist. (/app/conn_case.ex)"):
     in Critical Context it stands apart from its action's line, which a small summary may leave out."""
-    where = f"`{cut(a.command, 60)}`" if a.command else files[0][1] if files else ""
     if not where or len(error) >= PLACED_BELOW or "/" in error:  # (a path in it says where)
         return error
     return f"{error} ({where})"
@@ -453,11 +457,12 @@ class _Extractor:
             f.commands.append((a.command, a.exit_code, a.failed))
         self.idents(a.command or c.arguments[:2000])
         if a.failed:
+            where = _where(a, tools.files_of(c, self.cwd))
             for e in a.line.split("\n")[1:]:
                 e = " ".join(refs.without(e).split())  # the same error from two outputs is one (their refs differ); "E   x": "E x"
                 if is_cancelled(e):
                     continue
-                self.keep("errors", _placed(e, a, tools.files_of(c, self.cwd)))
+                self.keep("errors", _placed(e, where))
                 self.idents(e)
 
     def _not_an_action(self, kind: str, c: ToolCall, result: Message | None) -> bool:

@@ -240,12 +240,20 @@ def other_content(extra: dict) -> bool:
     return (isinstance(refusal, str) and bool(refusal.strip())) or isinstance(extra.get("audio"), dict)
 
 
-def digest(body: bytes, size: int = 8) -> str:
-    """A short hex digest (BLAKE2b). hashlib is imported by the first call: its OpenSSL start-up (~2.5 ms)
-    is not paid by a run that never digests anything."""
-    from hashlib import blake2b
+def blake2b(data: bytes = b"", digest_size: int = 64):
+    """`hashlib.blake2b`, taken from CPython's own `_blake2` module, which hashlib's is: importing hashlib loads
+    OpenSSL (~2.5-3.5 ms a process) for a hash it does not provide here."""
+    try:
+        from _blake2 import blake2b as new
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b as new
 
-    return blake2b(body, digest_size=size).hexdigest()
+    return new(data, digest_size=digest_size)
+
+
+def digest(body: bytes, size: int = 8) -> str:
+    """A short hex digest (BLAKE2b)."""
+    return blake2b(body, size).hexdigest()
 
 
 def fingerprint(m: Message) -> str:

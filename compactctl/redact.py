@@ -147,20 +147,24 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
 ]
 
 
+# The rules not of key = value shape, and each one's regex compiled at its first use (compiling all of
+# them costs ~5.5 ms; most runs meet the hints of a few, or of none: a process pays for what it uses).
+_RULES = [
+    (kind, hints, rx, repl if repl is not None else f"[REDACTED {kind}]") for kind, hints, rx, repl in RULES if kind != "SECRET FIELD"
+]
+_FIELDS = [(rx, repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD" and repl is not None]  # each has one
+
+
 @functools.cache
-def _compiled() -> tuple[list[tuple[str, tuple[str, ...], re.Pattern[str], str]], list[tuple[re.Pattern[str], str]], re.Pattern[str]]:
-    """The rules compiled (~10 ms), at first use: a run that redacts nothing (a transcript under its
-    target) does not pay for them at start-up. Also every rule's hints as one search (it finds a match
-    exactly when one of them occurs): on a short text (a name a digest keeps) one search settles that
-    no rule applies, where a substring test per hint costs more."""
-    rules = [
-        (kind, hints, re.compile(rx), repl if repl is not None else f"[REDACTED {kind}]")
-        for kind, hints, rx, repl in RULES
-        if kind != "SECRET FIELD"
-    ]
-    fields = [(re.compile(rx), repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD" and repl is not None]  # each has one
-    hints = sorted({h for kind, hs, _rx, _r in RULES if kind != "SECRET FIELD" for h in hs})
-    return rules, fields, re.compile("|".join(re.escape(h) for h in hints))
+def _compiled(rx: str) -> re.Pattern[str]:
+    return re.compile(rx)
+
+
+@functools.cache
+def _any_hint() -> re.Pattern[str]:
+    """Every rule's hints as one search (it finds a match exactly when one of them occurs): on a short text
+    (a name a digest keeps) one search settles that no rule applies, where a substring test per hint costs more."""
+    return re.compile("|".join(re.escape(h) for h in sorted({h for _k, hs, _rx, _r in _RULES for h in hs})))
 
 
 # key = value rules are single-line and their keys are common words: they run only on the lines that
@@ -210,10 +214,9 @@ def redact(text: str) -> str:
     if not text:
         return text
     low = text.lower()
-    rules, fields, any_hint = _compiled()
-    for _kind, hints, rx, repl in rules if len(low) > SHORT or any_hint.search(low) else ():
+    for _kind, hints, rx, repl in _RULES if len(low) > SHORT or _any_hint().search(low) else ():
         if any(h in low for h in hints):
-            new = rx.sub(repl, text)
+            new = _compiled(rx).sub(repl, text)
             if new is not text and new != text:
                 text = new
                 low = text.lower()
@@ -221,8 +224,8 @@ def redact(text: str) -> str:
         lines = text.split("\n")
         for i, ll in enumerate(low.split("\n")):
             if any(h in ll for h in _FIELD_HINTS):
-                for rx, repl in fields:
-                    lines[i] = rx.sub(repl, lines[i])
+                for rx, repl in _FIELDS:
+                    lines[i] = _compiled(rx).sub(repl, lines[i])
         text = "\n".join(lines)
     if len(text) >= 26:
         text = _QUOTED.sub(_high_entropy, text)

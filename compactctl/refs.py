@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .model import Message, digest, fingerprint
+from .model import Message, blake2b, digest, fingerprint
 
 REF_HEX = 8
 REF_RE = re.compile(r"\[ref ([0-9a-f]{8})\]")
@@ -59,8 +59,6 @@ def ref_of(original: Message) -> str:
 
 def span_ref(members: list[Message]) -> str:
     """One reference for a summarized span, from what its messages say."""
-    from hashlib import blake2b  # here, as in model.digest: a run that makes no reference never imports it
-
     h = blake2b(b"span", digest_size=REF_HEX // 2)
     for m in members:
         h.update(b"\n" + fingerprint(m).encode())

@@ -199,6 +199,36 @@ def test_help_does_not_import_the_library_or_rich(tmp_path):
     assert r.stderr.decode().strip().splitlines()[-1] == "[]"
 
 
+def test_a_pruning_compact_loads_no_openssl(tmp_path):
+    """The digests and references of pruned outputs are BLAKE2b from CPython's `_blake2`: importing hashlib loads
+    OpenSSL (~3 ms a process) for nothing here."""
+    rows = [{"role": "user", "content": "Fix the failing test in tests/test_api.py, please."}]
+    for i in range(12):
+        rows.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'}}],
+            }
+        )
+        rows.append(
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"run {i}\n" + "FAILED tests/test_api.py::test_x - AssertionError\n" * 400}
+        )
+    rows.append({"role": "user", "content": "and now?"})
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    code = (
+        "import sys; sys.argv = ['compactctl', 'compact', sys.argv[1], '--context-window', '3000', '-o', sys.argv[2]]\n"
+        "from compactctl.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('hashlib' in sys.modules, '_hashlib' in sys.modules, file=sys.stderr)"
+    )
+    out = tmp_path / "out.jsonl"
+    for _ in range(2):  # the first run may build (and check by sha256) this test's rank cache
+        r = subprocess.run([sys.executable, "-c", code, str(src), str(out)], capture_output=True, timeout=120)
+    assert "[ref " in out.read_text()  # it did prune and refer
+    assert r.stderr.decode().strip().splitlines()[-1] == "False False"
+
+
 def test_bash_completion():
     exe = Path(sys.executable).parent / "compactctl"
     if not exe.exists():

@@ -74,6 +74,16 @@ def test_ordinary_text_is_left_alone():
     assert redact(text) == text
 
 
+def test_a_rule_is_compiled_only_when_its_hint_occurs():
+    from compactctl import redact as mod
+
+    mod._compiled.cache_clear()
+    assert redact("make lint && ruff check") == "make lint && ruff check"
+    assert mod._compiled.cache_info().currsize == 0  # no hint: no rule compiled
+    assert redact("key ghp_" + "a1B2" * 9) != "key ghp_" + "a1B2" * 9
+    assert 0 < mod._compiled.cache_info().currsize < len(mod._RULES) // 4
+
+
 def test_serialize_redacts_before_the_cap():
     from compactctl.model import Message
     from compactctl.summarizers.llm import TOOL_HEAD, serialize

@@ -885,6 +885,24 @@ def test_with_no_ask_since_another_tools_summary_its_next_step_is_the_active_tas
     assert parse_sections(offline.summarize(f, COUNTER, 2000))["Active Task"] == offline.KEPT_LAST_ASK
 
 
+def test_another_tools_summary_is_quoted_without_its_code_blocks():
+    """Claude Code's summary quotes code under "Files and Code Sections": quoted line by line as room allowed, the
+    short fence lines got in where their code did not ("> ```elixir", "> ```")."""
+    code = "\n".join(f'     def handler_{k}(conn, params), do: render(conn, :show, item: params["id"])' for k in range(30))
+    foreign = (
+        "This session is being continued from a previous conversation that ran out of context.\n\nSummary:\n"
+        "1. Primary Request and Intent:\n   Work on bead spotter-fum.\n\n3. Files and Code Sections:\n"
+        f"   - **lib/spotter_web/router.ex**: added the route\n     ```elixir\n{code}\n     ```\n"
+        "4. Errors and Fixes:\n   - BadMapError in the processor config: fixed by the flat form.\n"
+    )
+    rows = [{"role": "user", "content": foreign}, *session(3, 600)[2:], {"role": "user", "content": "check again"}]
+    f = extract(T(rows).messages, 1, len(rows) - 1, last_request="check again")
+    f.prior_summary = foreign
+    context = parse_sections(offline.summarize(f, COUNTER, 2000))["Critical Context"]
+    assert "```" not in context and "def handler_" not in context
+    assert "> - **lib/spotter_web/router.ex**: added the route" in context and "BadMapError in the processor config" in context
+
+
 def test_an_error_line_that_says_error_is_not_labelled_again():
     """Critical Context read "- error: error: undefined function find_transcript_file/1" for a compiler's line."""
     f = Facts(errors=["error: undefined function find_transcript_file/1", "Error: ENOENT", "ModuleNotFoundError: No module named 'x'"])

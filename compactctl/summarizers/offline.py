@@ -218,12 +218,25 @@ def foreign_request(text: str, words: tuple[str, ...] = ("request", "intent")) -
     return "\n".join(out)
 
 
+def _outside_code(lines: list[str]) -> list[str]:
+    """Lines outside code fences: an earlier summary's code quoted line by line, as room allows, left a fence
+    without its code ("> ```elixir", "> ```"); its names join the index."""
+    out: list[str] = []
+    fenced = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append(line)
+    return out
+
+
 def _context(b: _Items) -> None:
     f = b.facts
     b.carry("Critical Context", 2)
     if f.prior_summary and not b.prior:  # another tool's summary: its lines, as room allows
         goal = set((b.foreign_goal + "\n" + b.foreign_next).split("\n"))  # already the Goal and the Active Task
-        for line in f.prior_summary.split("\n"):
+        for line in _outside_code(f.prior_summary.split("\n")):
             if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
                 b.add("Critical Context", "> " + cut(line.strip(), 400), 3)
     for e in f.errors:

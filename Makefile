@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-oldest lint docs demo bench bench-latency bench-scale eval e2e fuzz clean
+.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,13 @@ test-oldest:
 	$(PY_OLDEST) -m venv .venv-oldest
 	.venv-oldest/bin/pip install -q -e '.[test]'
 	.venv-oldest/bin/python -m pytest
+
+# The newest Python we test (3.13: its dataclasses compare fields one by one, which compactctl.lean follows), the same way.
+PY_NEWEST ?= python3.13
+test-newest:
+	$(PY_NEWEST) -m venv .venv-newest
+	.venv-newest/bin/pip install -q -e '.[test]'
+	.venv-newest/bin/python -m pytest
 
 # All three run, and lint fails if any of them does; CI (.ci/run) runs it before the tests.
 lint: install

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import reprlib
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,25 @@ def _repr_of(names: tuple[str, ...]) -> Callable[[Any], str]:
 
 
 def _eq_of(names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    """The standard library's `__eq__` of the running Python. Before 3.13 it compares the fields as tuples (whose
+    comparison takes an identical item as equal: the same NaN); from 3.13 an instance equals itself, and two
+    compare field by field with `==`, `and`-ed (NaN then differs from itself; the first false result is returned)."""
+    if sys.version_info >= (3, 13):
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if self is other:
+                return True
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            result: Any = True
+            for n in names:
+                result = getattr(self, n) == getattr(other, n)
+                if not result:
+                    return result
+            return result
+
+        return __eq__
+
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is not self.__class__:
             return NotImplemented

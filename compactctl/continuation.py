@@ -44,7 +44,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import needed
+from . import lexical, needed
 from .errors import CannotFit
 from .model import SYSTEM_ROLES, Message, Transcript
 from .pairs import groups
@@ -238,6 +238,7 @@ def score_cut(
     prefix = _prefix(t, cut)
     before = _tokens(counter, prefix.messages)
     facts = needed.needed_facts(t.messages, cut)
+    words = lexical.needed_words(t.messages, cut)
     window = int(before * window_ratio)
     archived: list = []
     ours, err = run_compactctl(prefix, counter, window, summarizer, options, archived)
@@ -257,6 +258,7 @@ def score_cut(
         "window": window,
         "target": int(max(window, 1) * (options or CompactOptions()).budget.threshold),
         "facts": [f.as_dict() for f in facts],
+        "words": len(words),
         "strategies": {},
     }
     scores: dict[str, dict] = row["strategies"]
@@ -269,6 +271,7 @@ def score_cut(
             "cannot_fit": bool(err) if name == "compactctl" else False,
             "error": err if name == "compactctl" else None,
             "kept": flags,
+            "words_kept": lexical.kept_words(words, out.messages),
         }
         if name == "compactctl":
             scores[name]["recovered"] = recovered(prefix, facts, flags, archived)
@@ -335,6 +338,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
         kinds = {k: [0, 0] for k in needed.KINDS}
         sources = {s: [0, 0] for s in needed.SOURCES}
         before = after = valid = cannot = cuts = within = 0
+        words = [0, 0]
         rediscovered = 0
         back = 0
         for r in rows:
@@ -348,6 +352,8 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
             cannot += st["cannot_fit"]
             within += st["tokens_after"] <= r.get("target", st["tokens_after"])
             back += sum(st.get("recovered", ()))
+            words[0] += st.get("words_kept", 0)
+            words[1] += r.get("words", 0)
             for f, k in zip(r["facts"], st["kept"], strict=True):
                 tot[0] += k
                 tot[1] += 1
@@ -376,6 +382,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
             "within_target": within,
             "recovered": back,
             "with_recovery": _share(tot[0] + back, tot[1]),
+            "words": {"kept": words[0], "needed": words[1], "share": _share(*words)},
             "kinds": {k: {"kept": v[0], "needed": v[1], "share": _share(*v)} for k, v in kinds.items()},
             "sources": {s: {"kept": v[0], "needed": v[1], "share": _share(*v)} for s, v in sources.items()},
         }
@@ -450,13 +457,31 @@ def tables(agg: dict[str, dict]) -> str:
         if ours
         else ""
     )
+    lexical_line = (
+        f"Words the continuation writes again ({any_['words']['needed']:,}; no fact kinds, compactctl/lexical.py): "
+        + ", ".join(f"{n} {_pct(a['words']['share'])}" for n, a in agg.items())
+        + "."
+    )
     red = any_["rediscovered"]
     note = (
         f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({_pct(_share(red, any_['needed']))}) are re-discovered "
         f"by the continuation (shown by a tool output before the agent writes them)."
     )
     return "\n\n".join(
-        [x for x in (overall, recovery, "By kind (needed facts in parentheses):", kinds, "By source in the prefix:", sources, note) if x]
+        [
+            x
+            for x in (
+                overall,
+                recovery,
+                lexical_line,
+                "By kind (needed facts in parentheses):",
+                kinds,
+                "By source in the prefix:",
+                sources,
+                note,
+            )
+            if x
+        ]
     )
 
 

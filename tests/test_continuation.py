@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from compactctl import api, continuation, evaluate, needed
+from compactctl import api, continuation, evaluate, lexical, needed
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript
 from compactctl.pairs import groups
@@ -208,6 +208,24 @@ def test_extractor_is_independent_of_the_compaction():
     # the parser does see relative and absolute imports (the harness module imports the compaction, as it must)
     imps = _imports(PKG / "continuation.py")
     assert {"compactctl.needed", "compactctl.phases.repair", "compactctl.pipeline"} <= imps
+
+
+def test_needed_words_have_no_kinds():
+    """The second instrument: words of 4+ letters and digits the continuation writes that the removable prefix
+    holds, from any source; not the system's, not common English."""
+    t = T(ROWS)
+    words = lexical.needed_words(t.messages, 5)
+    # held before the cut (a user ask, a tool output, the agent's text; identifiers split at "_") and written after it
+    assert words == {"config", "default", "helper", "load", "output", "timeout"}
+    # "rename": not in the prefix; "settings", "conf", "yaml": the system message holds them; "3000": no letter first;
+    # "now": too short; "grep": a command word in the continuation only
+    assert not words & lexical.COMMON
+    kept = t.evolve(messages=t.messages[:2])  # the system message and the first ask
+    assert lexical.kept_words(words, kept.messages) == len(words & lexical.words_in(ROWS[1]["content"]))
+
+
+def test_lexical_is_independent_of_the_compaction():
+    assert _imports(PKG / "lexical.py") == {"compactctl", "compactctl.needed"}  # (`from . import needed`)
 
 
 def test_cuts_start_turns_and_baselines_meet_the_budget():

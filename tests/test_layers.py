@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.config",
             "compactctl.ranks",
             "compactctl.needed",
+            "compactctl.lexical",  # the continuation eval's second instrument: words, no fact kinds (reads text as needed does)
             "compactctl.journal",  # the resume journal (issue 10)
             "compactctl.outline",  # definitions and line ranges of a numbered file read (prune digests)
             "compactctl.redact",  # secrets redacted before an LLM sees a text and before any cut (tools cut too)

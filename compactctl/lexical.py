@@ -51,7 +51,7 @@ def needed_words(messages: Sequence[needed.Message], cut: int) -> set[str]:
         start += 1
     system: set[str] = set()
     past: set[str] = set()
-    for i, m in enumerate(messages[:cut]):
+    for i in range(cut):
         for seg in needed.segments(messages, i, text_actions):
             (system if seg.source == "system" else past if i >= start else system).update(words_in(seg.text))
     written: set[str] = set()

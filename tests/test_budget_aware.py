@@ -1878,6 +1878,20 @@ def test_an_action_says_its_first_error_once():
     assert actions.count("failed in sandbox") == 1 and actions.startswith('1. `rg "AreaChart"` exit 1, ')
 
 
+def test_an_action_says_a_pytest_error_once():
+    """The bundled sample's summary said "exit 1: E ValueError: day is out of range ..., 73 lines" over the same
+    error as pytest prints it ("E       ValueError: ..."): said twice, the runs of spaces hid it."""
+    out = "\n".join(["...F", "E       ValueError: day is out of range for month (got '2024-02-30' in filter)"] * 2)
+    rows = [
+        {"role": "user", "content": "run the tests"},
+        call("a", "bash", {"command": "python -m pytest -x -q"}),
+        res("a", out + "\nFAILED tests/test_filter.py::test_filter_edge - ValueError: day is out of range for month\nexit code 1"),
+        {"role": "assistant", "content": "It fails."},
+    ]
+    actions = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))["Completed Actions"]
+    assert actions.count("day is out of range for month (got") == 1, actions
+
+
 def test_a_greeting_is_no_goal():
     """A short session opened with "Hey", then "Can you audit this codebase?": the summary's Goal read "Hey"."""
     from compactctl.summarizers.facts import is_small_talk

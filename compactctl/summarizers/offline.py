@@ -268,10 +268,11 @@ _SAID_ERROR = re.compile(
 
 def _unrepeated(first: str, rest: str) -> str:
     """An action's first line without its first error's short form when the error lines under it give it whole
-    ("exit 1: failed in sandbox ... /opt/h…, 4 lines" over the same error in full: said twice)."""
-    below = rest.split("\n", 1)[0].strip()
+    ("exit 1: failed in sandbox ... /opt/h…, 4 lines" over the same error in full: said twice). Compared with runs
+    of spaces folded: pytest's "E       ValueError: ..." is said "E ValueError: ..." on the first line."""
+    below = " ".join(rest.split("\n", 1)[0].split())
     m = _SAID_ERROR.search(first) if below else None
-    if m is None or len(m.group("said")) < 8 or not below.startswith(m.group("said").rstrip("…").rstrip()):
+    if m is None or len(m.group("said")) < 8 or not below.startswith(" ".join(m.group("said").rstrip("…").split())):
         return first
     return first[: m.start("said") - 2] + (m.group("tail") or "") + m.group("refs")
 

@@ -79,6 +79,20 @@ def test_prune_stops_as_soon_as_it_fits_oldest_first():
     assert len(untouched_outputs) >= 6
 
 
+def test_a_command_run_again_says_so():
+    """A repeated `pytest -q` was marked "[Superseded — a later call read or wrote the same]": it read and wrote
+    nothing; the same call ran again."""
+    from compactctl.phases.prune import SUPERSEDED_RERUN
+
+    rows = [{"role": "user", "content": "make the tests pass"}]
+    for k in range(3):
+        rows += [call(f"t{k}", "bash", {"command": "pytest -q"}), res(f"t{k}", f"run {k}\n" + "tests/test_x.py ....\n" * 200)]
+    rows += [{"role": "assistant", "content": "green"}]
+    t = T(rows)
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) // 3))
+    assert SUPERSEDED_RERUN in out.messages[2].text() and SUPERSEDED not in out.messages[2].text()
+
+
 def test_superseded_read_goes_before_older_unique_output():
     rows = session(2)
     rows += [call("again", "read_file", {"path": "src/mod1.py"}), res("again", "def handler_1(): pass\n" + "new\n" * 300)]

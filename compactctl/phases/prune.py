@@ -57,7 +57,8 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_STEPS])
 
 
-SUPERSEDED = "[Superseded — a later call read or wrote the same]"
+SUPERSEDED = "[Superseded — a later call read or wrote this file]"
+SUPERSEDED_RERUN = "[Superseded — the same call ran again later]"  # (the same name and arguments)
 TRUNCATED = "...[truncated]"
 IMAGE_PLACEHOLDER = "[image omitted by compaction]"
 NAMES_KEPT = 64  # names a digest keeps

@@ -37,6 +37,7 @@ from .prune import (
     OLD_OK,
     SUPERSEDE,
     SUPERSEDED,
+    SUPERSEDED_RERUN,
     TRUNCATED,
     PruneOptions,
     _tagged,
@@ -78,11 +79,14 @@ class _Later:
                 touched = [(a, p) for a, p in touched if a != "read"]
             self.files.update(p for _, p in touched)
 
-    def supersedes(self, call: ToolCall | None) -> bool:
-        """A later call repeats this one, or reads or writes a file this one read."""
-        return call is not None and (
-            (call.name, call.arguments) in self.calls or any(a == "read" and p in self.files for a, p in tools.files_of(call))
-        )
+    def supersedes(self, call: ToolCall | None) -> str | None:
+        """How a later call supersedes this one: it reads or writes a file this one read (SUPERSEDED), or it repeats
+        this call, a command run again (SUPERSEDED_RERUN); None when none does."""
+        if call is None:
+            return None
+        if any(a == "read" and p in self.files for a, p in tools.files_of(call)):
+            return SUPERSEDED
+        return SUPERSEDED_RERUN if (call.name, call.arguments) in self.calls else None
 
 
 class _Context:
@@ -106,6 +110,7 @@ class _Context:
         keep = {k.lower() for k in opts.keep_tools}
         # --keep-tool outputs, and the person's answers to the agent's questions (their words, in a tool result)
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
+        self.superseded: dict[int, str] = {}  # output index -> how a later call superseded it (candidates)
         self.drop = {d.lower() for d in opts.drop_tools}
         self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
 
@@ -181,8 +186,10 @@ class _Context:
             step = (DEDUP, i, DEDUP)
         elif old and o.summaries and len(text) >= o.min_summary_chars and m.untouched:
             failed = self.outcome(i).failed
-            if later.supersedes(call) and not failed:
+            how = None if failed else later.supersedes(call)
+            if how:
                 step = (SUPERSEDE, i, SUPERSEDE)
+                self.superseded[i] = how
             elif is_task_document(text):
                 step = (OLD_DOC, i, OLD_DOC)
             else:
@@ -237,7 +244,10 @@ class _Context:
             line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
-        parts = [f"{line} {SUPERSEDED}"] if step == SUPERSEDE else self._with_names(line, text, step == OLD_DOC, names)
+        if step == SUPERSEDE:
+            parts = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
+        else:
+            parts = self._with_names(line, text, step == OLD_DOC, names)
         return parts if sum(map(len, parts)) < len(text) else None
 
     def _replaced(self, m: Message, parts: list[str]) -> Message:

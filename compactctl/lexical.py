@@ -33,7 +33,7 @@ like look made make many maybe more most much must need never next none only oth
 really same should since some something still such sure take than that their them then there these they
 thing think this those though through thus together under until upon very want well were what whatever when
 where whether which while will with within without would your yours okay yeah thanks thank right left back
-instead already actually almost later once used uses using will make makes made work works working
+instead already actually almost later once used uses using makes work works working
 """.split()
 )
 
@@ -46,21 +46,17 @@ def needed_words(messages: Sequence[needed.Message], cut: int) -> set[str]:
     """The words of the removable prefix (messages[:cut] minus its leading system messages) that the continuation
     (messages[cut:]) writes, minus those of any system message and the COMMON ones."""
     text_actions = needed.text_action_agent(messages)
-    start = 0
-    while start < cut and messages[start].role in ("system", "developer"):
-        start += 1
-    system: set[str] = set()
+    system: set[str] = set()  # (a system or developer message's text is all of source "system")
     past: set[str] = set()
-    for i in range(cut):
-        for seg in needed.segments(messages, i, text_actions):
-            (system if seg.source == "system" else past if i >= start else system).update(words_in(seg.text))
     written: set[str] = set()
-    for j in range(cut, len(messages)):
-        for seg in needed.segments(messages, j, text_actions):
-            if seg.source == "written":
-                written |= words_in(seg.text)
-            elif seg.source == "system":
+    for i in range(len(messages)):
+        for seg in needed.segments(messages, i, text_actions):
+            if seg.source == "system":
                 system |= words_in(seg.text)
+            elif i < cut:
+                past |= words_in(seg.text)
+            elif seg.source == "written":
+                written |= words_in(seg.text)
     return (written & past) - system - COMMON
 
 

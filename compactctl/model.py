@@ -14,6 +14,7 @@ set the provenance's parts.)
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import field
 from typing import Any
 
@@ -240,15 +241,19 @@ def other_content(extra: dict) -> bool:
     return (isinstance(refusal, str) and bool(refusal.strip())) or isinstance(extra.get("audio"), dict)
 
 
-def blake2b(data: bytes = b"", digest_size: int = 64):
-    """`hashlib.blake2b`, taken from CPython's own `_blake2` module, which hashlib's is: importing hashlib loads
-    OpenSSL (~2.5-3.5 ms a process) for a hash it does not provide here."""
+@functools.cache
+def _blake2b() -> Any:
     try:
         from _blake2 import blake2b as new
     except ImportError:  # an interpreter built without it
         from hashlib import blake2b as new
+    return new
 
-    return new(data, digest_size=digest_size)
+
+def blake2b(data: bytes = b"", digest_size: int = 64) -> Any:
+    """`hashlib.blake2b`, taken from CPython's own `_blake2` module, which hashlib's is: importing hashlib loads
+    OpenSSL (~2.5-3.5 ms a process) for a hash it does not provide here."""
+    return _blake2b()(data, digest_size=digest_size)
 
 
 def digest(body: bytes, size: int = 8) -> str:

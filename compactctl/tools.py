@@ -456,11 +456,7 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
 
 
 def _describe_shell(s: _Seen) -> str:
-    command = command_of(s.call) or "?"
-    cmd = f"`{_short(command, 160)}`"
-    patched = _patch_files(command)
-    if patched:  # Codex's apply_patch through the shell: the files, not the heredoc's first characters
-        cmd = f"`{command.split('<<', 1)[0].strip() or 'apply_patch'}` ({patched})"
+    cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
     if s.out.exit_code is not None:
         status = f"exit {s.out.exit_code}"
         if s.out.exit_code != 0 and s.out.error_lines:
@@ -469,15 +465,6 @@ def _describe_shell(s: _Seen) -> str:
     if s.result is None:
         return f"{s.tag} ran {cmd}{s.err}"
     return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {s.size}"
-
-
-def _patch_files(command: str) -> str:
-    """What a patch given through the shell (`apply_patch <<'PATCH' *** Begin Patch ...`) does to which files
-    ("update a.ts, add b.ts"), or ""."""
-    if "*** Begin Patch" not in command:
-        return ""
-    done = [f"{m.group(1).lower()} {m.group(2).strip()}" for m in PATCH_FILE.finditer(command)]
-    return ", ".join(done)
 
 
 def _describe_file(s: _Seen) -> str | None:

@@ -1470,31 +1470,6 @@ def test_a_shell_command_run_in_a_directory_of_its_own_says_where():
     assert "1. `sed -n '1,160p' createService.ts` (in packages/services/src) exit 0, " in actions
 
 
-def test_a_patch_through_the_shell_says_its_files():
-    """Codex's apply_patch run as a shell heredoc was said by its first 160 characters ("`apply_patch <<'PATCH' ***
-    Begin Patch *** Update File: a.ts @@ - const teamsWithSta…`"): one file of several, and patch markers."""
-    patch = (
-        "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/app/(protected)/teams/TeamSheet.tsx\n@@\n-a\n+b\n"
-        "*** Add File: src/hooks/useTeam.ts\n+export const x = 1;\n*** End Patch\nPATCH"
-    )
-    rows = [
-        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"},
-        {"role": "user", "content": "fix the sheet"},
-        call("a", "shell", {"command": ["bash", "-lc", patch], "workdir": "/repo/apps/web"}),
-        res("a", '{"output": "Success. Updated the following files:", "metadata": {"exit_code": 0}}'),
-        {"role": "assistant", "content": "Patched."},
-    ]
-    f = extract(T(rows).messages)
-    assert f.actions[0].line.startswith(
-        "[shell] ran `apply_patch` (in apps/web) (update src/app/(protected)/teams/TeamSheet.tsx, add src/hooks/useTeam.ts) -> exit 0"
-    )
-    actions = parse_sections(offline.summarize(f, COUNTER, 2000))["Completed Actions"]
-    assert actions.startswith(
-        "1. `apply_patch` (in apps/web) (update src/app/(protected)/teams/TeamSheet.tsx, add src/hooks/useTeam.ts) exit 0"
-    )
-    assert "/repo/apps/web/src/hooks/useTeam.ts" in f.files
-
-
 def test_a_name_inside_a_longer_one_is_not_taken_as_shown():
     """The identifier index leaves out names the rest of the summary shows; "shows" was a substring test, so `create`
     went because `createService` was there, and a working directory because a file under it was listed."""

@@ -371,20 +371,15 @@ def _placed(error: str, where: str) -> str:
 
 def _with_workdir(line: str, call: ToolCall, cwd: str | None) -> str:
     """A shell command run in a directory of its own (Codex's `workdir`, not the session's) says where: its paths are
-    relative to it ("`sed -n '1,160p' createService.ts` (in packages/services/src) -> exit 0, 161 lines"; before a
-    patch's files: "`apply_patch` (in packages/ui) (update src/a.ts) -> ...")."""
-    if tools.kind_of(call.name) != "shell" or "` -" not in line and "` (" not in line:
+    relative to it ("`sed -n '1,160p' createService.ts` (in packages/services/src) -> exit 0, 161 lines")."""
+    if tools.kind_of(call.name) != "shell" or "` -> " not in line:
         return line
     workdir = tools.workdir_of(call)
     if not workdir or workdir == cwd:
         return line
     if cwd and workdir.startswith(cwd.rstrip("/") + "/"):
         workdir = workdir[len(cwd.rstrip("/")) + 1 :]
-    return _COMMAND_END.sub(lambda _m: f"` (in {workdir}) ", line, count=1)
-
-
-# Where a shell action's command ends on its line: before its arrow, or before the files a patch changed.
-_COMMAND_END = re.compile(r"` (?=-> |\((?:update|add|delete) )")
+    return line.replace("` -> ", f"` (in {workdir}) -> ", 1)
 
 
 class _Extractor:

@@ -90,8 +90,7 @@ _TERSE = [
     (re.compile(r" lines output\b"), " lines"),
     (re.compile(r" chars output\b"), " chars"),
     (re.compile(r"` -> "), "` "),
-    # a command run in a directory of its own (facts._with_workdir), a patch's files (tools._patch_files)
-    (re.compile(r"(` \(.+?\)) -> "), r"\1 "),
+    (re.compile(r"(` \(in [^)\n]+\)) -> "), r"\1 "),  # a command run in a directory of its own (facts._with_workdir)
 ]
 
 

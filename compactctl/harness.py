@@ -52,9 +52,10 @@ MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\
 _CWD = re.compile(r"<cwd>\s*(/[^<\n]*?)\s*</cwd>")
 
 
-# What a harness answers a call it did not run because another call of the same turn failed (Claude Code runs
-# parallel calls so): the call failed, but the error is the other call's, said there.
-CANCELLED = ("Sibling tool call errored",)
+# What a harness answers a call it did not run: because another call of the same turn failed (Claude Code runs
+# parallel calls so: the error is the other call's, said there), or because the person cancelled it (Gemini CLI;
+# the action's line says so). No error of the work.
+CANCELLED = ("Sibling tool call errored", "[Operation Cancelled]")
 
 
 def is_cancelled(error: str) -> bool:

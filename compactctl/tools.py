@@ -488,10 +488,12 @@ def _describe_file(s: _Seen) -> str | None:
 
 
 def _describe_search(s: _Seen) -> str:
-    pat = _first_str(s.args, "pattern", "query", "regex", "search_term", "glob", "file_name") or "?"
-    scope = _first_str(s.args, "path", "dir", "directory")
+    pat = _first_str(s.args, "pattern", "query", "regex", "search_term", "glob", "file_name")
+    scope = _first_str(s.args, "path", "dir", "directory", "dir_path")
     n = s.out.lines if s.out.text.strip() else 0
-    return f"{s.tag} searched `{_short(pat, 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
+    if pat is None and scope is not None:  # a listing (ls, list_directory): no pattern, nothing matched
+        return f"{s.tag} listed {scope} -> {n:,} lines{s.err}"
+    return f"{s.tag} searched `{_short(pat or '?', 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
 
 
 def _describe_fetch(s: _Seen) -> str:

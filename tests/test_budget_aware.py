@@ -1718,6 +1718,23 @@ def test_a_failed_call_lists_no_file_it_did_not_touch_and_its_error_says_where()
     assert files == "- /p/lib/x.ex (edit failed)\n- /p/test/data_case.ex (read)"
 
 
+def test_a_call_the_person_cancelled_is_said_in_its_action_not_as_an_error_of_the_work():
+    """Gemini CLI answers a call the person cancelled "[Operation Cancelled] Reason: User cancelled the operation.":
+    the action says the call did not succeed (it read "`python3` ok"), and Critical Context lists no error of it."""
+    rows = [
+        {"role": "user", "content": "start python"},
+        call("a", "run_shell_command", {"command": "python3"}),
+        {"role": "tool", "tool_call_id": "a", "content": "[Operation Cancelled] Reason: User cancelled the operation."},
+        {"role": "assistant", "content": "Cancelled; tell me when."},
+    ]
+    msgs = [m.evolve(is_error=True) if m.role == "tool" else m for m in T(rows).messages]  # as the Gemini reader flags it
+    f = extract(msgs)
+    assert f.errors == []
+    sections = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert "`python3` error" in sections["Completed Actions"] and "Operation Cancelled" in sections["Completed Actions"]
+    assert "Operation Cancelled" not in sections.get("Critical Context", "")
+
+
 def test_a_short_failed_output_with_no_error_line_is_its_own_message():
     """`git commit` exited 1 with "On branch main / nothing to commit, working tree clean": no line reads as an error,
     so the action said only "-> error"; a short failed output's last line is what failed."""

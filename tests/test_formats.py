@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from compactctl import api
+from compactctl import api, tools
 from compactctl.formats.linelog import LineLog
 from compactctl.model import is_summary
 
@@ -732,3 +732,31 @@ def test_a_chat_message_in_a_claude_code_log_is_a_data_error_not_a_silent_loss(t
     assert r.returncode == 3 and b"mix.jsonl:3" in r.stderr
     r = cli("repair", str(src), "--on-error", "skip", "--rejects", str(tmp_path / "rej.jsonl"))
     assert r.returncode == 0 and b"skipped" in r.stderr and (tmp_path / "rej.jsonl").read_bytes() == orjson.dumps(rows[2]) + b"\n"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        # The person cancelled the call before it ran (Gemini CLI records it so).
+        {"status": "cancelled", "response": {"error": "[Operation Cancelled] Reason: User cancelled the operation."}},
+        {"status": "error", "response": {"error": "Path must be absolute: ."}},
+        {"response": {"error": "File not found: a.py"}},  # no status: the response alone says it
+    ],
+)
+def test_gemini_a_call_that_did_not_succeed_is_an_error(tmp_path, call):
+    """A cancelled Gemini CLI call read as a success ("`python3` ok" in the summary's actions): its status
+    and a response that is only an error make the result an error."""
+    result = [{"functionResponse": {"id": "c1", "name": "run_shell_command", "response": call["response"]}}]
+    tc = {"id": "c1", "name": "run_shell_command", "args": {"command": "python3"}, "result": result}
+    if "status" in call:
+        tc["status"] = call["status"]
+    ok = {"id": "c2", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success"}
+    ok["result"] = [{"functionResponse": {"id": "c2", "name": "run_shell_command", "response": {"output": "a.py"}}}]
+    doc = {"sessionId": "s1", "messages": [{"type": "user", "content": "run it"}, {"type": "gemini", "content": "", "toolCalls": [tc, ok]}]}
+    src = tmp_path / "g.json"
+    src.write_bytes(orjson.dumps(doc))
+    [t] = api.read([str(src)])
+    results = [m for m in t.messages if m.role == "tool"]
+    assert [bool(m.is_error) for m in results] == [True, False]
+    line = tools.describe(t.messages[1].tool_calls[0], results[0])
+    assert "-> error" in line and "-> ok" not in line, line

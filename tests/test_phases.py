@@ -54,6 +54,14 @@ def res(cid, text):
         ("read_file", {"path": "config.py", "offset": 1}, "x" * 1200, "read config.py from line 1 (1,200 chars)"),
         ("Read", {"file_path": "/a/b.py"}, "<tool_use_error>File does not exist.</tool_use_error>", "-> error: File does not exist."),
         ("Grep", {"pattern": "TODO", "path": "src"}, "a:1\nb:2", "searched `TODO` in src -> 2 matching lines"),
+        # A listing has no pattern: it is said a listing, not a search for `?` (Gemini CLI's list_directory, Claude Code's LS)
+        (
+            "list_directory",
+            {"path": "/p/src"},
+            "Directory listing for /p/src:\nmain.py\nutil.py",
+            "[list_directory] listed /p/src -> 3 lines",
+        ),
+        ("LS", {"path": "/p"}, "- /p/\n  - a.py", "[LS] listed /p -> 2 lines"),
         ("WebFetch", {"url": "https://x.dev/a"}, "page", "fetched https://x.dev/a"),
         ("mystery", {"q": 1}, "Error: kaput", "-> error: Error: kaput"),
     ],

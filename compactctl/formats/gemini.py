@@ -40,6 +40,22 @@ def _result_text(result) -> str:
     return "\n".join(texts)
 
 
+# Gemini CLI's statuses of a call that did not succeed: it failed, or the person cancelled it before it ran.
+FAILED_STATUSES = ("error", "cancelled")
+
+
+def _failed(call: dict) -> bool:
+    """A recorded call that did not succeed: its status says so, or its response is an error and no output."""
+    if call.get("status") in FAILED_STATUSES:
+        return True
+    parts = call.get("result")
+    for part in parts if isinstance(parts, list) else [parts]:
+        resp = (part.get("functionResponse") or {}).get("response") if isinstance(part, dict) else None
+        if isinstance(resp, dict) and "error" in resp and "output" not in resp:
+            return True
+    return False
+
+
 def _text_of(content) -> str:
     """A turn's content: a string, or (newer Gemini CLI) a list of parts, whose text parts are the text; other
     parts (an inline image, a file) say what they were, anything else is kept as JSON."""
@@ -85,7 +101,7 @@ def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
                             role="tool",
                             content=_result_text(c["result"]),
                             tool_call_id=c.get("id"),
-                            is_error=c.get("status") == "error" or None,
+                            is_error=_failed(c) or None,
                         )
                     )
     for i, msg in enumerate(out):

@@ -28,7 +28,7 @@ for _kind, _names in {
     "shell": "terminal bash shell execute_bash exec_command local_shell run_command execute_command run_shell container.exec "
     "run_terminal_cmd run_shell_command",
     "read": "read_file read view_file open_file open cat read_many_files",  # open: SWE-agent's viewer (a path, a line)
-    "write": "write_file write create_file",
+    "write": "write_file write create_file create",  # create: SWE-agent's (a filename; the file starts empty)
     "edit": "patch edit multiedit apply_patch edit_file replace str_replace notebookedit",
     "editor": "str_replace_editor str_replace_based_edit_tool",
     "search": "search_files grep glob find_file search_dir search_file find list_files ls codebase_search search_file_content "
@@ -160,9 +160,7 @@ def files_of(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
 def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
     path = _first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file", "absolute_path")
     if kind == "editor":
-        sub = str(args.get("command", "")).lower()
-        action = {"view": "read", "create": "write"}.get(sub, "edit")
-        return [(action, path)] if path else []
+        return [(_editor_action(args), path)] if path else []
     if kind in ("read", "write", "edit"):
         out = [(kind, path)] if path else []
         text = _first_str(args, "input", "patch", "_raw") or ""
@@ -176,6 +174,21 @@ def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
             return _swe_agent_files(cmd)
         return [("write" if m.group(1) == "Add" else "edit", m.group(2).strip()) for m in PATCH_FILE.finditer(cmd)] if "*** " in cmd else []
     return []
+
+
+_EDITOR_COMMAND = re.compile(r"""['"]command['"]:\s*['"](\w+)['"]""")
+_EDITOR_WRITES = ("old_str", "new_str", "file_text", "content", "insert_line")
+
+
+def _editor_action(args: dict) -> str:
+    """What a file editor call (str_replace_editor) did: its `command` says (view, create, str_replace, insert...).
+    OpenHands' read and write events carry none: the call its `translated_ipython_code` shows says, else a call that
+    gives no text to write is a read."""
+    sub = args.get("command")
+    if not isinstance(sub, str) or not sub:
+        m = _EDITOR_COMMAND.search(str(args.get("translated_ipython_code") or ""))
+        sub = m.group(1) if m else ("str_replace" if any(k in args for k in _EDITOR_WRITES) else "view")
+    return {"view": "read", "create": "write"}.get(sub.lower(), "edit")
 
 
 # A text action's call (text_action_call) is marked so: SWE-agent's shell has its own commands installed.
@@ -394,6 +407,9 @@ def _exit_code(text: str) -> int | None:
     return None
 
 
+_BARE_ERROR = re.compile(r"[ \t]*(?:error|fatal|exception)[ \t]*:?[ \t]*$", re.I)
+
+
 def _error_lines(text: str, errors: list[str], limit: int) -> None:
     """Append the output's error lines (not benign ones, not repeated) to `errors`, up to `limit`."""
     for hit in ERROR_LINE.finditer(text):
@@ -402,6 +418,8 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
         start = hit.start()
         end = text.find("\n", start)
         line = text[start:] if end < 0 else text[start:end]
+        if end >= 0 and _BARE_ERROR.match(line):  # "ERROR:" on its own line (OpenHands' editor): its message is the next
+            line = line.strip() + " " + text[end + 1 : end + 1000].lstrip().split("\n", 1)[0].strip()
         if len(line) < 400 and not _benign(line):
             s = line.strip()
             if s and s not in errors:

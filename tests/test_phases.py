@@ -62,6 +62,27 @@ def res(cid, text):
             "[list_directory] listed /p/src -> 3 lines",
         ),
         ("LS", {"path": "/p"}, "- /p/\n  - a.py", "[LS] listed /p -> 2 lines"),
+        # OpenHands' read and write events carry no editor `command`: a read is no edit, a create a write
+        ("str_replace_editor", {"path": "/w/p.c", "start": 0, "end": -1, "view_range": None}, "     1\tint x;", "read /w/p.c"),
+        (
+            "str_replace_editor",
+            {"path": "/w/a.js", "content": "", "translated_ipython_code": "print(file_editor(**{'command': 'create', 'path': '/w/a.js'}))"},
+            "File created successfully at: /w/a.js",
+            "wrote /w/a.js",
+        ),
+        (
+            "create",
+            {"filename": "reproduce.py"},
+            "[File: /repo/reproduce.py (1 lines total)]\n1:",
+            "[create] wrote reproduce.py",
+        ),  # SWE-agent's
+        # An error word alone on its line: its message is the next line
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/w/a.c", "old_str": "x", "new_str": "y"},
+            "ERROR:\nNo replacement was performed, old_str `x` did not appear verbatim in /w/a.c.",
+            "-> error: ERROR: No replacement was performed, old_str `x`",
+        ),
         ("WebFetch", {"url": "https://x.dev/a"}, "page", "fetched https://x.dev/a"),
         ("mystery", {"q": 1}, "Error: kaput", "-> error: Error: kaput"),
     ],

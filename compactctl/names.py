@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from itertools import islice, repeat
 
-from .outline import without_numbers
+from .outline import without_numbers, without_runs
 
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
@@ -64,8 +64,31 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
 
 
 def names_in(text: str) -> list[str]:
-    """The names in `text`, in order of first appearance, each once."""
+    """The names in `text`, in order of first appearance, each once. Line numbers are no names: those of a
+    numbered read, and those of the reads inside a longer output, which its names show (numbers that climb by one)."""
     text = without_numbers(text)
+    found = _names(text)
+    if _climbing(found):
+        again = without_runs(text)
+        if again is not text:
+            found = _names(again)
+    return found
+
+
+def _climbing(names: list[str]) -> bool:
+    """Whether `names` holds a run of numbers that climb by one (line numbers, as a numbered read shows them)."""
+    prev, run = -2, 0
+    for n in names:
+        if len(n) <= 7 and n.isdecimal():  # a line number has 7 digits at most (a 5,000-digit one is no int() to take)
+            v = int(n)
+            run = run + 1 if v == prev + 1 else 1
+            if run >= 3:
+                return True
+            prev = v
+    return False
+
+
+def _names(text: str) -> list[str]:
     if "\\" in text:  # escaped text inside a text (JSON in a tool output): `\n` ends a name, it does not start one with "n"
         for esc in _ESCAPES:
             if esc in text:

@@ -95,6 +95,9 @@ _PREFIX = re.compile(r"^[ \t]*\d{1,7}(?:→|\t|:)", re.M)
 _ARROW = re.compile(r"^[ \t]*\d{1,7}→", re.M)
 
 
+_GUTTER = re.compile(r"^[ \t]*(\d{1,7})[\t:]", re.M)
+
+
 def without_numbers(text: str) -> str:
     """`text` without the line numbers of a numbered read (they read as long numbers: "2561→" is no name); a
     table whose first column is a number (ids before a tab, times before a colon) keeps it."""
@@ -103,6 +106,31 @@ def without_numbers(text: str) -> str:
     if ("\t" in text or ":" in text) and numbered(text) is not None:
         return _PREFIX.sub("", text)
     return text
+
+
+def without_runs(text: str) -> str:
+    """`text` without the numbers of its runs of numbered lines that climb by one (_MIN_LINES or more): the
+    reads inside a longer output (SWE-agent's linter refusing an edit shows the edit and the original under a
+    header of its own; no numbered read as a whole). A scan of every line: for a text whose names say it holds one."""
+    hits = [(m.start(1), m.end(1), int(m.group(1))) for m in _GUTTER.finditer(text)]
+    if len(hits) < _MIN_LINES:
+        return text
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    for k in range(1, len(hits) + 1):
+        if k < len(hits) and hits[k][2] == hits[k - 1][2] + 1:
+            continue
+        if k - start >= _MIN_LINES:
+            cuts += [(a, e) for a, e, _ in hits[start:k]]
+        start = k
+    if not cuts:
+        return text
+    out, at = [], 0
+    for a, e in cuts:
+        out.append(text[at:a])
+        at = e
+    out.append(text[at:])
+    return "".join(out)
 
 
 def _looks_numbered(text: str) -> bool:

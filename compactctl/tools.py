@@ -382,9 +382,15 @@ def _says_failed(text: str, errors: list[str]) -> bool:
         errors.append(cut(m.group(1).strip().splitlines()[0], 300) if m.group(1).strip() else "tool use error")
         return True
     if text.lstrip().startswith(FAILURE_OPENINGS):
-        errors.append(cut(text.strip().split("\n", 1)[0], 300))
+        first = text.strip().split("\n", 1)[0]
+        lint = _LINT_LINE.findall(text[:4000])  # what the linter found ("- E999 IndentationError: unexpected indent")
+        said = first.split(". ", 1)[0] + ": " + "; ".join(lint[:3]) if lint else first
+        errors.append(cut(said, 300))
         return True
     return False
+
+
+_LINT_LINE = re.compile(r"^- ([EFW]\d{3,4} \S.*)$", re.M)
 
 
 def _clean(text: str) -> str:

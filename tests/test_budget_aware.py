@@ -497,7 +497,11 @@ def test_an_edit_swe_agent_refused_never_reads_as_done():
         "retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\nThis is how your edit would have looked"
     )
     out = tools.outcome(Message(role="user", content=refused, observation=True, injected=True))
-    assert out.failed and out.error_lines[0].startswith("Your proposed edit has introduced new syntax error(s).")
+    # The first error says what the linter found, not only that it refused
+    assert (
+        out.failed
+        and out.error_lines[0] == "Your proposed edit has introduced new syntax error(s): E999 IndentationError: unexpected indent"
+    )
 
 
 def test_a_bash_block_answered_by_the_person_is_no_action():

@@ -148,6 +148,31 @@ def test_line_numbers_of_a_read_are_not_names():
     assert names_in("12:05 query done\nid\tname\n40021\talice\n40023\tbob") == ["40021", "40023"]
 
 
+def test_line_numbers_of_reads_inside_a_longer_output_are_not_names():
+    """SWE-agent's linter refusing an edit shows the edit and the original under a header of its own: the output
+    is no numbered read as a whole, and its digest listed every line number (1459 1460 1461 ...) as a name."""
+    from compactctl.names import names_in
+
+    edit = "\n".join(f"{n}:    value_{n % 3} = {n % 7}" for n in range(1459, 1466))
+    text = (
+        "Your proposed edit has introduced new syntax error(s). Please read this error message carefully.\n\nERRORS:\n\n"
+        "- E999 IndentationError: unexpected indent\nThis is how your edit would have looked if applied\n"
+        "------------------------------------------------\n[File: /testbed/src/fields.py (1998 lines total)]\n"
+        f"(1458 more lines above)\n{edit}\n(532 more lines below)\n"
+        "This is the original code before your edit\n-------\n"
+        f"{edit}\n(532 more lines below)\nYour changes have NOT been applied."
+    )
+    found = names_in(text)
+    assert not any(str(n) in found for n in range(1459, 1466)), found
+    assert {"value_0", "value_1", "value_2", "/testbed/src/fields.py", "1998", "1458"} <= set(found)
+    # Two numbered lines, or numbers that do not climb: data, kept
+    assert names_in("header\n4001: alice\n4002: bob\nfooter") == ["4001", "4002"]
+    assert names_in("x\n4001: a\n4005: b\n4009: c\ny") == ["4001", "4005", "4009"]
+    assert names_in("x = " + "7" * 5000 + "\n4001: a\n4002: b\n4003: c") == ["7" * 5000]  # no int() of 5,000 digits
+    # Values that climb inside a read's lines are no line numbers
+    assert names_in(numbered("port = 8001\nport = 8002\nport = 8003", start=7)) == ["8001", "8002", "8003"]
+
+
 _LINES = ["def f():", "defp g(x) do", "end", "}", "  else:", "class C:", "function h() {", "x = 1", "", "# note", 'test "it works" do']
 
 

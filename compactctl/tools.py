@@ -1,24 +1,22 @@
-"""What each tool call did, in one line, with its outcome.
+"""What a tool call is and how it ended: its kind (by the tool names real agents use: Hermes, Claude Code,
+Codex, OpenHands, SWE-agent, Gemini CLI), its arguments, the files it read or wrote, and its outcome.
 
-Knows the tool names real agents use (Hermes, Claude Code, Codex, OpenHands, SWE-agent) and falls
-back to a generic form. A failed call never reads like a success: exit codes, error flags and error
-lines in the output are looked for in every case.
+A failed call never reads like a success: exit codes, error flags and error lines in the output are looked
+for in every case. `describe` says a call in one line from these.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
 import orjson
 
-from . import outline
 from .harness import fenced_action, text_action
 from .lean import dataclass
 from .model import Message, ToolCall
-from .redact import cut, redact
+from .redact import cut
 
 # Canonical kinds of tool, by name (case-insensitive). Gemini CLI's, from its tools reference: run_shell_command,
 # read_file / read_many_files, write_file, replace, glob, search_file_content, list_directory, web_fetch,
@@ -103,7 +101,7 @@ def argument_text(call: ToolCall) -> str:
     return "\n".join(out)
 
 
-def _first_str(args: dict, *keys: str) -> str | None:
+def first_str(args: dict, *keys: str) -> str | None:
     for k in keys:
         v = args.get(k)
         if isinstance(v, str) and v:
@@ -149,7 +147,7 @@ def files_of(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
     directory, or to the session's (`cwd`) when the call names none (Codex's `apply_patch` takes relative paths)."""
     args = parse_args(call)
     found = _files_of(call, kind_of(call.name), args)
-    base = _first_str(args, *WORKDIR_KEYS) or cwd
+    base = first_str(args, *WORKDIR_KEYS) or cwd
     if not (found and base):
         return found
     from .shell import joined
@@ -158,12 +156,12 @@ def files_of(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
 
 
 def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
-    path = _first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file", "absolute_path")
+    path = first_str(args, "file_path", "path", "filename", "file", "notebook_path", "target_file", "absolute_path")
     if kind == "editor":
         return [(_editor_action(args), path)] if path else []
     if kind in ("read", "write", "edit"):
         out = [(kind, path)] if path else []
-        text = _first_str(args, "input", "patch", "_raw") or ""
+        text = first_str(args, "input", "patch", "_raw") or ""
         if kind == "edit" or "*** Begin Patch" in text:
             for m in PATCH_FILE.finditer(text):
                 out.append(("write" if m.group(1) == "Add" else "edit", m.group(2).strip()))
@@ -206,7 +204,7 @@ def _swe_agent_files(cmd: str) -> list[tuple[str, str]]:
 
 def workdir_of(call: ToolCall) -> str | None:
     """The working directory a call names for itself (Codex's `workdir`), or None."""
-    return _first_str(parse_args(call), *WORKDIR_KEYS)
+    return first_str(parse_args(call), *WORKDIR_KEYS)
 
 
 def shell_reads(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
@@ -217,7 +215,7 @@ def shell_reads(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]
         return []
     from .shell import files_read
 
-    return [("shell-read", p) for p in files_read(cmd, _first_str(parse_args(call), *WORKDIR_KEYS) or cwd)]
+    return [("shell-read", p) for p in files_read(cmd, first_str(parse_args(call), *WORKDIR_KEYS) or cwd)]
 
 
 @dataclass
@@ -438,141 +436,3 @@ def _benign(line: str) -> bool:
     low = line.lower()
     # "Error: (none)": Gemini CLI's shell output says so when nothing failed.
     return bool(re.search(r"\b0 (errors?|failed|failures)\b|errors?: (?:0\b|\(none\))|failed: 0\b|no errors", low))
-
-
-def _short(s: str, n: int = 80) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= n else cut(s, n - 1) + "…"
-
-
-def describe(call: ToolCall, result: Message | None, out: Outcome | None = None, error_lines: int = 0) -> str:
-    """One line: what the call did and how it ended; with `error_lines`, that many error lines of a
-    failed call follow it verbatim, one per line."""
-    out = out or outcome(result)
-    line = _describe(call, result, out)
-    if error_lines and out.error_lines and (out.failed or (out.exit_code not in (None, 0))):
-        line += "".join(f"\n  {cut(e, 200)}" for e in out.error_lines[:error_lines])
-    return line
-
-
-@dataclass
-class _Seen:
-    """What every describer gets: the call, its parsed arguments, its outcome and the common pieces."""
-
-    call: ToolCall
-    result: Message | None
-    out: Outcome
-    args: dict[str, Any]
-    tag: str
-    size: str  # "N lines output" or "N chars output"
-    err: str  # "" or " -> error..." or " -> no result recorded"
-
-
-def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
-    size = f"{out.lines:,} lines output" if out.lines > 1 else f"{out.chars:,} chars output"
-    err = f" -> error: {_short(out.error_lines[0], 120)}" if out.failed and out.error_lines else (" -> error" if out.failed else "")
-    if result is None:
-        err = " -> no result recorded"
-    seen = _Seen(call, result, out, parse_args(call), f"[{call.name}]", size, err)
-    describer = DESCRIBERS.get(kind_of(call.name))
-    line = describer(seen) if describer else None
-    return line if line is not None else _describe_generic(seen)
-
-
-def _describe_shell(s: _Seen) -> str:
-    cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
-    if s.out.exit_code is not None:
-        status = f"exit {s.out.exit_code}"
-        if s.out.exit_code != 0 and s.out.error_lines:
-            status += f": {_short(s.out.error_lines[0], 120)}"
-        return f"{s.tag} ran {cmd} -> {status}, {s.size}"
-    if s.result is None:
-        return f"{s.tag} ran {cmd}{s.err}"
-    return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {s.size}"
-
-
-def _describe_file(s: _Seen) -> str | None:
-    files = files_of(s.call)
-    if not files:
-        return None
-    action, path = files[0]
-    verb = {"read": "read", "write": "wrote", "edit": "edited"}[action]
-    extra = f" (+{len(files) - 1} more files)" if len(files) > 1 else ""
-    where = ""
-    off = s.args.get("offset", s.args.get("view_range", s.args.get("start_line")))
-    lines = outline.shown(s.out.text) if action == "read" else None
-    if lines is not None:  # a numbered read: the lines it showed (from 1: the file's length, or the read's limit)
-        where = f" lines {lines[0]}-{lines[1]}"
-    elif action == "read" and off not in (None, ""):
-        where = f" from line {off[0] if isinstance(off, list) and off else off}"
-    what = f" ({s.out.chars:,} chars)" if action == "read" else f" ({len(s.call.arguments):,} chars of arguments)"
-    if lines is not None:
-        what = ""  # the lines say the size
-    return f"{s.tag} {verb} {path}{extra}{where}{what}{s.err}"
-
-
-def _describe_search(s: _Seen) -> str:
-    pat = _first_str(s.args, "pattern", "query", "regex", "search_term", "glob", "file_name")
-    scope = _first_str(s.args, "path", "dir", "directory", "dir_path")
-    n = s.out.lines if s.out.text.strip() else 0
-    if pat is None and scope is not None:  # a listing (ls, list_directory): no pattern, nothing matched
-        return f"{s.tag} listed {scope} -> {n:,} lines{s.err}"
-    return f"{s.tag} searched `{_short(pat or '?', 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
-
-
-def _describe_fetch(s: _Seen) -> str:
-    url = _first_str(s.args, "url", "urls", "ref", "element") or "?"
-    return f"{s.tag} fetched {_short(url, 120)} ({s.out.chars:,} chars){s.err}"
-
-
-# The results a web search's line names: what the agent fetches next is most often the first of them.
-SEARCH_RESULTS = 2
-_RESULT_URL = re.compile(r"https?://[^\s\"'<>)\]},]+")
-
-
-def _describe_websearch(s: _Seen) -> str:
-    q = _first_str(s.args, "query", "q") or "?"
-    found = _RESULT_URL.findall(s.out.text) if not s.err and "://" in s.out.text else []
-    urls = [u for u in dict.fromkeys(found) if redact(u) == u][:SEARCH_RESULTS]  # never one that holds a secret
-    top = f" -> {' '.join(urls)}" if urls else ""
-    return f"{s.tag} searched the web for `{_short(q, 100)}` ({s.out.chars:,} chars){top}{s.err}"
-
-
-def _describe_delegate(s: _Seen) -> str:
-    d = _first_str(s.args, "description", "goal", "prompt", "task") or "?"
-    return f"{s.tag} delegated `{_short(d, 100)}` -> {s.out.chars:,} chars back{s.err}"
-
-
-def _describe_todo(s: _Seen) -> str:
-    todos = s.args.get("todos") or s.args.get("plan") or []
-    return f"{s.tag} updated the plan ({len(todos) if isinstance(todos, list) else '?'} items){s.err}"
-
-
-def _describe_code(s: _Seen) -> str:
-    code = _first_str(s.args, "code", "source", "_raw") or ""
-    tail = s.err if s.out.exit_code is None else ""
-    return f"{s.tag} ran {len(code.splitlines())} lines of code -> {s.out.status}, {s.size}{tail}"
-
-
-def _describe_generic(s: _Seen) -> str:
-    brief = ", ".join(f"{k}={_short(str(v), 40)}" for k, v in list(s.args.items())[:3] if not k.startswith("_"))
-    if not brief and "_raw" in s.args:
-        brief = _short(s.args["_raw"], 60)
-    status = s.err or f" -> {s.out.status}"
-    return f"{s.tag} called({_short(brief, 140)}){status}, {s.size}"
-
-
-# A describer per kind of tool (kind_of); None from a describer, or a kind not here: the generic form.
-DESCRIBERS: dict[str, Callable[[_Seen], str | None]] = {
-    "shell": _describe_shell,
-    "read": _describe_file,
-    "write": _describe_file,
-    "edit": _describe_file,
-    "editor": _describe_file,
-    "search": _describe_search,
-    "fetch": _describe_fetch,
-    "websearch": _describe_websearch,
-    "delegate": _describe_delegate,
-    "todo": _describe_todo,
-    "code": _describe_code,
-}

@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from compactctl import api, refs, tools
+from compactctl.describe import describe
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
 from compactctl.markers import NAMES_LINE
@@ -1521,7 +1522,7 @@ def test_gemini_cli_tools_are_known():
         {"role": "assistant", "content": "done"},
     ]
     t = T(rows)
-    line = tools.describe(t.messages[1].tool_calls[0], t.messages[2], error_lines=3)
+    line = describe(t.messages[1].tool_calls[0], t.messages[2], error_lines=3)
     assert "exit 127" in line and "pip: command not found" in line and "(none)" not in line
     assert tools.kind_of("execute_ipython_cell") == "code"  # OpenHands' (a generic call before)
     f = extract(t.messages)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from compactctl import api, tools
+from compactctl import api
+from compactctl.describe import describe
 from compactctl.formats.linelog import LineLog
 from compactctl.model import is_summary
 
@@ -250,9 +251,8 @@ def test_claude_code_merges_split_messages_and_keeps_non_message_lines(tmp_path)
     assert [c.id for c in t.messages[1].tool_calls] == ["t1", "t2"] and t.messages[1].reasoning == "hmm"
     assert t.messages[2].is_error is True
     assert api.write(t) == src.read_bytes()
-    from compactctl import tools
 
-    assert "error" in tools.describe(t.messages[1].tool_calls[0], t.messages[2])
+    assert "error" in describe(t.messages[1].tool_calls[0], t.messages[2])
 
 
 def test_claude_code_compaction_records_and_chain(tmp_path):
@@ -309,9 +309,8 @@ def test_codex_output_json_exit_code_and_compacted_record(tmp_path):
     src.write_bytes(lines(rows))
     [t] = api.read([str(src)])
     assert t.format == "codex" and [m.role for m in t.messages] == ["user", "assistant", "tool"]
-    from compactctl import tools
 
-    assert "ran `pytest` -> exit 1" in tools.describe(t.messages[1].tool_calls[0], t.messages[2])
+    assert "ran `pytest` -> exit 1" in describe(t.messages[1].tool_calls[0], t.messages[2])
     assert api.write(t) == src.read_bytes()
     r = cli("compact", str(SAMPLES / "codex_rollout.jsonl"), *TIGHT)
     objs = read_jsonl(r.stdout)
@@ -758,5 +757,5 @@ def test_gemini_a_call_that_did_not_succeed_is_an_error(tmp_path, call):
     [t] = api.read([str(src)])
     results = [m for m in t.messages if m.role == "tool"]
     assert [bool(m.is_error) for m in results] == [True, False]
-    line = tools.describe(t.messages[1].tool_calls[0], results[0])
+    line = describe(t.messages[1].tool_calls[0], results[0])
     assert "-> error" in line and "-> ok" not in line, line

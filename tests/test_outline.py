@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactctl import api, outline
+from compactctl.describe import describe
 from compactctl.phases.prune import PruneOptions
 from compactctl.summarizers.facts import action_for
 
@@ -279,7 +280,6 @@ def test_a_digit_less_secret_is_no_name_in_a_digest():
 
 
 def test_swe_agent_open_is_a_read_that_says_its_lines():
-    from compactctl import tools
 
     t = T(
         [
@@ -291,5 +291,5 @@ def test_swe_agent_open_is_a_read_that_says_its_lines():
             ),
         ]
     )
-    line = tools.describe(t.messages[0].tool_calls[0], t.messages[1])
+    line = describe(t.messages[0].tool_calls[0], t.messages[1])
     assert line == "[open] read src/fields.py lines 1466-1479"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from compactctl import api, refs, tools
+from compactctl import api, refs
+from compactctl.describe import describe
 from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, is_summary, last_user_index
@@ -89,13 +90,13 @@ def res(cid, text):
 )
 def test_describe(name, args, output, expect):
     c = ToolCall("c1", name, orjson.dumps(args).decode())
-    line = tools.describe(c, Message(role="tool", content=output, tool_call_id="c1"))
+    line = describe(c, Message(role="tool", content=output, tool_call_id="c1"))
     assert expect in line, line
 
 
 def test_is_error_flag_reads_as_failure():
     c = ToolCall("c1", "Edit", '{"file_path":"a.py"}')
-    line = tools.describe(c, Message(role="tool", content="String not found", is_error=True))
+    line = describe(c, Message(role="tool", content="String not found", is_error=True))
     assert "error" in line
 
 

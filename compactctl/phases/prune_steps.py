@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from .. import outline, refs, tools
+from ..describe import describe
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
 from ..model import Message, ToolCall, Transcript, is_image_part, is_output, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
@@ -241,9 +242,9 @@ class _Context:
         call = self.call_of.get(i)
         text = m.text()
         if step == DEDUP:
-            line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
+            line = describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
-        line = tools.describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
+        line = describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
         if step == SUPERSEDE:
             parts = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
         else:

@@ -11,6 +11,7 @@ import re
 from dataclasses import field
 
 from .. import outline, refs, tools
+from ..describe import describe
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
@@ -290,7 +291,7 @@ def document_names(result: Message | None) -> list[str]:
 
 
 FAILED_VERB = "-failed"  # Facts.files: "edit-failed", a file an edit or write was tried on and failed
-DIGEST_FAILED = " -> error"  # how a digest's line (tools.describe) says its call failed
+DIGEST_FAILED = " -> error"  # how a digest's line (describe.describe) says its call failed
 
 
 def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -> Action:
@@ -307,7 +308,7 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
         said_failed = DIGEST_FAILED in line.split("\n", 1)[0]  # a SWE-agent observation has no is_error flag to keep
     else:
         out = tools.outcome(result)
-        line = tools.describe(call, result, out, error_lines=3)
+        line = describe(call, result, out, error_lines=3)
         said_failed = False
     line = _with_workdir(line, call, cwd)
     failed = out.failed or out.exit_code not in (None, 0) or said_failed

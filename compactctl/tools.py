@@ -334,7 +334,7 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
     if code is None:
         code = _exit_code(text)
     errors: list[str] = []
-    said = _says_failed(text, errors)
+    said = _says_failed(text, errors) or (code is None and not result.is_error and _only_program_errors(text, errors))
     failed = _errors(text, code, bool(result.is_error) or (code is not None and code != 0) or said, errors, max_error_lines, ok_errors)
     return Outcome(
         code,
@@ -361,6 +361,25 @@ def _errors(text: str, code: int | None, failed: bool, errors: list[str], limit:
     if failed and not errors and 0 < len(text.strip()) <= SHORT_FAILURE:  # a short failed output is its own message
         _conclusion(text, errors)
     return failed
+
+
+# A program's own error line: "find: '/p/css': No such file or directory", "ls: cannot access 'x': ...".
+_PROGRAM_ERROR = re.compile(
+    r"(?:[\w.+-]+: )+.*(?:No such file or directory|Permission denied|Operation not permitted|Is a directory|"
+    r"Not a directory|command not found|cannot (?:access|open|stat|remove|create)\b)"
+)
+
+
+def _only_program_errors(text: str, errors: list[str]) -> bool:
+    """A short output with no exit code (Claude Code's Bash records none) that is only a program's error lines
+    ("find: '/p/assets/css': No such file or directory") says its command failed; its lines go to `errors`."""
+    if not 0 < len(text) <= SHORT_FAILURE or ": " not in text:
+        return False
+    lines = [ln.strip() for ln in text.strip().split("\n") if ln.strip()]
+    if not all(_PROGRAM_ERROR.match(ln) for ln in lines):
+        return False
+    errors += [cut(ln, 300) for ln in lines[:3] if ln not in errors]
+    return True
 
 
 def _conclusion(text: str, errors: list[str]) -> None:

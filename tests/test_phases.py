@@ -51,6 +51,10 @@ def res(cid, text):
     [
         ("terminal", {"command": "npm test"}, "ok\n" * 46 + "exit code: 1", "ran `npm test` -> exit 1"),
         ("Bash", {"command": "ls"}, "a\nb", "ran `ls` -> ok"),
+        # No exit code recorded (Claude Code's Bash): an output that is only a program's error lines failed
+        ("Bash", {"command": "find /p/css"}, "find: ‘/p/css’: No such file or directory", "-> error: find: ‘/p/css’: No such file"),
+        ("Bash", {"command": "ls x"}, "ls: cannot access 'x': No such file or directory", "-> error: ls: cannot access 'x'"),
+        ("Bash", {"command": "find /p"}, "/p/a.css\nfind: ‘/p/q’: Permission denied", "ran `find /p` -> ok"),  # found some
         ("shell", {"command": ["bash", "-lc", "make"]}, '{"output":"boom","metadata":{"exit_code":2}}', "ran `make` -> exit 2"),
         ("read_file", {"path": "config.py", "offset": 1}, "x" * 1200, "read config.py from line 1 (1,200 chars)"),
         ("Read", {"file_path": "/a/b.py"}, "<tool_use_error>File does not exist.</tool_use_error>", "-> error: File does not exist."),

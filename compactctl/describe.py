@@ -122,6 +122,13 @@ def _describe_todo(s: _Seen) -> str:
     return f"{s.tag} updated the plan ({len(todos) if isinstance(todos, list) else '?'} items){s.err}"
 
 
+def _describe_plan(s: _Seen) -> str:
+    plan = first_str(s.args, "plan") or ""
+    lines = [ln.strip() for ln in plan.split("\n") if ln.strip()]
+    what = f" ({len(lines)} lines: {_short(lines[0].lstrip('# '), 80)})" if lines else ""
+    return f"{s.tag} proposed a plan{what}{s.err or ' -> approved'}"
+
+
 def _describe_code(s: _Seen) -> str:
     code = first_str(s.args, "code", "source", "_raw") or ""
     tail = s.err if s.out.exit_code is None else ""
@@ -148,5 +155,6 @@ DESCRIBERS: dict[str, Callable[[_Seen], str | None]] = {
     "websearch": _describe_websearch,
     "delegate": _describe_delegate,
     "todo": _describe_todo,
+    "plan": _describe_plan,
     "code": _describe_code,
 }

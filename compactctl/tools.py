@@ -35,6 +35,7 @@ for _kind, _names in {
     "websearch": "websearch web_search google_web_search",
     "delegate": "task delegate_task agent",
     "todo": "todowrite update_plan todo_write write_todos",
+    "plan": "exitplanmode",  # Claude Code: the plan (markdown) the agent puts to the person, who approves it or not
     "think": "think",
     "ask": "askuserquestion",  # Claude Code: the person answers in the result
     "code": "execute_code python ipython run_code execute_ipython_cell",

@@ -228,6 +228,26 @@ def test_latest_todo_is_never_cut_and_reaches_the_summary_verbatim():
     assert "- [pending] step 3: migrate handler_3" in parse_sections(text)["In Progress"]
 
 
+def test_a_plan_the_person_approved_is_the_latest_plan_and_one_turned_down_is_not():
+    """Claude Code's ExitPlanMode puts a plan (markdown) to the person: approved, it is the plan the work follows and
+    reaches In Progress verbatim (it read "[ExitPlanMode] called(plan=Move the "+" button from inside the sea…)");
+    turned down, it is an action that failed, and no plan."""
+    rejected = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+    first = "## Move the + button\n1. Take it out of the search input\n2. Put it left of the input"
+    second = "## Move the + button out\n1. Wrap the input and the button in a flex row\n2. Keep the kbd hint inside"
+    rows = [{"role": "user", "content": "move the + button next to the search"}]
+    rows += [call("p1", "ExitPlanMode", {"plan": first}), {"role": "tool", "tool_call_id": "p1", "content": rejected}]
+    rows += [{"role": "user", "content": "no: outside the search box"}]
+    rows += [call("p2", "ExitPlanMode", {"plan": second}), res("p2", "User has approved your plan. You can now start coding.")]
+    msgs = [m.evolve(is_error=True) if m.role == "tool" and m.tool_call_id == "p1" else m for m in T(rows).messages]
+    assert describe(msgs[1].tool_calls[0], msgs[2]).startswith("[ExitPlanMode] proposed a plan (3 lines: Move the + button) -> error")
+    assert describe(msgs[4].tool_calls[0], msgs[5]) == "[ExitPlanMode] proposed a plan (3 lines: Move the + button out) -> approved"
+    f = extract(msgs)
+    assert f.plan == second.split("\n")
+    progress = parse_sections(offline.summarize(f, COUNTER, 2000))["In Progress"]
+    assert "1. Wrap the input and the button in a flex row" in progress and "Take it out" not in progress
+
+
 # ---- the person's asks vs what the harness wrote
 
 

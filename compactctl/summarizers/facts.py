@@ -224,10 +224,16 @@ def request_text(m: Message) -> str:
     return human_text(m)
 
 
+PLAN_LINES = 40  # of a plan written as text (Claude Code's ExitPlanMode), kept verbatim at most
+
+
 def plan_lines(call: ToolCall) -> list[str]:
-    """A todo / plan call's items, verbatim, one line each ("- [status] text")."""
+    """A todo / plan call's items, verbatim, one line each ("- [status] text"); a plan written as text, its first
+    PLAN_LINES non-blank lines."""
     args = tools.parse_args(call)
     items = args.get("todos") or args.get("plan") or args.get("items") or []
+    if isinstance(items, str):
+        return _text_plan(items)
     out = []
     if isinstance(args.get("explanation"), str) and args["explanation"].strip():
         out.append(args["explanation"].strip())
@@ -239,6 +245,12 @@ def plan_lines(call: ToolCall) -> list[str]:
         elif isinstance(it, str):
             out.append(f"- {it}")
     return out
+
+
+def _text_plan(text: str) -> list[str]:
+    """A plan written as text: its first PLAN_LINES non-blank lines, verbatim (each cut to 300 characters)."""
+    lines = [cut(ln.rstrip(), 300) for ln in text.split("\n") if ln.strip()]
+    return lines[:PLAN_LINES] + ([f"(+{len(lines) - PLAN_LINES} more lines)"] if len(lines) > PLAN_LINES else [])
 
 
 def rank_names(messages: list[Message]) -> list[str]:
@@ -442,7 +454,7 @@ class _Extractor:
     def call(self, c: ToolCall, result: Message | None) -> None:
         f = self.f
         kind = tools.kind_of(c.name)
-        if kind == "todo":
+        if kind == "todo" or kind == "plan" and not tools.outcome(result).failed:  # a plan the person turned down is no plan
             f.plan = plan_lines(c) or f.plan
         elif self._not_an_action(kind, c, result):
             return

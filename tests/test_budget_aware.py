@@ -248,6 +248,17 @@ def test_a_plan_the_person_approved_is_the_latest_plan_and_one_turned_down_is_no
     assert "1. Wrap the input and the button in a flex row" in progress and "Take it out" not in progress
 
 
+def test_the_latest_plan_put_to_the_person_is_never_cut():
+    """Like the latest todo list, the latest ExitPlanMode plan keeps its arguments whole: the summary quotes it."""
+    plan = "## Plan\n" + "\n".join(f"{k}. migrate handler_{k} " + "detail " * 30 for k in range(6))
+    rows = session(3)
+    rows += [call("pl", "ExitPlanMode", {"plan": plan}), res("pl", "User has approved your plan.")]
+    rows += session(3)[2:]
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10, arg_limit=100))
+    pl = next(m for m in out.messages if m.tool_calls and m.tool_calls[0].name == "ExitPlanMode")
+    assert orjson.loads(pl.tool_calls[0].arguments)["plan"] == plan
+
+
 # ---- the person's asks vs what the harness wrote
 
 

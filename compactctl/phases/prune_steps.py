@@ -113,7 +113,11 @@ class _Context:
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
         self.superseded: dict[int, str] = {}  # output index -> how a later call superseded it (candidates)
         self.drop = {d.lower() for d in opts.drop_tools}
-        self.latest_todo = max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == "todo"), default=None)
+        # The latest todo list and the latest plan put to the person (ExitPlanMode): never cut.
+        self.latest_plans = {
+            max((i for i, m in enumerate(msgs) for c in m.tool_calls if tools.kind_of(c.name) == kind), default=-1)
+            for kind in ("todo", "plan")
+        }
 
     # Memoized per output text (or index): _settle digests an output again with more names, and its names, their
     # ranking, its quoted phrases and its outline stay the same.
@@ -167,7 +171,7 @@ class _Context:
                     out.append(step)
             if m.role == "assistant":
                 later.saw_calls(m)
-                if old and o.args and i != self.latest_todo and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
+                if old and o.args and i not in self.latest_plans and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
                     out.append((ARGS, i, ARGS))
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))

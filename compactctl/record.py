@@ -166,6 +166,17 @@ class Options:
         )
 
     @classmethod
+    def of(cls, budget: Budget, prune: PruneOptions, **rest: Any) -> Options:
+        """The flat options of a Budget and PruneOptions (the inverse of `budget()` and `prune_options()`: the fields
+        of the same name, and `prune_all` for a prune without a target), with the rest (model, focus, to ...) as given:
+        what the command line's option groups make."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        flat = {f.name: getattr(budget, f.name) for f in dataclasses.fields(Budget) if f.name in names}
+        flat |= {f.name: getattr(prune, f.name) for f in dataclasses.fields(PruneOptions) if f.name in names}
+        flat["prune_all"] = prune.target is None
+        return cls(**(flat | rest))
+
+    @classmethod
     def from_kwargs(cls, options: Options | None = None, **kw: Any) -> Options:
         base = options or cls()
         unknown = set(kw) - {f.name for f in dataclasses.fields(cls)}

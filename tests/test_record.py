@@ -179,3 +179,17 @@ def test_compact_report_is_json():
     assert report["status"] == "compacted" and "_archived" not in report
     assert json.loads(json.dumps(report)) == report and orjson.loads(orjson.dumps(report)) == report
     assert report.archived and all(a.transcript == t.id for a in report.archived)
+
+
+@pytest.mark.parametrize("prune_all", [False, True])
+def test_options_of_a_budget_and_prune_options_gives_them_back(prune_all):
+    """`Options.of` (what the command line's option groups make) is the inverse of `budget()` and `prune_options()`."""
+    Options = compactctl.Options
+    o = Options(
+        context_window=32_000, threshold=0.6, tail_tokens=900, protect_first=2, summary_min=300, last_ask="tail",
+        protect_tokens=700, arg_limit=300, dedup=False, keep_tools=("Read",), drop_tools=("Bash",), digest_names=8,
+        refs=False, prune_all=prune_all,
+    )  # fmt: skip
+    back = Options.of(o.budget(), o.prune_options(), count_tokens=o.count_tokens)
+    assert back.budget() == o.budget() and back.prune_options() == o.prune_options()
+    assert back.prune_all is prune_all and back.refs is False

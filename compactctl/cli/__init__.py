@@ -322,27 +322,12 @@ def compact(
         raise UsageError("--engine must be local or ray")
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn)
     popts = prune_options(prune_raw, budget)
-    b = budget.budget
-    options = Options(
+    options = Options.of(
+        budget.budget,
+        popts,
         model=budget.model,
         encoding=budget.encoding,
         tokenizer=budget.tokenizer,
-        context_window=b.context_window,
-        threshold=b.threshold,
-        tail_tokens=b.tail_tokens,
-        protect_first=b.protect_first,
-        summary_ratio=b.summary_ratio,
-        summary_min=b.summary_min,
-        summary_max=b.summary_max,
-        last_ask=b.last_ask,
-        protect_tokens=popts.protect_tokens,
-        min_dedup_chars=popts.min_dedup_chars,
-        arg_limit=popts.arg_limit,
-        arg_keep=popts.arg_keep,
-        dedup=popts.dedup,
-        summaries=popts.summaries,
-        args=popts.args,
-        images=popts.images,
         count_tokens=bool(io.report or as_json),  # per-pass token savings only when a report shows them
         focus=summary.focus,
         min_saving=summary.min_saving,
@@ -350,10 +335,6 @@ def compact(
         strip_unanswered=strip_unanswered,
         to=io.fmt_to,
         fmt=io.fmt_from,
-        prune_all=popts.target is None,
-        keep_tools=popts.keep_tools,
-        drop_tools=popts.drop_tools,
-        digest_names=popts.digest_names,
         refs=refs,
         recall_hint=recall_hint,
         instructions=summary.instructions,

@@ -66,7 +66,7 @@ def _describe_shell(s: _Seen) -> str:
 
 
 def _describe_file(s: _Seen) -> str | None:
-    files = files_of(s.call)
+    files = files_of(s.call, result=s.result)
     if not files:
         return None
     action, path = files[0]

@@ -27,7 +27,7 @@ for _kind, _names in {
     "run_terminal_cmd run_shell_command",
     "read": "read_file read view_file open_file open cat read_many_files",  # open: SWE-agent's viewer (a path, a line)
     "write": "write_file write create_file create",  # create: SWE-agent's (a filename; the file starts empty)
-    "edit": "patch edit multiedit apply_patch edit_file replace str_replace notebookedit",
+    "edit": "patch edit multiedit apply_patch edit_file replace str_replace notebookedit insert",  # edit, insert: SWE-agent's
     "editor": "str_replace_editor str_replace_based_edit_tool",
     "search": "search_files grep glob find_file search_dir search_file find list_files ls codebase_search search_file_content "
     "list_directory",
@@ -143,11 +143,16 @@ WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "dir_path", "directory") 
 PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 
 
-def files_of(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
+def files_of(call: ToolCall, cwd: str | None = None, result: Message | None = None) -> list[tuple[str, str]]:
     """(action, path) for each file the call read, wrote or edited; a relative path joined to the call's working
-    directory, or to the session's (`cwd`) when the call names none (Codex's `apply_patch` takes relative paths)."""
+    directory, or to the session's (`cwd`) when the call names none (Codex's `apply_patch` takes relative paths).
+    An edit that names no file (SWE-agent's `edit` and `insert` change the file its editor has open) edited the
+    file its result's footer says is open."""
     args = parse_args(call)
     found = _files_of(call, kind_of(call.name), args)
+    if not found and is_open_file_edit(call):
+        opened = open_file(result)
+        found = [("edit", opened)] if opened else []
     base = first_str(args, *WORKDIR_KEYS) or cwd
     if not (found and base):
         return found
@@ -193,6 +198,34 @@ def _editor_action(args: dict) -> str:
 # A text action's call (text_action_call) is marked so: SWE-agent's shell has its own commands installed.
 SWE_AGENT = "swe_agent_action"
 _SWE_AGENT_FILE = re.compile(r"(open|create)[ \t]+(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)")
+
+
+_OPEN_FILE = re.compile(r"\(Open file: ([^)\n]+)\)")
+_EDIT_COMMAND = re.compile(r"(?:edit|insert)(?:[ \t]|$)")
+
+
+_CURRENT_DIRECTORY = re.compile(r"\(Current directory: ([^)\n]+)\)")
+
+
+def open_file(result: Message | None) -> str | None:
+    """The file SWE-agent's editor has open, as its observation's footer says ("(Open file: /repo/src/x.py)"), relative
+    to the footer's current directory when it is under it ("src/x.py", as the agent's `open` names it)."""
+    tail = result.text()[-600:] if result is not None else ""
+    m = _OPEN_FILE.search(tail) if "(Open file: " in tail else None
+    path = m.group(1).strip() if m is not None else ""
+    if path in ("", "n/a"):
+        return None
+    d = _CURRENT_DIRECTORY.search(tail)
+    base = d.group(1).strip().rstrip("/") + "/" if d is not None else None
+    return path[len(base) :] if base and path.startswith(base) and len(path) > len(base) else path
+
+
+def is_open_file_edit(call: ToolCall) -> bool:
+    """An edit of the file SWE-agent's editor has open: its `edit` or `insert` tool (naming no file), or the same
+    commands as a text action (`edit 4:4 ...`, `insert 12 ...`)."""
+    if call.extra.get(SWE_AGENT):
+        return _EDIT_COMMAND.match(command_of(call) or "") is not None
+    return call.name.lower() in ("edit", "insert") and not first_str(parse_args(call), "file_path", "path", "filename", "file")
 
 
 def _swe_agent_files(cmd: str) -> list[tuple[str, str]]:

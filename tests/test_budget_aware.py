@@ -433,7 +433,8 @@ def test_swe_agent_open_and_create_are_relevant_files():
         {"role": "user", "content": "File updated."},
     ]
     f = extract(T(rows).messages)
-    assert f.files == {"src/marshmallow/fields.py": {"read"}, "reproduce.py": {"write"}}
+    # The edit changed the file the editor had open (the one `create` opened)
+    assert f.files == {"src/marshmallow/fields.py": {"read"}, "reproduce.py": {"write", "edit"}}
     plain = [{"role": "user", "content": "open the report"}, {"role": "assistant", "content": "```bash\nopen report.html\n```"}]
     plain.append({"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"})
     assert extract(T(plain).messages).files == {}

@@ -293,3 +293,26 @@ def test_swe_agent_open_is_a_read_that_says_its_lines():
     )
     line = describe(t.messages[0].tool_calls[0], t.messages[1])
     assert line == "[open] read src/fields.py lines 1466-1479"
+
+
+def test_swe_agent_edit_of_the_open_file_lists_that_file():
+    """SWE-agent's `edit` and `insert` name no file: they change the file its editor has open, which the
+    observation's footer says. Relevant Files said "fields.py (read)" of a file the agent edited; an edit whose result
+    prune digested (the footer gone) takes the file the agent last opened."""
+    from compactctl.summarizers.facts import extract
+
+    footer = "\n(Open file: /repo/src/fields.py)\n(Current directory: /repo)\nbash-$"
+    t = T(
+        [
+            call("o1", "open", {"path": "src/fields.py", "line_number": 10}),
+            res("o1", "[File: /repo/src/fields.py (40 lines total)]\n" + "\n".join(f"{n}:x = {n}" for n in range(1, 20)) + footer),
+            call("e1", "edit", {"search": "x = 4", "replace": "x = 44"}),
+            res("e1", "[File: /repo/src/fields.py (40 lines total)]\n4:x = 44" + footer),
+            call("e2", "insert", {"text": "y = 1", "line": 5}),
+            res("e2", "[insert] called(text=y = 1) -> ok, 3 lines output [ref 0c0edd67]"),  # a digest: no footer
+        ]
+    )
+    m = t.messages
+    assert describe(m[2].tool_calls[0], m[3]).startswith("[edit] edited src/fields.py (")
+    assert extract(m).files == {"src/fields.py": {"read", "edit"}}
+    assert [a.files for a in extract(m).actions][2] == [("edit", "src/fields.py")]  # the digested insert

@@ -306,11 +306,12 @@ FAILED_VERB = "-failed"  # Facts.files: "edit-failed", a file an edit or write w
 DIGEST_FAILED = " -> error"  # how a digest's line (describe.describe) says its call failed
 
 
-def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -> Action:
+def action_for(call: ToolCall, result: Message | None, cwd: str | None = None, opened: str | None = None) -> Action:
     """The action of a call and its result; an output prune digested keeps its reference (`[ref ...]`, see
     refs.py) on the action's line, so the item points at what `recall` gives back. (Outputs summarized whole
     are not cited one by one: the summary's last line names the span's reference; per-item citations there
-    cost 5 points of the probe eval in tokens.)"""
+    cost 5 points of the probe eval in tokens.) `opened`: the file SWE-agent's editor had open, for an edit that names
+    none whose result no longer says (a digest)."""
     text = result.text() if result is not None else ""
     if text.startswith(DUPLICATE):
         text = text[len(DUPLICATE) :].strip()
@@ -324,13 +325,22 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None) -
         said_failed = False
     line = _with_workdir(line, call, cwd)
     failed = out.failed or out.exit_code not in (None, 0) or said_failed
-    files = tools.files_of(call, cwd)
+    files = tools.files_of(call, cwd, result)
+    if not files and opened and tools.is_open_file_edit(call):
+        files = [("edit", opened)]
     if failed:  # a failed read showed no file (not there, a directory); a failed edit or write changed none: it says so
         files = [(a + FAILED_VERB, p) for a, p in files if a != "read"]
     else:  # (a shell command that failed printed no file, or not the one named: `sed -n 1,80p missing.ts`, exit 1)
         files += tools.shell_reads(call, cwd)
         line = _with_strings(line, call, files)
     return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
+
+
+def _opened(c: ToolCall, a: Action) -> str | None:
+    """The file a SWE-agent action opened in its editor (`open`, `create`: the file read or written), or None."""
+    if not (c.extra.get(tools.SWE_AGENT) or c.name.lower() in ("open", "create")):
+        return None
+    return next((p for act, p in a.files if act in ("read", "write")), None)
 
 
 def _digest_line(text: str) -> str:
@@ -402,6 +412,7 @@ class _Extractor:
         self.f = f
         self._seen: dict[str, set] = {"constraints": set(), "errors": set(), "decisions": set(), "identifiers": set()}
         self.cwd: str | None = None  # the session's working directory as the harness last stated it
+        self.opened: str | None = None  # the file SWE-agent's editor has open (its `edit` names none)
 
     def keep(self, field_name: str, item: str) -> None:
         _add(getattr(self.f, field_name), item, self._seen[field_name])
@@ -458,7 +469,8 @@ class _Extractor:
             f.plan = plan_lines(c) or f.plan
         elif self._not_an_action(kind, c, result):
             return
-        a = action_for(c, result, self.cwd)
+        a = action_for(c, result, self.cwd, self.opened)
+        self.opened = tools.open_file(result) or _opened(c, a) or self.opened
         f.actions.append(a)
         doc = document_names(result)
         if doc:

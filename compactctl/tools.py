@@ -394,7 +394,24 @@ def _errors(text: str, code: int | None, failed: bool, errors: list[str], limit:
         failed = True
     if failed and not errors and 0 < len(text.strip()) <= SHORT_FAILURE:  # a short failed output is its own message
         _conclusion(text, errors)
+    elif failed and not errors:
+        _saying_failed(text, errors)
     return failed
+
+
+# A line that says a failure in so many words, anywhere in it ("Pre-commit validation failed:").
+_SAYS_FAILED = re.compile(r"\b(?:failed|failure|error|fatal|denied|refused|rejected|aborted)\b", re.I)
+
+
+def _saying_failed(text: str, errors: list[str]) -> None:
+    """A long failed output whose lines start with no error word: its first line among the first 20 that says the
+    failure anywhere (a literal "\\n" in it, as a hook's echoed text keeps them, read as a space)."""
+    for line in text[:4000].split("\n", 20)[:20]:
+        if _SAYS_FAILED.search(line) and not _benign(line):
+            said = " ".join(line.replace("\\n", " ").split())
+            if len(said) >= 8:
+                errors.append(cut(said, 200))
+                return
 
 
 # A program's own error line: "find: '/p/css': No such file or directory", "ls: cannot access 'x': ...".

@@ -98,6 +98,17 @@ def test_describe(name, args, output, expect):
     assert expect in line, line
 
 
+def test_a_long_failed_output_says_the_line_that_says_it_failed():
+    """A pre-commit hook's refusal (52 lines, its first line's newlines echoed as "\\n") said only "-> error": none
+    of its lines starts with an error word. The first line that says the failure anywhere is its error."""
+    c = ToolCall("c1", "Bash", '{"command": "git commit -m wip"}')
+    out = "Pre-commit validation failed:\\n\\n[FORMAT] Code is not formatted.\\nRun 'mix format' to fix.\n" + "  checking\n" * 40
+    line = describe(c, Message(role="tool", content=out, tool_call_id="c1", is_error=True))
+    assert "-> error: Pre-commit validation failed: [FORMAT] Code is not formatted. Run 'mix format' to fix." in line, line
+    ok = describe(c, Message(role="tool", content="[main 1a2b3c4] wip\n" + " 1 file changed\n" * 40, tool_call_id="c1"))
+    assert "-> ok" in ok
+
+
 def test_is_error_flag_reads_as_failure():
     c = ToolCall("c1", "Edit", '{"file_path":"a.py"}')
     line = describe(c, Message(role="tool", content="String not found", is_error=True))

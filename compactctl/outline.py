@@ -91,11 +91,8 @@ def _numbered(text: str) -> list[tuple[int, str]] | None:
     return pairs if climbing >= _MIN_NUMBERED * (len(pairs) - 1) else None
 
 
-_PREFIX = re.compile(r"^[ \t]*\d{1,7}(?:→|\t|:)", re.M)
+_PREFIX = re.compile(r"^[ \t]*(\d{1,7})(?:→|\t|:)", re.M)  # a numbered line's number and its mark
 _ARROW = re.compile(r"^[ \t]*\d{1,7}→", re.M)
-
-
-_GUTTER = re.compile(r"^[ \t]*(\d{1,7})[\t:]", re.M)
 
 
 def without_numbers(text: str) -> str:
@@ -112,7 +109,7 @@ def without_runs(text: str) -> str:
     """`text` without the numbers of its runs of numbered lines that climb by one (_MIN_LINES or more): the
     reads inside a longer output (SWE-agent's linter refusing an edit shows the edit and the original under a
     header of its own; no numbered read as a whole). A scan of every line: for a text whose names say it holds one."""
-    hits = [(m.start(1), m.end(1), int(m.group(1))) for m in _GUTTER.finditer(text)]
+    hits = [(m.start(1), m.end(1), int(m.group(1))) for m in _PREFIX.finditer(text)]
     if len(hits) < _MIN_LINES:
         return text
     cuts: list[tuple[int, int]] = []

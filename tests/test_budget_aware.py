@@ -1975,3 +1975,31 @@ def test_a_greeting_is_no_goal():
     out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=window, protect_first=0)))
     secs = parse_sections(next(m.text() for m in out.messages if m.text().startswith("[CONTEXT COMPACTION")))
     assert "Hey" not in secs.get("Goal", "") and extract(t.messages).first_request == "Can you audit this codebase?"
+
+
+def test_active_state_says_the_latest_finding_when_the_latest_text_only_says_what_comes_next():
+    """A long Claude Code session's Active State was "Let me read the relevant files:": where things stood was in the
+    agent's statement before it ("Tasks 4 and 5 are ready ..."). Now that finding leads, the latest text follows as
+    "Next: ..."; a latest text that says something stays alone."""
+    from compactctl.summarizers.facts import says_something, sentences
+
+    assert not says_something(sentences("Let me read the relevant files:"))
+    assert not says_something(sentences("Good. Now the tests:"))
+    assert says_something(sentences("All 18 tests pass (15 existing + 3 new). Now run the full suite:"))
+    rows = [
+        {"role": "user", "content": "work on the ready tasks"},
+        {"role": "assistant", "content": "Tasks 4 and 5 are ready (no blockers). Task 6 is blocked by 4 and 5."},
+        call("b", "Bash", {"command": "bd ready"}),
+        res("b", "4 ready"),
+        {"role": "assistant", "content": "Good. Let me read the relevant files:"},
+        call("r", "Read", {"file_path": "/p/config.exs"}),
+        res("r", "import Config"),
+    ]
+    secs = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))
+    assert (
+        secs["Active State"]
+        == "Tasks 4 and 5 are ready (no blockers). Task 6 is blocked by 4 and 5.\nNext: Good. Let me read the relevant files:"
+    )
+    rows += [{"role": "assistant", "content": "The config has no OTEL exporter yet."}]
+    secs = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))
+    assert secs["Active State"] == "The config has no OTEL exporter yet."

@@ -78,6 +78,9 @@ class Facts:
     pending: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     last_assistant: str | None = None  # the agent's latest statement in the span
+    # The latest statement that says something (a finding, a result) when the latest only says what comes next
+    # ("Let me read the relevant files:"): where things stand is in it.
+    last_finding: str | None = None
     prior_summary: str | None = None
     plan: list[str] = field(default_factory=list)  # the latest todo / plan of the span, one line per item, verbatim
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
@@ -88,6 +91,16 @@ class Facts:
 
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE.split(text) if s and s.strip()]
+
+
+# Under this many characters a sentence says no finding ("Good.", "Perfect!", "Found it.").
+FINDING_CHARS = 20
+
+
+def says_something(said: list[str]) -> bool:
+    """One of the sentences says something beyond what the agent does next: not "Let me ..." or a line that
+    introduces the call after it ("Now the tests:"), nor a word of assent."""
+    return any(len(s) >= FINDING_CHARS and not (s.endswith(":") or _GOING_TO.match(s)) for s in said)
 
 
 def constraint_sentences(text: str) -> list[str]:
@@ -413,6 +426,7 @@ class _Extractor:
         self._seen: dict[str, set] = {"constraints": set(), "errors": set(), "decisions": set(), "identifiers": set()}
         self.cwd: str | None = None  # the session's working directory as the harness last stated it
         self.opened: str | None = None  # the file SWE-agent's editor has open (its `edit` names none)
+        self.finding: str | None = None  # the agent's latest text that says something (says_something)
 
     def keep(self, field_name: str, item: str) -> None:
         _add(getattr(self.f, field_name), item, self._seen[field_name])
@@ -446,8 +460,12 @@ class _Extractor:
 
     def assistant_text(self, text: str) -> None:
         f = self.f
-        f.last_assistant = text
         said = sentences(text)
+        if says_something(said):
+            self.finding, f.last_finding = text, None
+        else:
+            f.last_finding = self.finding
+        f.last_assistant = text
         # The answer is the first sentence that is not the agent saying what it does next ("Let me trace the code:").
         answer = next((s for s in said if len(s) > 3 and not (s.endswith(":") or _GOING_TO.match(s))), None)  # not "1."
         for q, (question, ans) in enumerate(f.questions):

@@ -310,13 +310,16 @@ def _state(b: _Items) -> None:
     for name in ("Key Decisions", "Resolved Questions", "Active State", "In Progress", "Blocked", "Remaining Work", "Pending User Asks"):
         b.carry(name, 3)
     for d in f.decisions:
-        if not (f.last_assistant and d in f.last_assistant):  # Active State says it already
+        if not any(said and d in said for said in (f.last_assistant, f.last_finding)):  # Active State says it already
             b.add("Key Decisions", f"- {d}", 2)
     for q, answer in f.questions:
         if answer:
             b.add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
+    if f.last_finding:  # the latest statement only says what comes next: the finding before it says where things stand
+        b.add("Active State", _cap(f.last_finding, b.counter, 300), 2)
     if f.last_assistant:
-        b.add("Active State", _cap(f.last_assistant, b.counter, 600), 2)
+        lead = "Next: " if f.last_finding else ""
+        b.add("Active State", lead + _cap(f.last_assistant, b.counter, 600 if not lead else 200), 2)
     if f.plan:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
         if open_items:

@@ -229,6 +229,9 @@ class Transcript:
     metadata: dict[str, Any] = field(default_factory=dict)  # record-level keys other than the messages
     native: Any = None  # format-specific state the writer needs (e.g. raw lines)
     raw: bytes | None = None  # the record as read, while nothing in it changed (dataset layout)
+    # The session's working directory as the source records it outside the messages (Claude Code's `cwd`, the one
+    # most of its lines give), or None. Never written: the summary says paths relative to it.
+    cwd: str | None = None
 
     def evolve(self, **changes: Any) -> Transcript:
         changes.setdefault("raw", None)

@@ -415,3 +415,31 @@ def test_a_repaired_session_is_valid_on_the_path_claude_code_resumes(tmp_path, c
     check = cli("repair", "--check", str(tmp_path / "o.jsonl"))
     assert check.returncode == 0 and b"off the conversation" not in check.stderr, check.stdout + check.stderr
     assert cli("repair", str(tmp_path / "o.jsonl"), "-q").stdout == out.stdout  # repaired once and for all
+
+
+def test_the_summary_takes_the_project_root_from_the_cwd_claude_code_records(tmp_path):
+    """Claude Code records the session's working directory on every line; the summary's project root came only from
+    the paths' common directory, so a session that worked mostly in lib/ had "project root: /home/u/app/lib" and
+    said "spotter_web/live/x.ex" where the agent's commands say "lib/spotter_web/live/x.ex"."""
+    from compactctl.phases.plan import Budget
+    from compactctl.pipeline import CompactOptions, compact
+    from compactctl.summarizers.base import OfflineSummarizer
+    from compactctl.tokens import make_counter
+
+    files = ["lib/a.ex", "lib/b.ex", "lib/c.ex", "assets/app.js"]
+    objs, parent = [user("u0", None, "Tidy the modules.", cwd="/home/u/app")], "u0"
+    for k, f in enumerate(files):
+        block = {"type": "tool_use", "id": f"r{k}", "name": "Read", "input": {"file_path": f"/home/u/app/{f}"}}
+        objs.append(_line("assistant", f"c{k}", parent, {"id": f"m{k}", "role": "assistant", "content": [block]}, cwd="/home/u/app"))
+        code = "\n".join(f"  def f{k}_{i}(x), do: x + {i * 7}" for i in range(150))
+        objs.append(result(f"o{k}", f"c{k}", f"r{k}", code, cwd="/home/u/app"))
+        parent = f"o{k}"
+    objs.append(said("a9", parent, "Read them all.", "m9", cwd="/home/u/app"))
+    objs.append(user("u9", "a9", "Now rename the modules.", cwd="/home/u/app"))
+    [t] = api.read([str(write_jsonl(tmp_path / "s.jsonl", objs))])
+    budget = Budget(context_window=1000, protect_first=0, tail_tokens=60, summary_min=200, summary_max=450)
+    out, report = compact(t, make_counter(), OfflineSummarizer(), CompactOptions(budget=budget))
+    assert report["status"] == "compacted"
+    summary = next(m.text() for m in out.messages if "REFERENCE ONLY" in m.text())
+    assert "project root: /home/u/app (paths" in summary
+    assert "read assets/app.js" in summary  # relative to the root the agent's commands use, not the absolute path

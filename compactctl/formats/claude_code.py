@@ -102,9 +102,18 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     for k, m in enumerate(msgs):
         m.index = k
         m.origin = m.anchor = ("lines", tuple(msg_lines[k]))
-    yield Transcript(
-        msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines, off)
-    )
+    native = LineLog(lines, start, msg_lines, off)
+    yield Transcript(msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=native, cwd=_cwd(lines, start))
+
+
+def _cwd(lines: list[tuple[bytes, dict]], start: int) -> str | None:
+    """The working directory most lines of the live context record (`cwd`: the project; a `cd` moves it for a while)."""
+    seen: dict[str, int] = {}
+    for _, obj in lines[start:]:
+        cwd = obj.get("cwd")
+        if isinstance(cwd, str) and cwd.startswith("/"):
+            seen[cwd] = seen.get(cwd, 0) + 1
+    return max(seen, key=seen.__getitem__) if seen else None
 
 
 def _is_message(obj: dict) -> bool:

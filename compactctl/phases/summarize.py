@@ -82,6 +82,7 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
     last = t.messages[lu] if lu is not None else None
     ask = ask_words(last) if last is not None else None
     facts = extract(t.messages, p.head_end, p.tail_start, last_request=ask, prior=p.prior_summary)
+    facts.cwd = facts.cwd or t.cwd  # a harness message states it (Codex's); else the source may record it (Claude Code's)
     asks = [(k, text) for k, m in enumerate(t.messages) if m.role == "user" and not is_summary(m) for text in (request_text(m),) if text]
     first = next((a for a in asks if not is_small_talk(a[1])), asks[0] if asks else None)  # "Hey" is no goal
     if first is not None:

@@ -345,6 +345,13 @@ def is_output(m: Message) -> bool:
     return m.role == "tool" or m.observation
 
 
+def is_demonstration(m: Message) -> bool:
+    """SWE-agent's demonstration: a worked example of another task, shown to teach the interface. Its commands are
+    the interface's; its names (files, functions, values) are that other task's."""
+    x = m.extra
+    return x.get("is_demo") is True or x.get("message_type") == "demonstration"
+
+
 def mark_observations(messages: list[Message]) -> None:
     """Flag the harness's output in user turns (Message.observation, injected): the answer to a text action
     (harness.answers_action: SWE-agent's, mini-swe-agent's) and SWE-agent's demonstration (`is_demo`). Readers
@@ -354,7 +361,7 @@ def mark_observations(messages: list[Message]) -> None:
     for m in messages:
         if m.role == "user" and not m.observation:
             x = m.extra
-            if x.get("is_demo") is True or x.get("message_type") == "demonstration" or answers_action(m, prev):
+            if is_demonstration(m) or answers_action(m, prev):
                 m.injected = m.observation = True
         prev = m
 

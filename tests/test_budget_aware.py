@@ -2003,3 +2003,24 @@ def test_active_state_says_the_latest_finding_when_the_latest_text_only_says_wha
     rows += [{"role": "assistant", "content": "The config has no OTEL exporter yet."}]
     secs = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))
     assert secs["Active State"] == "The config has no OTEL exporter yet."
+
+
+def test_a_demonstration_keeps_the_interfaces_commands_not_the_other_tasks_names(tmp_path):
+    """SWE-agent's demonstration is another task worked through (marshmallow's TimeDelta) to teach the interface.
+    Its digest kept 256 of that task's names (1,055 tokens), and the summary's index listed them (`td_field`,
+    `self.DAYS`) as this work's vocabulary. Now its digest keeps the names the person or the agent wrote too (the
+    commands), and the index leaves it out."""
+    traj = swe_trajectory(typed=True)
+    demo = "Here is a demonstration of how to correctly accomplish this task.\n--- DEMONSTRATION ---\n"
+    demo += "".join(f"search_file td_field_{k} in src/marshmallow/fields.py\nself.DAYS_{k} = TimeDelta_{k}(precision)\n" for k in range(80))
+    traj["history"][1]["content"] = demo
+    src = tmp_path / "x.traj"
+    src.write_bytes(orjson.dumps(traj))
+    [t] = api.read([str(src)])
+    total = sum(COUNTER.messages(t.messages))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=800, target=total // 4))
+    digest = out.messages[1].text()
+    assert digest.startswith("[observation] ") and "search_file" in digest  # the agent's actions use it
+    assert "td_field" not in digest and "TimeDelta" not in digest and "marshmallow" not in digest
+    f = extract(t.messages, 1, len(t.messages) - 2)
+    assert f.names and not any("td_field" in n or "TimeDelta" in n for n in f.names)

@@ -19,7 +19,7 @@ import orjson
 from .. import outline, refs, tools
 from ..describe import describe
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
-from ..model import Message, ToolCall, Transcript, is_image_part, is_output, last_user_index
+from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
 from ..redact import cut, redact
@@ -252,7 +252,7 @@ class _Context:
         if step == SUPERSEDE:
             parts = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
         else:
-            parts = self._with_names(line, text, step == OLD_DOC, names)
+            parts = self._with_names(line, text, step == OLD_DOC, names, used_only=is_demonstration(m))
         return parts if sum(map(len, parts)) < len(text) else None
 
     def _replaced(self, m: Message, parts: list[str]) -> Message:
@@ -266,9 +266,11 @@ class _Context:
             self.counter.text_from(text, parts)  # memoized: counter.message(the new message) finds it
         return m.evolve(content=_same_shape(m.content, text))
 
-    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None) -> list[str]:
+    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None, used_only: bool = False) -> list[str]:
         """The parts of a digest: its line and the names of the output it replaces (a document's: 4x, in order; any
-        other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default."""
+        other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default;
+        `used_only` (a demonstration, model.is_demonstration): only names the person or the agent wrote too (the
+        interface's commands), no quoted phrase."""
         default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         limit = keep if keep is not None else default
         parts = [line]
@@ -279,8 +281,11 @@ class _Context:
             parts += _listed(OUTLINE_LINE, list(map(str, chosen)))  # "name 12-40 other 45": a range follows each name
             line = "".join(parts)  # what the names need not repeat
             limit -= k
-        names = pick_safe(self._candidate_names(text, not doc), exclude=line, limit=limit) if limit > 0 else []
-        if not doc and self.opts.digest_names and ('"' in text or "'" in text):
+        candidates = self._candidate_names(text, not doc)
+        if used_only:
+            candidates = [n for n in candidates if self.weight.get(n)]
+        names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
+        if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
         return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
 

@@ -15,7 +15,7 @@ from ..describe import describe
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
-from ..model import Message, ToolCall, is_output, is_summary
+from ..model import Message, ToolCall, is_demonstration, is_output, is_summary
 from ..names import is_task_document, literals_in, names_in
 from ..pairs import match
 from ..redact import cut, redact
@@ -272,6 +272,8 @@ def rank_names(messages: list[Message]) -> list[str]:
     score: dict[str, float] = {}
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
+        if is_demonstration(m):  # another task's names: not the vocabulary of this work
+            continue
         text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing

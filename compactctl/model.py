@@ -359,10 +359,8 @@ def mark_observations(messages: list[Message]) -> None:
     is not flagged: its action was summarized; a plan never starts the tail at one, see phases.plan.)"""
     prev = None
     for m in messages:
-        if m.role == "user" and not m.observation:
-            x = m.extra
-            if is_demonstration(m) or answers_action(m, prev):
-                m.injected = m.observation = True
+        if m.role == "user" and not m.observation and (is_demonstration(m) or answers_action(m, prev)):
+            m.injected = m.observation = True
         prev = m
 
 

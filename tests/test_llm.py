@@ -25,7 +25,7 @@ def transcript():
     return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
-def run(server, model, tmp_path, fallback=None, cache=True, timeout=30.0, llm_context=32000):
+def run(server, model, tmp_path, fallback=None, cache=True, timeout=30.0, llm_context=32000, t=None):
     from compactctl.cache import SummaryCache
 
     s = LLMSummarizer(
@@ -38,7 +38,7 @@ def run(server, model, tmp_path, fallback=None, cache=True, timeout=30.0, llm_co
         cache=SummaryCache(tmp_path / "cache") if cache else None,
         llm_context=llm_context,
     )
-    out, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    out, rep = api.compact(t or transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     assert api.check(out) == []
     assert out.messages[-1].text() == "Thanks. Now update the changelog."
     summary = next(m for m in out.messages if SUMMARY_MARKER in m.text()).text()
@@ -300,3 +300,23 @@ def test_the_guard_does_not_insist_on_files_a_shell_printed():
 
     f = Facts(files={"/r/a.py": {"read"}, "/r/b.py": {"shell-read"}, "/r/c.py": {"shell-read", "edit"}})
     assert key_facts(f)["Relevant Files"] == ["/r/a.py", "/r/c.py"]
+
+
+def test_the_llm_summary_carries_the_identifier_index_in_the_room_its_answer_leaves(server, tmp_path):
+    """The offline summary lists the names of the replaced turns (issue 9: an identifier index); a model's answer
+    kept few of them and the guard put back files and errors only. Now the names the answer does not show fill the
+    room it leaves under the budget, never a name redaction would change."""
+    rows = tool_session(30, 4000)
+    for k, row in enumerate(rows):
+        if row["role"] == "tool" and k % 4 == 3:  # the read_file outputs: code that defines and uses names
+            row["content"] = "".join(f"def parse_header_{k}_{j}(raw):\n    return TokenBucket{k}.refill_{j}(raw)\n" for j in range(40))
+    rows[3]["content"] += "\ntoken = sk-abcdefghijklmnopqrstuvwxyz123456"
+    t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+    out, rep, summary = run(server, "good", tmp_path, t=t)
+    secs = parse_sections(summary)
+    index = [ln for ln in secs["Critical Context"].split("\n") if ln.startswith("- names: ")]
+    names = [n for ln in index for n in ln[len("- names: ") :].split(" ")]
+    assert any(n.startswith("parse_header_") for n in names), secs["Critical Context"]
+    assert len(names) == len(set(names)) and all(redact(n) == n and "sk-" not in n for n in names)
+    assert not any(n in secs["Relevant Files"] for n in names if "/" in n)  # nothing the summary shows already
+    assert COUNTER.text(summary) <= rep["summary_budget"]  # in the room the answer left

@@ -10,7 +10,8 @@
 - a circuit breaker per endpoint pauses calls after repeated transient failures;
 - answers are cached by the exact request; a partly structured answer is completed from the offline
   summary; the retention guard adds the files, error lines, constraints and last ask the answer
-  left out, and reports the share it kept.
+  left out, and reports the share it kept; the identifier index (the offline summary's) takes the room
+  the answer leaves under the budget.
 """
 
 from __future__ import annotations
@@ -514,6 +515,7 @@ class LLMSummarizer:
             verbatim = getattr(facts, "last_request_verbatim", False)
             secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
         _put_back(secs, wanted)
+        _with_index(secs, facts.names, counter, req.budget)
         return _trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
 
 
@@ -564,6 +566,33 @@ def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
             body = secs.get(section, "")
             body = "" if body.strip() == "None" else body
             secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
+
+
+# The identifier index takes the room the answer leaves when it is at least this many tokens (a few names).
+MIN_INDEX_ROOM = 24
+
+
+def _with_index(secs: dict[str, str], names: list[str], counter: Counter, budget: int) -> None:
+    """The offline summary's identifier index, in the room the model's answer leaves under the budget: the names of
+    the replaced turns (most used first) that the summary does not show, as "- names: ..." lines at the end of
+    Critical Context. A model's prose keeps few of them; they are what a continuation reuses most. A name that
+    redaction would change is left out (it may be part of a secret)."""
+    from . import offline
+
+    text = render(secs)
+    room = budget - counter.text(text) - 2  # the line break before the index and the one it may add
+    if room < MIN_INDEX_ROOM or not names:
+        return
+    shown = [n for n in names if not offline.shown(n, text) and redact(n) == n]
+    k = offline._index_fit(shown, counter, room)
+    if not k:
+        return
+    lines = [
+        offline.INDEX_LINE + offline.NAMES_SEP.join(shown[a : min(a + offline.NAMES_PER_LINE, k)])
+        for a in range(0, k, offline.NAMES_PER_LINE)
+    ]
+    body = secs.get("Critical Context", "").strip()
+    secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
 
 
 def _trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = False) -> str:

@@ -2003,6 +2003,16 @@ def test_active_state_says_the_latest_finding_when_the_latest_text_only_says_wha
     rows += [{"role": "assistant", "content": "The config has no OTEL exporter yet."}]
     secs = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))
     assert secs["Active State"] == "The config has no OTEL exporter yet."
+    # A choice offered in markup says nothing; nor does a finding from before the person's latest ask.
+    assert not says_something(sentences("<options>\n<option>Review or explain code</option>\n<option>Fix a bug</option>\n</options>"))
+    rows += [
+        {"role": "user", "content": "Add the exporter."},
+        {"role": "assistant", "content": "Let me add it:"},
+        call("e", "Edit", {"file_path": "/p/config.exs", "old_string": "a", "new_string": "b"}),
+        res("e", "ok"),
+    ]
+    secs = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))
+    assert secs["Active State"] == "Let me add it:"
 
 
 def test_a_demonstration_keeps_the_interfaces_commands_not_the_other_tasks_names(tmp_path):

@@ -93,6 +93,9 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE.split(text) if s and s.strip()]
 
 
+# Markup says nothing: a short element is a label ("<option>Review or explain code</option>": a choice offered).
+_ELEMENT = re.compile(r"<([A-Za-z][\w-]*)>[^<\n]{0,80}</\1>")
+_TAG = re.compile(r"</?[A-Za-z][\w-]*>")
 # Under this many characters a sentence says no finding ("Good.", "Perfect!", "Found it.").
 FINDING_CHARS = 20
 
@@ -100,6 +103,7 @@ FINDING_CHARS = 20
 def says_something(said: list[str]) -> bool:
     """One of the sentences says something beyond what the agent does next: not "Let me ..." or a line that
     introduces the call after it ("Now the tests:"), nor a word of assent."""
+    said = [_TAG.sub("", _ELEMENT.sub("", s)).strip() for s in said] if any("<" in s for s in said) else said
     return any(len(s) >= FINDING_CHARS and not (s.endswith(":") or _GOING_TO.match(s)) for s in said)
 
 
@@ -451,6 +455,7 @@ class _Extractor:
                     self.keep("constraints", s)
             return
         f.requests.append(text)
+        self.finding = f.last_finding = None  # what the agent found before this ask is not where things stand now
         if f.first_request is None and not is_small_talk(text):
             f.first_request = text
         for s in constraint_sentences(text):

@@ -2034,3 +2034,14 @@ def test_a_demonstration_keeps_the_interfaces_commands_not_the_other_tasks_names
     assert "td_field" not in digest and "TimeDelta" not in digest and "marshmallow" not in digest
     f = extract(t.messages, 1, len(t.messages) - 2)
     assert f.names and not any("td_field" in n or "TimeDelta" in n for n in f.names)
+
+
+def test_a_rule_in_a_markdown_heading_or_table_row_is_said_without_its_marks():
+    """A skill's "### Phase 5: Create Beads (only after plan approval)" and a table row "| Are source references
+    listed? | ... only file paths |" were listed under Constraints with their heading marks and pipes."""
+    assert constraint_sentences("### Phase 5: Create Beads (only after plan approval)") == [
+        "Phase 5: Create Beads (only after plan approval)"
+    ]
+    row = "| Are source references listed? | Paths to read first; no rig names, only file paths |"
+    assert constraint_sentences(row) == ["Are source references listed?; Paths to read first; no rig names, only file paths"]
+    assert constraint_sentences("| a | b |\n|---|---|") == []  # a table without a rule binds nothing

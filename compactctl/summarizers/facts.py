@@ -115,7 +115,7 @@ def constraint_sentences(text: str) -> list[str]:
     for k, (line, code) in enumerate(lines):
         if code:
             continue
-        said = sentences(_BULLET.sub("", _QUOTE.sub("", line, count=1), count=1))  # a quote's or a list item's marker
+        said = sentences(_unmarked(line))
         for j, s in enumerate(said):
             if 8 <= len(s) <= 400 and _binds(s) and not (k < upto and s in taken):  # a rule of an item it left out stays
                 if j == len(said) - 1 and s.endswith(":"):
@@ -123,6 +123,16 @@ def constraint_sentences(text: str) -> list[str]:
                     taken = s
                 out.append(s)
     return out
+
+
+def _unmarked(line: str) -> str:
+    """A line without its Markdown marks: a quote's, a list item's, a heading's ("### Phase 5: ... (only after
+    approval)"), a table row's pipes (its cells joined with "; ")."""
+    line = _HEADING.sub("", _BULLET.sub("", _QUOTE.sub("", line, count=1), count=1), count=1)
+    row = line.strip()
+    if len(row) > 2 and row[0] == "|" and row[-1] == "|":
+        line = "; ".join(c.strip() for c in row[1:-1].split("|") if c.strip())
+    return line
 
 
 def _binds(s: str) -> bool:
@@ -149,6 +159,7 @@ _STRONG = re.compile(r"\b(?:must|never|do not|don'?t|always|should)\b", re.I)
 
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")  # a Markdown quote's marker ("> **SCOPE**: ...")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
 _CHECKBOX = re.compile(r"^\[[ xX]?\]\s*")
 _ENDS = tuple(".!?:;。！？")
 _CONTINUES = "@`(\"'"  # besides a lowercase letter, what the next line of a wrapped sentence may begin with

@@ -63,9 +63,18 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
     return found
 
 
+# A line of `ls -l`: mode, links, owner, group, size, date ("-rw-r--r--@ 1 me staff 6148 Oct 20 14:55 .DS_Store").
+_LISTED = re.compile(
+    r"^[dlcbps-][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+[\d,.]+[KMGTP]?\s+\w{3}\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4})\s+", re.M
+)
+
+
 def names_in(text: str) -> list[str]:
     """The names in `text`, in order of first appearance, each once. Line numbers are no names: those of a
-    numbered read, and those of the reads inside a longer output, which its names show (numbers that climb by one)."""
+    numbered read, and those of the reads inside a longer output, which its names show (numbers that climb by one);
+    nor are the sizes and dates of an `ls -l` listing (its file names are)."""
+    if "r-" in text:  # in every mode (rw-, r-x, r--): one scan
+        text = _LISTED.sub("", text)
     text = without_numbers(text)
     found = _names(text)
     if _climbing(found):

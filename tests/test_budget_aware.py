@@ -2045,3 +2045,16 @@ def test_a_rule_in_a_markdown_heading_or_table_row_is_said_without_its_marks():
     row = "| Are source references listed? | Paths to read first; no rig names, only file paths |"
     assert constraint_sentences(row) == ["Are source references listed?; Paths to read first; no rig names, only file paths"]
     assert constraint_sentences("| a | b |\n|---|---|") == []  # a table without a rule binds nothing
+
+
+def test_the_sizes_and_dates_of_an_ls_l_listing_are_not_names():
+    """`ls -la` in a Claude Code session: a digest and the index listed "6148" (the size of .DS_Store) and the
+    other sizes as names; the file names are what a continuation uses."""
+    from compactctl.names import names_in
+
+    listing = (
+        "total 48\ndrwxr-xr-x@ 24 jn staff 768 Oct 20 20:40 node_modules\n-rw-r--r--@ 1 jn staff 6148 Oct 20 14:55 .DS_Store\n"
+        "-rw-r--r--  1 root root 104857 Jan  3  2024 pnpm-lock.yaml\nlrwxrwxrwx 1 u u 2.1K Dec  5 21:14 turbo.json\n"
+    )
+    assert names_in(listing) == ["node_modules", "pnpm-lock.yaml", "turbo.json"]
+    assert names_in("port 6148 and user-rw-data") == ["6148", "user-rw-data"]  # outside a listing: as before

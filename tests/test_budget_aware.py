@@ -2058,3 +2058,13 @@ def test_the_sizes_and_dates_of_an_ls_l_listing_are_not_names():
     )
     assert names_in(listing) == ["node_modules", "pnpm-lock.yaml", "turbo.json"]
     assert names_in("port 6148 and user-rw-data") == ["6148", "user-rw-data"]  # outside a listing: as before
+
+
+def test_a_section_whose_items_all_missed_the_budget_says_how_many_not_none():
+    """A Codex summary said "## Relevant Files\nNone\n(+12 more omitted to fit the budget)": twelve files, and "None"."""
+    from compactctl.summarizers.offline import Item, _render
+
+    items = [Item("Relevant Files", f"- src/f{k}.ts (read)", 4, k) for k in range(12)] + [Item("Goal", "ship it", 0, 12)]
+    secs = parse_sections(_render(items, {12}))
+    assert secs["Relevant Files"] == "(+12 omitted to fit the budget)" and secs["Blocked"] == "None"
+    assert parse_sections(_render(items, {0, 12}))["Relevant Files"] == "- src/f0.ts (read)\n(+11 more omitted to fit the budget)"

@@ -541,8 +541,9 @@ def _render(items: list[Item], chosen: set[int], terse: bool = False) -> str:
     for s in SECTIONS:
         if terse and not by_section[s]:
             continue
-        body = "\n".join(by_section[s]) or "None"
-        if dropped.get(s):
-            body += f"\n(+{dropped[s]} more omitted to fit the budget)"
+        body = "\n".join(by_section[s])
+        if dropped.get(s):  # not "None" over what was left out
+            body += f"\n(+{dropped[s]} more omitted to fit the budget)" if body else f"(+{dropped[s]} omitted to fit the budget)"
+        body = body or "None"
         out.append(f"## {s}\n{escape_body(body)}")  # quoted here, so the budget counts what framing shows
     return "\n\n".join(out)

@@ -434,12 +434,22 @@ def _only_program_errors(text: str, errors: list[str]) -> bool:
 
 
 def _conclusion(text: str, errors: list[str]) -> None:
-    """The last line of a short failed output that is not its exit code ("nothing to commit, working tree clean")."""
-    for line in reversed(text.strip().split("\n")):
-        line = line.strip()
-        if line and not any(p.search(line) for p in EXIT_PATTERNS):
-            errors.append(cut(line, 300))
-            return
+    """The last line of a short failed output that is not its exit code ("nothing to commit, working tree clean") nor
+    git's advice ("hint: ..."); a line that ends a list says it with the line that introduced it ("The following paths
+    are ignored by one of your .gitignore files: priv/static/assets")."""
+    lines = [ln.strip() for ln in text.strip().split("\n")]
+    lines = [ln for ln in lines if ln and not ln.startswith(_ADVICE) and not any(p.search(ln) for p in EXIT_PATTERNS)]
+    if not lines:
+        return
+    k = len(lines) - 1
+    while k > 0 and len(lines) - k <= _LISTED_MAX and " " not in lines[k]:  # a list of names (paths) ends the output
+        k -= 1
+    listed = k < len(lines) - 1 and lines[k].endswith(":")
+    errors.append(cut(f"{lines[k]} {' '.join(lines[k + 1 :])}" if listed else lines[-1], 300))
+
+
+_ADVICE = ("hint: ",)  # git's advice under an error: how to silence or force it, never what failed
+_LISTED_MAX = 5  # the names a list that ends a short failed output shows with the line that introduced it (": ")
 
 
 def _says_failed(text: str, errors: list[str]) -> bool:

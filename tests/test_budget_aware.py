@@ -2068,3 +2068,18 @@ def test_a_section_whose_items_all_missed_the_budget_says_how_many_not_none():
     secs = parse_sections(_render(items, {12}))
     assert secs["Relevant Files"] == "(+12 omitted to fit the budget)" and secs["Blocked"] == "None"
     assert parse_sections(_render(items, {0, 12}))["Relevant Files"] == "- src/f0.ts (read)\n(+11 more omitted to fit the budget)"
+
+
+def test_a_short_failed_output_says_its_message_not_gits_advice():
+    """`git add` of an ignored path failed with "The following paths are ignored ...:", the path, and three "hint:"
+    lines; the error said was the last hint ('hint: "git config advice.addIgnoredFile false"')."""
+    text = (
+        "Exit code 1\nThe following paths are ignored by one of your .gitignore files:\npriv/static/assets\n"
+        'hint: Use -f if you really want to add them.\nhint: Turn this message off by running\nhint: "git config advice.addIgnoredFile false"'
+    )
+    out = tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0))
+    assert out.failed and out.error_lines == ["The following paths are ignored by one of your .gitignore files: priv/static/assets"]
+    usage = "Exit code 2\nUsage: foo:\n  -a\nbad flag -z"  # a last line with words is its own message
+    assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": usage}, "t", 1, 0)).error_lines == [
+        "bad flag -z"
+    ]

@@ -2083,3 +2083,18 @@ def test_a_short_failed_output_says_its_message_not_gits_advice():
     assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": usage}, "t", 1, 0)).error_lines == [
         "bad flag -z"
     ]
+
+
+def test_with_no_text_from_the_agent_the_active_state_is_its_latest_reasoning():
+    """A Codex span with 30 shell calls and no assistant text had "Active State: None"; Codex writes a reasoning summary
+    before each call ("**Searching for cursor_usage table definitions**")."""
+    rows = [{"role": "user", "content": "find where usage is stored"}]
+    for k, thought in enumerate(["**Listing apps**", "**Searching for cursor_usage table definitions**"]):
+        rows += [
+            {**call(f"s{k}", "shell", {"command": ["bash", "-lc", f"rg usage_{k}"]}), "reasoning_content": thought},
+            res(f"s{k}", f"src/db_{k}.ts: cursor_usage"),
+        ]
+    secs = parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))
+    assert secs["Active State"] == "(the agent's latest reasoning) Searching for cursor_usage table definitions"
+    rows.append({"role": "assistant", "content": "The usage lives in cursor_usage."})
+    assert parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))["Active State"] == "The usage lives in cursor_usage."

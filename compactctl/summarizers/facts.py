@@ -81,6 +81,9 @@ class Facts:
     # The latest statement that says something (a finding, a result) when the latest only says what comes next
     # ("Let me read the relevant files:"): where things stand is in it.
     last_finding: str | None = None
+    # The agent's latest reasoning (Codex's summaries: "**Searching for issue queries**"), cut: where things stand when
+    # it wrote no text in the span.
+    last_reasoning: str | None = None
     prior_summary: str | None = None
     plan: list[str] = field(default_factory=list)  # the latest todo / plan of the span, one line per item, verbatim
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
@@ -96,6 +99,7 @@ def sentences(text: str) -> list[str]:
 # Markup says nothing: a short element is a label ("<option>Review or explain code</option>": a choice offered).
 _ELEMENT = re.compile(r"<([A-Za-z][\w-]*)>[^<\n]{0,80}</\1>")
 _TAG = re.compile(r"</?[A-Za-z][\w-]*>")
+REASONING_CHARS = 300  # of the latest reasoning, when it stands for the Active State
 # Under this many characters a sentence says no finding ("Good.", "Perfect!", "Found it.").
 FINDING_CHARS = 20
 
@@ -476,6 +480,22 @@ class _Extractor:
                 f.questions.append((s, None))
         self.idents(text)
 
+    def assistant(self, m: Message, i: int, messages: list[Message], result_of: dict) -> bool:
+        """Assistant message i (`m`): its reasoning, text, calls and text action. True when it answered without
+        calling anything (a final reply)."""
+        text = m.text().strip()
+        nxt = messages[i + 1] if i + 1 < len(messages) and messages[i + 1].observation else None
+        action = tools.text_action_call(m, answered=nxt is not None)
+        if m.reasoning and m.reasoning.strip():
+            self.f.last_reasoning = cut(" ".join(m.reasoning.replace("**", "").split()), REASONING_CHARS)
+        if text:
+            self.assistant_text(text)
+        for pos, c in enumerate(m.tool_calls):
+            self.call(c, result_of.get((i, pos)))
+        if action is not None:
+            self.call(action, nxt)
+        return bool(text) and not m.tool_calls and action is None
+
     def assistant_text(self, text: str) -> None:
         f = self.f
         said = sentences(text)
@@ -573,18 +593,8 @@ def extract(
             ex.cwd = working_directory(m) or ex.cwd
             if not m.observation:  # an observation is the output of the text action before it (below)
                 ex.user(m)
-        elif m.role == "assistant":
-            text = m.text().strip()
-            nxt = messages[i + 1] if i + 1 < len(messages) and messages[i + 1].observation else None
-            action = tools.text_action_call(m, answered=nxt is not None)
-            if text:
-                ex.assistant_text(text)
-                if not m.tool_calls and action is None:
-                    last_final = i
-            for pos, c in enumerate(m.tool_calls):
-                ex.call(c, result_of.get((i, pos)))
-            if action is not None:
-                ex.call(action, nxt)
+        elif m.role == "assistant" and ex.assistant(m, i, messages, result_of):
+            last_final = i
     f.names = index_names(messages, start, end, prior)
     f.cwd = ex.cwd
     # Asks not yet answered by a final assistant reply.

@@ -315,17 +315,26 @@ def _state(b: _Items) -> None:
     for q, answer in f.questions:
         if answer:
             b.add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
-    if f.last_finding:  # the latest statement only says what comes next: the finding before it says where things stand
-        b.add("Active State", _cap(f.last_finding, b.counter, 300), 2)
-    if f.last_assistant:
-        lead = "Next: " if f.last_finding else ""
-        b.add("Active State", lead + _cap(f.last_assistant, b.counter, 600 if not lead else 200), 2)
+    _active_state(b)
     if f.plan:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
         if open_items:
             b.add("Remaining Work", "\n".join(open_items), 2)
     if any(p != f.last_request for p in f.pending):
         b.add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
+
+
+def _active_state(b: _Items) -> None:
+    """Where things stand: the agent's latest text; led by its latest finding when that text only says what comes
+    next ("Next: ..."); its latest reasoning when it wrote no text in the span (Codex)."""
+    f = b.facts
+    if f.last_finding:  # the latest statement only says what comes next: the finding before it says where things stand
+        b.add("Active State", _cap(f.last_finding, b.counter, 300), 2)
+    if f.last_reasoning and not f.last_assistant:
+        b.add("Active State", "(the agent's latest reasoning) " + f.last_reasoning, 2)
+    if f.last_assistant:
+        lead = "Next: " if f.last_finding else ""
+        b.add("Active State", lead + _cap(f.last_assistant, b.counter, 600 if not lead else 200), 2)
 
 
 def _work_and_notes(b: _Items) -> None:

@@ -35,7 +35,8 @@ from .phases.prune import protected_start
 from .phases.repair import MEASURED, repair
 from .phases.rules import check
 from .pipeline import CompactOptions, compact
-from .summarizers.facts import constraint_sentences, identifiers_in
+from .summarizers.constraints import constraint_sentences
+from .summarizers.facts import identifiers_in
 from .tokens import Counter
 
 CATEGORIES = ("files", "commands", "errors", "constraints", "last_ask", "identifiers")

@@ -15,7 +15,8 @@ from compactctl.markers import NAMES_LINE
 from compactctl.model import Message, ToolCall, Transcript, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import offline
-from compactctl.summarizers.facts import Facts, constraint_sentences, extract
+from compactctl.summarizers.constraints import constraint_sentences
+from compactctl.summarizers.facts import Facts, extract
 from compactctl.summarizers.prompt import parse_sections
 from compactctl.tokens import make_counter
 
@@ -1590,7 +1591,7 @@ def test_a_shells_own_error_lines(text, lines):
 
 
 def test_what_the_person_does_not_remember_is_not_a_constraint():
-    from compactctl.summarizers.facts import constraint_sentences
+    from compactctl.summarizers.constraints import constraint_sentences
 
     assert constraint_sentences("I don't remember the reservation ID, sorry. We do not know the cause yet.") == []
     assert constraint_sentences("I don't know why, but never touch prod. I don't want insurance.") == [

@@ -76,7 +76,8 @@ def _clean(t: Transcript) -> Transcript:
 def facts_for(t: Transcript, p: Plan) -> Facts:
     """The facts of the middle the plan replaces, with what the whole transcript tells: the person's first
     and latest asks, the rules they set in the head, an earlier summary."""
-    from ..summarizers.facts import constraint_sentences, extract, is_small_talk, request_text  # only when there is a middle
+    from ..summarizers.constraints import constraint_sentences  # only when there is a middle
+    from ..summarizers.facts import extract, is_small_talk, request_text
 
     lu = last_user_index(t.messages)
     last = t.messages[lu] if lu is not None else None

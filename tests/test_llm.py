@@ -247,20 +247,20 @@ def test_prose_mentioning_a_section_is_not_a_heading():
 def test_a_model_answer_is_cut_to_the_budget_even_with_one_long_line_per_section():
     # Dropping the oldest lines cannot shrink a section of one line: a model that writes a paragraph under each
     # heading used to leave the summary over its budget (and the compaction over its target).
-    from compactctl.summarizers.llm import _trim
+    from compactctl.summarizers.guard import trim
     from compactctl.summarizers.prompt import SECTIONS
 
     counter = make_counter("gpt-4o")
     secs = {s: " ".join(f"{s.split()[0].lower()}_{k}" for k in range(120)) for s in SECTIONS}
     secs["Active Task"] = "now add tests for parse_header"
     for budget in (60, 300, 900):
-        text = _trim(dict(secs), counter, budget)
+        text = trim(dict(secs), counter, budget)
         assert counter.text(text) <= budget, budget
-    assert "now add tests for parse_header" in _trim(dict(secs), counter, 300)  # the ask is cut last
+    assert "now add tests for parse_header" in trim(dict(secs), counter, 300)  # the ask is cut last
 
 
 def test_a_small_budget_keeps_the_ask_the_summary_carries():
-    from compactctl.summarizers.llm import _trim
+    from compactctl.summarizers.guard import trim
     from compactctl.summarizers.prompt import SECTIONS
 
     counter = make_counter("gpt-4o")
@@ -268,23 +268,23 @@ def test_a_small_budget_keeps_the_ask_the_summary_carries():
     secs["Active Task"] = "now add tests for parse_header in src/parse.py"
     secs["Completed Actions"] = "1. `pytest -q` exit 1, 40 lines"
     for budget in (20, 60, 79):  # the 13 headings alone take ~80 tokens: only the sections with content are shown
-        text = _trim(dict(secs), counter, budget, keep_ask=True)
+        text = trim(dict(secs), counter, budget, keep_ask=True)
         assert "now add tests for parse_header" in text and counter.text(text) <= budget, budget
 
 
 def test_a_trimmed_model_answer_says_how_many_lines_it_lost():
     # The offline summary notes what it left out; a model's answer cut to its budget said nothing, so the agent
     # read a partial list of actions as the whole.
-    from compactctl.summarizers.llm import _trim
+    from compactctl.summarizers.guard import trim
     from compactctl.summarizers.prompt import SECTIONS, parse_sections
 
     counter = make_counter("gpt-4o")
     secs = dict.fromkeys(SECTIONS, "None")
     secs["Active Task"] = "now add tests for parse_header"
     secs["Completed Actions"] = "\n".join(f"{k}. ran `pytest tests/test_{k}.py` exit 0" for k in range(1, 61))
-    whole = _trim(dict(secs), counter, 5_000)
+    whole = trim(dict(secs), counter, 5_000)
     assert "omitted" not in whole  # nothing cut: no note
-    text = _trim(dict(secs), counter, 400)
+    text = trim(dict(secs), counter, 400)
     assert counter.text(text) <= 400
     done = parse_sections(text)["Completed Actions"].split("\n")
     lost = int(done[0].split()[0].lstrip("(+"))
@@ -296,7 +296,7 @@ def test_the_guard_does_not_insist_on_files_a_shell_printed():
     """The retention guard adds what an LLM's summary lacks; a file only a shell command printed is listed as room
     allows (the offline summary's AS_ROOM_ALLOWS), so the guard leaves it out of what it insists on."""
     from compactctl.summarizers.facts import Facts
-    from compactctl.summarizers.llm import key_facts
+    from compactctl.summarizers.guard import key_facts
 
     f = Facts(files={"/r/a.py": {"read"}, "/r/b.py": {"shell-read"}, "/r/c.py": {"shell-read", "edit"}})
     assert key_facts(f)["Relevant Files"] == ["/r/a.py", "/r/c.py"]

@@ -8,16 +8,13 @@
   so does a 404 for every model asked (no such model or path: a configuration error, not an outage); a model
   that answered 404 is not asked again in the same run (the fallback answers at once);
 - a circuit breaker per endpoint pauses calls after repeated transient failures;
-- answers are cached by the exact request; a partly structured answer is completed from the offline
-  summary; the retention guard adds the files, error lines, constraints and last ask the answer
-  left out, and reports the share it kept; the identifier index (the offline summary's) takes the room
-  the answer leaves under the budget.
+- answers are cached by the exact request; what is done to an answer after (sections completed from the
+  offline summary, the retention guard, the identifier index, the budget) is in `guard.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import re
 import signal
 import sys
@@ -34,11 +31,11 @@ from ..model import Message, is_output
 from ..redact import redact, redact_json_text
 from ..tokens import Counter
 from .base import SummaryRequest, SummaryResult
-from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, render, system_prompt
+from .guard import guard, within
+from .prompt import SECTIONS, UPDATE_INSTRUCTIONS, parse_sections, system_prompt
 
 if TYPE_CHECKING:
     from ..cache import SummaryCache
-    from .facts import Facts
 
 # The offline summarizer (with the fact extraction under it) and the summary cache (sqlite3, hashlib) are imported
 # by the first summary: an LLM configured for a run whose transcripts all fit (a hook's, with OPENAI_API_KEY set)
@@ -170,21 +167,6 @@ def chunk(blocks: list[str], counter: Counter, limit: int) -> list[str]:
     if cur:
         chunks.append("\n\n".join(cur))
     return chunks or [""]
-
-
-def key_facts(facts: Facts) -> dict[str, list[str]]:
-    """What the retention guard checks for, by the section it belongs to."""
-    return {
-        # A file only a shell command printed is listed as room allows (offline.AS_ROOM_ALLOWS): the guard does not insist.
-        "Relevant Files": [path for path, acts in facts.files.items() if acts != {"shell-read"}],
-        "Critical Context": facts.errors,
-        "Constraints & Preferences": facts.constraints,
-        "Active Task": [facts.last_request] if facts.last_request else [],
-    }
-
-
-def _norm(s: str) -> str:
-    return " ".join(s.lower().split())
 
 
 def _refused_credentials(e: Exception) -> bool:
@@ -478,7 +460,7 @@ class LLMSummarizer:
                 last = redact(facts.last_request or "")
                 ask = f"LATEST USER REQUEST (copy it verbatim under Active Task):\n{last}\n\n"
                 if summary:
-                    summary = _within(summary, counter, req.budget)  # an answer over its budget is not sent on whole
+                    summary = within(summary, counter, req.budget)  # an answer over its budget is not sent on whole
                     user = f"PREVIOUS SUMMARY:\n{redact(summary)}\n\nNEW TURNS:\n{part}\n\n{UPDATE_INSTRUCTIONS}\n\n{ask}{SKELETON}"
                 else:
                     user = f"TURNS TO SUMMARIZE:\n{part}\n\n{ask}{SKELETON}"
@@ -489,7 +471,7 @@ class LLMSummarizer:
             return SummaryResult(
                 text, "offline (llm failed)", calls=stats["calls"], warnings=list(dict.fromkeys(stats["warnings"] + [str(e)]))
             )
-        text, retention = self._guard(summary or "", facts, counter, req)
+        text, retention = guard(summary or "", facts, counter, req)
         return SummaryResult(
             text,
             "llm:" + "+".join(dict.fromkeys(stats["models"] or [self.model])),  # who wrote it: the fallback too
@@ -498,25 +480,6 @@ class LLMSummarizer:
             retention=retention,
             warnings=stats["warnings"],
         )
-
-    def _guard(self, answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> tuple[str, float | None]:
-        """Complete missing sections from the offline summary, put back missing key facts, fit the budget."""
-        from . import offline
-
-        secs = parse_sections(answer)
-        wanted = key_facts(facts)
-        retention = _retention(answer, wanted)
-        empty = [s for s in SECTIONS if s not in secs or not secs[s].strip()]
-        if empty:  # sections the answer left out are filled from the offline summary
-            fallback = parse_sections(offline.summarize(facts, counter, req.budget, req.focus))
-            for s in empty:
-                secs[s] = fallback.get(s, "None")
-        if facts.last_request:  # verbatim when the plan moved the ask into the summary (--last-ask summary)
-            verbatim = getattr(facts, "last_request_verbatim", False)
-            secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
-        _put_back(secs, wanted)
-        _with_index(secs, facts.names, counter, req.budget)
-        return _trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
 
 
 _REASONING = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(?:</\1>|\Z)\s*", re.S | re.I)
@@ -538,127 +501,3 @@ def _unusable(resp, text: str, cut: bool) -> str:
         return f"{reason}{said}"
     start = " ".join(redact(text).split())[:160]
     return f"answer has {len(parse_sections(text))} of 13 sections{' (cut at max_tokens)' if cut else ''}: {start!r}{said}"
-
-
-def _within(summary: str, counter: Counter, budget: int) -> str:
-    """A summary so far at most `budget` tokens: trimmed as a final one is (sections kept, oldest lines first out)."""
-    if counter.text(summary) <= budget:
-        return summary
-    secs = parse_sections(summary)
-    return _trim(secs, counter, budget) if secs else summary[: budget * 2]
-
-
-def _retention(answer: str, wanted: dict[str, list[str]]) -> float | None:
-    """The share of the key facts that the model's answer kept (None when there are none)."""
-    low = _norm(answer)
-    total = sum(len(v) for v in wanted.values())
-    kept = sum(1 for v in wanted.values() for f in v if _norm(f) in low)
-    return kept / total if total else None
-
-
-def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
-    """Append the key facts a section is missing to it, as bullets (Active Task is set verbatim instead)."""
-    for section, items in wanted.items():
-        if section == "Active Task":
-            continue
-        missing = [f for f in items if _norm(f) not in _norm(secs.get(section, ""))]
-        if missing:
-            body = secs.get(section, "")
-            body = "" if body.strip() == "None" else body
-            secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
-
-
-# The identifier index takes the room the answer leaves when it is at least this many tokens (a few names).
-MIN_INDEX_ROOM = 24
-
-
-def _with_index(secs: dict[str, str], names: list[str], counter: Counter, budget: int) -> None:
-    """The offline summary's identifier index, in the room the model's answer leaves under the budget: the names of
-    the replaced turns (most used first) that the summary does not show, as "- names: ..." lines at the end of
-    Critical Context. A model's prose keeps few of them; they are what a continuation reuses most. A name that
-    redaction would change is left out (it may be part of a secret)."""
-    from . import offline
-
-    text = render(secs)
-    room = budget - counter.text(text) - 2  # the line break before the index and the one it may add
-    if room < MIN_INDEX_ROOM or not names:
-        return
-    shown = [n for n in names if not offline.shown(n, text) and redact(n) == n]
-    k = offline._index_fit(shown, counter, room)
-    if not k:
-        return
-    lines = [
-        offline.INDEX_LINE + offline.NAMES_SEP.join(shown[a : min(a + offline.NAMES_PER_LINE, k)])
-        for a in range(0, k, offline.NAMES_PER_LINE)
-    ]
-    body = secs.get("Critical Context", "").strip()
-    secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
-
-
-def _trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = False) -> str:
-    """The rendered summary within `budget`: the longest section loses its oldest lines first, never the
-    anchors (Active Task, Constraints), and says how many it lost (`(+N earlier lines omitted to fit the
-    budget)`, as the offline summary does). Linear: each line is counted once, and a few rounds correct for
-    the tokens that joining lines and the notes add or save."""
-    text = render(secs)
-    total = counter.text(text)
-    lines = {s: secs.get(s, "").split("\n") for s in SECTIONS if s not in ("Active Task", "Constraints & Preferences")}
-    start = dict.fromkeys(lines, 0)
-    size = {s: len(secs.get(s, "")) for s in lines}
-    for _ in range(8):
-        if total <= budget:
-            break
-        over = total - budget
-        heap = [(-size[s], s) for s in lines if len(lines[s]) - start[s] > 1]
-        heapq.heapify(heap)
-        freed = 0
-        while heap and freed < over:
-            _, s = heapq.heappop(heap)
-            line = lines[s][start[s]]
-            start[s] += 1
-            freed += counter.text(line) + 1
-            size[s] -= len(line) + 1
-            if len(lines[s]) - start[s] > 1:
-                heapq.heappush(heap, (-size[s], s))
-        if not freed:
-            break
-        for s, k in start.items():
-            if k:
-                secs[s] = f"{OMITTED.format(k)}\n" + "\n".join(lines[s][k:])
-        text = render(secs)
-        total = counter.text(text)
-    return _cut_to_fit(secs, counter, budget, text, total, keep_ask)
-
-
-OMITTED = "(+{} earlier lines omitted to fit the budget)"
-
-
-def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, total: int, keep_ask: bool) -> str:
-    """What dropping whole lines could not fit (one long line per section): in a small budget only the sections
-    with content are shown (as the offline summary does); the largest section is cut at a token boundary; the
-    Active Task last, and never when it is the ask the plan moved into the summary (`keep_ask`: the caller then
-    refuses a summary over its budget)."""
-    from . import offline
-
-    if total <= budget:
-        return text
-    terse = counter.text(render({})) > budget * offline.HEADINGS_SHARE
-    for _ in range(len(SECTIONS) + 1):
-        text = render(secs, terse=terse)
-        total = counter.text(text)
-        if total <= budget:
-            return text
-        sizes = {s: counter.text(secs.get(s, "")) for s in SECTIONS if s != "Active Task" and secs.get(s, "").strip() not in ("", "None")}
-        if not sizes:
-            break
-        s = max(sizes, key=lambda k: sizes[k])
-        keep = sizes[s] - (total - budget) - 4
-        secs[s] = offline._cap(secs[s], counter, keep) if keep > 8 else "None"
-    text = render(secs, terse=True)
-    if counter.text(text) <= budget or keep_ask:
-        return text
-    ask = secs.get("Active Task", "")
-    keep = counter.text(ask) - (counter.text(text) - budget) - 4
-    secs["Active Task"] = offline._cap(ask, counter, keep) if keep > 8 else ""
-    text = render(secs, terse=True)
-    return text if counter.text(text) <= budget else ""

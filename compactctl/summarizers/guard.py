@@ -1,0 +1,181 @@
+"""What is done to an LLM's answer before it is a summary: the retention guard and the budget.
+
+Sections the answer left out come from the offline summary; the key facts it dropped (files, error lines,
+constraints, the last ask) are put back in their sections; the identifier index takes the room left; an answer
+over the budget loses the oldest lines of its longest sections first (never the Active Task or the constraints),
+each such section saying how many it lost. Pure functions over text: no network.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from ..redact import redact
+from ..tokens import Counter
+from .prompt import SECTIONS, parse_sections, render
+
+if TYPE_CHECKING:
+    from .base import SummaryRequest
+    from .facts import Facts
+
+
+def key_facts(facts: Facts) -> dict[str, list[str]]:
+    """What the retention guard checks for, by the section it belongs to."""
+    return {
+        # A file only a shell command printed is listed as room allows (offline.AS_ROOM_ALLOWS): the guard does not insist.
+        "Relevant Files": [path for path, acts in facts.files.items() if acts != {"shell-read"}],
+        "Critical Context": facts.errors,
+        "Constraints & Preferences": facts.constraints,
+        "Active Task": [facts.last_request] if facts.last_request else [],
+    }
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+def guard(answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> tuple[str, float | None]:
+    """The model's answer made a summary: missing sections completed from the offline summary, missing key facts
+    put back, the identifier index in the room left, the budget fitted. Returns it and the share of key facts the
+    answer kept."""
+    from . import offline
+
+    secs = parse_sections(answer)
+    wanted = key_facts(facts)
+    retention = _retention(answer, wanted)
+    empty = [s for s in SECTIONS if s not in secs or not secs[s].strip()]
+    if empty:  # sections the answer left out are filled from the offline summary
+        fallback = parse_sections(offline.summarize(facts, counter, req.budget, req.focus))
+        for s in empty:
+            secs[s] = fallback.get(s, "None")
+    if facts.last_request:  # verbatim when the plan moved the ask into the summary (--last-ask summary)
+        verbatim = getattr(facts, "last_request_verbatim", False)
+        secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
+    _put_back(secs, wanted)
+    _with_index(secs, facts.names, counter, req.budget)
+    return trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
+
+
+def within(summary: str, counter: Counter, budget: int) -> str:
+    """A summary so far at most `budget` tokens: trimmed as a final one is (sections kept, oldest lines first out)."""
+    if counter.text(summary) <= budget:
+        return summary
+    secs = parse_sections(summary)
+    return trim(secs, counter, budget) if secs else summary[: budget * 2]
+
+
+def _retention(answer: str, wanted: dict[str, list[str]]) -> float | None:
+    """The share of the key facts that the model's answer kept (None when there are none)."""
+    low = _norm(answer)
+    total = sum(len(v) for v in wanted.values())
+    kept = sum(1 for v in wanted.values() for f in v if _norm(f) in low)
+    return kept / total if total else None
+
+
+def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
+    """Append the key facts a section is missing to it, as bullets (Active Task is set verbatim instead)."""
+    for section, items in wanted.items():
+        if section == "Active Task":
+            continue
+        missing = [f for f in items if _norm(f) not in _norm(secs.get(section, ""))]
+        if missing:
+            body = secs.get(section, "")
+            body = "" if body.strip() == "None" else body
+            secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
+
+
+# The identifier index takes the room the answer leaves when it is at least this many tokens (a few names).
+MIN_INDEX_ROOM = 24
+
+
+def _with_index(secs: dict[str, str], names: list[str], counter: Counter, budget: int) -> None:
+    """The offline summary's identifier index, in the room the model's answer leaves under the budget: the names of
+    the replaced turns (most used first) that the summary does not show, as "- names: ..." lines at the end of
+    Critical Context. A model's prose keeps few of them; they are what a continuation reuses most. A name that
+    redaction would change is left out (it may be part of a secret)."""
+    from . import offline
+
+    text = render(secs)
+    room = budget - counter.text(text) - 2  # the line break before the index and the one it may add
+    if room < MIN_INDEX_ROOM or not names:
+        return
+    shown = [n for n in names if not offline.shown(n, text) and redact(n) == n]
+    k = offline._index_fit(shown, counter, room)
+    if not k:
+        return
+    lines = [
+        offline.INDEX_LINE + offline.NAMES_SEP.join(shown[a : min(a + offline.NAMES_PER_LINE, k)])
+        for a in range(0, k, offline.NAMES_PER_LINE)
+    ]
+    body = secs.get("Critical Context", "").strip()
+    secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
+
+
+def trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = False) -> str:
+    """The rendered summary within `budget`: the longest section loses its oldest lines first, never the
+    anchors (Active Task, Constraints), and says how many it lost (`(+N earlier lines omitted to fit the
+    budget)`, as the offline summary does). Linear: each line is counted once, and a few rounds correct for
+    the tokens that joining lines and the notes add or save."""
+    text = render(secs)
+    total = counter.text(text)
+    lines = {s: secs.get(s, "").split("\n") for s in SECTIONS if s not in ("Active Task", "Constraints & Preferences")}
+    start = dict.fromkeys(lines, 0)
+    size = {s: len(secs.get(s, "")) for s in lines}
+    for _ in range(8):
+        if total <= budget:
+            break
+        over = total - budget
+        heap = [(-size[s], s) for s in lines if len(lines[s]) - start[s] > 1]
+        heapq.heapify(heap)
+        freed = 0
+        while heap and freed < over:
+            _, s = heapq.heappop(heap)
+            line = lines[s][start[s]]
+            start[s] += 1
+            freed += counter.text(line) + 1
+            size[s] -= len(line) + 1
+            if len(lines[s]) - start[s] > 1:
+                heapq.heappush(heap, (-size[s], s))
+        if not freed:
+            break
+        for s, k in start.items():
+            if k:
+                secs[s] = f"{OMITTED.format(k)}\n" + "\n".join(lines[s][k:])
+        text = render(secs)
+        total = counter.text(text)
+    return _cut_to_fit(secs, counter, budget, text, total, keep_ask)
+
+
+OMITTED = "(+{} earlier lines omitted to fit the budget)"
+
+
+def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, total: int, keep_ask: bool) -> str:
+    """What dropping whole lines could not fit (one long line per section): in a small budget only the sections
+    with content are shown (as the offline summary does); the largest section is cut at a token boundary; the
+    Active Task last, and never when it is the ask the plan moved into the summary (`keep_ask`: the caller then
+    refuses a summary over its budget)."""
+    from . import offline
+
+    if total <= budget:
+        return text
+    terse = counter.text(render({})) > budget * offline.HEADINGS_SHARE
+    for _ in range(len(SECTIONS) + 1):
+        text = render(secs, terse=terse)
+        total = counter.text(text)
+        if total <= budget:
+            return text
+        sizes = {s: counter.text(secs.get(s, "")) for s in SECTIONS if s != "Active Task" and secs.get(s, "").strip() not in ("", "None")}
+        if not sizes:
+            break
+        s = max(sizes, key=lambda k: sizes[k])
+        keep = sizes[s] - (total - budget) - 4
+        secs[s] = offline._cap(secs[s], counter, keep) if keep > 8 else "None"
+    text = render(secs, terse=True)
+    if counter.text(text) <= budget or keep_ask:
+        return text
+    ask = secs.get("Active Task", "")
+    keep = counter.text(ask) - (counter.text(text) - budget) - 4
+    secs["Active Task"] = offline._cap(ask, counter, keep) if keep > 8 else ""
+    text = render(secs, terse=True)
+    return text if counter.text(text) <= budget else ""

@@ -92,7 +92,12 @@ def says_something(said: list[str]) -> bool:
     """One of the sentences says something beyond what the agent does next: not "Let me ..." or a line that
     introduces the call after it ("Now the tests:"), nor a word of assent."""
     said = [_TAG.sub("", _ELEMENT.sub("", s)).strip() for s in said] if any("<" in s for s in said) else said
-    return any(len(s) >= FINDING_CHARS and not (s.endswith(":") or _GOING_TO.match(s)) for s in said)
+    return any(len(s) >= FINDING_CHARS and not _narration(s) for s in said)
+
+
+def _narration(s: str) -> bool:
+    """The agent saying what it does next ("Let me trace the code.", "Now the tests:"), not what it found."""
+    return s.endswith(":") or _GOING_TO.match(s) is not None
 
 
 def identifiers_in(text: str) -> list[str]:
@@ -379,7 +384,7 @@ class _Extractor:
             f.last_finding = self.finding
         f.last_assistant = text
         # The answer is the first sentence that is not the agent saying what it does next ("Let me trace the code:").
-        answer = next((s for s in said if len(s) > 3 and not (s.endswith(":") or _GOING_TO.match(s))), None)  # not "1."
+        answer = next((s for s in said if len(s) > 3 and not _narration(s)), None)  # not "1."
         for q, (question, ans) in enumerate(f.questions):
             if ans is None and answer is not None:
                 f.questions[q] = (question, cut(answer, 300))

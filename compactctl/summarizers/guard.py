@@ -100,14 +100,11 @@ def _with_index(secs: dict[str, str], names: list[str], counter: Counter, budget
     room = budget - counter.text(text) - 2  # the line break before the index and the one it may add
     if room < MIN_INDEX_ROOM or not names:
         return
-    shown = [n for n in names if not offline.shown(n, text) and redact(n) == n]
-    k = offline._index_fit(shown, counter, room)
+    missing = [n for n in names if not offline.shown(n, text) and redact(n) == n]
+    k = offline._index_fit(missing, counter, room)
     if not k:
         return
-    lines = [
-        offline.INDEX_LINE + offline.NAMES_SEP.join(shown[a : min(a + offline.NAMES_PER_LINE, k)])
-        for a in range(0, k, offline.NAMES_PER_LINE)
-    ]
+    lines = [it.text for it in offline._index_items(missing[:k], 0)]  # the offline index's lines
     body = secs.get("Critical Context", "").strip()
     secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
 

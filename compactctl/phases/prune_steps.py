@@ -61,8 +61,9 @@ class _Later:
     """What the messages after the one being looked at did: output texts seen, calls made, files touched.
 
     `failed(call)`: whether a call failed. A later call that failed touched no file (a read of a file that is not
-    there, an edit whose text was not found: an earlier read of it is still the latest view), and a later read of
-    part of a file (offset, limit) leaves an earlier read's other lines current."""
+    there, a write refused: an earlier read of it is still the latest view), a later read of part of a file (offset,
+    limit) leaves an earlier read's other lines current, and so does a later edit (it changes a few of them: the names
+    around it are what the agent edits next)."""
 
     def __init__(self, failed: Callable[[ToolCall], bool]) -> None:
         self.texts: set[str] = set()  # the texts themselves: a str caches its hash, no digest to compute
@@ -78,7 +79,7 @@ class _Later:
             self.calls.add((c.name, c.arguments))
             if any(a == "read" for a, _ in touched) and any(k in tools.parse_args(c) for k in RANGE_KEYS):
                 touched = [(a, p) for a, p in touched if a != "read"]
-            self.files.update(p for _, p in touched)
+            self.files.update(p for a, p in touched if a != "edit")  # (an edit changes part of a file: the rest of a read stays current)
 
     def supersedes(self, call: ToolCall | None) -> str | None:
         """How a later call supersedes this one: it reads or writes a file this one read (SUPERSEDED), or it repeats

@@ -858,6 +858,28 @@ def test_index_skips_names_the_kept_turns_or_the_summary_show():
     assert index and "src/mod0.py" not in index[0] and "handler_0" in index[0]
 
 
+def test_index_lists_quoted_phrases_after_the_names():
+    """A label, a message, a placeholder the replaced code quotes ("Guest User") is what the code the agent writes next
+    quotes again: the index lists such phrases after every name (pooled 91.3 -> 91.7% of needed-later facts, held-out
+    89.0 -> 89.3%), never one the kept turns show or one redaction would change."""
+    rows = session(2)
+    rows[3] = res("r0", 'const name = user?.name || "Guest User";\nlogin("admin", "password=hunter2hunter2 now")\n')
+    rows[5] = res("r1", 'placeholder="Search projects..."\nconst x = "the kept phrase";\n')
+    rows += [{"role": "assistant", "content": 'Next: keep "the kept phrase" as it is.'}]
+    f = extract(T(rows).messages, 2, 6)
+    phrases = [n for n in f.names if n.startswith('"')]
+    assert set(phrases) == {'"Guest User"', '"Search projects..."'}
+    assert f.names.index('"Guest User"') > max(f.names.index(n) for n in f.names if not n.startswith('"'))
+    text = offline.summarize(f, COUNTER, 2000)
+    index = " ".join(ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE))
+    assert '"Guest User"' in index and '"Search projects..."' in index and "hunter2" not in text
+
+
+def test_the_room_left_takes_index_phrases_whole():
+    line = offline.INDEX_LINE + 'handler_0 "Guest User" src/a.py "Search projects..."'
+    assert offline.index_line_names(line) == ["handler_0", '"Guest User"', "src/a.py", '"Search projects..."']
+
+
 def test_an_earlier_summary_in_the_head_leaves_its_room_to_the_new_one():
     from compactctl.phases.assemble import summary_text
     from compactctl.phases.plan import Budget, plan

@@ -409,6 +409,14 @@ def _index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> l
     ]
 
 
+_INDEX_NAME = re.compile(r'"[^"]*"|[^ ]+')  # a name, or a quoted phrase (it holds spaces; never a double quote)
+
+
+def index_line_names(line: str) -> list[str]:
+    """The names an index line lists (its quoted phrases whole)."""
+    return _INDEX_NAME.findall(line[len(INDEX_LINE) :])
+
+
 def _index_fit(names: list[str], counter: Counter, room: int) -> int:
     """How many of the ranked names the index lines (NAMES_PER_LINE each) show in `room` tokens: whole lines
     while they fit, then as much of the next line as fits."""
@@ -509,7 +517,7 @@ def _top_up(ch: _Choice, budget: int) -> None:
     if k is None:
         return
     it = ch.items[k]
-    names = it.text[len(INDEX_LINE) :].split(NAMES_SEP)
+    names = index_line_names(it.text)
     heading = ch.heading[it.section] if ch.terse and it.section not in ch.sections else 0
     left = budget - ch.counter.text(_render(ch.items, set(ch.chosen), ch.terse)) - heading  # exact: the "(+N more)" notes too
     fit = _index_fit(names, ch.counter, left)

@@ -137,11 +137,21 @@ def count_names(texts) -> Counter:
 _LITERAL = re.compile(r'"([^"\n\\,]{6,60})"|\'(?<![\w\']\')([^\'\n\\,]{6,60})\'(?![\w\'])')
 
 
+_CLOSING, _OPENING = ")]},", "([{,"
+
+
 def literals_in(text: str) -> list[str]:
     """The quoted phrases of `text` (with a space, a letter, no padding), quoted, in order, each once."""
     out: dict[str, None] = {}
-    for mo in _LITERAL.finditer(text):
+    pos = 0
+    while (mo := _LITERAL.search(text, pos)) is not None:
+        pos = mo.end()
         q = mo.group(1) or mo.group(2)
+        if q[0] in _CLOSING or q[-1] in _OPENING:
+            # The text between two quoted strings (`f("a, b") to ("c d")`: a string with a comma is no phrase): its
+            # closing quote opens the next phrase.
+            pos = mo.end() - 1
+            continue
         # Listed between double quotes among the names of a digest: a phrase holding one would not read as one.
         if " " in q and q.strip() == q and '"' not in q and any(c.isalpha() for c in q):
             out['"' + q + '"'] = None

@@ -875,6 +875,14 @@ def test_index_lists_quoted_phrases_after_the_names():
     assert '"Guest User"' in index and '"Search projects..."' in index and "hunter2" not in text
 
 
+def test_the_text_between_two_quoted_strings_is_no_phrase():
+    from compactctl.names import literals_in
+
+    # ("session, window" holds a comma, so is no phrase: its closing quote then opened one up to the next string)
+    code = 'convert("session, window") to tmux format ("pane title"), then "Recent commits: $(git log -3)"'
+    assert literals_in(code) == ['"pane title"', '"Recent commits: $(git log -3)"']
+
+
 def test_the_room_left_takes_index_phrases_whole():
     line = offline.INDEX_LINE + 'handler_0 "Guest User" src/a.py "Search projects..."'
     assert offline.index_line_names(line) == ["handler_0", '"Guest User"', "src/a.py", '"Search projects..."']

@@ -11,7 +11,7 @@ from . import outline
 from .lean import dataclass
 from .model import Message, ToolCall
 from .redact import cut, redact
-from .tools import Outcome, command_of, files_of, first_str, kind_of, outcome, parse_args
+from .tools import Outcome, command_of, files_of, first_str, kind_of, outcome, parse_args, tally
 
 
 def _short(s: str, n: int = 80) -> str:
@@ -55,14 +55,16 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
 
 def _describe_shell(s: _Seen) -> str:
     cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
+    counted = tally(s.out.text)
+    counted = f"; {_short(counted, 120)}" if counted else ""  # a test run's tally: what a report of it says again
     if s.out.exit_code is not None:
         status = f"exit {s.out.exit_code}"
         if s.out.exit_code != 0 and s.out.error_lines:
             status += f": {_short(s.out.error_lines[0], 120)}"
-        return f"{s.tag} ran {cmd} -> {status}, {s.size}"
+        return f"{s.tag} ran {cmd} -> {status}, {s.size}{counted}"
     if s.result is None:
         return f"{s.tag} ran {cmd}{s.err}"
-    return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {s.size}"
+    return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {s.size}{counted}"
 
 
 def _describe_file(s: _Seen) -> str | None:

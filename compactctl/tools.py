@@ -380,6 +380,25 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
     )
 
 
+# A test run's tally: a line that counts tests, passes, failures ("297 tests, 0 failures", "12 passed, 1 skipped in 0.5s",
+# "Tests: 5 passed, 5 total", "test result: ok. 5 passed; 0 failed"), looked for in the last TALLY_TAIL characters.
+_TALLY = re.compile(
+    r"\b\d+ (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b", re.I
+)
+TALLY_TAIL = 2000
+TALLY_LINE = 160  # a longer line is code or a log record, not a tally
+
+
+def tally(text: str) -> str | None:
+    """The last line of an output that counts a test run's results, without the rules around it ("===== 12 passed in
+    0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again."""
+    for ln in reversed(text[-TALLY_TAIL:].split("\n")):
+        ln = ln.strip().strip("=-*# ").strip()
+        if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
+            return ln
+    return None
+
+
 # A failed output this short with no error line is its own message: its last line says what failed.
 SHORT_FAILURE = 400
 

@@ -2146,3 +2146,24 @@ def test_with_no_text_from_the_agent_the_active_state_is_its_latest_reasoning():
     assert secs["Active State"] == "(the agent's latest reasoning) Searching for cursor_usage table definitions"
     rows.append({"role": "assistant", "content": "The usage lives in cursor_usage."})
     assert parse_sections(offline.summarize(extract(T(rows).messages), COUNTER, 2000))["Active State"] == "The usage lives in cursor_usage."
+
+
+@pytest.mark.parametrize(
+    "output, said",
+    [
+        ("collected 13 items\n\ntests/test_x.py ....\n===== 12 passed, 1 skipped in 0.51s =====\n", "12 passed, 1 skipped in 0.51s"),
+        (
+            "Compiling 2 files (.ex)\nFinished in 0.4 seconds\n14 doctests, 297 tests, 0 failures\n\nRandomized with seed 1\n",
+            "14 doctests, 297 tests, 0 failures",
+        ),
+        ("PASS src/a.test.ts\nTests:       5 passed, 5 total\nTime:        1.2 s\n", "Tests: 5 passed, 5 total"),
+        ("Compiling 2 files (.ex)\nGenerated app\n", None),
+    ],
+)
+def test_a_test_runs_tally_is_on_its_line(output, said):
+    """A test run's line says its tally ("297 tests, 0 failures"): what a report of the run, a commit message or the
+    next run's comparison says again ("309 tests (was 297)"); an output that counts nothing adds nothing."""
+    rows = [{"role": "user", "content": "run the tests"}, call("t", "Bash", {"command": "mix test"}), res("t", output)]
+    t = T(rows)
+    line = describe(t.messages[1].tool_calls[0], t.messages[2])
+    assert line.endswith(f"; {said}") if said else ";" not in line

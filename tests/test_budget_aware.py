@@ -1075,7 +1075,7 @@ def test_a_slash_command_with_arguments_is_the_persons_ask():
 def test_harness_tags_are_no_names_and_a_bare_command_no_note():
     """A short session's summary read "harness note: /clear clear", an empty "harness note:" (a blank
     local-command-stdout) and the names "command-name command-args command-message local-command-stdout"."""
-    from compactctl.summarizers.facts import rank_names
+    from compactctl.summarizers.vocabulary import rank_names
 
     rows = [
         {"role": "user", "content": "add the initials to NavUser"},
@@ -1721,7 +1721,7 @@ def test_a_name_a_file_read_defines_ranks_above_one_it_only_uses():
     """A subagent read tmux.ex (`def capture_pane`, `def launch_review_session`) and then data_case.ex; its report
     named the functions tmux.ex defines, but the index ranked the later file's `Ecto.Query` first and left them out.
     A name an output defines (a numbered read's definitions, or its digest's outline) counts one use more."""
-    from compactctl.summarizers.facts import rank_names
+    from compactctl.summarizers.vocabulary import rank_names
 
     tmux = "\n".join(
         f"{k:>6}→{line}"
@@ -1838,7 +1838,7 @@ def test_a_short_failed_output_with_no_error_line_is_its_own_message():
 def test_a_path_into_build_output_ranks_below_the_sources():
     """A long session's index listed `_build/dev/lib/spotter/ebin/Elixir.SpotterWeb.UserSocket.beam` and four more
     compiled files from one `find _build` among the names the work used; what a build or installer made counts half."""
-    from compactctl.summarizers.facts import rank_names
+    from compactctl.summarizers.vocabulary import rank_names
 
     rows = [
         {"role": "user", "content": "why is the socket module stale?"},

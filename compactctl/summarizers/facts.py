@@ -8,19 +8,19 @@ and assistant text, tool-call arguments, error lines), not from every byte of to
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import field
 
-from .. import outline, refs, tools
+from .. import refs, tools
 from ..describe import describe
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
-from ..model import Message, ToolCall, is_demonstration, is_output, is_summary
+from ..model import Message, ToolCall, is_output, is_summary
 from ..names import is_task_document, literals_in, names_in
 from ..pairs import match
 from ..redact import cut, redact
 from .constraints import constraint_sentences, sentences
+from .vocabulary import index_names
 
 DECISION = re.compile(
     r"\b(?:I'll|I will|I'm going to|let's|we'll|decided|decision|instead(?: of)?|chose|choosing|going with|"
@@ -163,66 +163,6 @@ def _text_plan(text: str) -> list[str]:
     """A plan written as text: its first PLAN_LINES non-blank lines, verbatim (each cut to 300 characters)."""
     lines = [cut(ln.rstrip(), 300) for ln in text.split("\n") if ln.strip()]
     return lines[:PLAN_LINES] + ([f"(+{len(lines) - PLAN_LINES} more lines)"] if len(lines) > PLAN_LINES else [])
-
-
-def rank_names(messages: list[Message]) -> list[str]:
-    """Names in the messages (text, arguments, outputs), by how many messages use them, the most recent
-    use breaking ties, so a few hundred tokens keep the vocabulary of the work."""
-    score: dict[str, float] = {}
-    for w, m, text in _weighed(messages):
-        defined = _defined(text) if is_output(m) else frozenset()
-        for name in names_in(text):
-            score[name] = score.get(name, 0.0) + w + (DEFINED_BONUS if name in defined else 0.0)
-    for name in score:
-        if _GENERATED.search(name):
-            score[name] *= GENERATED_FACTOR
-    # A long name costs more of the index than a short one: rank by use per (rough) token.
-    return sorted(score, key=lambda x: -score[x] / (1 + len(x) / 4) ** 0.5)
-
-
-def rank_literals(messages: list[Message]) -> list[str]:
-    """The quoted phrases of the messages (a label, a message, a test's name: `names.literals_in`), by how many
-    messages use them, the most recent use breaking ties; never one redaction would change. After the names, they
-    are what the index shows when its room holds every name ("Guest User", "Search projects...": what code the
-    agent writes next quotes again)."""
-    score: dict[str, float] = {}
-    for w, _, text in _weighed(messages):
-        if '"' in text or "'" in text:
-            for q in literals_in(text):
-                score[q] = score.get(q, 0.0) + w
-    return sorted((q for q in score if redact(q) == q), key=lambda q: -score[q])
-
-
-def _weighed(messages: list[Message]) -> Iterator[tuple[float, Message, str]]:
-    """Each message's weight (1, plus up to 1 the more recent it is), the message and its text with its calls'
-    arguments, references and the harness's markup left out; another task's demonstration is not the vocabulary of
-    this work and is left out."""
-    n = max(len(messages), 1)
-    for k, m in enumerate(messages):
-        if is_demonstration(m):
-            continue
-        text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
-        if m.role == "user" and "<" in text:
-            text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
-        yield 1.0 + k / n, m, refs.without(text)
-
-
-# A path into what a build or an installer made (`_build/dev/lib/app/ebin/Elixir.App.beam`, `node_modules/x`): a
-# listing of it names many, and the work goes on in the sources. Such a name ranks at this share of its uses.
-_GENERATED = re.compile(r"(?:^|/)(?:_build|node_modules|__pycache__|\.git|dist|target|\.next|\.venv|site-packages)/")
-GENERATED_FACTOR = 0.5
-
-
-# What a name defined in an output (a file read's function, class, module: its outline) adds to its rank: the
-# file's own vocabulary, which a report on the file names, over what the file only uses.
-DEFINED_BONUS = 1.0
-
-
-def _defined(text: str) -> frozenset[str]:
-    """The names an output defines: its prune digest's outline line, or the definitions of a numbered file read."""
-    if OUTLINE_LINE in text:
-        return frozenset(w for ln in text.split("\n") if ln.startswith(OUTLINE_LINE) for w in ln[len(OUTLINE_LINE) :].split())
-    return frozenset(d.name for d in outline.definitions(text)) if "\n" in text else frozenset()
 
 
 def document_names(result: Message | None) -> list[str]:
@@ -463,22 +403,6 @@ class _Extractor:
         self.decisions(sentences(thought))
         self.idents(thought)
         return True
-
-
-def index_names(messages: list[Message], start: int, end: int, prior: int | None = None) -> list[str]:
-    """The names of what the summary replaces (messages[start:end] and an earlier summary at `prior`, whose
-    names count as the oldest), ranked, then its quoted phrases (rank_literals), minus those the kept turns (head and
-    tail) show: they stay in context."""
-    replaced = [messages[prior]] if prior is not None and not start <= prior < end else []
-    kept = [
-        m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
-        for m in messages[:start] + messages[end:]
-        if not replaced or m is not replaced[0]
-    ]
-    shown = {n for text in kept for n in names_in(text)}
-    span = replaced + messages[start:end]
-    literals = [q for q in rank_literals(span) if not any(q[1:-1] in text for text in kept)]
-    return [n for n in rank_names(span) if n not in shown] + literals
 
 
 def extract(

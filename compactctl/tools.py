@@ -386,13 +386,18 @@ _TALLY = re.compile(
     r"\b\d+ (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b", re.I
 )
 TALLY_TAIL = 2000
+_TALLY_WORDS = ("test", "pass", "fail", "error", "skip", "pending", "total", "example", "spec")  # one is in every tally
 TALLY_LINE = 160  # a longer line is code or a log record, not a tally
 
 
 def tally(text: str) -> str | None:
     """The last line of an output that counts a test run's results, without the rules around it ("===== 12 passed in
     0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again."""
-    for ln in reversed(text[-TALLY_TAIL:].split("\n")):
+    tail = text[-TALLY_TAIL:]
+    low = tail.lower()
+    if not any(w in low for w in _TALLY_WORDS) or not _TALLY.search(tail):  # (most outputs: a few substring scans)
+        return None
+    for ln in reversed(tail.split("\n")):
         ln = ln.strip().strip("=-*# ").strip()
         if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
             return ln

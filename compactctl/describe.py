@@ -55,8 +55,8 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
 
 def _describe_shell(s: _Seen) -> str:
     cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
-    counted = tally(s.out.text)
-    counted = f"; {_short(counted, 120)}" if counted else ""  # a test run's tally: what a report of it says again
+    tallied = tally(s.out.text)
+    counted = f"; {_short(tallied, 120)}" if tallied else ""  # a test run's tally: what a report of it says again
     if s.out.exit_code is not None:
         status = f"exit {s.out.exit_code}"
         if s.out.exit_code != 0 and s.out.error_lines:

@@ -19,11 +19,7 @@ def index_names(messages: list[Message], start: int, end: int, prior: int | None
     names count as the oldest), ranked, then its quoted phrases (rank_literals), minus those the kept turns (head and
     tail) show: they stay in context."""
     replaced = [messages[prior]] if prior is not None and not start <= prior < end else []
-    kept = [
-        m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
-        for m in messages[:start] + messages[end:]
-        if not replaced or m is not replaced[0]
-    ]
+    kept = [_with_arguments(m) for m in messages[:start] + messages[end:] if not replaced or m is not replaced[0]]
     shown = {n for text in kept for n in names_in(text)}
     span = replaced + messages[start:end]
     literals = [q for q in rank_literals(span) if not any(q[1:-1] in text for text in kept)]
@@ -66,10 +62,15 @@ def _weighed(messages: list[Message]) -> Iterator[tuple[float, Message, str]]:
     for k, m in enumerate(messages):
         if is_demonstration(m):
             continue
-        text = m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
+        text = _with_arguments(m)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
         yield 1.0 + k / n, m, refs.without(text)
+
+
+def _with_arguments(m: Message) -> str:
+    """A message's text and its calls' arguments (the code the agent wrote is its vocabulary too)."""
+    return m.text() + "\n" + "\n".join(tools.argument_text(c) for c in m.tool_calls)
 
 
 # A path into what a build or an installer made (`_build/dev/lib/app/ebin/Elixir.App.beam`, `node_modules/x`): a

@@ -197,6 +197,15 @@ def defined_in(code: str) -> list[str]:
     return list(out)
 
 
+# A binding at any depth of what an agent writes (a patch's `+  const showLoading = ...` too): a later edit names it again.
+_BOUND = re.compile(r"^[+ ]?[ \t]*(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*(?::[^=\n]*)?=", re.M)
+
+
+def bound_in(code: str) -> list[str]:
+    """The names `code` binds with `const`/`let`/`var` at any depth (inside functions too), in order, each once."""
+    return list(dict.fromkeys(m.group("name") for m in _BOUND.finditer(code)))
+
+
 def _name_at(pairs: list[tuple[int, str]], k: int, at: int, definition: re.Pattern[str]) -> str | None:
     """The name line pairs[k] (indented `at`) defines, or None."""
     line = pairs[k][1]

@@ -1940,6 +1940,23 @@ def test_a_cut_argument_keeps_what_its_code_defines_first():
     assert names[:2] == ["EmptyState", "showNoSelection"]
 
 
+def test_a_cut_argument_keeps_the_bindings_its_code_makes_inside_functions():
+    """The same patch, as written: `const showLoading = ...` and `const showNoSelection = ...` sit inside the
+    component's body, so defined_in (top-level definitions) does not name them; the names ranked by use pushed them
+    past the cut argument's 64, and the next apply_patch on the file wrote them again."""
+    from compactctl.outline import bound_in
+
+    used = " ".join(f"text-xs mb-2 mt-1 item{k}" for k in range(40))
+    patch = "*** Begin Patch\n*** Update File: a.tsx\n@@\n" + "".join(f'+  <div className="{used}" />\n' for _ in range(3))
+    patch += "+export function TeamSheet({ teamId }) {\n+  const showNoSelection = !teamId;\n+  let showLoading: boolean = busy;\n"
+    patch += "   const unchangedRow = 1;\n+  return null;\n+}\n*** End Patch"
+    assert bound_in(patch) == ["showNoSelection", "showLoading", "unchangedRow"]
+    weight = Counter({f"item{k}": 5 for k in range(40)} | {"text-xs": 9, "mb-2": 9, "mt-1": 9})
+    cut_args = truncate_arguments(orjson.dumps({"input": patch}).decode(), 100, weight, names=8)
+    names = orjson.loads(cut_args)["input"].split(" names: ")[1].split(" ")
+    assert names[:4] == ["TeamSheet", "showNoSelection", "showLoading", "unchangedRow"]
+
+
 def test_the_persons_message_is_never_said_to_be_the_harnesss():
     """ask_words said "no message is the person's" of any user message with no words of its own: an image the person
     pasted alone is theirs (no text to carry), and only an injected message reads as the harness's."""

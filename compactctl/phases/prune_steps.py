@@ -381,14 +381,19 @@ ARG_LITERALS_KEPT = 8  # quoted phrases a cut argument keeps after its names
 
 
 def _written_names(code: str, weight, exclude: str, limit: int) -> list[str]:
-    """The names a cut argument keeps of its cut part: what that code defines first (`function EmptyState`, `const
-    showNoSelection =`: what a later diff, test or report names), then the others most used first."""
+    """The names a cut argument keeps of its cut part: what that code defines first (`function EmptyState`, a top-level
+    `const showNoSelection =`: what a later diff, test or report names), then what it binds inside its functions
+    (`const showLoading =` in a component's body: what the next edit of the file names), then the others most used first."""
     if limit <= 0:
         return []
     candidates = candidate_names(code, weight)
-    defined = set(outline.defined_in(code)) if "\n" in code else set()
-    if defined:
-        candidates = [n for n in candidates if n in defined] + [n for n in candidates if n not in defined]
+    if "\n" in code:
+        defined, bound = set(outline.defined_in(code)), set(outline.bound_in(code))
+        candidates = (
+            [n for n in candidates if n in defined]
+            + [n for n in candidates if n in bound and n not in defined]
+            + [n for n in candidates if n not in defined and n not in bound]
+        )
     return pick_safe(candidates, exclude, limit)
 
 

@@ -2184,3 +2184,40 @@ def test_a_test_runs_tally_is_on_its_line(output, said):
     t = T(rows)
     line = describe(t.messages[1].tool_calls[0], t.messages[2])
     assert line.endswith(f"; {said}") if said else ";" not in line
+
+
+@pytest.mark.parametrize(
+    "name, args, output, said",
+    [
+        (  # Codex's rg -n: two of the three files, then how many more
+            "shell",
+            {"command": ["zsh", "-lc", 'rg "getDateRange" -g"*.ts" -n']},
+            "apps/ai/getCursorLeaderboard.ts:5:import { getDateRange }\napps/ai/getCursorLeaderboard.ts:69:  getDateRange(\n"
+            "apps/dashboard/getTeamDashboardMetrics.ts:111:  await getDateRangeBasedMetrics(\npackages/utils/src/getDateRange.ts:31:export\n"
+            "packages/utils/src/index.ts:4:export * from './getDateRange';\n",
+            "; in apps/ai/getCursorLeaderboard.ts apps/dashboard/getTeamDashboardMetrics.ts packages/utils/src/getDateRange.ts"
+            " (+1 more file)",
+        ),
+        (
+            "Bash",
+            {"command": "cd lib && grep -rn -C1 handle_info ."},
+            "./a/b.ex-11-  end\n./a/b.ex:12:  def handle_info(m, s)\n",
+            "; in a/b.ex",
+        ),
+        ("Grep", {"pattern": "conn_case"}, "Found 2 files\n/p/test/support/conn_case.ex\n/p/test/test_helper.exs\n", "; in"),
+        ("Bash", {"command": "grep -rn conn_case test/"}, "", None),  # nothing matched: nothing to name
+        ("Bash", {"command": "cat mix.exs"}, "lib/a.ex:3: a line that looks like a hit\n", None),  # not a search
+    ],
+)
+def test_a_searchs_line_names_the_files_it_matched(name, args, output, said):
+    """`rg "getDateRange" -n` was said as "exit 0, 8 lines": the files it matched (what the agent opens next, here
+    getTeamDashboardMetrics.ts, read 64 messages later) were gone with the output. The first three follow its line."""
+    rows = [{"role": "user", "content": "find it"}, call("g", name, args), res("g", output)]
+    t = T(rows)
+    line = describe(t.messages[1].tool_calls[0], t.messages[2])
+    if said is None:
+        assert "; in " not in line
+    elif said == "; in":
+        assert line.endswith("; in /p/test/support/conn_case.ex /p/test/test_helper.exs")
+    else:
+        assert line.endswith(said)

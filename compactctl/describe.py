@@ -11,7 +11,7 @@ from . import outline
 from .lean import dataclass
 from .model import Message, ToolCall
 from .redact import cut, redact
-from .tools import Outcome, command_of, files_of, first_str, is_search_command, kind_of, matched_in, outcome, parse_args, tally
+from .tools import Outcome, command_of, files_of, first_str, kind_of, outcome, parse_args, tally
 
 
 def _short(s: str, n: int = 80) -> str:
@@ -54,12 +54,9 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
 
 
 def _describe_shell(s: _Seen) -> str:
-    command = command_of(s.call)
-    cmd = f"`{_short(command or '?', 160)}`"
+    cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
     tallied = tally(s.out.text)
     counted = f"; {_short(tallied, 120)}" if tallied else ""  # a test run's tally: what a report of it says again
-    if is_search_command(command) and not s.err:
-        counted += matched_in(s.out.text)  # the files a search matched: what the agent opens next
     if s.out.exit_code is not None:
         status = f"exit {s.out.exit_code}"
         if s.out.exit_code != 0 and s.out.error_lines:
@@ -96,8 +93,7 @@ def _describe_search(s: _Seen) -> str:
     n = s.out.lines if s.out.text.strip() else 0
     if pat is None and scope is not None:  # a listing (ls, list_directory): no pattern, nothing matched
         return f"{s.tag} listed {scope} -> {n:,} lines{s.err}"
-    hits = matched_in(s.out.text) if not s.err and n else ""
-    return f"{s.tag} searched `{_short(pat or '?', 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{hits}{s.err}"
+    return f"{s.tag} searched `{_short(pat or '?', 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
 
 
 def _describe_fetch(s: _Seen) -> str:

@@ -404,36 +404,6 @@ def tally(text: str) -> str | None:
     return None
 
 
-# A search's output names the files it matched: "path:12:text" (grep -n, rg -n, git grep -n; "path-12-" for context)
-# or a path alone on its line (grep -l, rg -l, Claude Code's Grep). A path has a "/" or an extension.
-_HIT = re.compile(r"^(?:\./)?(?P<path>[^\s:]+)(?::\d+[:-]|$)", re.M)
-_PATHLIKE = re.compile(r"/|\.[A-Za-z]\w{0,7}$")
-_SEARCH_COMMAND = re.compile(r"^\s*(?:cd\s+[^&;|]+&&\s*)?(?:rg|grep|egrep|fgrep|ag|ack|git\s+grep)\s")
-SEARCH_FILES = 3  # files a search's line names: what the agent opens next is most often among the first
-HITS_SCANNED = 20_000  # characters of a search's output looked at
-
-
-def is_search_command(command: str | None) -> bool:
-    """Whether a shell command is a text search (rg, grep, ag, ack, git grep), a `cd DIR &&` before it or not."""
-    return command is not None and _SEARCH_COMMAND.match(command) is not None
-
-
-def searched_files(text: str, limit: int = SEARCH_FILES) -> tuple[list[str], int]:
-    """The first `limit` distinct files a search's output names, and how many distinct files it names in all."""
-    found = dict.fromkeys(m.group("path") for m in _HIT.finditer(text[:HITS_SCANNED]) if _PATHLIKE.search(m.group("path")))
-    files = list(found)
-    return files[:limit], len(files)
-
-
-def matched_in(text: str) -> str:
-    """ "; in a.py b.py c.py (+4 more files)" for a search's output that names files, else ""."""
-    files, n = searched_files(text)
-    if not files:
-        return ""
-    more = n - len(files)
-    return "; in " + " ".join(files) + (f" (+{more} more file{'s' if more > 1 else ''})" if more else "")
-
-
 # A failed output this short with no error line is its own message: its last line says what failed.
 SHORT_FAILURE = 400
 

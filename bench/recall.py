@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 sys.path.insert(0, str(ROOT))
 
-from compactctl import api, archive, refs  # noqa: E402
+from compactctl import api, archive, refs, search  # noqa: E402
 from compactctl.errors import CannotFit  # noqa: E402
 from compactctl.evaluate import found, haystack, probes, removed_indices  # noqa: E402
 from compactctl.recovery import recoverable  # noqa: E402
@@ -97,14 +97,14 @@ def main() -> None:
     sink.close(True)
     build_s = time.perf_counter() - t0
 
-    ix = archive.Index.open(str(db))
+    ix = search.Index.open(str(db))
     for tid, found_refs in outputs:
         for r in found_refs:
             try:
                 hits = ix.recall(r, tid)
                 if not hits or not all(refs.ref_of_body(h.message) == h.ref for h in hits):
                     unresolved.append((tid, r, "mismatch" if hits else "no hit"))
-            except archive.UnknownRef:
+            except search.UnknownRef:
                 unresolved.append((tid, r, "unknown"))
     # Recovery arm: the probes missing from each compacted context, one search each (top 5) in its transcript's part.
     for tid, facts in facts_by.items():

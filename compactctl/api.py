@@ -209,7 +209,7 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
         mine = _source_for(compacted_path, sources, end.get("outputs"))
     by_seq: dict[int, list[dict]] = {}
     for e in entries[:-1]:
-        if e.get("carried"):  # an earlier archive's originals, still referred to (archive.Carry): not this run's
+        if e.get("carried"):  # an earlier archive's originals, still referred to (carry.Carry): not this run's
             continue
         if mine is None or e.get("source") == mine:
             by_seq.setdefault(e["seq"], []).append(e)

@@ -207,8 +207,9 @@ def recovered(prefix: Transcript, facts: list, kept: list[bool], archived: list)
     in the archive of what it removed brings back an original that holds it."""
     import tempfile
 
-    from .archive import Index, SqliteSink
+    from .archive import SqliteSink
     from .recovery import recoverable
+    from .search import Index
 
     lost = [f.key for f, k in zip(facts, kept, strict=True) if not k]
     if not lost or not archived:

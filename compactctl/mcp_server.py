@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from .archive import Archives, Index, UnknownRef
 from .errors import CompactError
+from .search import Archives, Index, UnknownRef
 
 MAX_CHARS = 40_000  # what one recall returns at most (a summarized span can be megabytes)
 

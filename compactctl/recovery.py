@@ -7,9 +7,9 @@ escapes removed, whitespace folded).
 
 from __future__ import annotations
 
-from .archive import Index
 from .evaluate import haystack, norm
 from .model import Transcript
+from .search import Index
 
 TOP = 5
 

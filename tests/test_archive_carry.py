@@ -1,4 +1,4 @@
-"""An archive written over by a later run keeps the originals the new output still refers to (archive.Carry).
+"""An archive written over by a later run keeps the originals the new output still refers to (carry.Carry).
 
 Compacting an already compacted session keeps some of its references: the new summary's action lines and the
 digests it archives again hold `[ref ...]` marks whose originals only the earlier archive has. A hook that
@@ -13,7 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from compactctl.archive import Index, UnknownRef, records
+from compactctl.archive import records
+from compactctl.search import Index, UnknownRef
 
 from .conftest import SAMPLES, cli, tool_session, write_jsonl
 
@@ -192,10 +193,10 @@ def test_a_damaged_index_of_an_intact_archive_or_a_damaged_record_is_no_tracebac
 
 KILL_IN_LOOKUP = """
 import os, signal, sys
-from compactctl import archive
+from compactctl import search
 def killed(self, ref):
     os.kill(os.getpid(), signal.SIGKILL)  # while the earlier archive's temporary index is open
-archive.Index.originals = killed
+search.Index.originals = killed
 sys.argv = ["compactctl", *sys.argv[1:]]
 from compactctl.entry import main
 main()

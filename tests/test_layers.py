@@ -58,7 +58,9 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.pairs",
             "compactctl.refs",
             "compactctl.chat",  # a message as an OpenAI chat dict (the archive's and the openai format's shape)
-            "compactctl.archive",
+            "compactctl.archive",  # writing an archive (JSONL or SQLite/FTS5), reading its records, a JSONL's derived index
+            "compactctl.search",  # reading an archive by reference (recall) and by words (search), over archive
+            "compactctl.carry",  # what an archive written over still has to give, over archive and search
         ],
     ),
     ("summarizers", ["compactctl.summarizers", "compactctl.summarizers.*"]),

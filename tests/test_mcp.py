@@ -13,7 +13,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (make install 
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from compactctl import archive
+from compactctl import archive, search
 
 from .conftest import cli, tool_session, write_jsonl
 
@@ -91,7 +91,7 @@ def test_the_server_answers_for_what_a_later_run_archived(tmp_path):
     src = write_jsonl(tmp_path / "s.jsonl", rows)
     arch = tmp_path / "a.jsonl"
     cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(tmp_path / "c1.jsonl"), "--archive", str(arch))
-    ix = archive.Index.open(str(arch))
+    ix = search.Index.open(str(arch))
     assert ix.current() is ix  # nothing changed: the same index
     rows[3]["content"] = "Traceback: KeyError 'warp_core' in engine/core.py line 88\n" + "noise\n" * 600
     src2 = write_jsonl(tmp_path / "s2.jsonl", rows)
@@ -104,8 +104,8 @@ def test_the_server_answers_for_what_a_later_run_archived(tmp_path):
 def test_search_answers_and_snippets_are_capped(tmp_path):
     """Outputs that are each one 800 KB token made a 9.6 MB search answer: a snippet is SNIPPET_CHARS at most, and
     an answer MAX_CHARS."""
-    from compactctl.archive import SNIPPET_CHARS
     from compactctl.mcp_server import MAX_CHARS, search_text
+    from compactctl.search import SNIPPET_CHARS
 
     rows = tool_session(8, 3000)
     for i, r in enumerate(rows):
@@ -114,7 +114,7 @@ def test_search_answers_and_snippets_are_capped(tmp_path):
     src = write_jsonl(tmp_path / "s.jsonl", rows)
     arch = tmp_path / "a.jsonl"
     cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(tmp_path / "c.jsonl"), "--archive", str(arch))
-    with archive.Index.open(str(arch)) as ix:
+    with search.Index.open(str(arch)) as ix:
         hits = ix.search("MARKER", 50)
         assert hits and all(len(h.snippet) <= SNIPPET_CHARS + 2 for h in hits)
         assert len(search_text(ix, "MARKER", 50)) <= MAX_CHARS
@@ -147,7 +147,7 @@ def test_the_same_content_under_one_reference_is_recalled_once(tmp_path):
             copies.setdefault(x["ref"], []).append((x["message"].get("role"), x["message"].get("content")))
     shared = {ref: c for ref, c in copies.items() if len(c) > 1}
     assert shared  # the sample has them
-    with archive.Index.open(str(arch)) as ix:
+    with search.Index.open(str(arch)) as ix:
         for ref, c in shared.items():
             assert len(ix.recall(ref)) == len(set(map(str, c))), ref
 

@@ -8,7 +8,7 @@ import re
 import orjson
 import pytest
 
-from compactctl import api, archive, refs
+from compactctl import api, archive, refs, search
 from compactctl.errors import Exit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript
@@ -81,7 +81,7 @@ def test_every_reference_in_a_compacted_output_resolves(tmp_path):
     text = out.read_text()
     found = set(refs.REF_RE.findall(text))
     assert len(found) > 10
-    with archive.Index.open(str(a)) as ix:
+    with search.Index.open(str(a)) as ix:
         assert ix.path == str(tmp_path / "a.sqlite")  # built on first use next to the JSONL
         originals = {r["ref"]: r for r in archive.records(str(a)) if "ref" in r}
         for ref in found:
@@ -141,7 +141,7 @@ def test_search_ranks_and_snippets(tmp_path):
     hits = read_jsonl(r.stdout)
     assert hits[0]["ref"] == refs.ref_of(T(rows).messages[3]) and "flux_capacitor" in hits[0]["snippet"]
     assert cli("recall", "--search", "zzqqxx", "--archive", str(a)).stdout == b""
-    with archive.Index.open(str(a)) as ix:  # no hit with every word: any word
+    with search.Index.open(str(a)) as ix:  # no hit with every word: any word
         assert ix.search("flux_capacitor absentword")[0].ref == hits[0]["ref"]
         assert ix.search('"; DROP TABLE records; -- NEAR(') == []  # query text is never FTS syntax
 
@@ -160,7 +160,7 @@ def test_recoverable_finds_removed_facts(tmp_path):
     out, a = compacted(tmp_path, src=src, window="3000")
     [orig], [comp] = api.read([str(src)]), api.read([str(out)])
     facts = ["/etc/app/settings.toml", "port=8443", "Fix the bug in app.py", "never-said-anything-like-this"]
-    with archive.Index.open(str(a)) as ix:
+    with search.Index.open(str(a)) as ix:
         assert recoverable(facts, ix) == {"/etc/app/settings.toml", "port=8443"}  # the first ask stays in context, not archived
         rep = recovery(orig, comp, ix, facts)
     assert rep["in_context"] >= 1 and rep["lost"] == ["never-said-anything-like-this"]
@@ -174,7 +174,7 @@ def test_summary_items_cite_references_that_resolve(tmp_path):
     actions = summary.split("## Completed Actions", 1)[1].split("\n## ", 1)[0]
     cited = refs.REF_RE.findall(actions)
     assert len(cited) >= 5  # the actions point at their archived outputs
-    with archive.Index.open(str(a)) as ix:
+    with search.Index.open(str(a)) as ix:
         for r in cited:
             assert ix.recall(r)
 
@@ -245,7 +245,7 @@ def test_a_summary_of_pruned_messages_only_cites_no_reference_it_cannot_resolve(
         if "CONTEXT COMPACTION" not in text:
             continue
         checked += 1
-        with archive.Index.open(str(a)) as ix:
+        with search.Index.open(str(a)) as ix:
             for ref in set(refs.REF_RE.findall(text)):
                 assert ix.recall(ref), f"window {window}: [ref {ref}] does not resolve"
     assert checked > 3
@@ -274,7 +274,7 @@ def test_a_tool_output_is_found_by_the_file_or_command_of_its_call(tmp_path):
         if x.get("call", {}).get("name") == "read_file" and "net/client.py" in x["call"]["arguments"]
     }
     assert reads
-    with archive.Index.open(str(arch)) as ix:
+    with search.Index.open(str(arch)) as ix:
         found = {h.ref for h in ix.search("read_file net/client.py", 10)}
         assert reads & found
         assert all(h.text == h.message.get("content") for h in ix.recall(next(iter(reads))))  # recall: the output only
@@ -299,7 +299,7 @@ def test_several_archives_read_as_one(tmp_path):
     assert r.returncode == Exit.NOT_FOUND and b"no archived original has reference deadbeef" in r.stderr
     hits = read_jsonl(cli("recall", "--search", "flux_capacitor", *both, "--json").stdout)
     assert hits[0]["ref"] == ref_b
-    with archive.Archives.open([str(a), str(b)]) as ix:  # best first across both, the limit over all
+    with search.Archives.open([str(a), str(b)]) as ix:  # best first across both, the limit over all
         found = ix.search("retry_buffer flux_capacitor", limit=3)
         assert len(found) == 3 and [h.score for h in found] == sorted((h.score for h in found), reverse=True)
         assert ix.recall(f"[ref {ref_b}]")[0].text == rows[3]["content"]
@@ -307,17 +307,17 @@ def test_several_archives_read_as_one(tmp_path):
 
 def test_several_archives_give_a_carried_span_and_a_search_hit_once(tmp_path):
     """After a compaction over the same archive path, a later archive holds copies of the earlier one's records
-    (archive.Carry): read together, a span's members and a search's hits come once."""
+    (carry.Carry): read together, a span's members and a search's hits come once."""
     out1, a = compacted(tmp_path, window="8000")
     first = tmp_path / "first.jsonl"
     first.write_bytes(a.read_bytes())
     out2 = tmp_path / "c2.jsonl"
     r = cli("compact", str(out1), "--context-window", "3000", "-q", "-o", str(out2), "--archive", str(a))
     assert r.returncode == 0, r.stderr
-    with archive.Index.open(str(first)) as ix:
+    with search.Index.open(str(first)) as ix:
         span = next(r for r in refs.REF_RE.findall(out1.read_text()) if any(h.span for h in ix.recall(r)))
         members = [h.text for h in ix.recall(span)]
-    with archive.Archives.open([str(first), str(a), f"./{os.path.relpath(first)}"]) as both:
+    with search.Archives.open([str(first), str(a), f"./{os.path.relpath(first)}"]) as both:
         assert [h.text for h in both.recall(span)] == members
         found = both.search("retry backoff", limit=10)
         assert len({(h.ref, h.text) for h in found}) == len(found) == 10

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compactctl import api, archive, refs
+from compactctl import api, archive, refs, search
 from compactctl.errors import CannotFit
 
 from .test_corpus import COUNTER, EVERY, compacted, needs_corpus
@@ -49,7 +49,7 @@ def _check_references(results, db):
         for a in archived:
             sink.add({"seq": seq, **a.record()})
     sink.close(True)
-    with archive.Index.open(str(db)) as ix:
+    with search.Index.open(str(db)) as ix:
         for t, out, _ in results:
             originals = {m.index: m for m in t.messages}
             for ref in refs.REF_RE.findall(api.write(out).decode()):

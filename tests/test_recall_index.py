@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from compactctl import archive, refs
+from compactctl import archive, refs, search
 from compactctl.errors import Exit
 
 from .conftest import CORPUS, SAMPLES, cli, needs_corpus
@@ -44,7 +44,7 @@ def test_a_jsonl_index_leaves_another_runs_sqlite_archive_alone(tmp_path):
     assert r.returncode == 0 and r.stdout == SESSION_A.read_bytes(), r.stderr
     r = cli("restore", str(out_b), "--archive", str(tmp_path / "removed.jsonl"))
     assert r.returncode == 0 and r.stdout == SESSION_B.read_bytes(), r.stderr
-    with archive.Index.open(str(tmp_path / "removed.jsonl")) as ix:  # the index went to a name of its own
+    with search.Index.open(str(tmp_path / "removed.jsonl")) as ix:  # the index went to a name of its own
         assert ix.path == str(tmp_path / "removed.jsonl.index.sqlite")
         assert ix.recall(refs_b[0]) and not any(h.transcript == str(SESSION_A) for h in ix.search(first_word(tmp_path / "removed.jsonl")))
 
@@ -78,14 +78,14 @@ def test_when_both_names_are_taken_it_says_so_and_writes_nothing(tmp_path):
 
 def test_the_index_records_its_jsonl_and_is_reused_while_it_is_unchanged(tmp_path):
     compact(SAMPLES / "long_session.jsonl", tmp_path / "c.jsonl", tmp_path / "a.jsonl")
-    with archive.Index.open(str(tmp_path / "a.jsonl")) as ix:
+    with search.Index.open(str(tmp_path / "a.jsonl")) as ix:
         assert ix.path == str(tmp_path / "a.sqlite")
     db = sqlite3.connect(tmp_path / "a.sqlite")
     (name,) = db.execute("SELECT name FROM derived_from").fetchone()
     db.close()
     assert name == "a.jsonl"
     built = os.stat(tmp_path / "a.sqlite")
-    with archive.Index.open(str(tmp_path / "a.jsonl")):
+    with search.Index.open(str(tmp_path / "a.jsonl")):
         pass
     assert os.stat(tmp_path / "a.sqlite").st_ino == built.st_ino  # not rebuilt
 

@@ -72,6 +72,7 @@ def recall(
     import orjson
 
     from .. import archive as arc
+    from ..search import Archives
 
     if index:
         for a in archive:
@@ -86,7 +87,7 @@ def recall(
         raise UsageError("give a reference or --search TERMS (not both)")
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be at least 1")
-    with arc.Archives.open(archive) as ix:
+    with Archives.open(archive) as ix:
         if search is not None:
             hits = ix.search(search, limit, transcript)
             for h in hits:

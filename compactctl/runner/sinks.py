@@ -18,7 +18,7 @@ from ..jsonl import JsonlSink, Output, expand_inputs
 from .base import Done, IOOptions, RunStats, warn
 
 if TYPE_CHECKING:
-    from ..archive import Carry
+    from ..carry import Carry
 
 
 class _Sinks:
@@ -487,7 +487,7 @@ def _whole(s: Any) -> bool:
     return hasattr(s, "add_raw")
 
 
-# The archive module (and sqlite3) is imported by a run that writes one.
+# The archive modules (and sqlite3) are imported by a run that writes one.
 def _archive_sink(path: str) -> Any:
     from ..archive import sink
 
@@ -495,10 +495,10 @@ def _archive_sink(path: str) -> Any:
 
 
 def _carry(path: str | None) -> Carry | None:
-    """A Carry when the run writes its archive over an existing file (see archive.Carry), else None."""
+    """A Carry when the run writes its archive over an existing file (see carry.Carry), else None."""
     if not path or path == "-" or not os.path.isfile(path):
         return None
-    from ..archive import Carry
+    from ..carry import Carry
 
     return Carry(path)
 

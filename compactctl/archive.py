@@ -156,12 +156,12 @@ def build(jsonl_path: str, sqlite_path: str) -> int:
     `sqlite_path` must be absent or an index of this JSONL: anything else is left untouched (IOFailure)."""
     if _state(sqlite_path, jsonl_path) == "foreign":
         raise IOFailure(f"{sqlite_path}: not the index of {jsonl_path} (another run's archive, or another file): left untouched")
-    ident = _identity(jsonl_path)  # before reading: a JSONL that changes meanwhile is indexed again next time
+    ident = identity(jsonl_path)  # before reading: a JSONL that changes meanwhile is indexed again next time
     s = SqliteSink(sqlite_path)
     s.publish = lambda tmp, path: _publish(tmp, path, jsonl_path)
     ok = False
     try:
-        s.count = _fill(s.db, jsonl_path)
+        s.count = fill(s.db, jsonl_path)
         s.db.executescript(DERIVED)
         s.db.execute(
             "INSERT INTO derived_from VALUES (?, ?, ?, ?, ?, ?)",
@@ -173,7 +173,7 @@ def build(jsonl_path: str, sqlite_path: str) -> int:
     return s.count
 
 
-def _fill(db: sqlite3.Connection, jsonl_path: str, search: bool = True) -> int:
+def fill(db: sqlite3.Connection, jsonl_path: str, search: bool = True) -> int:
     """Insert every record of a JSONL archive (`search`: into the full-text index too); returns how many."""
     n = 0
     with open_input(jsonl_path) as f:
@@ -186,7 +186,7 @@ def _fill(db: sqlite3.Connection, jsonl_path: str, search: bool = True) -> int:
     return n
 
 
-def _identity(jsonl_path: str) -> tuple[int, int, int]:
+def identity(jsonl_path: str) -> tuple[int, int, int]:
     """(size, mtime in ns, inode) of a JSONL archive: any rewrite of it changes one of them."""
     try:
         st = os.stat(jsonl_path)
@@ -226,7 +226,7 @@ def _state(sqlite_path: str, jsonl_path: str) -> str:
     if row is None or row[1] != _name(jsonl_path, sqlite_path):
         return "foreign"
     try:
-        same = row[0] == DERIVED_VERSION and tuple(row[2:]) == _identity(jsonl_path)
+        same = row[0] == DERIVED_VERSION and tuple(row[2:]) == identity(jsonl_path)
     except IOFailure:
         same = False
     return "fresh" if same else "stale"
@@ -254,7 +254,7 @@ def _read_only(path: str) -> str:
     return pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro"
 
 
-def _locate(archive: str) -> tuple[str, str]:
+def locate(archive: str) -> tuple[str, str]:
     """(index path, its state) of a JSONL archive: the sibling .sqlite, or when that is some other
     file, the JSONL's name + .index.sqlite. IOFailure when both are taken."""
     root, ext = os.path.splitext(archive)
@@ -271,16 +271,16 @@ def _locate(archive: str) -> tuple[str, str]:
 
 def index_path(archive: str) -> str:
     """The index of an archive: itself when it is SQLite, else the sibling .sqlite of the JSONL when that is
-    free or already this JSONL's index, else `<archive>.index.sqlite` (see `_locate`)."""
+    free or already this JSONL's index, else `<archive>.index.sqlite` (see `locate`)."""
     if is_sqlite(archive):
         return archive
-    return _locate(archive)[0]
+    return locate(archive)[0]
 
 
 def records(path: str) -> Iterator[dict]:
     """Every record of an archive, JSONL or SQLite, in the order it was written."""
     if is_sqlite(path):
-        db = _connect(path)
+        db = connect(path)
         try:
             for (raw,) in db.execute("SELECT raw FROM records ORDER BY id"):
                 yield orjson.loads(raw)
@@ -292,7 +292,7 @@ def records(path: str) -> Iterator[dict]:
             yield parse_line(raw, path, lineno)
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def connect(path: str) -> sqlite3.Connection:
     if not os.path.isfile(path):
         raise IOFailure(f"{path}: no such archive")
     try:

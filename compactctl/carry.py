@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .archive import INDEXES, SCHEMA, _connect, _fill, _locate, is_sqlite
+from .archive import INDEXES, SCHEMA, connect, fill, is_sqlite, locate
 from .errors import CompactError, IOFailure
 from .refs import REF_RE
 from .search import Index
@@ -92,11 +92,11 @@ class Carry:
                 yield ix
             return
         try:
-            path, state = _locate(self.previous)
+            path, state = locate(self.previous)
         except IOFailure:  # both index names taken by other files: a temporary index instead
             path, state = "", "foreign"
         if index and state == "fresh":
-            with Index(_connect(path), path, self.previous) as ix:
+            with Index(connect(path), path, self.previous) as ix:
                 yield ix
             return
         # SQLite's private temporary database (""): its file in the temporary directory is unlinked as soon as it is
@@ -104,7 +104,7 @@ class Carry:
         db = sqlite3.connect("")
         try:
             db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
-            _fill(db, self.previous, search=False)
+            fill(db, self.previous, search=False)
             db.executescript(INDEXES)
             db.commit()
             yield Index(db, f"{self.previous} (a temporary index of its references)")

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .archive import _connect, _identity, _locate, build, is_sqlite
+from .archive import build, connect, identity, is_sqlite, locate
 from .errors import CompactError, Exit, IOFailure
 from .lean import dataclass
 
@@ -80,13 +80,13 @@ class Index:
     @classmethod
     def open(cls, archive: str) -> Index:
         if is_sqlite(archive):
-            return cls(_connect(archive), archive)
+            return cls(connect(archive), archive)
         if not os.path.isfile(archive):
             raise IOFailure(f"{archive}: no such archive")
-        path, state = _locate(archive)
+        path, state = locate(archive)
         if state != "fresh":
             build(archive, path)
-        return cls(_connect(path), path, archive)
+        return cls(connect(path), path, archive)
 
     def current(self) -> Index:
         """This index, or a new one when its JSONL archive changed since it was opened (a long-lived reader, the MCP
@@ -94,7 +94,7 @@ class Index:
         if self.source is None:
             return self
         try:
-            if _identity(self.source) == self.identity:
+            if identity(self.source) == self.identity:
                 return self
             return Index.open(self.source)  # this one is left open: a request in another thread may be using it
         except CompactError:

@@ -2184,3 +2184,39 @@ def test_a_test_runs_tally_is_on_its_line(output, said):
     t = T(rows)
     line = describe(t.messages[1].tool_calls[0], t.messages[2])
     assert line.endswith(f"; {said}") if said else ";" not in line
+
+
+def test_compacting_again_merges_what_the_earlier_summary_says_with_what_came_since():
+    """Compacted at 40% of a session, carried on and compacted again, a summary listed "router.ex (read)" from the
+    earlier summary and then "router.ex (edited)", said "project root: ..." twice and repeated in its new index the
+    names the earlier summary's index lines (carried) already listed: one line per file, each line and name once."""
+    from compactctl.summarizers.prompt import parse_sections as sections_of
+
+    root = "/home/u/proj/"
+    rows = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser in lib/parse.py"}]
+    for i in range(6):
+        body = f"defmodule Mod{i} do\n  def handler_{i}(conn), do: shared_helper_name(conn)\nend\n" + "  # line of code\n" * 200
+        rows += [call(f"r{i}", "Read", {"file_path": f"{root}lib/mod{i}.ex"}), res(f"r{i}", body)]
+        rows.append({"role": "assistant", "content": f"Mod{i} routes through shared_helper_name. " + "It reads the request first. " * 60})
+    rows += [{"role": "user", "content": "now change mod1"}]
+    first, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=3000)))
+    assert rep["status"] == "compacted"
+    again = [orjson.loads(line) for line in api.write(first).splitlines()]
+    assert "mod1.ex (read)" in next(m["content"] for m in again if str(m["content"]).startswith("[CONTEXT COMPACTION"))
+    for k in range(6):
+        again += [
+            call(f"e{k}", "Edit", {"file_path": f"{root}lib/mod1.ex", "old_string": f"handler_{k}", "new_string": f"handler_{k}_v2"}),
+            res(f"e{k}", "The file has been updated. " + "ok " * 400),
+            {"role": "assistant", "content": f"Step {k} of the change: " + "the handler now takes the connection first. " * 40},
+        ]
+    again += [{"role": "assistant", "content": "Edited mod1."}, {"role": "user", "content": "run the tests"}]
+    out, rep = api.compact(T(again), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=3000)))
+    assert rep["status"] == "compacted"
+    summary = next(m.text() for m in out.messages if m.text().startswith("[CONTEXT COMPACTION"))
+    secs = sections_of(summary)
+    mod1 = [ln for ln in secs["Relevant Files"].split("\n") if "mod1.ex" in ln]
+    assert len(mod1) == 1 and mod1[0].endswith("(read, edited)"), secs["Relevant Files"]
+    context = secs["Critical Context"].split("\n")
+    assert sum(ln.startswith("- project root:") for ln in context) <= 1
+    listed = [n for ln in context if ln.startswith(offline.INDEX_LINE) for n in offline.index_line_names(ln)]
+    assert len(listed) == len(set(listed)), [n for n in listed if listed.count(n) > 1]

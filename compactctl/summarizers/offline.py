@@ -130,6 +130,7 @@ class _Items:
         # summary would take the whole compaction over its target.
         self.goal_cap = max(min(GOAL_CAP, budget // 2), 1)
         self.items: list[Item] = []
+        self._added: set[tuple[str, str]] = set()
         self.root = common_root(list(facts.files), cwd=facts.cwd)
         self.prior, self.number = _prior_items(facts.prior_summary) if facts.prior_summary else ({}, 0)
         # Another tool's summary (none of our sections): the request it states is the session's goal.
@@ -144,6 +145,10 @@ class _Items:
 
     def add(self, section: str, text: str, tier: int) -> None:
         if text and text.strip():
+            key = (section, text.rstrip())
+            if key in self._added:  # (an earlier summary's "project root:" line, said again by this one)
+                return
+            self._added.add(key)
             self.items.append(Item(section, text.rstrip(), tier, len(self.items)))
 
     def carry(self, section: str, tier: int) -> None:
@@ -241,8 +246,9 @@ def _context(b: _Items) -> None:
                 b.add("Critical Context", "> " + cut(line.strip(), 400), 3)
     for e in f.errors:
         b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", 1)  # not "error: error:"
-    b.carry("Relevant Files", 2)
+    earlier = _earlier_files(b)
     for path, acts in f.files.items():
+        acts = acts | earlier.pop(path, set())  # a file the earlier summary lists too: one line, what was done to it since
         # A file a shell command printed (`sed -n '1,80p' F`) is listed as room allows: its action line names it.
         b.add("Relevant Files", f"- {path} ({_verbs(acts)})", AS_ROOM_ALLOWS if acts == {"shell-read"} else 1)
     if f.plan:
@@ -250,6 +256,25 @@ def _context(b: _Items) -> None:
 
 
 _VERBS = {"read": "read", "write": "written", "edit": "edited"}
+_FILE_LINE = re.compile(r"^- (?P<path>.+) \((?P<verbs>[a-z, ]+)\)$")
+
+
+def _earlier_files(b: _Items) -> dict[str, set[str]]:
+    """The earlier summary's Relevant Files: each line this span's files do not name is carried as it is; those it
+    names are returned (path -> what was done to it), for one line each (not "router.ex (read)" and then
+    "router.ex (edited)")."""
+    words = {word: v for v, word in _VERBS.items()} | {f"{v} failed": v + FAILED_VERB for v in ("write", "edit")}
+    named = {b.rel(p): p for p in b.facts.files} | {p: p for p in b.facts.files}  # (the earlier one may be relative to the root)
+    out: dict[str, set[str]] = {}
+    for line in b.prior.get("Relevant Files", []):
+        m = _FILE_LINE.match(line.strip())
+        verbs = [v.strip() for v in m.group("verbs").split(",")] if m else []
+        path = named.get(m.group("path")) if m else None
+        if path is not None and verbs and all(v in words for v in verbs):
+            out[path] = {words[v] for v in verbs}
+        else:
+            b.add("Relevant Files", line, 2)
+    return out
 
 
 def _verbs(acts: set[str]) -> str:
@@ -382,7 +407,8 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     if b.root:
         b.add("Critical Context", f"- project root: {b.root.rstrip('/')} (paths in actions and names are relative to it)", 1)
     text = _fit(b.items, counter, budget, names)
-    rest = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE))
+    carried = {it.text for it in b.items if it.text.startswith(INDEX_LINE)}  # an earlier summary's index lines
+    rest = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE) or ln in carried)
     return _fit(b.items, counter, budget, [n for n in names if not shown(n, rest)])
 
 

@@ -170,6 +170,39 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
     return out, md
 
 
+def twice_part(names: list[str], window_ratio: float) -> tuple[dict, list[str]]:
+    """Compacting twice (compactctl.twice): at 40%, carried on to 80% and compacted again, per group and pooled."""
+    from compactctl import formats, twice
+    from compactctl.tokens import make_counter
+
+    counter = make_counter("gpt-4o")
+    out: dict = {}
+    rows: dict[str, list] = {}
+    for key in names:
+        title, files = CONTINUATION_GROUPS[key]
+        files = [f for f in files if f.exists()]
+        if not files:
+            continue
+        t0 = time.time()
+        res = twice.evaluate(formats.Reader().read([str(f) for f in files]), counter, window_ratio=window_ratio)
+        rows[key] = res["rows"]
+        out[key] = {"title": title, "aggregate": res["aggregate"], "rows": res["rows"]}
+        print(f"twice {key}: {len(res['rows'])} sessions in {time.time() - t0:.1f} s", file=sys.stderr)
+    for key, title, keys in (("all", "all groups", set(out) - HELD_OUT), ("held-out", "held-out groups", set(out) & HELD_OUT)):
+        if len(keys) > 1:
+            out[key] = {"title": f"{title} pooled", "aggregate": twice.aggregate([r for k in keys for r in rows[k]])}
+    md = [
+        "## Compacting twice",
+        "",
+        f"compacted at 40% (window {window_ratio:g} x that prefix), carried on to 80% and compacted again with the window one"
+        " compaction of the 80% prefix gets; scored on what the continuation after 80% uses (the facts above)",
+        "",
+        twice.table({v["title"]: v["aggregate"] for v in out.values()}),
+        "",
+    ]
+    return out, md
+
+
 def probes_part(ratio: float, llm: bool) -> tuple[dict, list[str]]:
     from compactctl.evaluate import table
 
@@ -211,6 +244,8 @@ def main() -> None:
     md: list[str] = []
     if a.only != "probes":
         out["continuation"], part = continuation_part(names, [float(x) for x in a.cuts.split(",")], a.window_ratio, a.explain)
+        md += part
+        out["twice"], part = twice_part(names, a.window_ratio)
         md += part
     if a.only != "continuation":
         out["probes"], part = probes_part(a.ratio, a.llm)

@@ -390,7 +390,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
     return out
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
@@ -428,11 +428,11 @@ def tables(agg: dict[str, dict]) -> str:
                 n,
                 str(a["cuts"]),
                 f"{a['needed']:,}",
-                _pct(a["kept"]),
-                _pct(a["kept_not_rediscovered"]),
+                pct(a["kept"]),
+                pct(a["kept_not_rediscovered"]),
                 f"{a['tokens_before']:,}",
                 f"{a['tokens_after']:,}",
-                _pct(a["reduction"]),
+                pct(a["reduction"]),
                 f"{a['within_target']}/{a['cuts']}",
                 f"{a['valid']}/{a['cuts']}",
                 str(a["cannot_fit"]),
@@ -442,30 +442,30 @@ def tables(agg: dict[str, dict]) -> str:
     )
     kinds = md_table(
         ["strategy"] + [f"{k} ({any_['kinds'][k]['needed']})" for k in needed.KINDS],
-        [[n] + [_pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()],
+        [[n] + [pct(a["kinds"][k]["share"]) for k in needed.KINDS] for n, a in agg.items()],
     )
     sources = md_table(
         ["strategy"] + [f"{SOURCE_LABELS[s]} ({any_['sources'][s]['needed']})" for s in needed.SOURCES],
-        [[n] + [_pct(a["sources"][s]["share"]) for s in needed.SOURCES] for n, a in agg.items()],
+        [[n] + [pct(a["sources"][s]["share"]) for s in needed.SOURCES] for n, a in agg.items()],
     )
     ours = agg.get("compactctl")
     recovery = (
         (
             f"Recovery arm: of the needed facts compactctl did not keep, {ours['recovered']:,} come back with one "
             f"`compactctl recall --search` for the fact (top 5) in the archive of what it removed: in context or recoverable "
-            f"{_pct(ours['with_recovery'])}."
+            f"{pct(ours['with_recovery'])}."
         )
         if ours
         else ""
     )
     lexical_line = (
         f"Words the continuation writes again ({any_['words']['needed']:,}; no fact kinds, compactctl/lexical.py): "
-        + ", ".join(f"{n} {_pct(a['words']['share'])}" for n, a in agg.items())
+        + ", ".join(f"{n} {pct(a['words']['share'])}" for n, a in agg.items())
         + "."
     )
     red = any_["rediscovered"]
     note = (
-        f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({_pct(_share(red, any_['needed']))}) are re-discovered "
+        f"{any_['needed']:,} needed facts in {any_['cuts']} cuts; {red:,} ({pct(_share(red, any_['needed']))}) are re-discovered "
         f"by the continuation (shown by a tool output before the agent writes them)."
     )
     return "\n\n".join(
@@ -495,7 +495,7 @@ def cut_lines(rows: list[dict]) -> list[str]:
         for name, st in r["strategies"].items():
             k = sum(st["kept"])
             parts.append(
-                f"{name} {_pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
+                f"{name} {pct(_share(k, n))} ({st['tokens_after']:,} tok{', cannot fit' if st['cannot_fit'] else ''}"
                 f"{', INVALID' if not st['valid'] else ''})"
             )
         out.append(
@@ -513,7 +513,7 @@ def per_transcript(rows: list[dict], strategies: Sequence[str]) -> str:
     body = []
     for tid, rs in by.items():
         n = sum(len(r["facts"]) for r in rs)
-        cells = [_pct(_share(sum(sum(r["strategies"][s]["kept"]) for r in rs), n)) for s in strategies]
+        cells = [pct(_share(sum(sum(r["strategies"][s]["kept"]) for r in rs), n)) for s in strategies]
         cf = sum(r["strategies"]["compactctl"]["cannot_fit"] for r in rs) if "compactctl" in strategies else 0
         body.append([tid.rsplit("/", 1)[-1], str(len(rs)), str(n), *cells, str(cf)])
     return md_table(["transcript", "cuts", "needed", *strategies, "cannot fit"], body)

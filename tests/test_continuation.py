@@ -294,3 +294,20 @@ def test_eval_cli_continuation(tmp_path):
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr
     assert out.index("Continuation scoring") < out.index("Probe eval") and "Facts compactctl lost" in out
+
+
+def test_compacting_twice_scores_once_twice_and_head_tail_at_the_same_facts():
+    """twice.py: compacted at 40%, carried on to 80%, compacted again; scored on the facts after 80% as one compaction of
+    the same prefix is, with head-tail at the twice-compacted tokens; a transcript with no two cuts gives no row."""
+    from compactctl import twice
+
+    [t] = api.read([str(SAMPLES / "long_session.jsonl")])
+    row = twice.score(t, COUNTER)
+    assert row is not None and row["needed"] == len(needed.needed_facts(t.messages, continuation.cut_points(t.messages, [0.8])[0][1]))
+    assert set(row["kept"]) == set(twice.KEPT) and all(0 <= k <= row["needed"] for k in row["kept"].values())
+    assert row["valid"] and row["tokens"]["head-tail"] <= row["tokens"]["twice"] < row["tokens_before"]
+    assert twice.score(T(ROWS[:2]), COUNTER) is None  # a system message and an ask: nothing to cut twice
+    res = twice.evaluate([t, T(ROWS[:2])], COUNTER)
+    assert len(res["rows"]) == 1 and res["aggregate"]["needed"] == row["needed"]
+    table = twice.table({"samples": res["aggregate"]})
+    assert table.count("\n") == 2 and {_cells(x) for x in table.splitlines()} == {_cells(table.splitlines()[0])}

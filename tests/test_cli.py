@@ -235,3 +235,24 @@ def test_report_has_a_line_per_transcript_for_every_phase(tmp_path, cmd, status)
     if cmd == "repair":
         checked = cli("repair", "--check", str(src), "--report", str(rep))
         assert checked.returncode == 0 and [x["violations"] for x in read_jsonl(rep.read_bytes())] == [[], []]
+
+
+def test_a_command_typed_alone_says_it_reads_the_terminal(monkeypatch, capsys):
+    """`compactctl compact` with no file, in a terminal, waited for input and said nothing: it says what it waits for
+    (not when piped or with -q)."""
+    import io
+    import sys
+
+    from compactctl.runner import IOOptions, Result, run
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    def read(quiet: bool) -> str:
+        monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO(b'{"role":"user","content":"hi"}\n')))
+        run([], IOOptions(quiet=quiet), Result)
+        return capsys.readouterr().err
+
+    assert "reading JSONL from the terminal (end with Ctrl-D)" in read(False)
+    assert "terminal" not in read(True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import formats
 from ..errors import CompactError, Exit
-from ..jsonl import expand_inputs
+from ..jsonl import STDIN, expand_inputs
 from ..model import Transcript
 from .base import Done, IOOptions, Result, RunStats, _Ctx, warn
 from .engines import PruneJob, _materialize, _processes, _serial, _threads
@@ -90,6 +90,8 @@ def run(
     byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt.
     `check_written`: each transcript's output is read back and checked, and the rules it breaks are said."""
     files = expand_inputs(inputs)
+    if files == [STDIN] and not io.quiet and sys.stdin.isatty():  # `compactctl compact` typed alone: say why it waits
+        warn("reading JSONL from the terminal (end with Ctrl-D); give a file or a directory, or pipe one in")
     output = io.output or ""
     to_dir = bool(output) and (output.endswith(os.sep) or os.path.isdir(output))
     targets = _targets(inputs, output) if to_dir else {}

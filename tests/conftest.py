@@ -135,7 +135,7 @@ def fresh_breakers():
 
 def assert_sections(summary: str, summarizer: str) -> None:
     """An LLM's answer has the 13 sections in order; the offline summary at a small budget only those with
-    content, in that order (offline.HEADINGS_SHARE)."""
+    content, in that order (fit.HEADINGS_SHARE)."""
     from compactctl.summarizers.prompt import SECTIONS, parse_sections
 
     secs = list(parse_sections(summary))

@@ -14,7 +14,7 @@ from compactctl.harness import human_text, is_injected
 from compactctl.markers import NAMES_LINE
 from compactctl.model import Message, ToolCall, Transcript, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
-from compactctl.summarizers import offline
+from compactctl.summarizers import fit, offline
 from compactctl.summarizers.constraints import constraint_sentences
 from compactctl.summarizers.facts import Facts, extract
 from compactctl.summarizers.prompt import parse_sections
@@ -157,8 +157,8 @@ def test_names_are_separated_by_a_space_a_token_cheaper_than_a_comma():
     f = Facts(last_request="go", first_request="go")
     f.names = [f"handler_{k}_of_the_registry" for k in range(60)]
     for budget in (3000, 230, 170):
-        index = [ln for ln in offline.summarize(f, COUNTER, budget).split("\n") if ln.startswith(offline.INDEX_LINE)]
-        listed = [n for ln in index for n in ln[len(offline.INDEX_LINE) :].split(" ")]
+        index = [ln for ln in offline.summarize(f, COUNTER, budget).split("\n") if ln.startswith(fit.INDEX_LINE)]
+        listed = [n for ln in index for n in ln[len(fit.INDEX_LINE) :].split(" ")]
         assert index and all(", " not in ln for ln in index) and set(listed) <= set(f.names), budget
     # identifiers may hold a space ("port 5432"): their line keeps ", "
     f.identifiers = ["port 5432", "http://localhost:4000/api"]
@@ -854,7 +854,7 @@ def test_index_skips_names_the_kept_turns_or_the_summary_show():
     f.files = {"src/mod0.py": {"read"}}
     f.names = ["src/mod0.py", "handler_0"]
     text = offline.summarize(f, COUNTER, 2000)
-    index = [ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE)]
+    index = [ln for ln in text.split("\n") if ln.startswith(fit.INDEX_LINE)]
     assert index and "src/mod0.py" not in index[0] and "handler_0" in index[0]
 
 
@@ -871,7 +871,7 @@ def test_index_lists_quoted_phrases_after_the_names():
     assert set(phrases) == {'"Guest User"', '"Search projects..."'}
     assert f.names.index('"Guest User"') > max(f.names.index(n) for n in f.names if not n.startswith('"'))
     text = offline.summarize(f, COUNTER, 2000)
-    index = " ".join(ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE))
+    index = " ".join(ln for ln in text.split("\n") if ln.startswith(fit.INDEX_LINE))
     assert '"Guest User"' in index and '"Search projects..."' in index and "hunter2" not in text
 
 
@@ -884,8 +884,8 @@ def test_the_text_between_two_quoted_strings_is_no_phrase():
 
 
 def test_the_room_left_takes_index_phrases_whole():
-    line = offline.INDEX_LINE + 'handler_0 "Guest User" src/a.py "Search projects..."'
-    assert offline.index_line_names(line) == ["handler_0", '"Guest User"', "src/a.py", '"Search projects..."']
+    line = fit.INDEX_LINE + 'handler_0 "Guest User" src/a.py "Search projects..."'
+    assert fit.index_line_names(line) == ["handler_0", '"Guest User"', "src/a.py", '"Search projects..."']
 
 
 def test_an_earlier_summary_in_the_head_leaves_its_room_to_the_new_one():
@@ -1155,8 +1155,8 @@ def test_the_index_takes_part_of_a_line_when_a_whole_line_does_not_fit():
 
     f.actions = [Action(f"[Bash] ran `mix test test/case_{k}_test.exs` -> ok", False, "shell", f"mix test {k}", 0) for k in range(40)]
     text = offline.summarize(f, COUNTER, 260)
-    index = [ln for ln in text.split("\n") if ln.startswith(offline.INDEX_LINE)]
-    assert index and 0 < sum(ln.count("session_hook_controller_") for ln in index) < offline.NAMES_PER_LINE
+    index = [ln for ln in text.split("\n") if ln.startswith(fit.INDEX_LINE)]
+    assert index and 0 < sum(ln.count("session_hook_controller_") for ln in index) < fit.NAMES_PER_LINE
     assert COUNTER.text(text) <= 260
 
 
@@ -1558,7 +1558,7 @@ def test_a_shell_command_run_in_a_directory_of_its_own_says_where():
 def test_a_name_inside_a_longer_one_is_not_taken_as_shown():
     """The identifier index leaves out names the rest of the summary shows; "shows" was a substring test, so `create`
     went because `createService` was there, and a working directory because a file under it was listed."""
-    from compactctl.summarizers.offline import shown
+    from compactctl.summarizers.fit import shown
 
     text = "ran `rg createService` in /app/src/db.ts and get_all(); see ./lib/, v1.2.3-rc and the root /srv/x."
     assert not shown("create", text) and shown("createService", text)
@@ -2127,7 +2127,7 @@ def test_the_sizes_and_dates_of_an_ls_l_listing_are_not_names():
 
 def test_a_section_whose_items_all_missed_the_budget_says_how_many_not_none():
     """A Codex summary said "## Relevant Files\nNone\n(+12 more omitted to fit the budget)": twelve files, and "None"."""
-    from compactctl.summarizers.offline import Item, _render
+    from compactctl.summarizers.fit import Item, _render
 
     items = [Item("Relevant Files", f"- src/f{k}.ts (read)", 4, k) for k in range(12)] + [Item("Goal", "ship it", 0, 12)]
     secs = parse_sections(_render(items, {12}))
@@ -2218,5 +2218,5 @@ def test_compacting_again_merges_what_the_earlier_summary_says_with_what_came_si
     assert len(mod1) == 1 and mod1[0].endswith("(read, edited)"), secs["Relevant Files"]
     context = secs["Critical Context"].split("\n")
     assert sum(ln.startswith("- project root:") for ln in context) <= 1
-    listed = [n for ln in context if ln.startswith(offline.INDEX_LINE) for n in offline.index_line_names(ln)]
+    listed = [n for ln in context if ln.startswith(fit.INDEX_LINE) for n in fit.index_line_names(ln)]
     assert len(listed) == len(set(listed)), [n for n in listed if listed.count(n) > 1]

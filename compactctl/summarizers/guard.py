@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def key_facts(facts: Facts) -> dict[str, list[str]]:
     """What the retention guard checks for, by the section it belongs to."""
     return {
-        # A file only a shell command printed is listed as room allows (offline.AS_ROOM_ALLOWS): the guard does not insist.
+        # A file only a shell command printed is listed as room allows (fit.AS_ROOM_ALLOWS): the guard does not insist.
         "Relevant Files": [path for path, acts in facts.files.items() if acts != {"shell-read"}],
         "Critical Context": facts.errors,
         "Constraints & Preferences": facts.constraints,
@@ -94,17 +94,17 @@ def _with_index(secs: dict[str, str], names: list[str], counter: Counter, budget
     the replaced turns (most used first) that the summary does not show, as "- names: ..." lines at the end of
     Critical Context. A model's prose keeps few of them; they are what a continuation reuses most. A name that
     redaction would change is left out (it may be part of a secret)."""
-    from . import offline
+    from .fit import index_fit, index_items, shown
 
     text = render(secs)
     room = budget - counter.text(text) - 2  # the line break before the index and the one it may add
     if room < MIN_INDEX_ROOM or not names:
         return
-    missing = [n for n in names if not offline.shown(n, text) and redact(n) == n]
-    k = offline._index_fit(missing, counter, room)
+    missing = [n for n in names if not shown(n, text) and redact(n) == n]
+    k = index_fit(missing, counter, room)
     if not k:
         return
-    lines = [it.text for it in offline._index_items(missing[:k], 0)]  # the offline index's lines
+    lines = [it.text for it in index_items(missing[:k], 0)]  # the offline index's lines
     body = secs.get("Critical Context", "").strip()
     secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
 
@@ -153,10 +153,11 @@ def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, 
     Active Task last, and never when it is the ask the plan moved into the summary (`keep_ask`: the caller then
     refuses a summary over its budget)."""
     from . import offline
+    from .fit import HEADINGS_SHARE
 
     if total <= budget:
         return text
-    terse = counter.text(render({})) > budget * offline.HEADINGS_SHARE
+    terse = counter.text(render({})) > budget * HEADINGS_SHARE
     for _ in range(len(SECTIONS) + 1):
         text = render(secs, terse=terse)
         total = counter.text(text)

@@ -1,0 +1,214 @@
+"""Choosing what of the offline summary's items fits its token budget, and rendering the 13 sections.
+
+Not by cutting the end off: the ask and the goal first; the identifier index in its share of the room; an equal
+share for every other section with content; what is left by tier, newest actions first; the room the rendered
+summary still leaves takes more of the index's names. What does not fit is counted in a "(+N more ...)" line. The
+index's lines and `shown` (whether a text shows a name) serve the LLM summary's guard too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from ..lean import dataclass
+from ..markers import NAMES_SEP
+from ..tokens import Counter
+from .prompt import SECTIONS, escape_body
+
+NAMES_PER_LINE = 12
+INDEX_LINE = "- names: "
+INDEX_SHARE = 0.3  # of the room left after the ask and goal
+# When the 13 headings ("## Blocked\nNone" ...) would take more than this share of the budget, a section
+# with nothing chosen is left out: a summary of a few hundred tokens keeps its room for content.
+HEADINGS_SHARE = 0.1
+
+
+@dataclass
+class Item:
+    """A line the offline summary may keep, in its section and tier."""
+
+    section: str
+    text: str
+    tier: int
+    order: int  # its position in the list of items (the order the section builders add them)
+
+
+_NAME_CHARS = r"[A-Za-z0-9_]"
+
+
+def shown(name: str, text: str) -> bool:
+    """Whether `text` shows `name` as a name of its own, not only as a piece of a longer one: `create` is not
+    shown by `createService`, nor the directory `/app/src` by the path `/app/src/db.ts` (a relative path at the end
+    of a longer one is: `src/db.ts` in `/app/src/db.ts`)."""
+    if name not in text:
+        return False
+    left = f"(?<!{_NAME_CHARS})(?<![.-])" if re.match(_NAME_CHARS, name) else ""
+    right = rf"(?!{_NAME_CHARS})(?![/.-]{_NAME_CHARS})(?!/)" if re.search(rf"{_NAME_CHARS}$", name) else ""
+    return re.search(left + re.escape(name) + right, text) is not None
+
+
+def index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> list[Item]:
+    """The index in lines of NAMES_PER_LINE names; the first `first` names close a line of their own (so a
+    room smaller than one full line still takes the most used names)."""
+    cuts = [*range(0, first, NAMES_PER_LINE), *range(first, len(names), NAMES_PER_LINE), len(names)]
+    return [
+        Item("Critical Context", INDEX_LINE + NAMES_SEP.join(names[a:e]), 5, order + k) for k, (a, e) in enumerate(itertools.pairwise(cuts))
+    ]
+
+
+_INDEX_NAME = re.compile(r'"[^"]*"|[^ ]+')  # a name, or a quoted phrase (it holds spaces; never a double quote)
+
+
+def index_line_names(line: str) -> list[str]:
+    """The names an index line lists (its quoted phrases whole)."""
+    return _INDEX_NAME.findall(line[len(INDEX_LINE) :])
+
+
+def index_fit(names: list[str], counter: Counter, room: int) -> int:
+    """How many of the ranked names the index lines (NAMES_PER_LINE each) show in `room` tokens: whole lines
+    while they fit, then as much of the next line as fits."""
+
+    def cost(a: int, e: int) -> int:
+        return counter.text(INDEX_LINE + NAMES_SEP.join(names[a:e])) + 1
+
+    start = 0
+    while start < len(names) and cost(start, start + NAMES_PER_LINE) <= room:
+        room -= cost(start, start + NAMES_PER_LINE)
+        start += NAMES_PER_LINE
+    lo, hi = start, min(start + NAMES_PER_LINE, len(names))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if cost(start, mid) <= room else (lo, mid - 1)
+    return lo
+
+
+def _section_order(it: Item) -> int:
+    """Within a section: newest actions first, everything else in order."""
+    return -it.order if it.section == "Completed Actions" else it.order
+
+
+class _Choice:
+    """Items chosen so far and the tokens they take (headings of all sections included)."""
+
+    def __init__(self, items: list[Item], counter: Counter, budget: int) -> None:
+        self.items, self.counter = items, counter
+        self.heading = {s: counter.text(f"## {s}\nNone\n\n") for s in SECTIONS}
+        # terse: only sections with something chosen are rendered, each paying its heading when it gets one
+        self.terse = sum(self.heading.values()) > budget * HEADINGS_SHARE
+        self.used = 0 if self.terse else sum(self.heading.values())
+        self.chosen: list[int] = []
+        self.taken: set[int] = set()
+        self.sections: set[str] = set()
+
+    def cost(self, it: Item) -> int:
+        heading = self.heading[it.section] if self.terse and it.section not in self.sections else 0
+        return self.counter.text(it.text) + 1 + heading
+
+    def take(self, it: Item) -> None:
+        self.used += self.cost(it)
+        self.chosen.append(it.order)
+        self.taken.add(it.order)
+        self.sections.add(it.section)
+
+    def fill(self, candidates, room: int, stop_at_first_miss: bool = False) -> None:
+        """Take candidates in order while they fit `room` (and the whole budget check is the caller's)."""
+        spent = 0
+        for it in candidates:
+            c = self.cost(it)
+            if spent + c > room:
+                if stop_at_first_miss:
+                    return
+                continue
+            self.take(it)
+            spent += c
+
+
+def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None) -> str:
+    """Choose what fits the budget, then render in order.
+
+    1. Tier 0 (the ask, the goal) is kept first (in a budget too small for them, the goal goes, then a pointer
+       to the ask; never an ask the summary carries verbatim, tier -1).
+    2. The identifier index (tier 5) gets INDEX_SHARE of what is left: names are what a continuation
+       reuses most, and a name costs a few tokens where an action line costs tens.
+    3. Every other section that has content gets an equal share of what is left, filled in its own
+       order (so decisions and state are never starved by a long list of actions).
+    4. What is still left goes by tier, newest actions first.
+    5. The room the rendered summary still leaves takes the names of the first index line that did not fit.
+    The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding the
+    last-chosen items until it fits."""
+    ch = _Choice(items, counter, budget)
+    for it in items:
+        if it.tier <= 0:
+            ch.take(it)
+    room = int(max(budget - ch.used, 0) * INDEX_SHARE)
+    heading = ch.heading["Critical Context"] if ch.terse and "Critical Context" not in ch.sections else 0
+    index = index_items(names, len(items), index_fit(names, counter, room - heading)) if names else []
+    items = ch.items = items + index
+    ch.fill(index, room, stop_at_first_miss=True)
+    _shares(ch, budget)
+    for tier in sorted({it.tier for it in items if it.tier > 0}, key=lambda k: 2.5 if k == 5 else k):
+        for it in sorted((it for it in items if it.tier == tier and it.order not in ch.taken), key=_section_order):
+            if ch.used + ch.cost(it) <= budget:
+                ch.take(it)
+    _top_up(ch, budget)
+    while True:
+        text = _render(items, set(ch.chosen), ch.terse)
+        if counter.text(text) <= budget or not ch.chosen or items[ch.chosen[-1]].tier < 0:
+            return text  # (over the budget only when the ask the plan moved here does not fit: the caller refuses)
+        ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before a pointer to the ask) when the budget cannot hold it
+
+
+def _top_up(ch: _Choice, budget: int) -> None:
+    """The room the rendered summary leaves takes the first index line that did not fit, as far as its names go."""
+    k = next((k for k, it in enumerate(ch.items) if it.tier == 5 and it.order not in ch.taken), None)
+    if k is None:
+        return
+    it = ch.items[k]
+    names = index_line_names(it.text)
+    heading = ch.heading[it.section] if ch.terse and it.section not in ch.sections else 0
+    left = budget - ch.counter.text(_render(ch.items, set(ch.chosen), ch.terse)) - heading  # exact: the "(+N more)" notes too
+    count = index_fit(names, ch.counter, left)
+    if count:
+        ch.items[k] = Item(it.section, INDEX_LINE + NAMES_SEP.join(names[:count]), 5, it.order)
+        ch.take(ch.items[k])
+
+
+# Items of this tier (actions off the --focus topic, files only a shell command printed) claim no share of their
+# section: they take what the shares leave.
+AS_ROOM_ALLOWS = 4
+
+
+def _shares(ch: _Choice, budget: int) -> None:
+    """Every section with content (the index and AS_ROOM_ALLOWS items apart) gets an equal share of what is left, in
+    its own order."""
+    sections = [s for s in SECTIONS if any(it.section == s and 0 < it.tier < AS_ROOM_ALLOWS for it in ch.items)]
+    if not sections:
+        return
+    share = max(budget - ch.used, 0) // len(sections)
+    for s in sections:
+        own = sorted(
+            (it for it in ch.items if it.section == s and 0 < it.tier < AS_ROOM_ALLOWS), key=lambda it: (it.tier, _section_order(it))
+        )
+        ch.fill(own, min(share, budget - ch.used))
+
+
+def _render(items: list[Item], chosen: set[int], terse: bool = False) -> str:
+    """The 13 sections in order ("None" under an empty one); terse: only the sections with something chosen."""
+    by_section: dict[str, list[str]] = {s: [] for s in SECTIONS}
+    dropped: dict[str, int] = {}
+    for it in items:
+        if it.order in chosen:
+            by_section[it.section].append(it.text)
+        else:
+            dropped[it.section] = dropped.get(it.section, 0) + 1
+    out = []
+    for s in SECTIONS:
+        if terse and not by_section[s]:
+            continue
+        body = "\n".join(by_section[s])
+        if dropped.get(s):  # not "None" over what was left out
+            body += f"\n(+{dropped[s]} more omitted to fit the budget)" if body else f"(+{dropped[s]} omitted to fit the budget)"
+        body = body or "None"
+        out.append(f"## {s}\n{escape_body(body)}")  # quoted here, so the budget counts what framing shows
+    return "\n\n".join(out)

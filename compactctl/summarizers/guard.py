@@ -51,7 +51,7 @@ def guard(answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> t
             secs[s] = fallback.get(s, "None")
     if facts.last_request:  # verbatim when the plan moved the ask into the summary (--last-ask summary)
         verbatim = getattr(facts, "last_request_verbatim", False)
-        secs["Active Task"] = facts.last_request if verbatim else offline._cap(facts.last_request, counter, offline.ANCHOR_CAP)
+        secs["Active Task"] = facts.last_request if verbatim else offline.token_cap(facts.last_request, counter, offline.ANCHOR_CAP)
     _put_back(secs, wanted)
     _with_index(secs, facts.names, counter, req.budget)
     return trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
@@ -168,12 +168,12 @@ def _cut_to_fit(secs: dict[str, str], counter: Counter, budget: int, text: str, 
             break
         s = max(sizes, key=lambda k: sizes[k])
         keep = sizes[s] - (total - budget) - 4
-        secs[s] = offline._cap(secs[s], counter, keep) if keep > 8 else "None"
+        secs[s] = offline.token_cap(secs[s], counter, keep) if keep > 8 else "None"
     text = render(secs, terse=True)
     if counter.text(text) <= budget or keep_ask:
         return text
     ask = secs.get("Active Task", "")
     keep = counter.text(ask) - (counter.text(text) - budget) - 4
-    secs["Active Task"] = offline._cap(ask, counter, keep) if keep > 8 else ""
+    secs["Active Task"] = offline.token_cap(ask, counter, keep) if keep > 8 else ""
     text = render(secs, terse=True)
     return text if counter.text(text) <= budget else ""

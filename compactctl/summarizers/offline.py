@@ -37,7 +37,7 @@ POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK, KEPT_LAST_NOTE)  # what an 
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
 
 
-def _cap(text: str, counter: Counter, cap: int) -> str:
+def token_cap(text: str, counter: Counter, cap: int) -> str:
     if counter.text(text) <= cap:
         return text
     ids = counter.encode(text)[:cap] if not counter.approx else None
@@ -155,21 +155,21 @@ def _asks(b: _Items) -> None:
         verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_NOTE if f.last_request_harness else KEPT_LAST_ASK
         b.add("Active Task", verbatim, -1 if f.last_request_verbatim else 0)  # -1: the ask itself, never shed
     elif b.foreign_next:
-        b.add("Active Task", FROM_PRIOR_NEXT + _cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
+        b.add("Active Task", FROM_PRIOR_NEXT + token_cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
     goal = f.first_request or (f.last_request if not f.last_request_harness else None)  # harness text is no goal
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), 0)
     elif b.foreign_goal:  # the request as the earlier summary states it: the session's goal, before any later ask
-        b.add("Goal", _cap(b.foreign_goal, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
+        b.add("Goal", token_cap(b.foreign_goal, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
     elif goal and goal == f.last_request:
         b.add("Goal", ONLY_ASK, 0)
     elif goal and f.first_request_kept:
         b.add("Goal", KEPT_FIRST_ASK, 0)
     elif goal:
-        b.add("Goal", _cap(goal, counter, b.goal_cap), 0)
+        b.add("Goal", token_cap(goal, counter, b.goal_cap), 0)
     for p in f.pending:
         if p != f.last_request:
-            b.add("Pending User Asks", "- " + _cap(p, counter, 400), 1)
+            b.add("Pending User Asks", "- " + token_cap(p, counter, 400), 1)
 
 
 def _constraints(b: _Items) -> None:
@@ -338,12 +338,12 @@ def _active_state(b: _Items) -> None:
     next ("Next: ..."); its latest reasoning when it wrote no text in the span (Codex)."""
     f = b.facts
     if f.last_finding:  # the latest statement only says what comes next: the finding before it says where things stand
-        b.add("Active State", _cap(f.last_finding, b.counter, 300), 2)
+        b.add("Active State", token_cap(f.last_finding, b.counter, 300), 2)
     if f.last_reasoning and not f.last_assistant:
         b.add("Active State", "(the agent's latest reasoning) " + f.last_reasoning, 2)
     if f.last_assistant:
         lead = "Next: " if f.last_finding else ""
-        b.add("Active State", lead + _cap(f.last_assistant, b.counter, 600 if not lead else 200), 2)
+        b.add("Active State", lead + token_cap(f.last_assistant, b.counter, 600 if not lead else 200), 2)
 
 
 def _work_and_notes(b: _Items) -> None:

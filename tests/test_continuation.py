@@ -311,3 +311,17 @@ def test_compacting_twice_scores_once_twice_and_head_tail_at_the_same_facts():
     assert len(res["rows"]) == 1 and res["aggregate"]["needed"] == row["needed"]
     table = twice.table({"samples": res["aggregate"]})
     assert table.count("\n") == 2 and {_cells(x) for x in table.splitlines()} == {_cells(table.splitlines()[0])}
+
+
+def test_eval_cli_twice():
+    """`compactctl eval --twice`: compacted at the first of --cuts, carried on to the last and compacted again, a table
+    after continuation scoring (and in --json under "twice"); not with --probes, which has no cuts."""
+    src = SAMPLES / "long_session.jsonl"
+    r = cli("eval", str(src), "--continuation", "--twice", "--cuts", "0.4,0.6,0.8", "--json")
+    assert r.returncode == 0, r.stderr
+    d = orjson.loads(r.stdout)
+    assert set(d) == {"continuation", "twice"} and len(d["twice"]["rows"]) == 1
+    assert d["twice"]["aggregate"]["needed"] == d["twice"]["rows"][0]["needed"] > 0
+    r = cli("eval", str(src), "--continuation", "--twice")
+    assert r.returncode == 0 and "## Compacting twice (at 40%, carried on to 80%" in r.stdout.decode()
+    assert cli("eval", str(src), "--probes", "--twice").returncode == 2

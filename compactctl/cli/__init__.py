@@ -400,6 +400,14 @@ def eval_(
     inputs: Annotated[list[str], typer.Argument(help="Original transcripts (files or directories).", show_default=False)],
     continuation_only: Annotated[bool, typer.Option("--continuation", help="Only continuation scoring (needed-later facts).")] = False,
     probes_only: Annotated[bool, typer.Option("--probes", help="Only the probe eval (facts of what each strategy removed).")] = False,
+    twice: Annotated[
+        bool,
+        typer.Option(
+            "--twice",
+            help="Continuation: also compact each transcript twice (at the first of --cuts, then, carried on, at the last) "
+            "and score what the continuation after the last uses, against one compaction and head-tail.",
+        ),
+    ] = False,
     compacted: Annotated[
         str | None,
         typer.Option(
@@ -443,6 +451,8 @@ def eval_(
 
     if continuation_only and (probes_only or compacted is not None):
         raise UsageError("--continuation cannot go with --probes or --compacted")
+    if twice and (probes_only or compacted is not None):
+        raise UsageError("--twice cannot go with --probes or --compacted")
     evaluation.check_options(cuts, window_ratio, ratio, explain)
     out = evaluation.measure(
         inputs,
@@ -450,6 +460,7 @@ def eval_(
         summary,
         continuation=not probes_only and compacted is None,
         probes=not continuation_only,
+        twice=twice,
         compacted=compacted,
         strategies=strategies,
         cuts=cuts,

@@ -1,5 +1,5 @@
-"""`compactctl eval`: run continuation scoring and the probe eval (compactctl.continuation,
-compactctl.evaluate) over the inputs, and print what they found."""
+"""`compactctl eval`: run continuation scoring (with --twice, compacting twice too) and the probe eval
+(compactctl.continuation, compactctl.twice, compactctl.evaluate) over the inputs, and print what they found."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def measure(
     *,
     continuation: bool,
     probes: bool,
+    twice: bool = False,
     compacted: str | None,
     strategies: str | None,
     cuts: str,
@@ -32,6 +33,8 @@ def measure(
     out: dict[str, Any] = {}
     if continuation:
         out["continuation"] = _continuation(originals, counter, budget, summary, strategies, cuts, window_ratio)
+    if twice:
+        out["twice"] = _twice(originals, counter, budget, summary, cuts, window_ratio)
     if probes:
         out["probes"] = _probes(originals, counter, budget, summary, strategies, compacted, ratio)
     return out
@@ -57,17 +60,34 @@ def check_options(cuts: str, window_ratio: float, ratio: float, explain: int) ->
         raise UsageError(f"--explain {explain}: must be 0 or more")
 
 
-def _continuation(originals, counter, budget: BudgetOptions, summary: SummaryOptions, strategies, cuts: str, window_ratio: float) -> dict:
-    from .. import api, continuation
+def _compaction(budget: BudgetOptions, summary: SummaryOptions) -> tuple[Any, Any]:
+    """The summarizer (offline unless an LLM is asked for) and the options the eval's compactions run with."""
+    from .. import api
     from ..runner import warn
+
+    summarizer = api.make_summarizer(summary, budget.model, warn=warn) if summary.summarizer == "llm" else None
+    return summarizer, api.CompactOptions(budget.budget, min_saving=summary.min_saving)
+
+
+def _continuation(originals, counter, budget: BudgetOptions, summary: SummaryOptions, strategies, cuts: str, window_ratio: float) -> dict:
+    from .. import continuation
 
     fracs = _fractions(cuts)
     names = [x for x in (strategies or ",".join(continuation.STRATEGIES)).split(",") if x in continuation.STRATEGIES]
     if "compactctl" not in names:
         names.insert(0, "compactctl")  # the baselines are sized to its output
-    summarizer = api.make_summarizer(summary, budget.model, warn=warn) if summary.summarizer == "llm" else None  # offline unless asked
-    opts = api.CompactOptions(budget.budget, min_saving=summary.min_saving)
+    summarizer, opts = _compaction(budget, summary)
     return continuation.evaluate(originals, counter, names, fracs, window_ratio, summarizer, opts)
+
+
+def _twice(originals, counter, budget: BudgetOptions, summary: SummaryOptions, cuts: str, window_ratio: float) -> dict:
+    """Compacted at the first cut, carried on to the last and compacted again (compactctl.twice)."""
+    from .. import twice
+
+    fracs = sorted(_fractions(cuts))
+    summarizer, opts = _compaction(budget, summary)
+    both = (fracs[0], fracs[-1]) if len(fracs) > 1 else twice.CUTS
+    return twice.evaluate(originals, counter, both, window_ratio, summarizer, opts)
 
 
 def _probes(originals, counter, budget: BudgetOptions, summary: SummaryOptions, strategies, compacted: str | None, ratio: float) -> dict:
@@ -95,6 +115,8 @@ def show(out: dict[str, Any], *, as_json: bool, cuts: str, window_ratio: float, 
         return
     if "continuation" in out:
         _show_continuation(out["continuation"], cuts, window_ratio, explain)
+    if "twice" in out:
+        _show_twice(out["twice"], cuts)
     if "probes" in out:
         _show_probes(out["probes"], ratio, after_continuation="continuation" in out)
 
@@ -111,6 +133,16 @@ def _show_continuation(c: dict, cuts: str, window_ratio: float, explain: int) ->
         print(f"\nFacts compactctl lost ({len(lost)} shown):")
         for line in lost:
             print("- " + line)
+    print()
+
+
+def _show_twice(t: dict, cuts: str) -> None:
+    from .. import twice
+
+    fracs = sorted(_fractions(cuts))
+    first, last = (fracs[0], fracs[-1]) if len(fracs) > 1 else twice.CUTS
+    print(f"## Compacting twice (at {first:.0%}, carried on to {last:.0%} and compacted again; scored after {last:.0%})\n")
+    print(twice.table({"all": t["aggregate"]}))
     print()
 
 

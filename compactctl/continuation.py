@@ -80,7 +80,8 @@ def cut_points(msgs: list[Message], fractions: Sequence[float]) -> list[tuple[fl
 # ---- baselines
 
 
-def _tokens(counter: Counter, msgs: list[Message]) -> int:
+def tokens_of(counter: Counter, msgs: list[Message]) -> int:
+    """The tokens of these messages, as every strategy's output is measured."""
     return sum(counter.messages(msgs))
 
 
@@ -98,11 +99,11 @@ def _is_output(msgs: list[Message], i: int, text_actions: bool) -> bool:
 def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[Message], budget: int) -> Transcript:
     """head + the most recent whole groups of `body` whose repaired total fits `budget`."""
     spans = groups(body)
-    used = _tokens(counter, head)
+    used = tokens_of(counter, head)
     k = len(spans)
     while k > 0:
         s, e = spans[k - 1]
-        c = _tokens(counter, body[s:e])
+        c = tokens_of(counter, body[s:e])
         if used + c > budget:
             break
         used += c
@@ -110,7 +111,7 @@ def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[M
     while True:
         tail = body[spans[k][0] :] if k < len(spans) else []
         out, _ = repair(t.evolve(messages=head + tail), MEASURED)
-        if _tokens(counter, out.messages) <= budget or not tail:
+        if tokens_of(counter, out.messages) <= budget or not tail:
             return out
         k += 1  # repair added a stub or an opening: give up one more group
 
@@ -130,7 +131,7 @@ def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut:
             break
         head_end = ge
     head = msgs[:head_end]
-    while len(head) > s + 1 and _tokens(counter, head) > budget:
+    while len(head) > s + 1 and tokens_of(counter, head) > budget:
         head = head[:-1]
     return _fit_tail(t, counter, head, msgs[len(head) :], budget)
 
@@ -178,7 +179,8 @@ def masking(t: Transcript, counter: Counter, budget: int) -> Transcript:
 # ---- one transcript
 
 
-def _prefix(t: Transcript, cut: int) -> Transcript:
+def prefix_of(t: Transcript, cut: int) -> Transcript:
+    """The messages before the cut, as a transcript of their own."""
     return t.evolve(messages=t.messages[:cut], native=None)
 
 
@@ -236,14 +238,14 @@ def score_cut(
     options: CompactOptions | None = None,
 ) -> dict:
     """One cut of one transcript: needed facts and, per strategy, which it kept."""
-    prefix = _prefix(t, cut)
-    before = _tokens(counter, prefix.messages)
+    prefix = prefix_of(t, cut)
+    before = tokens_of(counter, prefix.messages)
     facts = needed.needed_facts(t.messages, cut)
     words = lexical.needed_words(t.messages, cut)
     window = int(before * window_ratio)
     archived: list = []
     ours, err = run_compactctl(prefix, counter, window, summarizer, options, archived)
-    budget = _tokens(counter, ours.messages)
+    budget = tokens_of(counter, ours.messages)
     makers: dict[str, Callable[[], Transcript]] = {
         "compactctl": lambda: ours,
         "head-tail": lambda: head_tail(prefix, counter, budget),
@@ -267,7 +269,7 @@ def score_cut(
         out = makers[name]()
         flags = needed.kept_facts(facts, out.messages)
         scores[name] = {
-            "tokens_after": _tokens(counter, out.messages),
+            "tokens_after": tokens_of(counter, out.messages),
             "valid": not check(out),
             "cannot_fit": bool(err) if name == "compactctl" else False,
             "error": err if name == "compactctl" else None,

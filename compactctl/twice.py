@@ -21,17 +21,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import continuation, needed
-from .model import Message, Transcript
+from .continuation import prefix_of, tokens_of
+from .model import Transcript
 from .phases.rules import check
 from .pipeline import CompactOptions
 from .tokens import Counter, make_counter
 
 CUTS = (0.4, 0.8)
 KEPT = ("once", "twice", "head-tail")
-
-
-def _tokens(counter: Counter, msgs: list[Message]) -> int:
-    return sum(counter.messages(msgs))
 
 
 def score(
@@ -48,23 +45,22 @@ def score(
         return None
     (_, early), (_, late) = points
     facts = needed.needed_facts(t.messages, late)
-    prefix = t.evolve(messages=t.messages[:late], native=None)
-    first = t.evolve(messages=t.messages[:early], native=None)
-    before = _tokens(counter, prefix.messages)
+    prefix, first = prefix_of(t, late), prefix_of(t, early)
+    before = tokens_of(counter, prefix.messages)
     window = int(before * window_ratio)
     once, err_once = continuation.run_compactctl(prefix, counter, window, summarizer, options)
     kept_first, err_first = continuation.run_compactctl(
-        first, counter, int(_tokens(counter, first.messages) * window_ratio), summarizer, options
+        first, counter, int(tokens_of(counter, first.messages) * window_ratio), summarizer, options
     )
     grown = t.evolve(messages=[*kept_first.messages, *t.messages[early:late]], native=None)
     again, err_again = continuation.run_compactctl(grown, counter, window, summarizer, options)
-    tokens = _tokens(counter, again.messages)
+    tokens = tokens_of(counter, again.messages)
     outs = {"once": once, "twice": again, "head-tail": continuation.head_tail(prefix, counter, tokens)}
     return {
         "transcript": t.id,
         "needed": len(facts),
         "tokens_before": before,
-        "tokens": {name: _tokens(counter, out.messages) for name, out in outs.items()},
+        "tokens": {name: tokens_of(counter, out.messages) for name, out in outs.items()},
         "kept": {name: sum(needed.kept_facts(facts, out.messages)) for name, out in outs.items()},
         "valid": not check(again),
         "cannot_fit": any((err_once, err_first, err_again)),

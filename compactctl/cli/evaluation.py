@@ -80,14 +80,20 @@ def _continuation(originals, counter, budget: BudgetOptions, summary: SummaryOpt
     return continuation.evaluate(originals, counter, names, fracs, window_ratio, summarizer, opts)
 
 
+def _twice_cuts(cuts: str) -> tuple[float, float]:
+    """Where --twice compacts: the first and the last of --cuts (with one cut, compactctl.twice's own)."""
+    from .. import twice
+
+    fracs = sorted(_fractions(cuts))
+    return (fracs[0], fracs[-1]) if len(fracs) > 1 else twice.CUTS
+
+
 def _twice(originals, counter, budget: BudgetOptions, summary: SummaryOptions, cuts: str, window_ratio: float) -> dict:
     """Compacted at the first cut, carried on to the last and compacted again (compactctl.twice)."""
     from .. import twice
 
-    fracs = sorted(_fractions(cuts))
     summarizer, opts = _compaction(budget, summary)
-    both = (fracs[0], fracs[-1]) if len(fracs) > 1 else twice.CUTS
-    return twice.evaluate(originals, counter, both, window_ratio, summarizer, opts)
+    return twice.evaluate(originals, counter, _twice_cuts(cuts), window_ratio, summarizer, opts)
 
 
 def _probes(originals, counter, budget: BudgetOptions, summary: SummaryOptions, strategies, compacted: str | None, ratio: float) -> dict:
@@ -139,8 +145,7 @@ def _show_continuation(c: dict, cuts: str, window_ratio: float, explain: int) ->
 def _show_twice(t: dict, cuts: str) -> None:
     from .. import twice
 
-    fracs = sorted(_fractions(cuts))
-    first, last = (fracs[0], fracs[-1]) if len(fracs) > 1 else twice.CUTS
+    first, last = _twice_cuts(cuts)
     print(f"## Compacting twice (at {first:.0%}, carried on to {last:.0%} and compacted again; scored after {last:.0%})\n")
     print(twice.table({"all": t["aggregate"]}))
     print()

@@ -389,11 +389,7 @@ def _written_names(code: str, weight, exclude: str, limit: int) -> list[str]:
     candidates = candidate_names(code, weight)
     if "\n" in code:
         defined, bound = set(outline.defined_in(code)), set(outline.bound_in(code))
-        candidates = (
-            [n for n in candidates if n in defined]
-            + [n for n in candidates if n in bound and n not in defined]
-            + [n for n in candidates if n not in defined and n not in bound]
-        )
+        candidates = sorted(candidates, key=lambda n: 0 if n in defined else 1 if n in bound else 2)  # (stable: ranked within each)
     return pick_safe(candidates, exclude, limit)
 
 

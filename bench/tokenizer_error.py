@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from compactctl import api, tools
+from compactctl import api, outputs, tools
 from compactctl.pairs import calls_for_results
 from compactctl.tokens import make_counter
 
@@ -41,7 +41,7 @@ def kinds(corpus: Path):
             if not text.strip():
                 continue
             if m.role == "tool":
-                body, _ = tools.unwrap_output(text)
+                body, _ = outputs.unwrap_output(text)
                 s = body.lstrip()
                 call = call_of.get(i)
                 if s[:1] in "{[":

@@ -1,5 +1,5 @@
 """What each tool call did, in one line, with its outcome (`describe`): a describer per kind of tool
-(tools.kind_of), a generic form for the rest. A failed call never reads like a success (tools.outcome)."""
+(tools.kind_of), a generic form for the rest. A failed call never reads like a success (outputs.outcome)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 from . import outline
 from .lean import dataclass
 from .model import Message, ToolCall
+from .outputs import Outcome, outcome, tally
 from .redact import cut, redact
-from .tools import Outcome, command_of, files_of, first_str, kind_of, outcome, parse_args, tally
+from .tools import command_of, files_of, first_str, kind_of, parse_args
 
 
 def _short(s: str, n: int = 80) -> str:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import tools
+from . import outputs, tools
 from .harness import is_boilerplate
 from .model import Message, ToolCall, Transcript, fingerprint, is_output, is_summary, last_user_index
 from .phases.plan import Budget
@@ -46,7 +46,7 @@ _EXIT = r"exit(?:ed)?(?: with)?[ _]?(?:code|status)?[\"']?\s*[:=]?\s*{code}\b"
 
 
 def norm(s: str) -> str:
-    return _WS.sub(" ", tools.ANSI.sub("", s)).strip().lower()
+    return _WS.sub(" ", outputs.ANSI.sub("", s)).strip().lower()
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def probes(t: Transcript, removed: set[int]) -> list[Probe]:
         elif m.role == "assistant":
             found = _identifiers(m.text()) + [p for c in m.tool_calls for p in _call_probes(c, result_of.get(id(c)))]
         elif is_output(m):
-            o = tools.outcome(m)
+            o = outputs.outcome(m)
             found = [p for e in o.error_lines[:3] for p in [Probe("errors", e[:200]), *_identifiers(e)]] if o.failed else []
         else:
             found = []
@@ -97,7 +97,7 @@ def _call_probes(c: ToolCall, result: Message | None) -> list[Probe]:
     found = [Probe("files", path) for _, path in tools.files_of(c)]
     cmd = tools.command_of(c)
     if cmd:
-        code = tools.outcome(result).exit_code if result is not None else None
+        code = outputs.outcome(result).exit_code if result is not None else None
         found += [Probe("commands", cmd[:100], code), *_identifiers(cmd)]
     return found
 

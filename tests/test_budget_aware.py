@@ -7,7 +7,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from compactctl import api, refs, tools
+from compactctl import api, outputs, refs, tools
 from compactctl.describe import describe
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
@@ -407,9 +407,9 @@ def test_swe_agent_observations_and_demonstrations_are_flagged(tmp_path, typed):
 def test_a_python_traceback_is_said_by_its_exception_line():
     """A failed Python run read "-> error: Traceback (most recent call last):", which says only that it failed."""
     tb = 'Traceback (most recent call last):\n  File "d.py", line 5, in <module>\n    x()\nTypeError: integer argument expected\n'
-    out = tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": tb}, "t", 1, 0))
+    out = outputs.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": tb}, "t", 1, 0))
     assert out.failed and out.error_lines == ["TypeError: integer argument expected"]
-    alone = tools.outcome(
+    alone = outputs.outcome(
         message_from_dict({"role": "tool", "tool_call_id": "a", "content": "Traceback (most recent call last):\n"}, "t", 1, 0)
     )
     assert alone.error_lines == ["Traceback (most recent call last):"]  # nothing else to say it
@@ -547,7 +547,7 @@ def test_an_edit_swe_agent_refused_never_reads_as_done():
         "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then "
         "retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\nThis is how your edit would have looked"
     )
-    out = tools.outcome(Message(role="user", content=refused, observation=True, injected=True))
+    out = outputs.outcome(Message(role="user", content=refused, observation=True, injected=True))
     # The first error says what the linter found, not only that it refused
     assert (
         out.failed
@@ -1634,7 +1634,7 @@ def test_a_shells_own_error_lines(text, lines):
     """A shell's messages carry its own prefix before the error words: they were never error lines. Nor were
     "can't", "could not", "no such file", "segmentation fault" or a lowercase "npm err!" without another error word."""
 
-    assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0)).error_lines == lines
+    assert outputs.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0)).error_lines == lines
 
 
 def test_what_the_person_does_not_remember_is_not_a_constraint():
@@ -1823,7 +1823,7 @@ def test_a_call_the_person_cancelled_is_said_in_its_action_not_as_an_error_of_th
 def test_a_short_failed_output_with_no_error_line_is_its_own_message():
     """`git commit` exited 1 with "On branch main / nothing to commit, working tree clean": no line reads as an error,
     so the action said only "-> error"; a short failed output's last line is what failed."""
-    from compactctl.tools import outcome
+    from compactctl.outputs import outcome
 
     m = message_from_dict(
         {"role": "tool", "tool_call_id": "x", "content": "On branch main\nnothing to commit, working tree clean\n[exit code: 1]"}, "t", 1, 0
@@ -2142,10 +2142,10 @@ def test_a_short_failed_output_says_its_message_not_gits_advice():
         "Exit code 1\nThe following paths are ignored by one of your .gitignore files:\npriv/static/assets\n"
         'hint: Use -f if you really want to add them.\nhint: Turn this message off by running\nhint: "git config advice.addIgnoredFile false"'
     )
-    out = tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0))
+    out = outputs.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": text}, "t", 1, 0))
     assert out.failed and out.error_lines == ["The following paths are ignored by one of your .gitignore files: priv/static/assets"]
     usage = "Exit code 2\nUsage: foo:\n  -a\nbad flag -z"  # a last line with words is its own message
-    assert tools.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": usage}, "t", 1, 0)).error_lines == [
+    assert outputs.outcome(message_from_dict({"role": "tool", "tool_call_id": "a", "content": usage}, "t", 1, 0)).error_lines == [
         "bad flag -z"
     ]
 

@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.formats",
             "compactctl.formats.*",
             "compactctl.tools",
+            "compactctl.outputs",  # what a call's output says (outcome, error lines, test tally), beside tools
             "compactctl.describe",  # a call in one line (the describers), over tools
             "compactctl.tokens",
             "compactctl.names",

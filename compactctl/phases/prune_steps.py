@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .. import outline, refs, tools
+from .. import outline, outputs, refs, tools
 from ..describe import describe
 from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
 from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
@@ -102,7 +102,7 @@ class _Context:
             if m.observation and i and (c := tools.text_action_call(msgs[i - 1], answered=True)) is not None:
                 self.call_of[i] = c
         self._weight = None
-        self._outcomes: dict[int, tools.Outcome] = {}
+        self._outcomes: dict[int, outputs.Outcome] = {}
         # Per output text (memoized: _settle digests an output again with more names, and its names,
         # their ranking and its quoted phrases stay the same).
         self._names: dict[str, list[str]] = {}
@@ -122,9 +122,9 @@ class _Context:
 
     # Memoized per output text (or index): _settle digests an output again with more names, and its names, their
     # ranking, its quoted phrases and its outline stay the same.
-    def outcome(self, i: int) -> tools.Outcome:
-        """tools.outcome of message i, memoized; a success's error lines left out (a digest shows none)."""
-        return _memo(self._outcomes, i, lambda: tools.outcome(self.msgs[i], ok_errors=False))
+    def outcome(self, i: int) -> outputs.Outcome:
+        """outputs.outcome of message i, memoized; a success's error lines left out (a digest shows none)."""
+        return _memo(self._outcomes, i, lambda: outputs.outcome(self.msgs[i], ok_errors=False))
 
     def names_of(self, text: str) -> list[str]:
         """names_in(text), memoized."""
@@ -353,7 +353,7 @@ def _same_shape(content: Any, text: str) -> Any:
 
 
 def _generic_line(m: Message) -> str:
-    out = tools.outcome(m, ok_errors=False)
+    out = outputs.outcome(m, ok_errors=False)
     first = next((ln.strip() for ln in out.text.split("\n") if ln.strip()), "")
     err = f" -> error: {cut(out.error_lines[0], 120)}" if out.failed and out.error_lines else ""
     tag = "observation" if m.observation else "tool result"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .. import tools
+from .. import outputs
 from ..redact import cut
 
 # Sentences that constrain, in the languages agents' users write in.
@@ -34,7 +34,7 @@ def sentences(text: str) -> list[str]:
 def constraint_sentences(text: str) -> list[str]:
     """The sentences of `text` that constrain the work, a rule that introduces a list with its items."""
     out = []
-    lines = _logical_lines(tools.ANSI.sub("", text) if "\x1b" in text else text)  # hook output in a terminal's colours
+    lines = _logical_lines(outputs.ANSI.sub("", text) if "\x1b" in text else text)  # hook output in a terminal's colours
     taken, upto = "", 0  # the last rule that took the list after it, and the end of that list
     for k, (line, code) in enumerate(lines):
         if code:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import field
 
-from .. import refs, tools
+from .. import outputs, refs, tools
 from ..describe import describe
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
@@ -192,10 +192,10 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None, o
         text = text[len(DUPLICATE) :].strip()
     if result is not None and text.startswith(f"[{call.name}] "):
         line = _digest_line(text)
-        out = tools.outcome(result)
+        out = outputs.outcome(result)
         said_failed = DIGEST_FAILED in line.split("\n", 1)[0]  # a SWE-agent observation has no is_error flag to keep
     else:
-        out = tools.outcome(result)
+        out = outputs.outcome(result)
         line = describe(call, result, out, error_lines=3)
         said_failed = False
     line = _with_workdir(line, call, cwd)
@@ -303,7 +303,7 @@ class _Extractor:
         if not text:
             said = m.text()
             if is_injected(m) and said.strip() and not is_boilerplate(said):
-                said = tools.ANSI.sub("", said) if "\x1b" in said else said  # hook output in a terminal's colours
+                said = outputs.ANSI.sub("", said) if "\x1b" in said else said  # hook output in a terminal's colours
                 said = MARKUP.sub(" ", said)
                 if said.strip() and not bare_command(m.text()):  # `/clear` with nothing after it says nothing
                     f.notices.append(said.strip())
@@ -362,7 +362,7 @@ class _Extractor:
     def call(self, c: ToolCall, result: Message | None) -> None:
         f = self.f
         kind = tools.kind_of(c.name)
-        if kind == "todo" or kind == "plan" and not tools.outcome(result).failed:  # a plan the person turned down is no plan
+        if kind == "todo" or kind == "plan" and not outputs.outcome(result).failed:  # a plan the person turned down is no plan
             f.plan = plan_lines(c) or f.plan
         elif self._not_an_action(kind, c, result):
             return
@@ -391,7 +391,7 @@ class _Extractor:
         """A call that is words, read as such: the person's answers to the agent's questions (Claude Code's
         AskUserQuestion result) are resolved questions; a think call (Anthropic's think tool, OpenHands') is the agent's
         reasoning, whose decisions count. True when `c` was read so (it is then no action)."""
-        answered = tools.answers(result) if kind == "ask" else []
+        answered = outputs.answers(result) if kind == "ask" else []
         if answered:
             for question, answer in answered:
                 self.f.questions.append((cut(question, 300), cut(answer, 300)))

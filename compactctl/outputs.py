@@ -1,0 +1,329 @@
+"""What a tool call's output says: how the call ended (`outcome`: its exit code, whether it failed, its error
+lines), the tally of a test run it printed, the answers to Claude Code's AskUserQuestion. Codex's JSON and Gemini
+CLI's shell output are unwrapped first, terminal colours stripped.
+
+A failed call never reads like a success: exit codes, error flags and error lines in the output are looked
+for in every case. `describe` says a call in one line from these and from what tools.py says of the call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import field
+
+import orjson
+
+from .lean import dataclass
+from .model import Message
+from .redact import cut
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+EXIT_PATTERNS = [
+    re.compile(r"(?:exit(?:ed)?(?: with)?[ _]?(?:code|status)|exit_code|returncode|return code)[\"']?\s*[:=]?\s*(-?\d+)", re.I),
+    re.compile(r"non-zero exit status (\d+)", re.I),
+    re.compile(r"Process exited with code (-?\d+)", re.I),
+    re.compile(r"\] ran `.*` -> exit (-?\d+)"),  # our own one-liner
+    re.compile(r"<returncode>(-?\d+)</returncode>"),  # mini-swe-agent's observation
+]
+ERROR_LINE = re.compile(
+    # after an optional "file:12:" or a shell's own prefix ("bash: line 1: pip: ", "/bin/sh: 1: ", "zsh: ")
+    r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
+    r"(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
+    r"(?:\w+\.)*\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
+    r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
+    r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
+    re.I | re.M,
+)
+# An output that opens so reports a failure whatever its lines say (SWE-agent's linter refusing an edit).
+FAILURE_OPENINGS = ("Your proposed edit has introduced new syntax error",)
+TOOL_USE_ERROR = re.compile(r"<tool_use_error>(.*?)</tool_use_error>", re.S)
+
+
+@dataclass
+class Outcome:
+    """How a tool call ended, read from its output."""
+
+    exit_code: int | None = None
+    failed: bool = False
+    error_lines: list[str] = field(default_factory=list)
+    lines: int = 0
+    chars: int = 0
+    text: str = ""  # the output text, ANSI stripped, unwrapped from Codex JSON
+
+    @property
+    def status(self) -> str:
+        if self.exit_code is not None:
+            return f"exit {self.exit_code}"
+        return "error" if self.failed else "ok"
+
+
+def unwrap_output(text: str) -> tuple[str, int | None]:
+    """Codex wraps shell output as JSON text {"output": ..., "metadata": {"exit_code": N}}; Gemini CLI as lines
+    (see _unwrap_gemini)."""
+    if text.startswith("Command: "):
+        got = _unwrap_gemini(text)
+        if got is not None:
+            return got
+    s = text[:64].lstrip()  # look at the start only: outputs can be megabytes
+    if s.startswith("{") and ('"output"' in text[:200] or '"metadata"' in text):
+        try:
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text, None
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+            code = meta.get("exit_code", obj.get("exit_code"))
+            return obj["output"], code if isinstance(code, int) else None
+    return text, None
+
+
+ANSWERED = "User has answered your questions:"  # how Claude Code's AskUserQuestion result opens
+_ANSWER = re.compile(r'"((?:[^"\\]|\\.)+)"="((?:[^"\\]|\\.)*)"')
+
+
+def answers(result: Message | None) -> list[tuple[str, str]]:
+    """(question, the person's answer) from a result of Claude Code's AskUserQuestion ("User has answered your
+    questions: "Q"="A", "Q2"="A2". You can now continue ..."); [] for any other result."""
+    text = result.text() if result is not None else ""
+    if not text.startswith(ANSWERED):
+        return []
+    return [(q.strip(), a.strip()) for q, a in _ANSWER.findall(text)]
+
+
+_GEMINI_CODE = re.compile(r"-?\d+")
+
+
+def _unwrap_gemini(text: str) -> tuple[str, int | None] | None:
+    """Gemini CLI's `run_shell_command` result: "Command: ...", "Directory: ...", then "Output: ..." (older: "Stdout:
+    ..." and "Stderr: ..."), "Error: ..." ("(none)" when there was none), "Exit Code: N", "Signal: ...", "Background
+    PIDs: ...". The output (stderr and an error after it) and the exit code; None when the text is not of that form."""
+    at = text.find("\nDirectory: ")
+    end = text.rfind("\nExit Code: ")
+    if at < 0 or end < at:
+        return None
+    body = text[text.find("\n", at + 1) + 1 : end]
+    code_s = text[end + len("\nExit Code: ") :].split("\n", 1)[0].strip()
+    body, sep, err = body.rpartition("\nError: ")
+    if not sep:
+        body, err = err, ""
+    for label in ("Output: ", "Stdout: "):
+        if body.startswith(label):
+            body = body[len(label) :]
+    body = body.replace("\nStderr: ", "\n")
+    if body.strip() in ("(empty)", "(empty)\n(empty)"):
+        body = ""
+    if err.strip() not in ("", "(none)"):
+        body = f"{body}\nError: {err.strip()}" if body else f"Error: {err.strip()}"
+    return body, int(code_s) if _GEMINI_CODE.fullmatch(code_s) else None
+
+
+# Substring tests that each error line pattern needs one of: cheap, and skip most outputs.
+TRACEBACK = "Traceback (most recent call last)"
+ERROR_HINTS = (
+    "rror",
+    "ERR",
+    "ail",
+    "AIL",
+    "not found",
+    "denied",
+    "annot",
+    "atal",
+    "anic",
+    "xception",
+    "nable",
+    "ndefined",
+    "Traceback",
+    "an't",
+    "ould not",
+    "o such file",
+    "egmentation",
+    "rr!",
+    "✗",
+    "✘",
+    "×",
+)
+EXIT_HINTS = ("xit", "XIT", "eturn", "ETURN")  # every exit pattern needs one
+
+
+def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = True) -> Outcome:
+    """How a call ended, from its result. `ok_errors` False: the error lines of a call that succeeded are not
+    looked for (left empty; `describe` shows none there), which spares a scan of every successful output."""
+    if result is None:
+        return Outcome(failed=False)
+    text, code = unwrap_output(result.text())
+    text = _clean(text)
+    if code is None:
+        code = _exit_code(text)
+    errors: list[str] = []
+    said = _says_failed(text, errors) or (code is None and not result.is_error and _only_program_errors(text, errors))
+    failed = _errors(text, code, bool(result.is_error) or (code is not None and code != 0) or said, errors, max_error_lines, ok_errors)
+    return Outcome(
+        code,
+        failed,
+        errors if (failed or code is None or code != 0) else errors[:2],
+        text.count("\n") + (1 if text else 0),
+        len(text),
+        text,
+    )
+
+
+# A test run's tally: a line that counts tests, passes, failures ("297 tests, 0 failures", "12 passed, 1 skipped in 0.5s",
+# "Tests: 5 passed, 5 total", "test result: ok. 5 passed; 0 failed"), looked for in the last TALLY_TAIL characters.
+_TALLY = re.compile(
+    r"\b\d+ (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b", re.I
+)
+TALLY_TAIL = 2000
+_TALLY_WORDS = ("test", "pass", "fail", "error", "skip", "pending", "total", "example", "spec")  # one is in every tally
+TALLY_LINE = 160  # a longer line is code or a log record, not a tally
+
+
+def tally(text: str) -> str | None:
+    """The last line of an output that counts a test run's results, without the rules around it ("===== 12 passed in
+    0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again."""
+    tail = text[-TALLY_TAIL:]
+    low = tail.lower()
+    if not any(w in low for w in _TALLY_WORDS) or not _TALLY.search(tail):  # (most outputs: a few substring scans)
+        return None
+    for ln in reversed(tail.split("\n")):
+        ln = ln.strip().strip("=-*# ").strip()
+        if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
+            return ln
+    return None
+
+
+# A failed output this short with no error line is its own message: its last line says what failed.
+SHORT_FAILURE = 400
+
+
+def _errors(text: str, code: int | None, failed: bool, errors: list[str], limit: int, ok_errors: bool) -> bool:
+    """Append the output's error lines to `errors`; returns whether it failed (`failed`: as its flag, exit code or
+    words say), which an output with no exit code that opens with an error word and holds an error line did."""
+    opens_failed = code is None and not failed and text.lstrip()[:9].lower().startswith(("error", "traceback", "fatal", "failed"))
+    if (ok_errors or failed or opens_failed) and any(h in text for h in ERROR_HINTS):
+        _error_lines(text, errors, limit)
+    if opens_failed and errors:
+        failed = True
+    if failed and not errors and 0 < len(text.strip()) <= SHORT_FAILURE:  # a short failed output is its own message
+        _conclusion(text, errors)
+    elif failed and not errors:
+        _saying_failed(text, errors)
+    return failed
+
+
+# A line that says a failure in so many words, anywhere in it ("Pre-commit validation failed:").
+_SAYS_FAILED = re.compile(r"\b(?:failed|failure|error|fatal|denied|refused|rejected|aborted)\b", re.I)
+
+
+def _saying_failed(text: str, errors: list[str]) -> None:
+    """A long failed output whose lines start with no error word: its first line among the first 20 that says the
+    failure anywhere (a literal "\\n" in it, as a hook's echoed text keeps them, read as a space)."""
+    for line in text[:4000].split("\n", 20)[:20]:
+        if _SAYS_FAILED.search(line) and not _benign(line):
+            said = " ".join(line.replace("\\n", " ").split())
+            if len(said) >= 8:
+                errors.append(cut(said, 200))
+                return
+
+
+# A program's own error line: "find: '/p/css': No such file or directory", "ls: cannot access 'x': ...".
+_PROGRAM_ERROR = re.compile(
+    r"(?:[\w.+-]+: )+.*(?:No such file or directory|Permission denied|Operation not permitted|Is a directory|"
+    r"Not a directory|command not found|cannot (?:access|open|stat|remove|create)\b)"
+)
+
+
+def _only_program_errors(text: str, errors: list[str]) -> bool:
+    """A short output with no exit code (Claude Code's Bash records none) that is only a program's error lines
+    ("find: '/p/assets/css': No such file or directory") says its command failed; its lines go to `errors`."""
+    if not 0 < len(text) <= SHORT_FAILURE or ": " not in text:
+        return False
+    lines = [ln.strip() for ln in text.strip().split("\n") if ln.strip()]
+    if not all(_PROGRAM_ERROR.match(ln) for ln in lines):
+        return False
+    errors += [cut(ln, 300) for ln in lines[:3] if ln not in errors]
+    return True
+
+
+def _conclusion(text: str, errors: list[str]) -> None:
+    """The last line of a short failed output that is not its exit code ("nothing to commit, working tree clean") nor
+    git's advice ("hint: ..."); a line that ends a list says it with the line that introduced it ("The following paths
+    are ignored by one of your .gitignore files: priv/static/assets")."""
+    lines = [ln.strip() for ln in text.strip().split("\n")]
+    lines = [ln for ln in lines if ln and not ln.startswith(_ADVICE) and not any(p.search(ln) for p in EXIT_PATTERNS)]
+    if not lines:
+        return
+    k = len(lines) - 1
+    while k > 0 and len(lines) - k <= _LISTED_MAX and " " not in lines[k]:  # a list of names (paths) ends the output
+        k -= 1
+    listed = k < len(lines) - 1 and lines[k].endswith(":")
+    errors.append(cut(f"{lines[k]} {' '.join(lines[k + 1 :])}" if listed else lines[-1], 300))
+
+
+_ADVICE = ("hint: ",)  # git's advice under an error: how to silence or force it, never what failed
+_LISTED_MAX = 5  # the names a list that ends a short failed output shows with the line that introduced it (": ")
+
+
+def _says_failed(text: str, errors: list[str]) -> bool:
+    """The output says in so many words that the call failed (Claude Code's <tool_use_error>, SWE-agent's linter
+    refusing an edit); its message goes first among `errors`."""
+    m = TOOL_USE_ERROR.search(text)
+    if m:
+        errors.append(cut(m.group(1).strip().splitlines()[0], 300) if m.group(1).strip() else "tool use error")
+        return True
+    if text.lstrip().startswith(FAILURE_OPENINGS):
+        first = text.strip().split("\n", 1)[0]
+        lint = _LINT_LINE.findall(text[:4000])  # what the linter found ("- E999 IndentationError: unexpected indent")
+        said = first.split(". ", 1)[0] + ": " + "; ".join(lint[:3]) if lint else first
+        errors.append(cut(said, 300))
+        return True
+    return False
+
+
+_LINT_LINE = re.compile(r"^- ([EFW]\d{3,4} \S.*)$", re.M)
+
+
+def _clean(text: str) -> str:
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def _exit_code(text: str) -> int | None:
+    """An exit code written in the first or last 400 characters of the output."""
+    head, tail = text[:400], text[-400:]
+    if not any(h in head or h in tail for h in EXIT_HINTS):
+        return None
+    for pat in EXIT_PATTERNS:
+        m = pat.search(tail) or pat.search(head)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+_BARE_ERROR = re.compile(r"[ \t]*(?:error|fatal|exception)[ \t]*:?[ \t]*$", re.I)
+
+
+def _error_lines(text: str, errors: list[str], limit: int) -> None:
+    """Append the output's error lines (not benign ones, not repeated) to `errors`, up to `limit`."""
+    for hit in ERROR_LINE.finditer(text):
+        if len(errors) >= limit:
+            break
+        start = hit.start()
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        if end >= 0 and _BARE_ERROR.match(line):  # "ERROR:" on its own line (OpenHands' editor): its message is the next
+            line = line.strip() + " " + text[end + 1 : end + 1000].lstrip().split("\n", 1)[0].strip()
+        if len(line) < 400 and not _benign(line):
+            s = line.strip()
+            if s and s not in errors:
+                errors.append(cut(s, 300))
+    if len(errors) > 1 and errors[0].startswith(TRACEBACK):  # the exception's line says what failed; the header, that it did
+        del errors[0]
+
+
+def _benign(line: str) -> bool:
+    low = line.lower()
+    # "Error: (none)": Gemini CLI's shell output says so when nothing failed.
+    return bool(re.search(r"\b0 (errors?|failed|failures)\b|errors?: (?:0\b|\(none\))|failed: 0\b|no errors", low))

@@ -1,0 +1,274 @@
+"""The five phases' commands: prune, plan, summarize, repair, and compact (all of them). Each parses its options
+(the shared groups, with_groups), calls the library and writes through the runner."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..errors import CheckFailed, UsageError
+from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, prune_options
+from .options import with_groups
+from .recall import HINT, REFS
+from .shared import Inputs, check_workers, loading, report_line, say, worker_count
+
+
+@with_groups(IO, BUDGET, PRUNE, REFS)
+def prune(
+    inputs: Inputs = None,
+    stats: Annotated[bool, typer.Option("--stats", help="Print what each pass saved, as JSON on stderr.")] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "-w",
+            "--workers",
+            help="Worker processes for a dataset (several transcripts; default: the machine's cores). "
+            "Output, --stats and --archive stay in input order, the same bytes as with 1.",
+            show_default=False,
+        ),
+    ] = None,
+    *,
+    io,
+    budget,
+    prune_raw,
+    refs,
+):
+    """Phase 1: shrink old tool output with no LLM (dedup, one-line summaries, argument cuts, image placeholders).
+
+    Example: compactctl prune session.jsonl --protect-tokens 4000 --stats > pruned.jsonl
+    """
+    with loading():
+        from ..runner import PruneJob, run
+
+    check_workers(workers)
+    counter = budget.counter()  # an unknown encoding or a bad rank file fails here, before any worker starts
+    opts = prune_options(prune_raw, budget)
+    opts.count_tokens = stats
+    opts.exact_totals = stats  # without --stats no token figure is shown: count only what pruning needs
+    opts.refs = refs
+    job = PruneJob(opts, counter.encoding, counter.approx, input_bytes(inputs or []), stats)
+    io.workers = worker_count(workers)
+    run(inputs or ["-"], io, job.build(), "prune", job=job)
+
+
+@with_groups(IO, BUDGET)
+def plan(
+    inputs: Inputs = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout instead of the annotated transcript.")] = False,
+    *,
+    io,
+    budget,
+):
+    """Phase 2: choose head, middle and tail by exact token counts, and show it.
+
+    Writes the transcript with each message's zone in a "_compactctl" annotation (for `summarize`),
+    and a readable plan on stderr. Exit 5 when even head + tail + the minimum summary cannot fit.
+
+    Example: compactctl prune session.jsonl | compactctl plan --context-window 32000
+    """
+    with loading():
+        import orjson
+
+        from ..phases import plan as phase
+        from ..runner import Result, run
+
+    counter = budget.counter(inputs)
+
+    def work(t):
+        p = phase.plan_for_repair(t, counter, budget.budget)
+        rep = {"transcript": t.id, "status": "planned", "plan": p.as_dict()}  # --report (the record API's shape)
+        if as_json:
+            return Result(None, rep, lines=[orjson.dumps(p.as_dict())])
+        say(io, p.describe())
+        return Result(phase.annotate(t, p), rep)
+
+    run(inputs or ["-"], io, work, "plan")
+
+
+@with_groups(IO, BUDGET, SUMMARY, REFS, HINT)
+def summarize(
+    inputs: Inputs = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
+    *,
+    io,
+    budget,
+    summary,
+    refs,
+    recall_hint,
+):
+    """Phases 3-4: replace the middle with a 13-section summary (LLM or offline) and assemble.
+
+    Takes the zones from `plan` when the input carries them, else plans with the same options.
+
+    Example: compactctl prune s.jsonl | compactctl plan | compactctl summarize | compactctl repair
+    """
+    with loading():
+        from .. import api
+        from ..runner import Result, run, warn
+
+    counter = budget.counter(inputs)
+    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
+    io.jobs = summary.jobs
+
+    sopts = api.SummarizeOptions(
+        budget.budget,
+        summary.focus,
+        summary.min_saving,
+        force=summary.force,
+        refs=refs,
+        recall_hint=recall_hint,
+        instructions=summary.instructions,
+    )
+
+    def work(t):
+        out, st = api.summarize(t, counter, summarizer, sopts)
+        rep = api.summarize_report(t, st.tokens_before, st.tokens_after, st)
+        report_line(io, rep, as_json)
+        return Result(out, rep, st.archived)
+
+    run(inputs or ["-"], io, work, "summarize")
+
+
+@with_groups(IO, BUDGET)
+def repair(
+    inputs: Inputs = None,
+    check: Annotated[bool, typer.Option("--check", help="Only validate: print each violation, exit 6 if any.")] = False,
+    strip_unanswered: Annotated[
+        bool, typer.Option("--strip-unanswered", help="Remove calls that have no result instead of adding a stub result.")
+    ] = False,
+    *,
+    io,
+    budget,
+):
+    """Phase 5: make the transcript valid for the OpenAI and Anthropic APIs (tool pairs, placement, roles).
+
+    Example: compactctl repair broken.jsonl -o fixed.jsonl ; compactctl repair --check fixed.jsonl
+    """
+    with loading():
+        from ..phases import repair as phase
+        from ..phases.rules import check as check_rules
+        from ..runner import Result, run
+
+    violations = 0
+
+    def work(t):
+        nonlocal violations
+        if check:
+            found = check_rules(t)
+            for v in found:
+                print(str(v), file=sys.stderr)
+            violations += len(found)
+            return Result(None, {"transcript": t.id, "status": "checked", "violations": [str(v) for v in found]}, lines=[])
+        out, st = phase.repair(t, phase.RepairOptions(strip_unanswered))
+        rep = {"transcript": t.id, "status": "repaired", "repair": {k: v for k, v in vars(st).items() if k != "archived"}}
+        return Result(out, rep, st.archived)
+
+    from ..passthrough import repair_keeps
+
+    # A record written as read (passthrough) makes no report line and no archive record (one that holds a summary
+    # needs one, or restore takes it for another run's): with --report or --archive, every record is repaired.
+    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check or io.report or io.archive else repair_keeps)
+    if check:
+        bad = stats.skipped_lines + stats.rejected  # --on-error skip: not checked, in --rejects
+        skipped = f" ({bad} bad record{'s' if bad != 1 else ''} skipped)" if bad else ""
+        if violations:
+            raise CheckFailed(f"{violations} violation(s) in {stats.transcripts} transcript(s){skipped}")
+        say(io, f"ok: {stats.transcripts} transcript(s), no violations{skipped}")
+
+
+@with_groups(IO, BUDGET, PRUNE, SUMMARY, REFS, HINT)
+def compact(
+    inputs: Inputs = None,
+    strip_unanswered: Annotated[
+        bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "-w",
+            "--workers",
+            help="Worker processes for offline compaction (default: the machine's cores). "
+            "Output stays in input order. With an LLM summarizer, --jobs applies instead.",
+            show_default=False,
+        ),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets one JSONL "
+            "file per input; datasets of one transcript per line).",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="With --engine ray: the cluster to join (default: start a local Ray).")
+    ] = None,
+    *,
+    io,
+    budget,
+    prune_raw,
+    summary,
+    refs,
+    recall_hint,
+):
+    """All five phases: prune, plan, summarize, assemble, repair. Offline unless an LLM is configured.
+
+    Example: compactctl compact session.jsonl -o compacted.jsonl --archive removed.jsonl
+    """
+    with loading():
+        from .. import api
+        from ..record import Compactor, Options, PhaseJob
+        from ..runner import Result, run, warn
+        from ..summarizers.base import OfflineSummarizer
+
+    check_workers(workers)
+    if engine not in ("local", "ray"):
+        raise UsageError("--engine must be local or ray")
+    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn)
+    popts = prune_options(prune_raw, budget)
+    options = Options.of(
+        budget.budget,
+        popts,
+        model=budget.model,
+        encoding=budget.encoding,
+        tokenizer=budget.tokenizer,
+        count_tokens=bool(io.report or as_json),  # per-pass token savings only when a report shows them
+        focus=summary.focus,
+        min_saving=summary.min_saving,
+        force=summary.force,
+        strip_unanswered=strip_unanswered,
+        to=io.fmt_to,
+        fmt=io.fmt_from,
+        refs=refs,
+        recall_hint=recall_hint,
+        instructions=summary.instructions,
+    )
+    offline = isinstance(summarizer, OfflineSummarizer)
+    if engine == "ray":
+        from .. import ray as cray
+
+        if not offline:
+            raise UsageError("--engine ray runs the offline summarizer only (use --summarizer offline)")
+        if io.archive or io.resume:
+            raise UsageError("--engine ray does not write --archive nor --resume: use the local engine for those")
+        stats = cray.run_files(
+            inputs or [], io.output, options, address=ray_address, workers=workers, report=io.report, rejects=io.rejects, quiet=io.quiet
+        )
+        say(io, f"ray: {stats['records']} records, {stats['errors']} errors, {stats['shards']} shard(s) in {io.output}")
+        return
+    compactor = Compactor(options, summarizer=summarizer, counter=budget.counter(inputs))
+    io.jobs = summary.jobs
+    io.workers = worker_count(workers) if offline else 1
+
+    def work(t):
+        oc = compactor.compact_transcript(t, on_cannot_fit="raise")  # the runner applies --on-error
+        return Result(oc.transcript, oc.report, oc.archived)
+
+    def on_report(rep: dict) -> None:
+        if rep["status"] != "cannot-fit":  # cannot-fit: warned already
+            report_line(io, rep, as_json)
+
+    run(inputs or ["-"], io, work, "compact", job=PhaseJob(options) if offline else None, on_report=on_report)

@@ -1,0 +1,93 @@
+"""What the commands share: exit codes, loading a command's imports, the file arguments, --workers, notes on stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from ..errors import CompactError, Exit, UsageError
+
+# Start-up matters (a hook runs the tool once per session file): each command imports the library,
+# orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
+
+_RUN_BY_MAIN = False  # cli.main() runs this process (see loading)
+
+
+def run_by_main() -> None:
+    """Said by cli.main(): this process is the command's own (not a test running the app in-process)."""
+    global _RUN_BY_MAIN
+    _RUN_BY_MAIN = True
+
+
+@contextmanager
+def exit_codes() -> Iterator[None]:
+    """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr; so does a
+    standard output its reader closed (`| head`): an unwritable output, exit 4, whichever path was writing."""
+    try:
+        yield
+    except CompactError as e:
+        print(f"compactctl: error: {e}", file=sys.stderr)
+        raise typer.Exit(int(e.exit_code)) from e
+    except BrokenPipeError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more goes to it, not even at exit
+        with contextlib.suppress(OSError):
+            print("compactctl: error: standard output: its reader closed it (broken pipe)", file=sys.stderr)
+        raise typer.Exit(int(Exit.IO)) from e
+
+
+@contextmanager
+def loading() -> Iterator[None]:
+    """A command's own imports (the library, orjson, the runner) load as entry.main loads the command line: no
+    collection meanwhile, then what they made is frozen (issue 11: ~2 ms a process). Only in the process that
+    main() runs (`run_by_main`), not in one that runs the app in-process (CliRunner), whose objects it must not freeze."""
+    if not _RUN_BY_MAIN:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+Inputs = Annotated[
+    list[str] | None,
+    typer.Argument(help="JSONL files, directories (recursive *.jsonl, *.json, *.traj), or - for stdin (the default).", show_default=False),
+]
+
+
+def check_workers(workers: int | None) -> None:
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers {workers}: must be at least 1")
+
+
+def worker_count(workers: int | None) -> int:
+    """--workers, or the machine's cores."""
+    return workers or os.cpu_count() or 1
+
+
+def say(io, msg: str) -> None:
+    if not io.quiet:
+        print(msg, file=sys.stderr)
+
+
+def report_line(io, rep: dict, as_json: bool) -> None:
+    if as_json:
+        import orjson
+
+        print(orjson.dumps(rep).decode(), file=sys.stderr)
+    elif not io.quiet:
+        print(
+            f"{rep['transcript']}: {rep['status']}: {rep['tokens_before']:,} -> {rep['tokens_after']:,} tokens"
+            + (f" ({rep['summarizer']})" if rep.get("summarizer") else "")
+            + (f"; {rep['reason']}" if rep.get("reason") and rep["status"] != "compacted" else ""),
+            file=sys.stderr,
+        )

@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,9 +121,13 @@ def brief_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
-def present(files: list[Path]) -> list[Path]:
-    """The files of a group that this corpus has."""
-    return [f for f in files if f.exists()]
+def present(groups: dict[str, tuple[str, list[Path]]], names: list[str]) -> Iterator[tuple[str, str, list[Path]]]:
+    """(key, title, files) of each named group, with the files this corpus has; a group with none is left out."""
+    for key in names:
+        title, files = groups[key]
+        files = [f for f in files if f.exists()]
+        if files:
+            yield key, title, files
 
 
 def pools(ran: set[str]) -> list[tuple[str, str, set[str]]]:
@@ -140,12 +145,7 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
     pooled: dict[str, list] = {}
     settings = f"cuts {', '.join(f'{c:.0%}' for c in cuts)}; compactctl (defaults, offline) with a context window of {window_ratio:g} x the prefix's tokens; baselines at its output tokens"
     md += ["## Continuation scoring", "", settings, ""]
-    for key in names:
-        title, files = CONTINUATION_GROUPS[key]
-        files = present(files)
-        if not files:
-            print(f"skipped {key}: no files", file=sys.stderr)
-            continue
+    for key, title, files in present(CONTINUATION_GROUPS, names):
         t0 = time.time()
         res = continuation.evaluate_files([str(f) for f in files], cuts=cuts, window_ratio=window_ratio, counter=counter)
         dt = time.time() - t0
@@ -188,11 +188,7 @@ def twice_part(names: list[str], window_ratio: float) -> tuple[dict, list[str]]:
     counter = make_counter("gpt-4o")
     out: dict = {}
     rows: dict[str, list] = {}
-    for key in names:
-        title, files = CONTINUATION_GROUPS[key]
-        files = present(files)
-        if not files:
-            continue
+    for key, title, files in present(CONTINUATION_GROUPS, names):
         t0 = time.time()
         res = twice.evaluate(formats.Reader().read([str(f) for f in files]), counter, window_ratio=window_ratio)
         rows[key] = res["rows"]
@@ -227,11 +223,7 @@ def targets_part(names: list[str], ratios: list[float]) -> tuple[dict, list[str]
     for ratio in ratios:
         target = f"{ratio * 0.5:.0%}"  # the default threshold: the target is half the window
         rows: dict[str, list] = {}
-        for key in names:
-            title, files = CONTINUATION_GROUPS[key]
-            files = present(files)
-            if not files:
-                continue
+        for key, _, files in present(CONTINUATION_GROUPS, names):
             t0 = time.time()
             rows[key] = continuation.evaluate_files([str(f) for f in files], window_ratio=ratio, counter=counter)["rows"]
             print(f"target {target} {key}: {len(rows[key])} cuts in {time.time() - t0:.1f} s", file=sys.stderr)
@@ -264,8 +256,8 @@ def probes_part(ratio: float, llm: bool) -> tuple[dict, list[str]]:
     from compactctl.evaluate import table
 
     out, md = {}, ["## Probe eval", ""]
-    for group, files in PROBE_GROUPS.items():
-        files = present(files)
+    for group, all_files in PROBE_GROUPS.items():
+        files = [f for f in all_files if f.exists()]
         if not files:
             continue
         t0 = time.time()
@@ -300,6 +292,8 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(CONTINUATION_GROUPS)}")
     partial = bool(a.only) or set(names) != set(CONTINUATION_GROUPS)
+    for key in sorted(set(names) - {k for k, _, _ in present(CONTINUATION_GROUPS, names)}):
+        print(f"skipped {key}: no files", file=sys.stderr)
     out: dict = {}
     md: list[str] = []
     if a.only != "probes":

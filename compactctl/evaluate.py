@@ -13,10 +13,11 @@ command counts when its text (first 100 characters) is found and, when its exit 
 exit status with that code follows within 2,000 characters. Scores are per category and overall
 (found / total), with token reduction and validity (`repair --check`).
 
-Baselines, at the same token budget as compactctl:
-- head-tail: the system message(s) and first N messages + the last messages that fit, every tool
-  output cut to 500 characters (the naive `messages[:N] + messages[-M:]`), then repaired;
-- masking: tool outputs outside the recent tail replaced by a placeholder, everything else kept.
+Baselines, at compactctl's target (the continuation eval's, `continuation.head_tail` and `masking`):
+- head-tail: the system message(s) and first 3 messages (whole groups) + the last whole groups that fit, every
+  tool output cut to 500 characters (the naive `messages[:N] + messages[-M:]`), then repaired;
+- masking: tool outputs replaced by a placeholder from the oldest on until the target is met, then the oldest
+  groups dropped; repaired.
 An observation (Message.observation: SWE-agent's output of a text action, in a user turn) counts as a tool
 output throughout: its error lines are probes, its sentences are not the user's constraints.
 """
@@ -27,12 +28,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import outputs, tools
+from . import continuation, outputs, tools
 from .harness import is_boilerplate
 from .model import Message, ToolCall, Transcript, fingerprint, is_output, is_summary, last_user_index
 from .phases.plan import Budget
-from .phases.prune import protected_start
-from .phases.repair import MEASURED, repair
 from .phases.rules import check
 from .pipeline import CompactOptions, compact
 from .summarizers.constraints import constraint_sentences
@@ -40,7 +39,6 @@ from .summarizers.facts import identifiers_in
 from .tokens import Counter
 
 CATEGORIES = ("files", "commands", "errors", "constraints", "last_ask", "identifiers")
-MASK = "[tool output omitted]"
 _WS = re.compile(r"\s+")
 _EXIT = r"exit(?:ed)?(?: with)?[ _]?(?:code|status)?[\"']?\s*[:=]?\s*{code}\b"
 
@@ -167,33 +165,6 @@ def score(original: Transcript, compacted: Transcript, counter: Counter) -> dict
 # ---- strategies
 
 
-def head_tail(t: Transcript, counter: Counter, budget_tokens: int, first: int = 3, cut: int = 500) -> Transcript:
-    """The naive baseline: first N messages + the last messages that fit, tool outputs cut to 500 chars."""
-    msgs = [m.evolve(content=m.text()[:cut]) if m.role == "tool" and len(m.text()) > cut else m for m in t.messages]
-    s = 0
-    while s < len(msgs) and msgs[s].role in ("system", "developer"):
-        s += 1
-    head = msgs[: s + first]
-    used = sum(counter.messages(head))
-    tail: list[Message] = []
-    for m in reversed(msgs[s + first :]):
-        c = counter.message(m)
-        if used + c > budget_tokens:
-            break
-        tail.insert(0, m)
-        used += c
-    out, _ = repair(t.evolve(messages=head + tail), MEASURED)
-    return out
-
-
-def masking(t: Transcript, counter: Counter, keep_tokens: int) -> Transcript:
-    """Observation masking: old tool outputs become a placeholder; everything else is kept."""
-    counts = counter.messages(t.messages)
-    start = protected_start(counts, keep_tokens)
-    msgs = [m.evolve(content=MASK) if i < start and is_output(m) else m for i, m in enumerate(t.messages)]
-    return t.evolve(messages=msgs)
-
-
 def strategies(
     counter: Counter,
     ratio: float,
@@ -229,8 +200,9 @@ def strategies(
     out = {"compactctl": ours(OfflineSummarizer())}
     if summarizer_factory is not None:
         out["compactctl-llm"] = ours(summarizer_factory())
-    out["head-tail"] = lambda t: head_tail(t, counter, budget_for(t))
-    out["masking"] = lambda t: masking(t, counter, max(int(budget_for(t) * 0.2), 1))  # compactctl's tail budget
+    # The continuation eval's baselines (one implementation of each), at compactctl's target.
+    out["head-tail"] = lambda t: continuation.head_tail(t, counter, budget_for(t))
+    out["masking"] = lambda t: continuation.masking(t, counter, budget_for(t))
     return out
 
 

@@ -70,14 +70,19 @@ class _Later:
         self.calls: set[tuple[str, str]] = set()
         self.files: set[str] = set()
         self.failed = failed
+        self._touched: dict[int, list[tuple[str, str]]] = {}  # id(call) -> tools.files_of(call): asked for twice, by
+        # supersedes (for its result) and then by saw_calls (for the turn that made it, the next one looked at)
+
+    def touched(self, call: ToolCall) -> list[tuple[str, str]]:
+        return _memo(self._touched, id(call), lambda: tools.files_of(call))
 
     def saw_calls(self, m: Message) -> None:
         for c in m.tool_calls:
-            touched = tools.files_of(c)
+            touched = self.touched(c)
             if touched and self.failed(c):
                 continue  # (a failed command run again is the latest state: it supersedes the same command's output)
             self.calls.add((c.name, c.arguments))
-            if any(a == "read" for a, _ in touched) and any(k in tools.parse_args(c) for k in RANGE_KEYS):
+            if any(a == "read" for a, _ in touched) and not tools.parse_args(c).keys().isdisjoint(RANGE_KEYS):
                 touched = [(a, p) for a, p in touched if a != "read"]
             self.files.update(p for a, p in touched if a != "edit")  # (an edit changes part of a file: the rest of a read stays current)
 
@@ -86,7 +91,7 @@ class _Later:
         this call, a command run again (SUPERSEDED_RERUN); None when none does."""
         if call is None:
             return None
-        if any(a == "read" and p in self.files for a, p in tools.files_of(call)):
+        if any(a == "read" and p in self.files for a, p in self.touched(call)):
             return SUPERSEDED
         return SUPERSEDED_RERUN if (call.name, call.arguments) in self.calls else None
 

@@ -196,6 +196,12 @@ class Counter:
         if input_bytes > 2 * FAST_CHARS:
             self._fast_chars = FAST_CHARS
 
+    def prepare(self) -> None:
+        """Build tiktoken's encoder now when this counter would build it at its first count (see expect); it is
+        shared (get_encoding), and worker processes forked after this have it."""
+        if not self.approx and self._fast_chars >= FAST_CHARS:
+            self._enc  # noqa: B018 (built and kept by get_encoding)
+
     @property
     def _enc(self):
         if self._encoder is None:

@@ -437,3 +437,20 @@ def test_long_pieces_are_bounded():
             break
     else:
         raise AssertionError("no budget on long pieces")
+
+
+def test_prepare_builds_the_encoder_only_for_a_counter_that_would_build_it_first():
+    from compactctl import tokens
+
+    small = tokens.Counter("o200k_base")
+    small.expect(1_000)
+    small.prepare()
+    assert small._encoder is None  # counted in pure Python first: nothing to build ahead
+    large = tokens.Counter("o200k_base")
+    large.expect(4 * tokens.FAST_CHARS)
+    large.prepare()
+    assert large._encoder is get_encoding("o200k_base")  # the shared one: workers forked after this have it
+    approx = tokens.Counter("o200k_base", approx=True)
+    approx.expect(4 * tokens.FAST_CHARS)
+    approx.prepare()
+    assert approx._encoder is None

@@ -13,7 +13,7 @@ command counts when its text (first 100 characters) is found and, when its exit 
 exit status with that code follows within 2,000 characters. Scores are per category and overall
 (found / total), with token reduction and validity (`repair --check`).
 
-Baselines, at compactctl's target (the continuation eval's, `continuation.head_tail` and `masking`):
+Baselines, at compactctl's target (the continuation eval's: `baselines.head_tail`, `baselines.masking`):
 - head-tail: the system message(s) and first 3 messages (whole groups) + the last whole groups that fit, every
   tool output cut to 500 characters (the naive `messages[:N] + messages[-M:]`), then repaired;
 - masking: tool outputs replaced by a placeholder from the oldest on until the target is met, then the oldest
@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import continuation, outputs, tools
+from . import baselines, outputs, tools
 from .harness import is_boilerplate
 from .model import Message, ToolCall, Transcript, fingerprint, is_output, is_summary, last_user_index
 from .phases.plan import Budget
@@ -201,8 +201,8 @@ def strategies(
     if summarizer_factory is not None:
         out["compactctl-llm"] = ours(summarizer_factory())
     # The continuation eval's baselines (one implementation of each), at compactctl's target.
-    out["head-tail"] = lambda t: continuation.head_tail(t, counter, budget_for(t))
-    out["masking"] = lambda t: continuation.masking(t, counter, budget_for(t))
+    out["head-tail"] = lambda t: baselines.head_tail(t, counter, budget_for(t))
+    out["masking"] = lambda t: baselines.masking(t, counter, budget_for(t))
     return out
 
 

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import continuation, needed
-from .continuation import prefix_of, tokens_of
+from .baselines import head_tail, tokens_of
+from .continuation import prefix_of
 from .model import Transcript
 from .phases.rules import check
 from .pipeline import CompactOptions
@@ -55,7 +56,7 @@ def score(
     grown = t.evolve(messages=[*kept_first.messages, *t.messages[early:late]], native=None)
     again, err_again = continuation.run_compactctl(grown, counter, window, summarizer, options)
     tokens = tokens_of(counter, again.messages)
-    outs = {"once": once, "twice": again, "head-tail": continuation.head_tail(prefix, counter, tokens)}
+    outs = {"once": once, "twice": again, "head-tail": head_tail(prefix, counter, tokens)}
     return {
         "transcript": t.id,
         "needed": len(facts),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from compactctl import api, continuation, evaluate, lexical, needed
+from compactctl import api, baselines, continuation, evaluate, lexical, needed
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript
 from compactctl.pairs import groups
@@ -213,8 +213,8 @@ def test_extractor_is_independent_of_the_compaction():
             assert not imp.startswith(forbidden), f"{mod} imports {imp}"
             todo.append(imp)
     # the parser does see relative and absolute imports (the harness module imports the compaction, as it must)
-    imps = _imports(PKG / "continuation.py")
-    assert {"compactctl.needed", "compactctl.phases.repair", "compactctl.pipeline"} <= imps
+    assert {"compactctl.needed", "compactctl.pipeline"} <= _imports(PKG / "continuation.py")
+    assert {"compactctl.needed", "compactctl.phases.repair"} <= _imports(PKG / "baselines.py")
 
 
 def test_needed_words_have_no_kinds():
@@ -245,12 +245,12 @@ def test_cuts_start_turns_and_baselines_meet_the_budget():
     prefix = t.evolve(messages=t.messages[: cuts[0][1]])
     total = sum(COUNTER.messages(prefix.messages))
     for budget in (total // 5, total // 10):
-        for fn in (continuation.head_tail, continuation.recent, continuation.masking):
+        for fn in (baselines.head_tail, baselines.recent, baselines.masking):
             out = fn(prefix, COUNTER, budget)
             assert sum(COUNTER.messages(out.messages)) <= budget, fn.__name__
             assert check(out) == [], fn.__name__
-    masked = continuation.masking(prefix, COUNTER, total - 10)
-    assert any(m.text() == continuation.MASK for m in masked.messages)
+    masked = baselines.masking(prefix, COUNTER, total - 10)
+    assert any(m.text() == baselines.MASK for m in masked.messages)
     assert len(masked.messages) == len(prefix.messages)  # masking a little drops nothing
 
 

@@ -84,7 +84,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         ],
     ),
     # The evals judge compaction from outside: they call the pipeline and read the archive.
-    ("eval", ["compactctl.evaluate", "compactctl.continuation", "compactctl.twice", "compactctl.recovery"]),
+    ("eval", ["compactctl.evaluate", "compactctl.continuation", "compactctl.baselines", "compactctl.twice", "compactctl.recovery"]),
     ("cli", ["compactctl.cli", "compactctl.cli.*", "compactctl.entry", "compactctl.__main__", "compactctl.mcp_server"]),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}

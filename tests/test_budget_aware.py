@@ -11,7 +11,7 @@ from compactctl import api, outputs, refs, tools
 from compactctl.describe import describe
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
-from compactctl.markers import NAMES_LINE
+from compactctl.markers import EXCERPT_LINE, NAMES_LINE
 from compactctl.model import Message, ToolCall, Transcript, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import fit, offline
@@ -188,6 +188,64 @@ def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds(
         assert out.messages[3].text().count("handler_") >= 2 * names64
         assert out.messages[5] is t.messages[5]  # only as far as needed
     assert st.tokens_after is None or st.tokens_after == after
+
+
+def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_first_lines():
+    # One big read, a little over the target: its digest (all its names) leaves most of the room; the read's first
+    # lines, verbatim, fill it (before: the transcript ended thousands of tokens under the target it could use).
+    rows = session(2)
+    body = "".join(f"{k + 1:>6}\u2192    value_{k} = compute(row_{k}, 'column {k}')\n" for k in range(900))
+    rows[3] = res("r0", body)
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    target = total - 800
+    for exact in (True, False):
+        out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, exact_totals=exact))
+        after = sum(COUNTER.messages(out.messages))
+        assert target - 60 <= after <= target, exact  # the room is used, never exceeded
+        text = out.messages[3].text()
+        digest, _, shown = text.partition(f"\n{EXCERPT_LINE}")
+        assert NAMES_LINE in digest and refs.found(digest)  # the digest first, whole, with its reference
+        said, _, lines = shown.partition("\n")
+        assert said.startswith("the first ") and said.endswith(" of 901 lines, as they were:")
+        assert body.startswith(lines + "\n")  # whole lines, verbatim, from the first
+        assert int(said.split()[2].replace(",", "")) == lines.count("\n") + 1 > 500
+        assert out.messages[5] is t.messages[5]  # only as far as needed
+    # In a summary later, the digest is the action's line; the excerpt is not part of it.
+    facts = extract(out.messages, 0, len(out.messages))
+    line = next(a.line for a in facts.actions if "mod0.py" in a.line)
+    assert EXCERPT_LINE.strip() not in line and "value_1 " not in line
+
+
+def test_no_excerpt_when_every_digest_keeps_all_its_names_and_the_room_is_small():
+    rows = session(2)
+    body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
+    rows[3] = res("r0", body)
+    t = T(rows)
+    out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    total = sum(COUNTER.messages(t.messages))
+    size64 = total - COUNTER.message(t.messages[3]) + COUNTER.message(out64.messages[3])
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=size64 + 400))  # room for names only
+    assert EXCERPT_LINE not in out.messages[3].text()
+
+
+def test_an_excerpt_never_ends_inside_a_secret():
+    # A one-line output (no line end to cut at): the excerpt is cut by redact.cut, which redacts a word it goes
+    # through. The secret is moved along the output until the cut falls inside it.
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+    filler = " ".join(f"word{k}" for k in range(3000))
+    through = 0
+    for at in range(21_000, 23_600, 37):
+        rows = session(2)
+        rows[3] = res("r0", f"{filler[:at]} token={secret} {filler[at:]}")
+        t = T(rows)
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) - 1200))
+        shown = out.messages[3].text().split(f"\n{EXCERPT_LINE}", 1)[1]
+        ends = shown.rsplit(" ", 1)[-1]
+        if secret not in shown and len(shown) > at:
+            through += 1  # the cut went through it
+        assert not (ends and ends in secret and ends != secret and len(ends) >= 8), ends  # never a piece of it
+    assert through  # the sweep did cut through the secret
 
 
 def test_digests_keep_the_vocabulary_when_a_summary_must_follow():

@@ -31,7 +31,7 @@ import orjson
 
 from .. import refs
 from ..lean import dataclass
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE  # noqa: F401 (re-exported for callers of prune)
+from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE  # noqa: F401 (re-exported for callers of prune)
 from ..model import Message, Transcript, is_image_part
 from ..tokens import Counter
 from . import Archived, archive
@@ -206,12 +206,17 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
     if total > target:
         return _keep_vocabulary(ctx, digests, count)
     added = _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
-    # What the last digest cannot use (it keeps all its names) goes to the earlier ones, the last reduced first.
+    # What the last digest cannot use (it keeps all its names) goes to the earlier ones, the last reduced first;
+    # what is left when every digest keeps all its names, to their outputs' first lines, in the same order.
     for i, step, old, stats in reversed(digests):
         if target - total - added < MIN_ROOM:
             break
         if i != last[0]:
             added += _use_room(ctx, i, step, old, target - total - added, stats, count)
+    for i, _, old, stats in reversed(digests):
+        if target - total - added < EXCERPT_MIN_ROOM:
+            break
+        added += _with_excerpt(ctx, i, old, target - total - added, stats, count)
     return added
 
 
@@ -279,6 +284,56 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
         stats.tokens -= best_tokens - base
     ctx.msgs[i] = best
     return best_tokens - base
+
+
+# The room a digest that keeps all its names leaves is given to its output's first lines when it holds this many tokens.
+EXCERPT_MIN_ROOM = 48
+
+
+def _with_excerpt(ctx: _Context, i: int, old: Message, room: int, stats: PassStats, count: bool) -> int:
+    """Digest i keeps all its names and `room` tokens are still free: its output's first lines follow it (_excerpt).
+    Replaces ctx.msgs[i] and returns the tokens it added (0 when no line fits)."""
+    cur = ctx.msgs[i]
+    if EXCERPT_LINE in cur.text():
+        return 0
+    base = ctx.counter.message(cur)
+    new, tokens = _excerpt(ctx, i, old, cur, base, base + room)
+    if new is cur:
+        return 0
+    stats.chars -= _chars(new) - _chars(cur)
+    if count:
+        stats.tokens -= tokens - base
+    ctx.msgs[i] = new
+    return tokens - base
+
+
+def _excerpt(ctx: _Context, i: int, old: Message, digest: Message, tokens: int, limit: int) -> tuple[Message, int]:
+    """`digest` (of `old`, message i, `tokens` long) followed by as many of `old`'s first lines, verbatim, as keep
+    it within `limit` tokens: the room the target leaves once every digest keeps all its names. The first try sizes
+    the cut at the characters a token of the whole output took; each exact count after moves it by what is left (or
+    over) at those of the excerpt; the longest that fits is kept (the digest alone when no line fits)."""
+    counter, cur = ctx.counter, ctx.msgs[i]
+    best, best_tokens = digest, tokens
+    # Characters: the first guess at the characters a token of the whole output took (counted already), then measured.
+    n, seen = int((limit - tokens) * len(old.text()) / max(counter.message(old), 1) * 0.97), ""
+    ctx.msgs[i] = digest
+    try:
+        for _ in range(6):
+            new = ctx.excerpt(i, old, n)
+            if new is None or new.text() == seen:
+                break
+            seen, got = new.text(), counter.message(new)
+            per = (len(seen) - len(digest.text())) / max(got - tokens, 1)  # characters a token of the excerpt took
+            if got <= limit:
+                best, best_tokens = (new, got) if got > best_tokens else (best, best_tokens)
+                if limit - got < EXCERPT_MIN_ROOM // 2:
+                    break
+                n += int((limit - got) * per * 0.9)
+            else:
+                n -= int((got - limit) * per * 1.1) + 1
+    finally:
+        ctx.msgs[i] = cur
+    return best, best_tokens
 
 
 def _tagged(old: Message, new: Message, opts: PruneOptions) -> Message:

@@ -18,7 +18,7 @@ import orjson
 
 from .. import outline, outputs, refs, tools
 from ..describe import describe
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
 from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
 from ..pairs import calls_for_results
@@ -218,6 +218,19 @@ class _Context:
             return self.reduce(i, step, names)
         finally:
             self.msgs[i] = cur
+
+    def excerpt(self, i: int, old: Message, n: int) -> Message | None:
+        """Message i (a digest of `old`) followed by `old`'s first lines, verbatim: the whole lines of its first `n`
+        characters (cut by redact.cut: never a piece of a secret), or None when no line is that short."""
+        text = old.text()
+        head = cut(text, n)
+        if len(head) < len(text) and "\n" in head:
+            head = head[: head.rfind("\n")]
+        if not head.strip():
+            return None
+        cur = self.msgs[i]
+        said = f"the first {head.count(chr(10)) + 1:,} of {text.count(chr(10)) + 1:,} lines, as they were:"
+        return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{head}"))
 
     def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
         """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps

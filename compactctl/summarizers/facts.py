@@ -14,7 +14,7 @@ from .. import outputs, refs, tools
 from ..describe import describe
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
-from ..markers import DOC_NAMES_LINE, DUPLICATE, NAMES_LINE, OUTLINE_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE
 from ..model import Message, ToolCall, is_output, is_summary
 from ..names import is_task_document, literals_in, names_in
 from ..pairs import match
@@ -223,6 +223,8 @@ def _digest_line(text: str) -> str:
     first (where each definition is: what a report cites, what a re-read takes), its reference last; its names go
     to the identifier index."""
     lines = text.split("\n")
+    shown = next((k for k, ln in enumerate(lines) if ln.startswith(EXCERPT_LINE)), None)
+    lines = lines[:shown]  # what follows is the output's first lines (an excerpt), not the digest
     kept = [ln for ln in lines if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE))]
     if not kept:
         return ""

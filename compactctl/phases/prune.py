@@ -12,7 +12,9 @@ from tool names alone:
 4. old outputs (outside the protected recent part), oldest first, successful before failed: each
    becomes a digest: what the call did and how it ended, its error lines, the names it holds
    (paths, identifiers, values) ranked by how often the rest of the transcript uses them, then its
-   quoted phrases (a test's name, a message; never one redaction would change);
+   quoted phrases (a test's name, a message; never one redaction would change). The digest that takes the
+   transcript under its target, then the earlier ones, keep as many more names as the room left holds; room
+   still left goes to the outputs' first lines, verbatim, under their digests (an excerpt);
 5. old tool-call arguments over `arg_limit` characters (code the agent wrote): long strings are cut to
    `arg_keep` characters, the JSON stays valid, and the names of the cut part (paths, symbols) are kept;
    the latest todo / plan call is never cut;

@@ -52,6 +52,13 @@ def session(n_reads: int = 8, size: int = 3000) -> list[dict]:
     return rows
 
 
+def first_read(body: str) -> Transcript:
+    """session(2) whose first read (message 3) returns `body`."""
+    rows = session(2)
+    rows[3] = res("r0", body)
+    return T(rows)
+
+
 # ---- under the target nothing changes
 
 
@@ -172,10 +179,8 @@ def test_names_are_separated_by_a_space_a_token_cheaper_than_a_comma():
 
 
 def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds():
-    rows = session(2)
     body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
-    rows[3] = res("r0", body)
-    t = T(rows)
+    t = first_read(body)
     total = sum(COUNTER.messages(t.messages))
     out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))  # no target: 64 names
     names64 = out64.messages[3].text().count("handler_")
@@ -193,10 +198,8 @@ def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds(
 def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_first_lines():
     # One big read, a little over the target: its digest (all its names) leaves most of the room; the read's first
     # lines, verbatim, fill it (before: the transcript ended thousands of tokens under the target it could use).
-    rows = session(2)
     body = "".join(f"{k + 1:>6}\u2192    value_{k} = compute(row_{k}, 'column {k}')\n" for k in range(900))
-    rows[3] = res("r0", body)
-    t = T(rows)
+    t = first_read(body)
     total = sum(COUNTER.messages(t.messages))
     target = total - 800
     for exact in (True, False):
@@ -218,10 +221,8 @@ def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_fir
 
 
 def test_no_excerpt_when_every_digest_keeps_all_its_names_and_the_room_is_small():
-    rows = session(2)
     body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
-    rows[3] = res("r0", body)
-    t = T(rows)
+    t = first_read(body)
     out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
     total = sum(COUNTER.messages(t.messages))
     size64 = total - COUNTER.message(t.messages[3]) + COUNTER.message(out64.messages[3])
@@ -236,9 +237,7 @@ def test_an_excerpt_never_ends_inside_a_secret():
     filler = " ".join(f"word{k}" for k in range(3000))
     through = 0
     for at in range(21_000, 23_600, 37):
-        rows = session(2)
-        rows[3] = res("r0", f"{filler[:at]} token={secret} {filler[at:]}")
-        t = T(rows)
+        t = first_read(f"{filler[:at]} token={secret} {filler[at:]}")
         out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) - 1200))
         shown = out.messages[3].text().split(f"\n{EXCERPT_LINE}", 1)[1]
         ends = shown.rsplit(" ", 1)[-1]

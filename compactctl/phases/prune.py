@@ -279,13 +279,20 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
             best, best_tokens, lo = new, tokens, mid
         else:
             hi = mid - 1
-    if best is cur:
+    return _put(ctx, i, best, best_tokens - base, stats, count)
+
+
+def _put(ctx: _Context, i: int, new: Message, added: int, stats: PassStats, count: bool) -> int:
+    """Message i becomes `new` (`added` tokens longer; nothing when it is message i already), in its pass's stats too
+    (tokens only when `count`). Returns the tokens added."""
+    cur = ctx.msgs[i]
+    if new is cur:
         return 0
-    stats.chars -= _chars(best) - _chars(cur)
+    stats.chars -= _chars(new) - _chars(cur)
     if count:
-        stats.tokens -= best_tokens - base
-    ctx.msgs[i] = best
-    return best_tokens - base
+        stats.tokens -= added
+    ctx.msgs[i] = new
+    return added
 
 
 # The room a digest that keeps all its names leaves is given to its output's first lines when it holds this many tokens.
@@ -300,13 +307,7 @@ def _with_excerpt(ctx: _Context, i: int, old: Message, room: int, stats: PassSta
         return 0
     base = ctx.counter.message(cur)
     new, tokens = _excerpt(ctx, i, old, cur, base, base + room)
-    if new is cur:
-        return 0
-    stats.chars -= _chars(new) - _chars(cur)
-    if count:
-        stats.tokens -= tokens - base
-    ctx.msgs[i] = new
-    return tokens - base
+    return _put(ctx, i, new, tokens - base, stats, count)
 
 
 def _excerpt(ctx: _Context, i: int, old: Message, digest: Message, tokens: int, limit: int) -> tuple[Message, int]:

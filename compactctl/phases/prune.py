@@ -328,7 +328,8 @@ def _excerpt(ctx: _Context, i: int, old: Message, digest: Message, tokens: int, 
             seen, got = new.text(), counter.message(new)
             per = (len(seen) - len(digest.text())) / max(got - tokens, 1)  # characters a token of the excerpt took
             if got <= limit:
-                best, best_tokens = (new, got) if got > best_tokens else (best, best_tokens)
+                if got > best_tokens:
+                    best, best_tokens = new, got
                 if limit - got < EXCERPT_MIN_ROOM // 2:
                     break
                 n += int((limit - got) * per * 0.9)

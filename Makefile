@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval e2e fuzz clean
+.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval eval-outside e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
@@ -61,6 +61,11 @@ fuzz: install
 
 eval: install
 	$(BIN)/python bench/eval_corpus.py
+
+# A second instrument that shares no code with the one above: compactctl as a black box (its CLI), facts and
+# baselines of its own (bench/outside_eval.py; results in bench/results/outside_eval.{md,json}).
+eval-outside: install
+	$(BIN)/python bench/outside_eval.py
 
 e2e: install
 	bash bench/e2e.sh

@@ -14,7 +14,8 @@ Protocol, per session and per cut (40%, 60%, 80% of the session's messages):
   records are not messages (Codex reasoning is encrypted).
 - The prefix is the original JSONL lines up to the last line of the cut's last message, written to a
   temp file. compactctl compacts it with --context-window round(0.4 * prefix tokens) (its default
-  threshold 0.5 makes the target 20% of the prefix) and --summarizer offline.
+  threshold 0.5 makes the target 20% of the prefix), --summarizer offline and --on-error skip (a cut it
+  cannot fit is scored as what it then writes, the pruned prefix, rather than left out).
 - Tokens: tiktoken o200k_base over the text this reader extracts (text, thinking, tool name and flattened
   arguments, tool output text; images count nothing), summed per message.
 - Candidate facts come from the whole prefix text: paths, identifiers, shell commands the agent ran,
@@ -539,6 +540,7 @@ def run_compactctl(cli: str, lines: list[bytes], window: int, tmp: Path) -> tupl
     src.write_bytes(b"\n".join(lines) + b"\n")
     out.unlink(missing_ok=True)
     cmd = [cli, "compact", str(src), "--context-window", str(window), "-o", str(out), "-q", "--summarizer", "offline"]
+    cmd += ["--on-error", "skip"]  # a cut it cannot fit: scored as what it then writes (the pruned prefix), not left out
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0 or not out.exists():
         return None, f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
@@ -677,7 +679,7 @@ def dataset_table(results: list[dict]) -> list[str]:
         errors[r["dataset"]] += sum("error" in c for c in r["cuts"])
     for name, cuts in by_set.items():
         t = pooled(cuts)
-        name = f"{name}, {errors[name]} cuts compactctl refused" if errors[name] else name
+        name = f"{name}, {errors[name]} cuts compactctl failed on" if errors[name] else name
         for meth in METHODS:
             red = 1 - t[f"{meth}.tokens"] / t["prefix_tokens"] if t["prefix_tokens"] else 0
             rows.append(

@@ -46,6 +46,9 @@ INJECTED_OPENINGS = (
     "<INSTRUCTIONS>",
 )
 _TAG_BLOCK = re.compile(r"<(" + "|".join(re.escape(t) for t in INJECTED_TAGS) + r")\b[^>]*>.*?(?:</\1>|\Z)", re.S)
+# A line a harness writes after its block: Claude Code follows a background task's `<task-notification>` with
+# "Read the output file to retrieve the result: /tmp/.../tasks/ID.output".
+_TRAILER = re.compile(r"^[ \t]*Read the output file to retrieve the result:.*$", re.M)
 # A harness's wrapping of what it says (`<system-reminder>`, "PostToolUse:Edit hook additional context:"): no fact.
 # Only the harness's own tags: `Vec<u8>` or a traceback's `<module>` in a note stay.
 MARKUP = re.compile(r"</?(?:" + "|".join(map(re.escape, INJECTED_TAGS)) + r")>|\b[A-Z]\w+(?::\w+)? hook additional context:")
@@ -92,7 +95,13 @@ def is_injected(m: Any) -> bool:
     if text.startswith(INJECTED_OPENINGS):
         return True
     # Nothing but harness blocks, and no slash command's arguments: those the person typed (see human_text).
-    return text.startswith("<") and not _TAG_BLOCK.sub("", text).strip() and not _command_ask(text)
+    return text.startswith("<") and not _without_blocks(text).strip() and not _command_ask(text)
+
+
+def _without_blocks(text: str) -> str:
+    """The text with the harness's blocks and the lines it writes after them taken out."""
+    text = _TAG_BLOCK.sub("", text)
+    return _TRAILER.sub("", text) if "Read the output file" in text else text
 
 
 def is_boilerplate(text: str) -> bool:
@@ -116,7 +125,7 @@ def human_text(m: Any) -> str:
     if CODEX_REQUEST in text:
         text = text.rsplit(CODEX_REQUEST, 1)[1]
     if "<" in text:
-        text = _TAG_BLOCK.sub("", text)
+        text = _without_blocks(text)
     return text.strip()
 
 

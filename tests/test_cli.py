@@ -237,6 +237,17 @@ def test_report_has_a_line_per_transcript_for_every_phase(tmp_path, cmd, status)
         assert checked.returncode == 0 and [x["violations"] for x in read_jsonl(rep.read_bytes())] == [[], []]
 
 
+def test_a_record_needing_no_summary_says_what_repair_still_changed(tmp_path):
+    """A training record that ends with the assistant's call (its target) gets a stub result, valid for the APIs; the
+    line said only "not-needed", which read as "written unchanged"."""
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    rec = {"messages": [{"role": "user", "content": "Weather in Oslo?"}, {"role": "assistant", "content": None, "tool_calls": [call]}]}
+    src = write_jsonl(tmp_path / "d.jsonl", [rec])
+    r = cli("compact", str(src), "-o", str(tmp_path / "out.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert b"not-needed" in r.stderr and b"; repaired: stubs added 1" in r.stderr
+
+
 def test_a_command_typed_alone_says_it_reads_the_terminal(monkeypatch, capsys):
     """`compactctl compact` with no file, in a terminal, waited for input and said nothing: it says what it waits for
     (not when piped or with -q)."""

@@ -88,6 +88,19 @@ def report_line(io, rep: dict, as_json: bool) -> None:
         print(
             f"{rep['transcript']}: {rep['status']}: {rep['tokens_before']:,} -> {rep['tokens_after']:,} tokens"
             + (f" ({rep['summarizer']})" if rep.get("summarizer") else "")
-            + (f"; {rep['reason']}" if rep.get("reason") and rep["status"] != "compacted" else ""),
+            + (f"; {rep['reason']}" if rep.get("reason") and rep["status"] != "compacted" else "")
+            + (_what_changed(rep) if rep["status"] == "not-needed" else ""),
             file=sys.stderr,
         )
+
+
+def _what_changed(rep: dict) -> str:
+    """What prune and repair still did to a transcript that needed no summary: "not-needed" alone read as untouched."""
+    parts = []
+    pruned = rep.get("prune") or {}
+    if pruned.get("tokens_before") is not None and pruned["tokens_after"] < pruned["tokens_before"]:
+        parts.append(f"pruned {pruned['tokens_before']:,} -> {pruned['tokens_after']:,} tokens")
+    fixes = [f"{k.replace('_', ' ')} {v}" for k, v in (rep.get("repair") or {}).items() if isinstance(v, int) and v]
+    if fixes:
+        parts.append("repaired: " + ", ".join(fixes))
+    return "".join("; " + p for p in parts)

@@ -102,7 +102,7 @@ def test_compact_archive_restore_is_exact(tmp_path):
         out, arch = tmp_path / f"{sample}.out", tmp_path / f"{sample}.arch"
         r = cli("compact", str(SAMPLES / sample), *OPTS, "-o", str(out), "--archive", str(arch))
         assert r.returncode == 0, r.stderr
-        back = cli("restore", str(out), "--archive", str(arch))
+        back = cli("restore", str(out), "--archive", str(arch), "-q")  # -q as every command takes it
         assert back.returncode == 0, back.stderr
         assert read_jsonl(back.stdout) == read_jsonl((SAMPLES / sample).read_bytes()), sample
 

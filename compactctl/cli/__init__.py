@@ -91,6 +91,7 @@ def restore(
     compacted: Annotated[str, typer.Argument(help="A file written by compact/prune/summarize/repair.")],
     archive: Annotated[str, typer.Option("--archive", help="The archive written by that same command.")],
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write here instead of stdout.")] = None,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Accepted as by every command (restore writes no notes).")] = False,
 ):
     """Rebuild the original transcripts from a compacted file and its archive.
 

@@ -125,7 +125,7 @@ def test_recall_errors(tmp_path):
     _, a = compacted(tmp_path)
     r = cli("recall", "deadbeef", "--archive", str(a))
     assert r.returncode == Exit.NOT_FOUND and b"no archived original has reference deadbeef" in r.stderr
-    assert cli("recall", "not-a-ref", "--archive", str(a)).returncode == Exit.NOT_FOUND
+    assert cli("recall", "not-a-ref", "--archive", str(a)).returncode == Exit.USAGE  # no reference at all: a usage error
     assert cli("recall", "--archive", str(a)).returncode == Exit.USAGE
     assert cli("recall", "deadbeef", "--archive", str(tmp_path / "none.jsonl")).returncode == Exit.IO
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"x": 1}])

@@ -87,6 +87,8 @@ def recall(
         raise UsageError("give a reference or --search TERMS (not both)")
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be at least 1")
+    if ref is not None:
+        _check_ref(ref)
     with Archives.open(archive) as ix:
         if search is not None:
             hits = ix.search(search, limit, transcript)
@@ -106,6 +108,16 @@ def recall(
         for h in hits:
             print(f"--- [ref {h.ref}] {h.transcript} #{h.index} {h.role} ---")
             print(h.text)
+
+
+def _check_ref(ref: str) -> None:
+    """A reference that is no reference at all (not hex) is a usage error (exit 2), not one the archive lacks (8)."""
+    from ..search import UnknownRef, normalized_ref
+
+    try:
+        normalized_ref(ref)
+    except UnknownRef as e:
+        raise UsageError(str(e)) from None
 
 
 def mcp(archive: Archive = ...):  # type: ignore[assignment]

@@ -411,6 +411,9 @@ def test_mixed_or_unknown_format_names_the_line(tmp_path):
     src.write_bytes(b'{"hello": 1}\n')
     r = cli("repair", str(src))
     assert r.returncode == 3 and f"{src}:1: cannot tell the transcript format" in r.stderr.decode()
+    assert "(keys: hello)" in r.stderr.decode()
+    src.write_bytes(b"{}\n")  # it said "(keys: )"
+    assert "from this record (an empty object); use --from" in cli("repair", str(src)).stderr.decode()
     bad = tmp_path / "y.jsonl"
     bad.write_bytes((SAMPLES / "codex_rollout.jsonl").read_bytes()[:2000] + b"\n")
     r = cli("repair", str(bad))

@@ -273,8 +273,9 @@ class Reader:
             return mod, layout
         found = detect(obj)
         if found is None:
-            keys = ", ".join(list(obj)[:6])
-            raise DataError(source, lineno, f"cannot tell the transcript format from this record (keys: {keys}); use --from")
+            keys = ", ".join(list(obj)[:6]) if isinstance(obj, dict) else ""
+            said = f"keys: {keys}" if keys else ("an empty object" if isinstance(obj, dict) else f"a JSON {type(obj).__name__}")
+            raise DataError(source, lineno, f"cannot tell the transcript format from this record ({said}); use --from")
         mod, layout = found
         return mod, self.layout or layout
 

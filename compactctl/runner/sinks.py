@@ -476,7 +476,7 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
             continue
         k = same(p)
         if k in inputs:
-            raise UsageError(f"{label} {p} is also an input: it would be overwritten")
+            raise UsageError(f"{label} ({p}) is also an input: it would be overwritten")
         if k in owner:
             raise UsageError(f"{owner[k]} and {label} are the same file ({p}): each output needs its own file")
         owner[k] = f"{label} {p}" if label.startswith("-") else label

@@ -172,6 +172,24 @@ def test_restore_gives_the_record_back(tmp_path):
     assert read_jsonl(back.stdout) == [rec]  # in its own shape (it came back as "conversations" beside the compacted messages)
 
 
+def test_restore_gives_back_a_tool_message_holding_one_result_per_call_as_it_was_written(tmp_path):
+    """The array of results was split into one result per call, then written again by orjson, without the spaces
+    json.dumps had put in (reason_tool_use_demo_50): the restored record's text was not the original's."""
+    array = '[{"name": "get_weather", "content": "%s"}, {"name": "get_time", "content": "12:01"}]'
+    turns = []
+    for k in range(10):
+        t = turn(k)
+        turns.append(t[:2] + [{"role": "tool", "content": [text(array % (f"rain {k} " * (200 if k < 9 else 1)))]}] + t[4:])
+    rec = record(*turns)
+    src = write(tmp_path, rec)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "1200", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0 and b": compacted:" in r.stderr, r.stderr  # the old results summarized, then put back
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert read_jsonl(back.stdout) == [rec]
+
+
 @pytest.mark.parametrize("shape", ["typed", "conversations"])
 def test_the_records_system_key_is_its_system_prompt(shape, tmp_path):
     """LlamaFactory's records carry the system prompt under "system" (its ShareGPT and typed forms alike). It was kept

@@ -474,7 +474,14 @@ def _typed_results(parts: list[dict], turn: int, extra: dict, origin: tuple, pen
     of one item per call (each naming its call, when it names one), one result per item."""
     content = _typed_content(parts)
     items = _items_for(content, pending) if alone and len(pending) > 1 else None
-    return _answers(items if items is not None else [content], turn, extra, origin, pending)
+    if items is None:
+        return _answers([content], turn, extra, origin, pending)
+    out = _answers(items, turn, extra, origin, pending)
+    out[0].extra[_ARRAY_TEXT] = content  # the array as written (its spacing): written again while its items are the same
+    return out
+
+
+_ARRAY_TEXT = "_array_text"
 
 
 def _items_for(content: Any, calls: list[ToolCall]) -> list[str] | None:
@@ -548,9 +555,20 @@ def _one_result_per_item(group: list[Message]) -> dict:
         except orjson.JSONDecodeError:
             obj = None
         items.append(obj if isinstance(obj, dict) else text)
-    d: dict[str, Any] = {"role": "tool", "content": [{"type": "text", "value": orjson.dumps(items).decode()}]}
+    text = orjson.dumps(items).decode()
+    was = group[0].extra.get(_ARRAY_TEXT)
+    if isinstance(was, str) and _same_json(was, text):
+        text = was
+    d: dict[str, Any] = {"role": "tool", "content": [{"type": "text", "value": text}]}
     d.update({k: v for k, v in group[0].extra.items() if not k.startswith("_")})
     return d
+
+
+def _same_json(a: str, b: str) -> bool:
+    try:
+        return bool(orjson.loads(a) == orjson.loads(b))
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _typed_dict(m: Message) -> dict:

@@ -17,7 +17,7 @@ from compactctl.summarizers.offline import KEPT_LAST_ASK
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
-from .conftest import cli, tool_session, write_jsonl
+from .conftest import SAMPLES, cli, tool_session, write_jsonl
 from .validator import validate, validate_anthropic
 
 COUNTER = make_counter("gpt-4o")
@@ -817,3 +817,15 @@ def test_tool_definitions_and_tool_choice_are_named_as_the_mended_calls(tmp_path
     assert rec["tools"][0]["function"]["name"] == "ns.tool"  # the record read was not changed in place
     assert validate_anthropic_records([orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]) == []
     assert cli("repair", str(path)).stdout.count(b"ns_tool") == 3  # the fast path does not pass it through
+
+
+def test_a_compacted_transcript_compacts_again_at_a_smaller_window():
+    """Compacted at 4,000, then at 3,600: the earlier summary sat in the head, the tail followed it, and the plan took
+    the room the summary frees for enough, with nothing between them to summarize (exit 5); it now summarizes the
+    earlier summary again."""
+    [t] = api.read([str(SAMPLES / "long_session.jsonl")])
+    opts = lambda w: api.CompactOptions(api.Budget(context_window=w))  # noqa: E731
+    once, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), opts(4000))
+    twice, rep = api.compact(once, COUNTER, api.OfflineSummarizer(), opts(3600))
+    assert rep["status"] == "compacted" and rep["tokens_after"] <= 1800
+    assert sum(is_summary(m) for m in twice.messages) == 1 and check(twice) == []

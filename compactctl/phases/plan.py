@@ -282,7 +282,8 @@ def _give_ground(
     for protect_first, ask_in_summary, summary_min, keep_prior, tail in attempts:
         z = _zones(t, counts, spans, protect_first, tail, budget.min_tail_messages if tail else 0, ask_in_summary, keep_prior)
         room = target - sum(counts[: z.head_end]) - sum(counts[z.tail_start :]) + _freed(counts, z)
-        if total <= target or room >= _need(t, counter, z, summary_min, ask, giving_ground=True):
+        # (room an earlier summary in the head frees is no use with nothing between head and tail to summarize)
+        if total <= target or (z.head_end < z.tail_start and room >= _need(t, counter, z, summary_min, ask, giving_ground=True)):
             break
     return z, summary_min
 

@@ -829,3 +829,13 @@ def test_a_compacted_transcript_compacts_again_at_a_smaller_window():
     twice, rep = api.compact(once, COUNTER, api.OfflineSummarizer(), opts(3600))
     assert rep["status"] == "compacted" and rep["tokens_after"] <= 1800
     assert sum(is_summary(m) for m in twice.messages) == 1 and check(twice) == []
+
+
+def test_a_system_prompt_over_the_target_is_said_to_be_the_reason():
+    """The advice was to lower --protect-first, --tail-tokens or --summary-min, none of which can help (Hermes' sample:
+    an 11,890-token system prompt against a 10,000-token target)."""
+    rows = [{"role": "system", "content": "Follow the rules. " * 400}, {"role": "user", "content": "go"}]
+    rows += [{"role": "assistant", "content": f"step {k} " * 50} for k in range(6)]
+    t = Transcript(messages=[message_from_dict(r, "x", 1, i) for i, r in enumerate(rows)], id="x")
+    with pytest.raises(CannotFit, match="The system prompt alone takes 1,60[0-9] tokens, over the target: raise --context-window"):
+        api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=2000)))

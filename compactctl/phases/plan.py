@@ -25,7 +25,7 @@ from dataclasses import field
 from ..errors import CannotFit
 from ..harness import ask_words
 from ..lean import dataclass
-from ..model import SUMMARY_END, SYSTEM_ROLES, Transcript, is_summary, last_user_index
+from ..model import SUMMARY_END, SYSTEM_ROLES, Message, Transcript, is_summary, last_user_index
 from ..pairs import groups
 from ..refs import RECALL_HINT_START, SPAN_LINE_START
 from ..tokens import Counter
@@ -288,6 +288,13 @@ def _give_ground(
     return z, summary_min
 
 
+def _advice(head: list[Message], head_tokens: int, target: int) -> str:
+    """What to change: the system prompt alone over the target is no option of the plan's."""
+    if head_tokens >= target and all(m.role in SYSTEM_ROLES for m in head):
+        return f"The system prompt alone takes {head_tokens:,} tokens, over the target: raise --context-window or --threshold."
+    return "Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
+
+
 def plan(
     t: Transcript,
     counter: Counter,
@@ -361,7 +368,7 @@ def plan(
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "
             f"{zone_tokens['tail']:,}{' (stretched to keep the last user message)' if z.anchor_forced else ''} + minimum summary "
             f"{summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + summary_min:,} tokens, "
-            f"{summary_min - room:,} over. Raise --context-window or --threshold, or lower --protect-first, --tail-tokens or --summary-min."
+            f"{summary_min - room:,} over. {_advice(msgs[:h_end], zone_tokens['head'], target)}"
         )
     summary_budget = min(summary_budget, room)
     if ask.cost(z):

@@ -87,8 +87,7 @@ def recall(
         raise UsageError("give a reference or --search TERMS (not both)")
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be at least 1")
-    if ref is not None:
-        _check_ref(ref)
+    _check_ref(ref)
     with Archives.open(archive) as ix:
         if search is not None:
             hits = ix.search(search, limit, transcript)
@@ -110,10 +109,12 @@ def recall(
             print(h.text)
 
 
-def _check_ref(ref: str) -> None:
+def _check_ref(ref: str | None) -> None:
     """A reference that is no reference at all (not hex) is a usage error (exit 2), not one the archive lacks (8)."""
     from ..search import UnknownRef, normalized_ref
 
+    if ref is None:
+        return
     try:
         normalized_ref(ref)
     except UnknownRef as e:

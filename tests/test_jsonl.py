@@ -108,3 +108,58 @@ def test_directory_input_and_several_sessions_become_a_dataset(tmp_path):
     recs = read_jsonl(r.stdout)
     assert [rec["source"].split("/")[-1] for rec in recs] == ["b.jsonl", "a.jsonl"]
     assert all(len(rec["messages"]) == 2 for rec in recs)
+
+
+GEMINI_DOC = {
+    "sessionId": "s1",
+    "messages": [
+        {"type": "user", "content": "Change Hello to Goodbye in a.txt"},
+        {"type": "gemini", "content": "Done."},
+    ],
+}
+ROWS = [{"task_id": k, "traj": [{"role": "user", "content": f"ask {k}"}, {"role": "assistant", "content": "ok"}]} for k in range(2)]
+
+
+@pytest.mark.parametrize(
+    "doc, args",
+    [
+        (orjson.dumps(GEMINI_DOC, option=orjson.OPT_INDENT_2), ["--from", "gemini"]),
+        (orjson.dumps(GEMINI_DOC, option=orjson.OPT_INDENT_2), []),
+        (orjson.dumps(ROWS, option=orjson.OPT_INDENT_2), []),
+        (orjson.dumps(ROWS), []),  # an array on one line: never a JSONL record
+        (b"\xef\xbb\xbf\n" + orjson.dumps(ROWS, option=orjson.OPT_INDENT_2) + b"\r\n", []),
+    ],
+    ids=["gemini-from", "gemini", "array-pretty", "array-one-line", "bom-blank-line-crlf"],
+)
+def test_a_json_document_on_stdin_or_in_a_jsonl_file_reads_as_in_a_json_file(tmp_path, doc, args):
+    """stdin holding one JSON document (the only way Gemini sessions come), and a .jsonl file holding one, read as
+    the same bytes in a .json file do: they were read line by line, "<stdin>:1: truncated JSON"."""
+    as_json = tmp_path / "d.json"
+    as_json.write_bytes(doc)
+    as_jsonl = tmp_path / "d.jsonl"
+    as_jsonl.write_bytes(doc)
+    want = cli("compact", *args, str(as_json), "-q")
+    assert want.returncode == 0 and want.stdout, want.stderr
+    for r in (
+        cli("compact", *args, "-q", input=doc),
+        cli("compact", *args, "-", "-q", input=doc),
+        cli("compact", *args, str(as_jsonl), "-q"),
+    ):
+        assert (r.returncode, r.stdout) == (0, want.stdout), r.stderr
+
+
+def test_a_broken_document_on_stdin_names_its_line(tmp_path):
+    doc = orjson.dumps(GEMINI_DOC, option=orjson.OPT_INDENT_2)
+    r = cli("compact", "--from", "gemini", input=doc[:60])  # cut in the first message
+    assert r.returncode == 3 and r.stdout == b""
+    assert "<stdin>:5: invalid JSON" in r.stderr.decode()
+
+
+def test_jsonl_whose_first_line_is_cut_is_still_read_line_by_line(tmp_path):
+    """A first line that opens an object it does not close is a document's start, unless a later line is a record
+    by itself: then it is JSONL whose first line a crash cut, read as ever (the line named; skipped on request)."""
+    data = b'{"role":"user","content":"cut\n' + GOOD
+    r = cli("repair", "-", input=data)
+    assert r.returncode == 3 and "<stdin>:1: truncated JSON" in r.stderr.decode()
+    r = cli("repair", "--on-error", "skip", "-", input=data)
+    assert r.returncode == 0 and r.stdout == GOOD, r.stderr

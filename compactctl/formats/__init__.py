@@ -13,6 +13,7 @@ Detection is per file, from its first record (the first that can tell, when it h
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import json
 import re
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from ..errors import DataError, UsageError
-from ..jsonl import MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
+from ..jsonl import BOM, MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
 from ..lean import dataclass
 from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, is_value_part, other_content
 
@@ -192,6 +193,20 @@ class Reader:
                 stream.close()
 
     def _records(self, stream, source: str) -> Iterator[Record]:
+        """A stream's records: JSONL, line by line as it comes; or, when its first line opens a JSON document that
+        line does not close (a pretty-printed object, an array: what a .json file holds, on stdin or in a file named
+        otherwise), the document's, read whole as a .json file is. JSONL is never held in memory."""
+        head: list[bytes] = []
+        for line in stream:
+            head.append(line)
+            if line.removeprefix(BOM).strip():
+                break
+        if not _opens_document(head[-1] if head else b""):
+            yield from self._line_records(itertools.chain(head, stream), source)
+            return
+        yield from self._document(b"".join(head) + stream.read(), source, lines_if_bad=True)
+
+    def _line_records(self, stream, source: str) -> Iterator[Record]:
         limit = max_line_bytes()
         for lineno, raw in iter_lines(stream):
             try:
@@ -213,10 +228,20 @@ class Reader:
     def _json_records(self, stream, source: str) -> Iterator[Record]:
         """A whole-file JSON document (.json, .traj): an array gives one record per element (numbered
         from 1 in errors), an object one record."""
-        data = stream.read()
+        yield from self._document(stream.read(), source)
+
+    def _document(self, data: bytes, source: str, lines_if_bad: bool = False) -> Iterator[Record]:
+        """The records of one JSON document (`_json_records`). With `lines_if_bad`, a document that does not parse
+        but has a later line that is a JSON object alone is JSONL whose first line is broken (cut by a crash): it is
+        read line by line, as ever, each bad line named."""
+        data = data.removeprefix(BOM)
         try:
             doc = orjson.loads(data)
-        except orjson.JSONDecodeError as e:  # with --on-error skip: the whole file to rejects, as it is
+        except orjson.JSONDecodeError as e:
+            if lines_if_bad and _object_line_after_first(data):
+                yield from self._line_records(io.BytesIO(data), source)
+                return
+            # with --on-error skip: the whole document to rejects, as it is
             self.reject(DataError(source, getattr(e, "lineno", 1), f"invalid JSON: {e.msg}"), data.strip(b"\r\n") or None)
             return
         items = doc if isinstance(doc, list) else [doc]
@@ -302,6 +327,24 @@ def _plain(obj: dict) -> bool:
         return _plain_message(obj)
     msgs = obj.get("messages")
     return isinstance(msgs, list) and "system" not in obj and all(_plain_message(m) for m in msgs)
+
+
+def _opens_document(line: bytes) -> bool:
+    """A first line that starts a JSON document it does not end: an array (never a JSONL record), or an object
+    not closed on this line (a pretty-printed one; or a JSONL record cut short, which `_document` tells apart)."""
+    s = line.removeprefix(BOM).strip()
+    return s.startswith(b"[") or (s.startswith(b"{") and not s.endswith(b"}"))
+
+
+def _object_line_after_first(data: bytes) -> bool:
+    """Whether a line after the first non-blank one is a JSON object by itself (a JSONL record)."""
+    lines = (x for x in data.split(b"\n") if x.strip())
+    next(lines, None)
+    for x in lines:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            if isinstance(orjson.loads(x), dict):
+                return True
+    return False
 
 
 def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:

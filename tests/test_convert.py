@@ -438,3 +438,49 @@ def test_a_parameter_schema_without_a_type_gets_the_object_type_anthropic_requir
     out, _ = _convert(tmp_path, write_jsonl(tmp_path / "t.jsonl", [rec]), "anthropic")
     [got] = _records(out)
     assert [t["input_schema"] for t in got["tools"]] == [{"type": "object", **loose}, {"type": "object", "properties": {}}]
+
+
+GEMINI = {
+    "sessionId": "s1",
+    "messages": [
+        {"type": "user", "content": "run ls"},
+        {
+            "type": "gemini",
+            "content": "",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "name": "run_shell_command",
+                    "args": {"command": "ls"},
+                    "status": "success",
+                    "result": [{"functionResponse": {"id": "c1", "name": "run_shell_command", "response": {"output": "a.py"}}}],
+                }
+            ],
+        },
+        {"type": "gemini", "content": "a.py is there."},
+    ],
+}
+
+
+@pytest.mark.parametrize("to", ["claude-code", "codex"])
+def test_one_gemini_session_is_one_session_for_a_line_log_format(tmp_path, to):
+    """A Gemini session (one record, named as its file: no `#1`) was refused for Claude Code and Codex as "a dataset
+    of several records"; a second record of a file, and several files into one output, still are."""
+    src = tmp_path / "g.json"
+    src.write_bytes(orjson.dumps(GEMINI))
+    for cmd in ("convert", "compact"):
+        r = cli(cmd, str(src), "--to", to, "-q")
+        assert r.returncode == 0, r.stderr
+        back = tmp_path / f"back.{cmd}.jsonl"
+        back.write_bytes(r.stdout)
+        [t] = api.read([str(back)])
+        assert t.format == to.replace("-", "_") and _pairs(t) == [("run_shell_command", "a.py")]
+    two = tmp_path / "two.json"
+    two.write_bytes(orjson.dumps([GEMINI, GEMINI]))
+    r = cli("convert", str(two), "--to", to)
+    assert r.returncode == 2 and "a dataset of several records cannot be written as" in r.stderr.decode()
+    other = tmp_path / "h.json"
+    other.write_bytes(orjson.dumps(GEMINI))
+    r = cli("convert", str(src), str(other), "--to", to)
+    assert r.returncode == 2 and "several files cannot share one output" in r.stderr.decode()
+    assert cli("convert", str(src), str(other), "--to", to, "-o", str(tmp_path / "out") + "/").returncode == 0

@@ -370,11 +370,18 @@ def _shared_anchors(t: Transcript) -> list | None:
 
 def _one_session_per_file(t: Transcript, fmt: str, many: bool) -> None:
     """A line-log format (Claude Code, Codex) holds one session per file: a dataset's second record, or a record of
-    another file into the same output (`many`), would be merged into the first one's session (its keys lost)."""
-    if t.layout == "dataset" and (many or not t.id.endswith("#1")) and formats.get_format(fmt).dropped_records is not None:
-        name = fmt.replace("_", "-")
+    another file into the same output (`many`), would be merged into the first one's session (its keys lost). A file's
+    first record is named `file#1`, or `file` alone (a Gemini session: one record, named as its file)."""
+    if t.layout != "dataset" or formats.get_format(fmt).dropped_records is None:
+        return
+    name = fmt.replace("_", "-")
+    if not (t.id == t.source or t.id.endswith("#1")):
         raise UsageError(
             f"{t.source}: a dataset of several records cannot be written as {name} (one session per file): convert with --to openai"
+        )
+    if many:
+        raise UsageError(
+            f"several files cannot share one output as {name} (one session per file): give -o DIR/, or convert with --to openai"
         )
 
 

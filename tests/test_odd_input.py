@@ -13,7 +13,7 @@ from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, last_user_index
 
-from .conftest import CORPUS, cli, tool_session, write_jsonl
+from .conftest import CORPUS, ROOT, cli, tool_session, write_jsonl
 from .validator import validate, validate_anthropic
 
 
@@ -387,3 +387,35 @@ def test_review_of_the_fixes(tmp_path):
     b = write_jsonl(tmp_path / "b.jsonl", [{"messages": [{"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}]}])
     p = cli("convert", str(a), str(b), "--to", "codex", "-o", str(tmp_path / "merged.jsonl"))
     assert p.returncode == 2 and not (tmp_path / "merged.jsonl").exists()
+
+
+EMPTY_LOGS = {
+    "claude-code": b'{"type":"summary","summary":"Fix the parser","leafUuid":"abc"}\n',
+    "codex": b'{"timestamp":"2025-10-29T10:00:00Z","type":"session_meta","payload":{"id":"s1","cwd":"/repo"}}\n',
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(EMPTY_LOGS))
+def test_a_session_log_with_no_message_is_an_empty_session_written_as_it_came(tmp_path, fmt):
+    """Claude Code keeps files of summary lines alone beside its sessions: one in a project folder stopped the whole run
+    (exit 3, "nothing a model could be sent"), and with --on-error skip left an empty file in its place. A session log
+    (Claude Code, Codex) with no message is an empty session: every command writes it back as it came, repair --check
+    passes it; written as another format (a record with no message, which no API takes) it is still a data error."""
+    sample = "claude_code_session.jsonl" if fmt == "claude-code" else "codex_rollout.jsonl"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.jsonl").write_bytes((ROOT / "sample_transcripts" / sample).read_bytes())
+    empty = proj / "b.jsonl"
+    empty.write_bytes(EMPTY_LOGS[fmt])
+    out = tmp_path / "out"
+    r = cli("compact", str(proj), "-o", f"{out}/", "-q")
+    assert r.returncode == 0, r.stderr
+    assert (out / "b.jsonl").read_bytes() == empty.read_bytes() and (out / "a.jsonl").stat().st_size > 0
+    assert cli("repair", "--check", f"{out}/").returncode == 0
+    for cmd in (["repair"], ["prune"], ["plan"], ["convert"], ["summarize", "--context-window", "300"]):
+        r = cli(*cmd, str(empty), "-q")
+        assert (r.returncode, r.stdout) == (0, empty.read_bytes()), (cmd, r.stderr)
+    r = cli("compact", str(empty), "--to", "openai")
+    assert r.returncode == 3 and "an empty session, nothing to write as openai" in r.stderr.decode()
+    r = cli("compact", str(empty), "--to", "openai", "--on-error", "skip")
+    assert r.returncode == 0 and r.stdout == b""

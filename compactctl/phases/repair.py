@@ -44,6 +44,7 @@ from .rules import (
     blank_system,
     defined_names,
     empty_calls,
+    empty_log,
     empty_message,
     final_space,
     final_turn,
@@ -204,7 +205,7 @@ def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empt
     """The conversation's first turn from the user (a short one added before an assistant's), and its last, an
     assistant's, without the whitespace its text ends in."""
     first = next((j for j, m in enumerate(placed) if m.role not in SYSTEM_ROLES), None)
-    if first is None and not allow_empty:  # no message could make it valid: said, never written out empty
+    if first is None and not (allow_empty or empty_log(t)):  # no message could make it valid: said, never written out empty
         raise DataError(t.source or t.id, t.line or 1, "no user or assistant message with content: nothing a model could be sent")
     if first is not None and placed[first].role != "user":
         placed.insert(first, Message(role="user", content=OPENING))

@@ -39,6 +39,14 @@ VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Formats sent to Anthropic's Messages API, which wants a tool_use id unique over the whole request (OpenAI takes
 # an id reused in a later turn, and real OpenAI transcripts do it: not a violation there; repair renames it anyway).
 ANTHROPIC_API = ("anthropic", "claude_code")
+# Logs an agent writes (one session per file): one with no user or assistant message (only summary or meta lines:
+# Claude Code writes such files beside its sessions) is an empty session, valid as it is, never sent as it is.
+SESSION_LOGS = ("claude_code", "codex")
+
+
+def empty_log(t: Transcript) -> bool:
+    """A session log (`SESSION_LOGS`) with no user or assistant message: nothing to mend, written back as it came."""
+    return t.format in SESSION_LOGS and all(m.role in SYSTEM_ROLES for m in t.messages)
 
 
 @dataclass(slots=True)
@@ -164,12 +172,18 @@ def check(t: Transcript) -> list[Violation]:
             out.append(
                 Violation(t.id, 0, "bad-name", f"the record's tools or tool_choice name {name[:80]!r}, not 1-64 letters, digits, _ or -")
             )
+    out.extend(_opening_violations(t, msgs))
+    return out
+
+
+def _opening_violations(t: Transcript, msgs: list[Message]) -> list[Violation]:
+    """The conversation's first turn after the system ones: there is one (but in an empty session log), the user's."""
     first = next(((i, m) for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), None)
     if first is None:
-        out.append(Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one"))
-    elif first[1].role != "user":
-        out.append(Violation(t.id, first[0], "first-role", f"first non-system message is {first[1].role}, not user"))
-    return out
+        return [] if empty_log(t) else [Violation(t.id, 0, "no-messages", "no user or assistant message: both APIs need one")]
+    if first[1].role != "user":
+        return [Violation(t.id, first[0], "first-role", f"first non-system message is {first[1].role}, not user")]
+    return []
 
 
 def null_system(t: Transcript) -> bool:

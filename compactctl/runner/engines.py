@@ -20,6 +20,7 @@ from ..jsonl import MAX_DEPTH
 from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
+from ..phases.rules import empty_log
 from .base import Done, Result, _Ctx, warn
 from .inputs import Item, Lazy, _Rejects
 
@@ -48,6 +49,7 @@ def _finish(seq: int, t_in: Transcript, res: Result, ctx: _Ctx) -> Done:
         changed = t is not t_in
         fmt = formats.written_as(t.format, ctx.fmt_to)
         _one_session_per_file(t_in, fmt, ctx.many)
+        _empty_log_as_itself(t_in, fmt)
         if t.layout == "session" and ctx.many:
             t = _as_dataset_record(t, fmt)
         lost: Counter = Counter()
@@ -383,6 +385,14 @@ def _one_session_per_file(t: Transcript, fmt: str, many: bool) -> None:
         raise UsageError(
             f"several files cannot share one output as {name} (one session per file): give -o DIR/, or convert with --to openai"
         )
+
+
+def _empty_log_as_itself(t: Transcript, fmt: str) -> None:
+    """A session log with no user or assistant message (`rules.empty_log`) is written back as it came, in its own
+    format only: in another it would be a record with no message, which no API takes."""
+    if fmt != t.format and empty_log(t):
+        where = fmt.replace("_", "-")
+        raise DataError(t.source or t.id, t.line or 1, f"no user or assistant message: an empty session, nothing to write as {where}")
 
 
 def _as_dataset_record(t: Transcript, fmt: str) -> Transcript:

@@ -279,3 +279,66 @@ def test_a_datasets_bad_record_says_nothing_was_written_and_how_to_write_the_oth
     assert r.returncode == Exit.DATA and "--on-error skip" not in r.stderr.decode()
     r = cli("compact", str(data), "--context-window", "2000", "-o", str(out), "--on-error", "skip")
     assert r.returncode == 0
+
+
+def _busy_dataset(path) -> None:
+    """~20 MB of distinct tool outputs (20 sessions, written 15 times over): two worker processes take a few seconds
+    to compact it, so a signal finds them in the middle of batches."""
+    import random
+
+    rnd = random.Random(0)
+    rows = []
+    for _ in range(20):
+        session = tool_session(12, 10)
+        for m in session:
+            if m["role"] == "tool":
+                m["content"] = " ".join(f"w{rnd.randrange(5000)}" for _ in range(600))
+        rows.append({"messages": session})
+    write_jsonl(path, rows * 15)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_to_the_process_group_ends_a_run_with_workers_at_once(tmp_path, sig):
+    """From a review: `timeout -s INT` (or TERM) on a run with 2 worker processes hung about one run in four, and a
+    worker printed a KeyboardInterrupt traceback. The workers took the group's signal too (one waiting for work died
+    of it, which broke the pool; one ended by the pool sent its KeyboardInterrupt back through a pipe nobody read),
+    and `timeout` signals the process, then its group: a second KeyboardInterrupt cut the parent's wait for its pool
+    short. Now the workers leave signals to the parent, which takes one and ends its pool: 130 or 143 within
+    seconds, no traceback, nothing at -o. Tried with the workers idle (the parent slowed down: they wait for work,
+    which always gave the traceback) and busy, the second signal at once or a little later (the hang was a race)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "d.jsonl"
+    _busy_dataset(src)
+    out = tmp_path / "out.jsonl"
+    part = tmp_path / "out.jsonl.compactctl-part"
+    signum = getattr(signal, sig)
+    args = [sys.executable, "-m", "compactctl", "compact", str(src), "--context-window", "3000", "-q", "-o", str(out), "--workers", "2"]
+    for slow, delay, gap in (("0.01", 0.3, 0), ("0", 0.0, 0), ("0", 0.1, 0.005), ("0", 0.2, 0.02), ("0", 0.3, 0)):
+        env = {**os.environ, "COMPACTCTL_SLOW_DOWN": slow}
+        p = subprocess.Popen(args, stderr=subprocess.PIPE, env=env, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not (part.exists() and part.stat().st_size > 0) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the first results are written
+        time.sleep(delay)
+        assert p.poll() is None, "the run ended before the signal: give it more work"
+        t0 = time.monotonic()
+        os.kill(p.pid, signum)  # as `timeout` does
+        time.sleep(gap)
+        os.killpg(p.pid, signum)
+        try:
+            _, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            pytest.fail(f"{sig} ({slow}, {delay}, {gap}): still running 10 s later")
+        took = time.monotonic() - t0
+        assert p.returncode == 128 + signum and took < 2, (slow, delay, gap, p.returncode, took, err)
+        assert b"Traceback" not in err and not out.exists(), (slow, delay, gap, err)
+        for f in tmp_path.iterdir():  # what an interrupted run keeps for --resume
+            if f != src:
+                f.unlink()

@@ -274,18 +274,28 @@ def app_for(argv: list[str]) -> typer.Typer:
     return sub
 
 
-def _terminated(signum: int, frame: Any) -> None:
-    """SIGTERM ends a run as Ctrl-C does (temporary files removed; with -o, the parts and the journal kept for
-    --resume), then exits 143 (128 + SIGTERM), as a process the signal ended."""
-    global _TERMINATED
-    _TERMINATED = True
+def _interrupted(signum: int, frame: Any) -> None:
+    """Ctrl-C (SIGINT) or SIGTERM ends a run (temporary files removed; with -o, the parts and the journal kept for
+    --resume), then exits 130, or 143 (128 + SIGTERM) as a process the signal ended. Once: the signals that come
+    while the run ends are ignored, to its exit code. `timeout` sends its signal twice (to the process, then to its
+    group), and a second KeyboardInterrupt cut that end short: a run with --workers waited for its workers forever."""
+    import signal
+
+    global _TERMINATED, _ENDING
+    if _ENDING:  # a second signal while this handler runs
+        return
+    _ENDING = True
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)  # not a handler that returns: Python resets those to the default as it exits
+    _TERMINATED = signum == signal.SIGTERM
     llm = sys.modules.get("compactctl.summarizers.llm")
     if llm is not None:
         llm.CANCEL.set()  # LLM calls in flight (--jobs) give up at once, as on Ctrl-C
     raise KeyboardInterrupt
 
 
-_TERMINATED = False
+_TERMINATED = False  # ended by SIGTERM: exit 143
+_ENDING = False  # a signal was taken: the run is ending
 
 
 def main() -> None:
@@ -297,7 +307,8 @@ def main() -> None:
     if sys.stdout.isatty():
         app.rich_markup_mode = "rich"
     if sys.argv[1:2] != ["mcp"]:  # the MCP server reads stdin in a thread: SIGTERM ends it outright, as before
-        signal.signal(signal.SIGTERM, _terminated)
+        signal.signal(signal.SIGINT, _interrupted)
+        signal.signal(signal.SIGTERM, _interrupted)
     try:
         app_for(sys.argv[1:])()  # standalone: exit codes (errors.Exit, usage errors 2, Ctrl-C 130) come from the app
     except SystemExit as e:

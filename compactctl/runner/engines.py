@@ -4,7 +4,9 @@ picklable recipe for the workers."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -198,10 +200,45 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
 _W: dict[str, Any] = {}
 
 
-def _init_worker(job, ctx: _Ctx) -> None:
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back while the pool may fork its workers (in submit): a worker takes them only once it
+    has left the process group (_init_worker); the parent, right after. The executor's threads, started there too,
+    never take them: they come to the main thread, where they raise KeyboardInterrupt."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _leave_signals_to_the_parent() -> None:
+    """A terminal's Ctrl-C, or `timeout`, signals the whole process group. Workers that took those signals with the
+    handlers they inherit (KeyboardInterrupt) died waiting for work, which broke the pool, or were killed while
+    sending a result, which the executor then waited for forever: a run hung. A worker has a process group of its
+    own: the parent alone is signalled, and stops its workers (_stop). SIGINT sent to a worker itself is ignored;
+    SIGTERM ends it (as the executor ends the others when one dies)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one sent to the group while it forked is discarded
+    if hasattr(os, "setpgid"):
+        os.setpgid(0, 0)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # held back by _signals_held
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _init_worker(job, ctx: _Ctx, stop) -> None:
     """Once per worker process: build the work function (the Compactor: encoding, summarizer)."""
+    _leave_signals_to_the_parent()
     _W["work"] = job.build()
     _W["ctx"] = ctx
+    _W["stop"] = stop
     parent = os.getppid()
 
     def watch() -> None:  # the parent was killed (kill -9): do not linger
@@ -214,9 +251,14 @@ def _init_worker(job, ctx: _Ctx) -> None:
 
 
 def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str]:
-    work, ctx = _W["work"], _W["ctx"]
+    work, ctx, stop = _W["work"], _W["ctx"], _W["stop"]
+    done: list[Done] = []
     try:
-        return [_process(seq, t, work, ctx) for seq, t in batch]
+        for seq, t in batch:
+            if stop.value:  # the run was interrupted: the rest is not wanted (_stop)
+                break
+            done.append(_process(seq, t, work, ctx))
+        return done
     except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code and text
         return ("error", int(e.exit_code), str(e))
 
@@ -240,7 +282,8 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     if method == "fork" and hasattr(job, "before_fork"):
         job.before_fork()  # what every worker would build alike, built once here: forked, they all have it
-    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context(method), initializer=_init_worker, initargs=(job, ctx))
+    stop = mp.get_context(method).RawValue("b", 0)  # set by _stop; shared memory, no lock a killed worker could hold
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context(method), initializer=_init_worker, initargs=(job, ctx, stop))
     window: deque = deque()
 
     def drain(limit: int) -> Iterator[tuple[Meta, Done]]:
@@ -272,16 +315,31 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             metas.append((seq, t.source, t.id, rej))
             size += _size(t)
             if size >= 512 << 10 or len(batch) >= 256:
-                window.append((metas, pool.submit(_work_batch, batch)))
+                window.append((metas, _submit(pool, batch)))
                 batch, metas, size = [], [], 0
                 yield from drain(workers * 3)
         if batch:
-            window.append((metas, pool.submit(_work_batch, batch)))
+            window.append((metas, _submit(pool, batch)))
         yield from drain(0)
         if late is not None:
             raise late
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # Ctrl-C, SIGTERM, an error, or the loop that reads the results left early (GeneratorExit)
+        _stop(pool, stop)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _submit(pool, batch: list[tuple[int, Transcript | Lazy]]):
+    with _signals_held():
+        return pool.submit(_work_batch, batch)
+
+
+def _stop(pool, stop) -> None:
+    """An interrupted (or failed) run: the batches not started are cancelled, and the workers leave the ones they
+    are on at the next transcript and send back what they did, which the executor reads as usual. A worker killed
+    instead could be killed while sending a result: the executor would wait for its end forever."""
+    stop.value = 1
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass

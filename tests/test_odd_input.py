@@ -419,3 +419,13 @@ def test_a_session_log_with_no_message_is_an_empty_session_written_as_it_came(tm
     assert r.returncode == 3 and "an empty session, nothing to write as openai" in r.stderr.decode()
     r = cli("compact", str(empty), "--to", "openai", "--on-error", "skip")
     assert r.returncode == 0 and r.stdout == b""
+
+
+def test_a_session_log_emptied_by_code_is_no_valid_output():
+    """Only a log read with no message is an empty session: a Claude Code transcript whose messages some code took
+    away (the continuation eval's baselines at a tiny budget) has no source lines, and stays "no-messages" (it
+    passed for a moment, and the eval's baselines' empty outputs read as valid)."""
+    [t] = api.read([str(ROOT / "sample_transcripts" / "claude_code_session.jsonl")])
+    assert api.check(t) == []
+    emptied = t.evolve(messages=[], native=None)
+    assert [v.rule for v in api.check(emptied)] == ["no-messages"]

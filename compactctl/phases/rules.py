@@ -45,8 +45,10 @@ SESSION_LOGS = ("claude_code", "codex")
 
 
 def empty_log(t: Transcript) -> bool:
-    """A session log (`SESSION_LOGS`) with no user or assistant message: nothing to mend, written back as it came."""
-    return t.format in SESSION_LOGS and all(m.role in SYSTEM_ROLES for m in t.messages)
+    """A session log (`SESSION_LOGS`) read with no user or assistant message: nothing to mend, written back as it
+    came. Read: it has its source's lines (`native`); a transcript some code emptied (an eval's baseline) has none
+    and stays invalid."""
+    return t.format in SESSION_LOGS and t.native is not None and all(m.role in SYSTEM_ROLES for m in t.messages)
 
 
 @dataclass(slots=True)

@@ -174,6 +174,7 @@ def score_cut(
             "cannot_fit": bool(err) if name == "compactctl" else False,
             "error": err if name == "compactctl" else None,
             "kept": flags,
+            "in_context": needed.context_facts(facts, prefix.messages, out.messages, flags),
             "words_kept": lexical.kept_words(words, out.messages),
         }
         if name == "compactctl":
@@ -242,6 +243,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
         sources = {s: [0, 0] for s in needed.SOURCES}
         before = after = valid = cannot = cuts = within = 0
         words = [0, 0]
+        ctx = 0
         rediscovered = 0
         back = 0
         for r in rows:
@@ -257,6 +259,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
             back += sum(st.get("recovered", ()))
             words[0] += st.get("words_kept", 0)
             words[1] += r.get("words", 0)
+            ctx += sum(st.get("in_context", ()))
             for f, k in zip(r["facts"], st["kept"], strict=True):
                 tot[0] += k
                 tot[1] += 1
@@ -274,6 +277,7 @@ def aggregate(rows: list[dict], strategies: Sequence[str]) -> dict[str, dict]:
             "needed": tot[1],
             "kept_facts": tot[0],
             "kept": _share(*tot),
+            "in_context": _share(ctx, tot[1]),
             "not_rediscovered": fresh[1],
             "kept_not_rediscovered": _share(*fresh),
             "rediscovered": rediscovered,
@@ -317,6 +321,7 @@ def tables(agg: dict[str, dict]) -> str:
             "cuts",
             "needed facts",
             "kept",
+            "kept in context",
             "kept, not re-discovered",
             "tokens before",
             "tokens after",
@@ -331,6 +336,7 @@ def tables(agg: dict[str, dict]) -> str:
                 str(a["cuts"]),
                 f"{a['needed']:,}",
                 pct(a["kept"]),
+                pct(a.get("in_context")),
                 pct(a["kept_not_rediscovered"]),
                 f"{a['tokens_before']:,}",
                 f"{a['tokens_after']:,}",

@@ -622,3 +622,28 @@ def kept(f: Fact, hay: str) -> bool:
 def kept_facts(facts: Iterable[Fact], messages: Sequence[Message]) -> list[bool]:
     hay = haystack(messages)
     return [kept(f, hay) for f in facts]
+
+
+# How many characters next to a fact make its neighbourhood, and how many of its occurrences in the prefix count.
+NEIGHBOUR_CHARS = 8
+NEIGHBOUR_OCCURRENCES = 50
+
+
+def in_context(f: Fact, prefix_hay: str, hay: str) -> bool:
+    """Whether a folded output shows the fact next to what it had beside it in the prefix (the NEIGHBOUR_CHARS
+    characters before or after one of its occurrences there): a line of code or output kept whole does, a list of
+    bare names does not. A stricter reading of `kept`: a name a model sees with its neighbours is one it can use."""
+    at, seen = prefix_hay.find(f.key), 0
+    while at >= 0 and seen < NEIGHBOUR_OCCURRENCES:
+        end = at + len(f.key)
+        left, right = prefix_hay[max(at - NEIGHBOUR_CHARS, 0) : at], prefix_hay[end : end + NEIGHBOUR_CHARS]
+        if (left and left + f.key in hay) or (right and f.key + right in hay):
+            return True
+        at, seen = prefix_hay.find(f.key, end), seen + 1
+    return False
+
+
+def context_facts(facts: Sequence[Fact], prefix: Sequence[Message], messages: Sequence[Message], kept: Sequence[bool]) -> list[bool]:
+    """`in_context` for each fact the output keeps (`kept`), the prefix and the output given as messages."""
+    prefix_hay, hay = haystack(prefix), haystack(messages)
+    return [k and in_context(f, prefix_hay, hay) for f, k in zip(facts, kept, strict=True)]

@@ -77,6 +77,32 @@ def test_needed_facts_are_prefix_facts_the_continuation_writes():
     assert not by[("identifier", "load_settings")].rediscovered
 
 
+def test_in_context_needs_a_neighbour_the_fact_had_in_the_prefix():
+    t = T(ROWS)
+    fs = [f for f in needed.needed_facts(t.messages, 5) if f.key == "load_settings"]
+    prefix = t.messages[:5]
+
+    def scored(text):
+        out = [message_from_dict({"role": "user", "content": text}, "t", 1, 0)]
+        return needed.context_facts(fs, prefix, out, needed.kept_facts(fs, out))
+
+    assert scored("The bug is in load_settings; conf/sys_settings.yaml is fine.") == [True]  # a line kept whole
+    assert scored("- names: parse_config load_settings DEFAULT_TIMEOUT_MS") == [False]  # a bare name is kept, not in context
+    assert needed.kept_facts(fs, [message_from_dict({"role": "user", "content": "names: load_settings"}, "t", 1, 0)]) == [True]
+    assert scored("nothing of it") == [False]
+    agg = continuation.aggregate(
+        [
+            {
+                "tokens_before": 1,
+                "facts": [f.as_dict() for f in fs] * 2,
+                "strategies": {"x": {"tokens_after": 1, "valid": 1, "cannot_fit": 0, "kept": [True, True], "in_context": [True, False]}},
+            }
+        ],
+        ["x"],
+    )
+    assert agg["x"]["kept"] == 1.0 and agg["x"]["in_context"] == 0.5
+
+
 def test_a_fact_seen_later_only_in_tool_output_is_not_needed():
     rows = ROWS[:5] + [
         {"role": "user", "content": "go on"},

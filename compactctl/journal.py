@@ -7,7 +7,8 @@ options, then checkpoints. A checkpoint is written after the part files are flus
 
     {"t": "ck", "n": transcripts written, "key": the last one's id, "file": the input file (DIR) or "*",
      "fn": transcripts written of that file, "off": {"out": bytes, "archive": bytes, ...}, ...}
-    {"t": "done", "file": input}  one output file of -o DIR/ is complete (renamed next)
+    {"t": "done", "file": input}  one output file of -o DIR/ is complete (renamed next); with "empty": true,
+                                   the input gave no transcript (every record rejected): it has no file
     {"t": "end"}                   every output is complete (renamed next)
 
 On success the parts are renamed over their targets and the journal is removed, so a finished run looks

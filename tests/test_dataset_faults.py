@@ -126,6 +126,70 @@ def test_rejected_records_in_a_directory_output_restore_per_file(tmp_path):
         assert _json_lines(back.read_bytes()) == kept, name
 
 
+def _all_rejected_dir(tmp_path: Path) -> tuple[Path, list]:
+    """in/: a.jsonl and c.jsonl with records to write, b.jsonl whose every record is rejected where it is built."""
+    rows = _records("openai", "wizard")
+    d = tmp_path / "in"
+    d.mkdir()
+    write_jsonl(d / "a.jsonl", rows)
+    write_jsonl(d / "b.jsonl", [BAD["wizard"], BAD["empty"], BAD["wizard"]])
+    write_jsonl(d / "c.jsonl", [rows[2], rows[0]])
+    return d, rows
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_input_whose_every_record_is_rejected_gets_no_output_file(tmp_path, workers):
+    """-o DIR/ under --on-error skip wrote an empty file for an input that gave no transcript; now none (the skip notes
+    and the rejects say what became of it), an earlier run's file there is removed, and the archive names no output
+    for it. The phase commands share the writer."""
+    d, rows = _all_rejected_dir(tmp_path)
+    out, arch, rej = tmp_path / "out", tmp_path / "a.jsonl", tmp_path / "r.jsonl"
+    out.mkdir()
+    (out / "b.jsonl").write_bytes(b'{"messages": []}\n')  # an earlier run's output for b.jsonl
+    args = ["--context-window", "4000", "--on-error", "skip", "--archive", str(arch), "--rejects", str(rej), "--workers", workers]
+    r = cli("compact", str(d), *args, "-o", f"{out}/")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["a.jsonl", "c.jsonl"], r.stderr
+    assert f"{out / 'b.jsonl'}: removed" in r.stderr.decode()
+    assert _json_lines(rej.read_bytes()) == [rows[1], BAD["wizard"], BAD["empty"], BAD["wizard"]]
+    end = _json_lines(arch.read_bytes())[-1]
+    assert end["transcripts"] == 4 and end["rejected"] == 4 and end["outputs"] == {str(d / n): n for n in ("a.jsonl", "c.jsonl")}
+    for name, kept in (("a.jsonl", [rows[0], rows[2]]), ("c.jsonl", [rows[2], rows[0]])):
+        back = cli("restore", str(out / name), "--archive", str(arch))
+        assert back.returncode == 0 and _json_lines(back.stdout) == kept, back.stderr
+    for cmd in ("repair", "prune", "convert"):  # prune and convert write the empty record as it came: b.jsonl holds it
+        o2 = tmp_path / f"{cmd}.out"
+        r = cli(cmd, str(d), "-q", "--on-error", "skip", "-o", f"{o2}/")
+        assert r.returncode == 0, r.stderr
+        kept = {"a.jsonl", "c.jsonl"} | ({"b.jsonl"} if cmd != "repair" else set())
+        assert {p.name for p in o2.iterdir()} == kept and all(p.stat().st_size for p in o2.iterdir()), cmd
+
+
+@pytest.mark.parametrize("after", [3, 6, 8])
+def test_resume_over_an_input_whose_every_record_is_rejected(tmp_path, after):
+    """Killed before, in and after the input that gives no transcript: --resume neither reads it again nor looks for
+    its output file, and writes what an uninterrupted run writes."""
+    from .test_scale import SLOW, _killed_run
+
+    d, rows = _all_rejected_dir(tmp_path)
+    write_jsonl(d / "c.jsonl", [rows[2], rows[0], rows[2], rows[0]])
+
+    def args(base: str) -> list[str]:
+        sides = [x for k in ("archive", "rejects", "report") for x in (f"--{k}", str(tmp_path / f"{base}.{k}"))]
+        return [str(d), "--context-window", "4000", "-q", "--on-error", "skip", "-o", f"{tmp_path / base}/", *sides]
+
+    def outputs(base: str) -> dict[str, bytes]:
+        files = {p.name: p.read_bytes() for p in (tmp_path / base).iterdir()}
+        return {**files, **{k: (tmp_path / f"{base}.{k}").read_bytes() for k in ("archive", "rejects", "report")}}
+
+    assert cli("compact", *args("ref")).returncode == 0
+    _killed_run(args("k"), tmp_path / "k" / ".compactctl-journal", after, SLOW)
+    r = cli("compact", *args("k"), "--resume")
+    assert r.returncode == 0, r.stderr
+    assert outputs("k") == outputs("ref")
+    assert sorted(outputs("ref")) == ["a.jsonl", "archive", "c.jsonl", "rejects", "report"]
+
+
 def test_repair_check_counts_the_valid_records_and_the_rejected(tmp_path):
     rows = [SMALL, BAD["wizard"], SMALL, b"{not json", SMALL]
     src = tmp_path / "bad.jsonl"

@@ -45,6 +45,9 @@ class _Sinks:
         # in each one made a journal over thousands of files grow with their square)
         self.fs_journaled = 0
         self.pending: list[str] = []  # -o DIR/: finished files (their targets), renamed into place when the run ends (all or nothing)
+        # -o DIR/: the targets of finished inputs that gave no transcript (every record rejected): no file is written for
+        # them, and an earlier run's output there is removed when the run ends
+        self.unwritten: list[str] = []
         self.written_as: tuple[str, str] | None = None  # (format, input) of the first transcript written to the one output
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         self.carry: Carry | None = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
@@ -110,6 +113,8 @@ class _Sinks:
                 first_seq.update(e.get("fs") or {})  # each checkpoint holds the files begun since the one before
             elif e["t"] == "done":
                 self.done_files.add(e["file"])
+                if e.get("empty"):  # no output file (see _close_file)
+                    self.unwritten.append(self.targets[e["file"]])
             else:
                 self.ended = True
         self.state = ck
@@ -121,7 +126,7 @@ class _Sinks:
         carry.seed(part_path(self.io.archive), archive=True)
         outputs = [out]
         if self.to_dir:  # the files finished before the interrupt, and the one it cut
-            outputs = [*self.pending, *([self.targets[self.current]] if self.current else [])]
+            outputs = [*self.pending, *([self.targets[self.current]] if self.current and self.out is not None else [])]
         for target in outputs:
             carry.seed(part_path(target), archive=False)
 
@@ -152,12 +157,14 @@ class _Sinks:
         if not self.to_dir:
             self.out = PartFile(out, offs.get("out") if ck else None) if not self.ended else None
             return
-        self.pending += [self.targets[f] for f in sorted(self.done_files)]  # finished before the kill: renamed at the end
+        finished = [self.targets[f] for f in sorted(self.done_files)]
+        self.pending += [t for t in finished if t not in self.unwritten]  # finished before the kill: renamed at the end
         if ck and ck.get("file") not in self.done_files and not self.ended:
             self.current = ck["file"]
             self.file_n = ck["fn"]
-            os.makedirs(os.path.dirname(self.targets[self.current]) or ".", exist_ok=True)
-            self.out = PartFile(self.targets[self.current], offs.get("out"))
+            if "out" in offs:  # else every record of it read so far was rejected: no file yet
+                os.makedirs(os.path.dirname(self.targets[self.current]) or ".", exist_ok=True)
+                self.out = PartFile(self.targets[self.current], offs["out"])
 
     # where to start reading
     def plan_reading(self, files: list[str]) -> tuple[list[str], int, int, str | None]:
@@ -200,12 +207,8 @@ class _Sinks:
             )
 
     def write(self, source: str, done: Done, rejects: list[bytes]) -> None:
-        if self.to_dir and source != self.current:  # one output file per input file, each atomic
-            self._close_file()
-            self.current = source
-            self.file_n = 0
-            os.makedirs(os.path.dirname(self.targets[source]) or ".", exist_ok=True)
-            self.out = PartFile(self.targets[source])  # -o DIR/ always keeps a journal
+        if self.to_dir:
+            self._to_file(source, done.skipped)
         if "rejects" in self.sides:
             for line in (*rejects, *done.rejects):
                 self._side("rejects", line + b"\n")
@@ -223,6 +226,17 @@ class _Sinks:
         if done.report is not None and "report" in self.sides:
             self._side("report", orjson.dumps(done.report) + b"\n")
         self.file_n += 1
+
+    def _to_file(self, source: str, skipped: bool) -> None:
+        """-o DIR/: one output file per input file, each atomic, opened at the first transcript written to it: an input
+        whose every record is rejected (--on-error skip) gets no file."""
+        if source != self.current:
+            self._close_file()
+            self.current = source
+            self.file_n = 0
+        if self.out is None and not skipped:
+            os.makedirs(os.path.dirname(self.targets[source]) or ".", exist_ok=True)
+            self.out = PartFile(self.targets[source])  # -o DIR/ always keeps a journal
 
     def _side(self, k: str, data: bytes) -> None:
         s = self.sides[k]
@@ -265,14 +279,22 @@ class _Sinks:
         self.last_ck = time.monotonic()
 
     def _close_file(self) -> None:
-        if self.out is None:
+        if self.current is None:
             return
         if self.journal is not None:
             self.checkpoint()
-            self.journal.append({"t": "done", "file": self.current})
+            self.journal.append(self._done_entry())
+        if self.out is None:  # no transcript of it was written
+            self.unwritten.append(self.targets[self.current])
+            return
         self.out.leave()  # closed; renamed with the others when the run ends (a kill after "done": --resume renames it)
         self.pending.append(self.out.target)
         self.out = None
+
+    def _done_entry(self) -> dict:
+        """The journal's record that the current input's output is complete; "empty": it has none (--resume then
+        neither reads that input again nor looks for its file)."""
+        return {"t": "done", "file": self.current, **({"empty": True} if self.out is None else {})}
 
     def finish(self, tail_rejects: list[bytes]) -> None:
         for line in tail_rejects:
@@ -298,8 +320,22 @@ class _Sinks:
                 finish_part(target)
             except OSError as e:
                 raise IOFailure(f"{target}: {e.strerror or e}") from e
+        self._remove_unwritten()
         if self.journal is not None:
             self.journal.remove()
+
+    def _remove_unwritten(self) -> None:
+        """-o DIR/: an input that gave no transcript has no output; one an earlier run left at its place would pass for
+        this run's (an older compactctl wrote it empty), so it goes, as a file written there would have replaced it."""
+        for target in self._unwritten_now():
+            if not os.path.isfile(target) or os.path.islink(target):
+                continue
+            try:
+                os.unlink(target)
+            except OSError as e:
+                raise IOFailure(f"{target}: {e.strerror or e}") from e
+            if not self.io.quiet:
+                warn(f"{target}: removed: an earlier run's output, and its input gave no transcript this time")
 
     def _end_journal(self) -> None:
         """Checkpoint the finished run and say it ended: a kill after this leaves only the renames, which --resume
@@ -312,8 +348,8 @@ class _Sinks:
             self.journal = None
             return
         self.checkpoint()
-        if self.to_dir and self.out is not None:
-            self.journal.append({"t": "done", "file": self.current})
+        if self.to_dir and self.current is not None:
+            self.journal.append(self._done_entry())
         self.journal.append({"t": "end"})
 
     def _end_archive(self, stopped: str | None = None) -> None:
@@ -335,14 +371,20 @@ class _Sinks:
         }
         if self.stats.skipped_lines:  # lines rejected as read (not JSON, not a record of the format)
             end["skipped_lines"] = self.stats.skipped_lines
-        if self.to_dir and self.io.output:  # restore finds an output's input by it (names alone may tie)
-            end["outputs"] = {s: os.path.relpath(self.targets[s], self.io.output) for s in self.first_seq if s in self.targets}
+        if self.to_dir and self.io.output:  # restore finds an output's input by it (names alone may tie); none: no file
+            written = [s for s in self.first_seq if s in self.targets and self.targets[s] not in self._unwritten_now()]
+            end["outputs"] = {s: os.path.relpath(self.targets[s], self.io.output) for s in written}
         if carried:
             end["carried"] = carried
         if stopped is not None:
             end["stopped"] = stopped
         self._side("archive", orjson.dumps(end) + b"\n")
         self.archive_ended = True
+
+    def _unwritten_now(self) -> list[str]:
+        """The targets with no output file: the finished inputs that gave no transcript, and the current one if so far."""
+        current = [self.targets[self.current]] if self.to_dir and self.current is not None and self.out is None else []
+        return self.unwritten + current
 
     def fail(self, interrupted: bool, error: Exception | None = None) -> None:
         """An error: nothing is left (all or nothing). An interrupt (Ctrl-C): the parts and the journal stay, for --resume

@@ -44,6 +44,7 @@ class CannotFit(CompactError):
     exit_code = Exit.CANNOT_FIT
     fallback: tuple[Any, list[Any]] | None = None  # (transcript, archived): the pruned, repaired transcript `compact` had when it gave up
     fallback_is = "pruned and repaired, not summarized"  # what the fallback is, for the note `--on-error skip` prints
+    facts: dict[str, Any] | None = None  # a plan's refusal: total, target, needed, over, tokens per zone (`plan --json`)
 
 
 class CheckFailed(CompactError):

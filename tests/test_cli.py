@@ -125,6 +125,28 @@ def test_plan_cannot_fit_exit_code():
     assert "cannot fit" in r.stderr.decode()
 
 
+def test_plan_json_prints_a_plan_that_cannot_fit(tmp_path):
+    """`plan --json` printed nothing for a transcript that cannot fit (exit 5): a script reading stdout got no object.
+    Now one, "fits": false with the facts of the error, which stays on stderr with exit 5; a plan that fits says
+    "fits": true."""
+    long = SAMPLES / "long_session.jsonl"
+    r = cli("plan", str(long), "--json", "--context-window", "3000", "--last-ask", "tail")
+    err = r.stderr.decode()
+    assert r.returncode == 5 and err.startswith("compactctl: error: ") and "cannot fit" in err, err
+    [got] = read_jsonl(r.stdout)
+    assert got["fits"] is False and got["transcript"] == str(long) and got["error"] in err
+    assert got["target"] == 1500 and got["needed"] == got["target"] + got["over"] and got["over"] > 0
+    assert f"{got['needed']:,} tokens, {got['over']:,} over" in got["error"] and sum(got["tokens"].values()) == got["total"]
+    # A dataset: an object a transcript, in order; exit 5 once all are printed (the error said), 0 under skip (a note)
+    small = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": read_jsonl(long.read_bytes())}, small])
+    for on_error, code in (("fail", 5), ("skip", 0)):
+        r = cli("plan", str(src), "--json", "--context-window", "3000", "--last-ask", "tail", "--on-error", on_error)
+        assert r.returncode == code, r.stderr
+        assert [x["fits"] for x in read_jsonl(r.stdout)] == [False, True]
+        assert r.stderr.decode().count(f"{src}#1: cannot fit the target") == 1, r.stderr
+
+
 def test_check_reports_violations_and_exit_code():
     r = cli("repair", "--check", str(SAMPLES / "broken_pairs.jsonl"))
     assert r.returncode == 6

@@ -56,7 +56,14 @@ def prune(
 @with_groups(IO, BUDGET)
 def plan(
     inputs: Inputs = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout instead of the annotated transcript.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='Print the plan as JSON on stdout instead of the annotated transcript ("fits": true). One that cannot fit '
+            'is printed too: "fits": false, the tokens it needs against the target, and the error.',
+        ),
+    ] = False,
     *,
     io,
     budget,
@@ -71,20 +78,34 @@ def plan(
     with loading():
         import orjson
 
+        from ..errors import CannotFit
         from ..phases import plan as phase
         from ..runner import Result, run
 
     counter = budget.counter(inputs)
+    unfit: list[CannotFit] = []  # --json: printed as such; exit 5 after them all (unless --on-error skip)
 
     def work(t):
-        p = phase.plan_for_repair(t, counter, budget.budget)
+        try:
+            p = phase.plan_for_repair(t, counter, budget.budget)
+        except CannotFit as e:
+            if not as_json:
+                raise  # the runner applies --on-error
+            unfit.append(e)
+            rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
+            notes = [f"compactctl: {e}"] if io.on_error == "skip" else []
+            return Result(None, rep, lines=[orjson.dumps(phase.unfit_json(t.id, e))], notes=notes)
         rep = {"transcript": t.id, "status": "planned", "plan": p.as_dict()}  # --report (the record API's shape)
         if as_json:
-            return Result(None, rep, lines=[orjson.dumps(p.as_dict())])
+            return Result(None, rep, lines=[orjson.dumps({**p.as_dict(), "fits": True})])
         say(io, p.describe())
         return Result(phase.annotate(t, p), rep)
 
     run(inputs or ["-"], io, work, "plan")
+    if unfit and io.on_error != "skip":
+        for e in unfit[:-1]:
+            print(f"compactctl: error: {e}", file=sys.stderr)
+        raise unfit[-1]
 
 
 @with_groups(IO, BUDGET, SUMMARY, REFS, HINT)

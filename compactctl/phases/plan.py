@@ -358,33 +358,52 @@ def plan(
     if total <= target:
         return dataclasses.replace(p, reason=f"no compaction needed: {total:,} tokens is within the target of {target:,}")
     if zone_tokens["middle"] == 0:
-        raise CannotFit(
+        raise _cannot_fit(
+            p,
+            total - target,
             f"{t.id}: cannot fit the target of {target:,} tokens: nothing between head ({zone_tokens['head']:,} tokens) and tail "
             f"({zone_tokens['tail']:,}{', stretched to keep the last user message' if z.anchor_forced else ''}) to summarize, and together "
-            f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens."
+            f"they take {total:,}. Raise --context-window or --threshold, or lower --protect-first or --tail-tokens.",
         )
     if room < summary_min:
-        raise CannotFit(
+        raise _cannot_fit(
+            p,
+            summary_min - room,
             f"{t.id}: cannot fit the target of {target:,} tokens: head {zone_tokens['head']:,} + tail "
             f"{zone_tokens['tail']:,}{' (stretched to keep the last user message)' if z.anchor_forced else ''} + minimum summary "
             f"{summary_min:,} = {zone_tokens['head'] + zone_tokens['tail'] + summary_min:,} tokens, "
-            f"{summary_min - room:,} over. {_advice(msgs[:h_end], zone_tokens['head'], target)}"
+            f"{summary_min - room:,} over. {_advice(msgs[:h_end], zone_tokens['head'], target)}",
         )
     summary_budget = min(summary_budget, room)
     if ask.cost(z):
         need = _need(t, counter, z, summary_min, ask)  # the ask verbatim, and room for the rest
         if room < need:
-            raise CannotFit(
+            raise _cannot_fit(
+                p,
+                need - room,
                 f"{t.id}: cannot fit the target of {target:,} tokens even with the last ask in the summary: the "
                 f"{'ask an earlier summary holds' if ask.carried and ask.carrier < z.tail_start else 'last user message'} alone "
                 f"takes {ask.cost(z):,} tokens, the summary's frame {need - ask.cost(z):,} at least, and the summary has "
-                f"{room:,}. Raise --context-window or --threshold."
+                f"{room:,}. Raise --context-window or --threshold.",
             )
         summary_budget = min(max(summary_budget, need), room)
     reason = f"compaction: the middle's {zone_tokens['middle']:,} tokens become a summary of at most {summary_budget:,}"
     if p.last_ask_in_summary:
         reason += "; the last user message is kept verbatim in the summary's Active Task"
     return dataclasses.replace(p, summary_budget=summary_budget, needs_compaction=True, reason=reason)
+
+
+def _cannot_fit(p: Plan, over: int, message: str) -> CannotFit:
+    """The refusal, with the facts its message gives (CannotFit.facts): the tokens the smallest plan `p` could make
+    needs against the target."""
+    e = CannotFit(message)
+    e.facts = {"total": p.total, "target": p.target, "needed": p.target + over, "over": over, "tokens": dict(p.tokens)}
+    return e
+
+
+def unfit_json(transcript: str, e: CannotFit) -> dict:
+    """`plan --json`'s object for a transcript that cannot fit: "fits": false, the facts, and the error's message."""
+    return {"transcript": transcript, "fits": False, **(e.facts or {}), "error": str(e)}
 
 
 def plan_for_repair(

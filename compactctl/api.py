@@ -82,22 +82,25 @@ def write(t: Transcript, to: str | None = None) -> bytes:
     return b"".join(line + b"\n" for line in formats.write(t, to))
 
 
-def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None):
-    """The summarizer the options ask for: offline, llm, or auto (the LLM when a key or base URL is set)."""
+def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None):
+    """The summarizer the options ask for: offline, llm, or auto (the LLM when a key or base URL is set). `status`
+    takes the line that says which (and what the offline one ignores), `warn` if not given: the CLI says it once
+    the input is read, so that an input's error is the first thing said."""
     use_llm = opts.summarizer == "llm" or (opts.summarizer == "auto" and (opts.api_key or opts.base_url))
+    say = status or warn
     if not use_llm:
-        if warn:
-            warn("summarizer: offline (no LLM configured)" if opts.summarizer == "auto" else "summarizer: offline")
+        if say:
+            say("summarizer: offline (no LLM configured)" if opts.summarizer == "auto" else "summarizer: offline")
             if getattr(opts, "instructions", None):
-                warn("--instructions: the offline summarizer cannot follow free-text instructions; they are used only by an LLM")
+                say("--instructions: the offline summarizer cannot follow free-text instructions; they are used only by an LLM")
         return OfflineSummarizer()
     from .summarizers.llm import LLMSummarizer
 
     if not (opts.api_key or opts.base_url):  # the transcript would go to the OpenAI API with no key, to be refused
         raise UsageError("--summarizer llm needs an endpoint: --base-url (or $OPENAI_BASE_URL), or $OPENAI_API_KEY for the OpenAI API")
     s = LLMSummarizer.from_options(opts, model, warn=warn)
-    if warn:
-        warn(f"summarizer: llm ({s.model} at {s.base_url or 'the OpenAI API'})")
+    if say:
+        say(f"summarizer: llm ({s.model} at {s.base_url or 'the OpenAI API'})")
     return s
 
 

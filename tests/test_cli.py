@@ -164,6 +164,21 @@ def test_report_and_offline_note(tmp_path):
     assert line["status"] == "compacted" and line["summarizer"] == "offline" and line["tokens_after"] < line["tokens_before"]
 
 
+def test_an_input_error_comes_before_the_summarizer_status(tmp_path):
+    """`compact` and `summarize` said "summarizer: offline" before a missing file's or a bad line's error: the status
+    is said once the first transcript is read, so the error is the first thing on stderr."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"role": "user", "content": "hi"}\n{"role": "user", "content": \n')
+    llm = ["--summarizer", "llm", "--base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"]  # never asked
+    for cmd in ("compact", "summarize"):
+        for args, code in (([str(tmp_path / "missing.jsonl")], 4), ([str(bad)], 3), ([str(bad), *llm], 3)):
+            r = cli(cmd, *args)
+            err = r.stderr.decode()
+            assert r.returncode == code and err.startswith("compactctl: error: ") and "summarizer" not in err, (cmd, err)
+        r = cli(cmd, str(SAMPLES / "long_session.jsonl"), *OPTS)
+        assert r.returncode == 0 and r.stderr.decode().startswith("compactctl: summarizer: offline"), r.stderr
+
+
 def test_cannot_fit_in_skip_mode_still_writes_valid_output(tmp_path):
     src = SAMPLES / "broken_pairs.jsonl"
     r = cli(

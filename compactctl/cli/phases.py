@@ -130,7 +130,8 @@ def summarize(
         from ..runner import Result, run, warn
 
     counter = budget.counter(inputs)
-    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn)
+    status: list[str] = []  # said once the first transcript is read: an input's error comes first
+    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn, status=status.append)
     io.jobs = summary.jobs
 
     sopts = api.SummarizeOptions(
@@ -149,7 +150,7 @@ def summarize(
         report_line(io, rep, as_json)
         return Result(out, rep, st.archived)
 
-    run(inputs or ["-"], io, work, "summarize")
+    run(inputs or ["-"], io, work, "summarize", on_start=lambda: _say_all(io, status))
 
 
 @with_groups(IO, BUDGET)
@@ -248,7 +249,8 @@ def compact(
     check_workers(workers)
     if engine not in ("local", "ray"):
         raise UsageError("--engine must be local or ray")
-    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn)
+    status: list[str] = []  # said once the first transcript is read: an input's error comes first
+    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn, status=status.append)
     popts = prune_options(prune_raw, budget)
     options = Options.of(
         budget.budget,
@@ -292,4 +294,11 @@ def compact(
         if rep["status"] != "cannot-fit":  # cannot-fit: warned already
             report_line(io, rep, as_json)
 
-    run(inputs or ["-"], io, work, "compact", job=PhaseJob(options) if offline else None, on_report=on_report)
+    job = PhaseJob(options) if offline else None
+    run(inputs or ["-"], io, work, "compact", job=job, on_report=on_report, on_start=lambda: _say_all(io, status))
+
+
+def _say_all(io, lines: list[str]) -> None:
+    """The summarizer's status (api.make_summarizer), on stderr as warnings are."""
+    for line in lines:
+        say(io, f"compactctl: {line}")

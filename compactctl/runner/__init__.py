@@ -48,8 +48,10 @@ def _progress(items: Iterable[Item], quiet: bool, desc: str) -> Iterable[Item]:
     return tqdm(items, desc=desc, unit=" transcripts", file=sys.stderr, leave=False)
 
 
-def _counted(items: Iterable[Item], seqs: list[int]) -> Iterator[Item]:
+def _counted(items: Iterable[Item], seqs: list[int], on_start: Callable[[], None] | None) -> Iterator[Item]:
     for item in items:
+        if not seqs and on_start is not None:
+            on_start()
         seqs.append(item[0])
         yield item
 
@@ -81,6 +83,7 @@ def run(
     on_report: Callable[[dict], None] | None = None,
     keeps: Callable[[str, Any], bool] | None = None,
     check_written: bool = False,
+    on_start: Callable[[], None] | None = None,
 ) -> RunStats:
     """Read `inputs`, apply `work` to each transcript, write in input order.
 
@@ -88,7 +91,9 @@ def run(
     in worker processes (each builds it once). `on_report`: called here, in order, with each report.
     `keeps(format, record)`: True for a parsed dataset record that `work` would write back byte for
     byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt.
-    `check_written`: each transcript's output is read back and checked, and the rules it breaks are said."""
+    `check_written`: each transcript's output is read back and checked, and the rules it breaks are said.
+    `on_start`: called here, once, when the first transcript is read, before any work on it (not for an input that
+    holds none, or that fails before its first)."""
     files = expand_inputs(inputs)
     if files == [STDIN] and not io.quiet and sys.stdin.isatty():  # `compactctl compact` typed alone: say why it waits
         warn("reading JSONL from the terminal (end with Ctrl-D); give a file or a directory, or pipe one in")
@@ -107,7 +112,7 @@ def run(
     try:
         if not sinks.ended:
             rest, seq0, skip, skip_key = sinks.plan_reading(files)
-            read = _counted(_items(reader, rest, rejects, seq0, skip, skip_key), read_seqs) if rest else iter(())
+            read = _counted(_items(reader, rest, rejects, seq0, skip, skip_key), read_seqs, on_start) if rest else iter(())
             for (_, source, tid, rej), done in _flow(work, job, _progress(read, io.quiet, desc), ctx, io):
                 sinks.add(source, tid, done, rej)  # first: a record it refuses (formats that cannot share a file) gets no note
                 for note in done.notes:

@@ -11,7 +11,7 @@ import pytest
 
 from compactctl import api
 
-from .conftest import cli, tool_session, write_jsonl
+from .conftest import cli, proc, tool_session, write_jsonl
 
 SMALL = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
 BAD = {
@@ -236,6 +236,27 @@ def test_resume_over_rejected_records_is_byte_identical(tmp_path):
     back = cli("restore", str(tmp_path / "k.out"), "--archive", str(tmp_path / "k.archive"))
     assert back.returncode == 0, back.stderr
     assert _json_lines(back.stdout) == [x for x in rows if x is not BAD["wizard"]]
+
+
+def test_skip_notes_come_in_input_order_with_workers(tmp_path):
+    """--on-error skip with worker processes: the notes of records rejected in a worker (an unknown role, nothing to
+    send) were printed by the workers as they went, and those of lines the parent rejected (not JSON) as it read
+    ahead: out of input order, and not the same from run to run. Now the parent says every note with the transcript
+    it comes before, in input order: stderr is the same bytes as with one process."""
+    rows: list[bytes] = []
+    for k in range(360):
+        bad = {2: orjson.dumps(BAD["wizard"]), 4: b"{not json %d" % k, 5: orjson.dumps(BAD["empty"])}.get(k % 7)
+        rows.append(bad or orjson.dumps({"messages": tool_session(2 + k % 3, 1000 + 4000 * (k % 5)), "id": k}))
+    src = tmp_path / "d.jsonl"
+    src.write_bytes(b"\n".join(rows) + b"\n")
+    args = ["compact", str(src), "--context-window", "4000", "--on-error", "skip", "-o", str(tmp_path / "o.jsonl")]
+    one = proc(*args, "--workers", "1")  # real processes: what workers print to stderr goes where the parent's goes
+    assert one.returncode == 0, one.stderr
+    lines = [int(x.split(b":")[2]) for x in one.stderr.splitlines() if x.startswith(b"compactctl: skipped ")]
+    assert lines == sorted(lines) and len(lines) == sum(k % 7 in (2, 4, 5) for k in range(360))  # each, in input order
+    for _ in range(2):
+        two = proc(*args, "--workers", "2")
+        assert two.returncode == 0 and two.stderr == one.stderr
 
 
 # -- a first record that cannot tell the format, a whole-file JSON that is not a transcript --------------------

@@ -204,9 +204,9 @@ def test_the_fast_path_is_taken_and_check_and_to_bypass_it(tmp_path, monkeypatch
     built: list[str] = []
     real = runner.engines._materialize
 
-    def counting(item, on_error):
+    def counting(item, on_error, *say):
         built.append(item.id)
-        return real(item, on_error)
+        return real(item, on_error, *say)
 
     monkeypatch.setattr(runner.engines, "_materialize", counting)  # where _process looks it up
     assert cli("repair", str(data), "--on-error", "skip").returncode == 0

@@ -18,7 +18,7 @@ from .. import formats
 from ..errors import CompactError, Exit
 from ..jsonl import STDIN, expand_inputs
 from ..model import Transcript
-from .base import Done, IOOptions, Result, RunStats, _Ctx, warn
+from .base import Done, IOOptions, Result, RunStats, _Ctx, say_notes, warn
 from .engines import PruneJob, _materialize, _processes, _serial, _threads
 from .inputs import LAZY_FORMATS, Item, Lazy, _items, _peek, _Rejects
 from .sinks import _Sinks, _targets, check_collisions
@@ -108,27 +108,33 @@ def run(
     slow = float(os.environ.get("COMPACTCTL_SLOW_DOWN", "0"))  # seconds per transcript: a test hook (kill points)
     rejects = _Rejects()
     read_seqs: list[int] = []  # the transcripts read so far
-    reader = formats.Reader(on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=warn)
+    # the reader's notes (a line skipped) go with the transcript after them: said in input order (see the loop)
+    reader = formats.Reader(
+        on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=rejects.note
+    )
     try:
         if not sinks.ended:
             rest, seq0, skip, skip_key = sinks.plan_reading(files)
             read = _counted(_items(reader, rest, rejects, seq0, skip, skip_key), read_seqs, on_start) if rest else iter(())
-            for (_, source, tid, rej), done in _flow(work, job, _progress(read, io.quiet, desc), ctx, io):
+            for (_, source, tid, rej, read_notes), done in _flow(work, job, _progress(read, io.quiet, desc), ctx, io):
+                say_notes(read_notes)  # what the reader said of the lines before it (workers read ahead)
                 sinks.add(source, tid, done, rej)  # first: a record it refuses (formats that cannot share a file) gets no note
-                for note in done.notes:
-                    print(note, file=sys.stderr)
+                say_notes(done.notes)
                 if done.report is not None and on_report is not None:
                     on_report(done.report)
                 sinks.maybe_checkpoint()
                 if slow:
                     time.sleep(slow)
         stats.skipped_lines = reader.skipped  # the archive's end record counts them
+        say_notes(rejects.take_notes())  # of the lines after the last transcript
         sinks.finish(rejects.take())
     except Exception as e:
+        say_notes(rejects.take_notes())  # read before the error
         sinks.fail(interrupted=False, error=e)
         _say_nothing_written(e, io, len(read_seqs))
         raise
     except BaseException:
+        say_notes(rejects.take_notes())
         sinks.fail(interrupted=True)
         raise
     finally:

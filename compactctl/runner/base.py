@@ -81,4 +81,14 @@ class _Ctx:
 
 
 def warn(msg: str) -> None:
-    print(f"compactctl: {msg}", file=sys.stderr)
+    print(noted(msg), file=sys.stderr)
+
+
+def noted(msg: str) -> str:
+    """A warning as a line for stderr (what `warn` prints): for notes said later, in input order."""
+    return f"compactctl: {msg}"
+
+
+def say_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(note, file=sys.stderr)

@@ -23,11 +23,11 @@ from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
 from ..phases.rules import empty_log
-from .base import Done, Result, _Ctx, warn
+from .base import Done, Result, _Ctx, noted, say_notes, warn
 from .inputs import Item, Lazy, _Rejects
 
 
-def _guarded(work: Callable[[Transcript], Result], t: Transcript, on_error: str) -> Result:
+def _guarded(work: Callable[[Transcript], Result], t: Transcript, on_error: str, say: Callable[[str], None]) -> Result:
     try:
         return work(t)
     except CannotFit as e:
@@ -35,9 +35,9 @@ def _guarded(work: Callable[[Transcript], Result], t: Transcript, on_error: str)
             raise
         rep = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
         if e.fallback is not None:  # compact: pruned and repaired; summarize: as read, without plan's annotations
-            warn(f"{e} -- written {e.fallback_is}")
+            say(f"{e} -- written {e.fallback_is}")
             return Result(e.fallback[0], rep, e.fallback[1])
-        warn(f"{e} -- written as read")
+        say(f"{e} -- written as read")
         return Result(t, rep)
 
 
@@ -120,11 +120,11 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
     return []
 
 
-def _materialize(item: Transcript | Lazy, on_error: str) -> tuple[Transcript | None, list[bytes]]:
+def _materialize(item: Transcript | Lazy, on_error: str, say: Callable[[str], None] = warn) -> tuple[Transcript | None, list[bytes]]:
     if not isinstance(item, Lazy):
         return item, []
     rejects = _Rejects()
-    reader = formats.Reader(on_error=on_error, rejects=rejects, warn=warn)
+    reader = formats.Reader(on_error=on_error, rejects=rejects, warn=say)
     obj, item.obj = item.obj, None
     if obj is None:
         obj = orjson.loads(item.raw)
@@ -141,20 +141,30 @@ def _kept_as_read(item: Lazy, ctx: _Ctx) -> bool:
 
 
 def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
+    """`item` made ready to write. What --on-error skip says of it (skipped, written as read) is in its notes, which
+    the parent prints in input order, wherever the work ran."""
+    said: list[str] = []
+    done = _process_saying(seq, item, work, ctx, lambda msg: said.append(noted(msg)))
+    if said:
+        done.notes = said + done.notes
+    return done
+
+
+def _process_saying(seq: int, item: Transcript | Lazy, work, ctx: _Ctx, say: Callable[[str], None]) -> Done:
     if isinstance(item, Lazy) and _kept_as_read(item, ctx):  # the work would write it as it came: nothing to build
         return Done([item.raw], [], None, False, fmt=item.fmt)
-    t, rejected = _materialize(item, ctx.on_error)
+    t, rejected = _materialize(item, ctx.on_error, say)
     if t is None:
         return Done([], [], None, False, rejected, skipped=True)
     try:
-        return _finish(seq, t, _guarded(work, t, ctx.on_error), ctx)
+        return _finish(seq, t, _guarded(work, t, ctx.on_error, say), ctx)
     except (DataError, TypeError) as e:  # a transcript the work cannot make valid, or that cannot be written back
         err = _data_error(e, t)
         if err is None:
             raise
         if ctx.on_error != "skip":
             raise err from None
-        warn(f"skipped {err}")
+        say(f"skipped {err}")
         raw = [item.raw] if isinstance(item, Lazy) else list(formats.write(t))
         return Done([], [], None, False, rejected + raw, skipped=True)
 
@@ -169,12 +179,13 @@ def _data_error(e: Exception, t: Transcript) -> DataError | None:
     return None
 
 
-Meta = tuple[int, str, str, list[bytes]]  # (seq, source, id, rejects)
+Meta = tuple[int, str, str, list[bytes], list[str]]  # (seq, source, id, rejects, notes: what was read before it)
 
 
 def _serial(work, items: Iterable[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done]]:
-    for seq, t, rej in items:
-        yield (seq, t.source, t.id, rej), _process(seq, t, work, ctx)
+    for seq, t, rej, notes in items:
+        say_notes(notes)  # here, before the work, which may print (plan's description): nothing is read ahead
+        yield (seq, t.source, t.id, rej, []), _process(seq, t, work, ctx)
 
 
 def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
@@ -187,8 +198,8 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
 
     with ThreadPoolExecutor(max_workers=jobs * 2) as pool:
         window: deque = deque()
-        for seq, t, rej in items:
-            window.append(((seq, t.source, t.id, rej), pool.submit(one, seq, t)))
+        for seq, t, rej, notes in items:
+            window.append(((seq, t.source, t.id, rej, notes), pool.submit(one, seq, t)))
             if len(window) >= jobs * 4:
                 m, f = window.popleft()
                 yield m, f.result()
@@ -303,7 +314,7 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
         late: CompactError | None = None
         while True:
             try:
-                seq, t, rej = next(items)
+                seq, t, rej, notes = next(items)
             except StopIteration:
                 break
             except CompactError as e:  # a bad line read ahead: errors of the transcripts before it come first
@@ -312,7 +323,7 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             if isinstance(t, Lazy):
                 t.obj = None  # a worker parses the bytes: the parent does not hold parsed records in flight
             batch.append((seq, t))
-            metas.append((seq, t.source, t.id, rej))
+            metas.append((seq, t.source, t.id, rej, notes))
             size += _size(t)
             if size >= 512 << 10 or len(batch) >= 256:
                 window.append((metas, _submit(pool, batch)))

@@ -13,6 +13,7 @@ from ..errors import UsageError
 from ..jsonl import open_input
 from ..lean import dataclass
 from ..model import Transcript
+from .base import noted
 
 LAZY_FORMATS = ("openai", "anthropic", "sharegpt")  # dataset records that read independently of each other
 
@@ -37,21 +38,30 @@ class Lazy:
         return {**self.__dict__, "obj": None}  # to a worker: the bytes only (it parses them there)
 
 
-Item = tuple[int, "Transcript | Lazy", list[bytes]]  # (seq, transcript, rejected lines read before it)
+Item = tuple[int, "Transcript | Lazy", list[bytes], list[str]]  # (seq, transcript, rejected lines and notes read before it)
 
 
 class _Rejects:
     """Collects rejected lines as the reader goes; each batch is written with the transcript after it,
-    so that the rejects file, too, is in input order and resumable."""
+    so that the rejects file, too, is in input order and resumable. So are the reader's notes (a line skipped):
+    said with the transcript after them, in input order however far worker processes read ahead."""
 
     def __init__(self):
         self.pending: list[bytes] = []
+        self.notes: list[str] = []
 
     def add_raw(self, line: bytes) -> None:
         self.pending.append(line)
 
+    def note(self, msg: str) -> None:
+        self.notes.append(noted(msg))
+
     def take(self) -> list[bytes]:
         out, self.pending = self.pending, []
+        return out
+
+    def take_notes(self) -> list[str]:
+        out, self.notes = self.notes, []
         return out
 
 
@@ -83,7 +93,7 @@ def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: in
     skipped = 0
     for t in _read(reader, files):
         rej = rejects.take()
-        if skipped < skip:  # already written by the interrupted run
+        if skipped < skip:  # already written by the interrupted run (its notes are said again, with the next one)
             skipped += 1
             seq += 1
             if skipped == skip and skip_key is not None and t.id != skip_key:
@@ -91,7 +101,7 @@ def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: in
                     f"cannot resume: transcript {skip} of the input is {t.id}, the journal says {skip_key} (the input changed)"
                 )
             continue
-        yield seq, t, rej
+        yield seq, t, rej, rejects.take_notes()
         seq += 1
     if skipped < skip:
         raise UsageError(f"cannot resume: the input holds {skipped} transcripts, the journal says {skip} were written (the input changed)")

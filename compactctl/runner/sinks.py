@@ -372,7 +372,8 @@ class _Sinks:
         if self.stats.skipped_lines:  # lines rejected as read (not JSON, not a record of the format)
             end["skipped_lines"] = self.stats.skipped_lines
         if self.to_dir and self.io.output:  # restore finds an output's input by it (names alone may tie); none: no file
-            written = [s for s in self.first_seq if s in self.targets and self.targets[s] not in self._unwritten_now()]
+            none = set(self._unwritten_now())
+            written = [s for s in self.first_seq if s in self.targets and self.targets[s] not in none]
             end["outputs"] = {s: os.path.relpath(self.targets[s], self.io.output) for s in written}
         if carried:
             end["carried"] = carried

@@ -416,15 +416,25 @@ def _bytes(v: str | bytes) -> bytes:
     return v if isinstance(v, bytes) else v.encode()
 
 
+def _close(out: Any, target: str) -> None:
+    """One input's output done: its part renamed into place; none (every row an error): an earlier file there removed."""
+    if out is not None:
+        out.commit()
+    elif target and os.path.isfile(target) and not os.path.islink(target):
+        os.unlink(target)
+
+
 def _write(
     rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int], names: dict[str, str]
 ) -> dict[str, int]:
     """The rows to their files, in order; each report names its transcript as the local engine does (file.jsonl#N,
-    N counting the file's lines that are JSON objects)."""
+    N counting the file's lines that are JSON objects). As the local engine, a file whose every row is an error gets
+    no output file (nor keeps an earlier run's)."""
     from .journal import PartFile
 
     current: str | None = None
     number = 0
+    target = ""
     out: PartFile | None = None
     rep = PartFile(report) if report else None
     rej = PartFile(rejects) if rejects else None
@@ -432,28 +442,27 @@ def _write(
         for row in rows:
             path = row["path"]
             if path != current:
-                if out is not None:
-                    out.commit()
-                current = path
-                target = targets.get(path) or targets.get(os.path.abspath(path))
-                if target is None:
+                _close(out, target)
+                out, current, number = None, path, 0
+                target = targets.get(path) or targets.get(os.path.abspath(path)) or ""
+                if not target:
                     raise CompactError(f"ray returned a row of {path}, not an input")
-                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-                out = PartFile(target)
-                stats["shards"] += 1
-                number = 0
-            assert out is not None
             stats["records"] += 1
             if row[STATUS] == "error":
                 stats["errors"] += 1
                 if rej is not None:
                     rej.write(_bytes(row["text"]) + b"\n")
             else:
+                if out is None:
+                    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                    out = PartFile(target)
+                    stats["shards"] += 1
                 out.write(_bytes(row["text"]) + b"\n")
                 if rep is not None:
                     rep.write(_numbered(row[REPORT], names.get(path, path), number + 1).encode() + b"\n")
             number += bool(row[COUNTED])
-        for p in (out, rep, rej):
+        _close(out, target)
+        for p in (rep, rej):
             if p is not None:
                 p.commit()
     except BaseException:

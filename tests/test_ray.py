@@ -232,3 +232,29 @@ def test_engine_reports_name_transcripts_as_the_local_engine(tmp_path, monkeypat
         "/b.jsonl#1",
     ]
     assert {p.name: p.read_bytes() for p in (tmp_path / "ray").iterdir()} == {p.name: p.read_bytes() for p in (tmp_path / "cli").iterdir()}
+
+
+def test_an_input_whose_every_row_is_an_error_gets_no_file(tmp_path, monkeypatch):
+    """The driver wrote an empty file for an input whose every row is an error, as the local engine did under
+    --on-error skip; as the local engine now, it writes none, and an earlier run's file there goes."""
+    monkeypatch.setattr(cray, "_PER_PROCESS", {})
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(b'{"messages": [{"role": "user"}]}\n{"messages": [{"role": "wizard", "content": "x"}]}\nnot json\n')
+    (src / "b.jsonl").write_bytes(orjson.dumps({"messages": tool_session(30, 3000)}) + b"\n")
+    r = cli("compact", str(src), *OPTS, "-o", f"{tmp_path}/cli/", "-q")
+    assert r.returncode == 0, r.stderr
+    names = {str((src / n).resolve()): str(src / n) for n in ("a.jsonl", "b.jsonl")}
+    tables = [
+        t
+        for p, a, b in cray.plan_ranges(sorted(names), 1)
+        for t in cray._compact_range(p, a, b, compactctl.Options(**LIB), 2, "run", names[p])
+    ]
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "a.jsonl").write_bytes(b"an earlier run's\n")
+    stats = {"records": 0, "errors": 0, "shards": 0}
+    targets = {p: str(tmp_path / "ray" / Path(p).name) for p in names}
+    cray._write(iter(row for t in tables for row in t.to_pylist()), targets, None, None, stats, names)
+    assert stats == {"records": 4, "errors": 3, "shards": 1}
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ray").iterdir()} == {p.name: p.read_bytes() for p in (tmp_path / "cli").iterdir()}
+    assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == ["b.jsonl"]

@@ -191,3 +191,48 @@ def is_task_document(text: str) -> bool:
     items = len(_ITEM.findall(text))
     lines = sum(1 for ln in text.split("\n") if ln.strip())
     return items >= 5 and items * 4 >= lines
+
+
+# ---- lines that show names: what a digest and the summary quote whole
+
+QUOTED_CHARS = (12, 160)  # a line shorter says little, a longer one costs more than the names it shows
+_LINE_NUMBER = re.compile(r"^\d+(?:→|\t|: |[:-](?=\D))")  # a numbered read's ("118→", "118\t") or grep -n's ("12:", "12-")
+
+
+def quotable(raw: str) -> str | None:
+    """A line as a digest or the summary quotes it: stripped, without a numbered read's or grep's line number, a diff's
+    added line without its "+"; None for a diff's removed line (code that is gone) or a line out of QUOTED_CHARS."""
+    line = raw.strip()
+    if line[:1].isdigit():
+        line = _LINE_NUMBER.sub("", line).strip()
+    if line[:1] in ("+", "-") and line[1:2] not in ("+", "-"):
+        if line[0] == "-":
+            return None
+        line = line[1:].strip()
+    lo, hi = QUOTED_CHARS
+    return line if lo <= len(line) <= hi else None
+
+
+def quoted_lines(text: str, names: list[str], keep: int, top: int = 12) -> list[str]:
+    """Up to `keep` lines of `text` (quotable) that show the most of its first `top` `names` (most used first, the
+    first weighing most) per character, each at its first line: the names with their neighbours."""
+    first = names[:top]
+    cands: dict[str, list[int]] = {}
+    for n in first:
+        at = text.find(n)
+        if at < 0:
+            continue
+        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        line = quotable(text[start : end if end >= 0 else len(text)])
+        if line is not None and line not in cands:
+            cands[line] = [k for k, m in enumerate(first) if m in line]
+    chosen: list[str] = []
+    covered: set[int] = set()
+    while cands and len(chosen) < keep:
+        gain = {ln: sum((1 + k) ** -0.5 for k in ks if k not in covered) / (len(ln) + 16) for ln, ks in cands.items()}
+        best = max(gain, key=gain.__getitem__)
+        if gain[best] <= 0:
+            break
+        chosen.append(best)
+        covered.update(cands.pop(best))
+    return chosen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import orjson
@@ -11,8 +12,8 @@ from compactctl import api, outputs, refs, tools
 from compactctl.describe import describe
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
-from compactctl.markers import EXCERPT_LINE, NAMES_LINE
-from compactctl.model import Message, ToolCall, Transcript, last_user_index
+from compactctl.markers import EXCERPT_LINE, NAMES_LINE, QUOTED_LINE
+from compactctl.model import Message, ToolCall, Transcript, is_summary, last_user_index
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import fit, offline
 from compactctl.summarizers.constraints import constraint_sentences
@@ -151,7 +152,7 @@ def test_names_are_separated_by_a_space_a_token_cheaper_than_a_comma():
     out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
     line = next(ln for ln in out.messages[3].text().split("\n") if ln.startswith(NAMES_LINE))
     names = refs.REF_RE.sub("", line[len(NAMES_LINE) :]).strip()
-    assert "handler_0 registry_0 Config.read_0 handler_1" in names and ", " not in names
+    assert re.search(r"handler_\d+ registry_\d+ Config\.read_\d+ handler_\d+ ", names) and ", " not in names
     assert names.endswith('"Cannot list the dir"') and "data-mode" not in names
     # the names after a cut argument
     cut = orjson.loads(truncate_arguments(orjson.dumps({"content": "x" * 300 + " parse_filter load_config tests/test_a.py"}).decode(), 200))
@@ -418,7 +419,7 @@ def test_the_ask_before_a_background_tasks_notification_is_the_active_task():
     t = T(rows)
     assert last_user_index(t.messages) == 5
     out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=1200)))
-    assert rep["status"] == "compacted"
+    assert rep["status"] == "compacted", rep
     assert parse_sections(out.messages[0].text())["Active Task"] == ask
 
 
@@ -428,7 +429,7 @@ def test_a_session_with_only_harness_messages_has_no_ask_of_the_person():
     note = "<system-reminder>\nPostToolUse:Edit hook additional context: [COMPILE ERROR] undefined function {}/1{}\n</system-reminder>"
     rows = [{"role": "user", "content": note.format(f"fun_{k}", " x" * 300 if k < 7 else "")} for k in range(8)]
     out, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=1600)))
-    assert rep["status"] == "compacted"
+    assert rep["status"] == "compacted", rep
     sections = parse_sections(out.messages[0].text())
     assert sections["Active Task"] == offline.KEPT_LAST_NOTE and "Goal" not in sections
     assert out.messages[-1].text() == rows[-1]["content"]  # the last user-role message is still kept verbatim
@@ -782,7 +783,7 @@ def test_digest_names_never_carry_a_fragment_of_a_secret():
     rows[3] = res("r0", "deploy_config loaded\n" + key + "\n" + "x = 1\n" * 300)
     out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
     digest = out.messages[3].text()
-    assert "MIIEow" not in digest and "names:" in digest
+    assert "MIIEow" not in digest and "deploy_config" in digest
     cut = truncate_arguments(orjson.dumps({"content": "a" * 300 + key}).decode(), 40)
     assert "MIIEow" not in cut
 
@@ -937,6 +938,7 @@ def test_index_skips_names_the_kept_turns_or_the_summary_show():
     assert "handler_0" in f.names and "handler_1" not in f.names
     f.files = {"src/mod0.py": {"read"}}
     f.names = ["src/mod0.py", "handler_0"]
+    f.excerpts = []  # the index's names alone (test_excerpts_* below)
     text = offline.summarize(f, COUNTER, 2000)
     index = [ln for ln in text.split("\n") if ln.startswith(fit.INDEX_LINE)]
     assert index and "src/mod0.py" not in index[0] and "handler_0" in index[0]
@@ -2284,7 +2286,7 @@ def test_compacting_again_merges_what_the_earlier_summary_says_with_what_came_si
         rows.append({"role": "assistant", "content": f"Mod{i} routes through shared_helper_name. " + "It reads the request first. " * 60})
     rows += [{"role": "user", "content": "now change mod1"}]
     first, rep = api.compact(T(rows), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=3000)))
-    assert rep["status"] == "compacted"
+    assert rep["status"] == "compacted", rep
     again = [orjson.loads(line) for line in api.write(first).splitlines()]
     assert "mod1.ex (read)" in next(m["content"] for m in again if str(m["content"]).startswith("[CONTEXT COMPACTION"))
     for k in range(6):
@@ -2295,7 +2297,7 @@ def test_compacting_again_merges_what_the_earlier_summary_says_with_what_came_si
         ]
     again += [{"role": "assistant", "content": "Edited mod1."}, {"role": "user", "content": "run the tests"}]
     out, rep = api.compact(T(again), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=3000)))
-    assert rep["status"] == "compacted"
+    assert rep["status"] == "compacted", rep
     summary = next(m.text() for m in out.messages if m.text().startswith("[CONTEXT COMPACTION"))
     secs = sections_of(summary)
     mod1 = [ln for ln in secs["Relevant Files"].split("\n") if "mod1.ex" in ln]
@@ -2304,3 +2306,85 @@ def test_compacting_again_merges_what_the_earlier_summary_says_with_what_came_si
     assert sum(ln.startswith("- project root:") for ln in context) <= 1
     listed = [n for ln in context if ln.startswith(fit.INDEX_LINE) for n in fit.index_line_names(ln)]
     assert len(listed) == len(set(listed)), [n for n in listed if listed.count(n) > 1]
+
+
+# ---- excerpts: the index's names with their neighbours
+
+
+def test_excerpts_are_the_lines_that_show_index_names_newest_first():
+    from compactctl.summarizers.vocabulary import excerpts
+
+    ms = T(
+        [
+            {"role": "user", "content": "x"},
+            res("a", "  12→def load_settings(path: str) -> dict:\n  13→    return {}\nshort\n" + "load_settings " * 30),
+            call("b", "apply_patch", {"patch": "-    old = load_settings(p)\n+    settings_cfg = load_settings(path)\n"}),
+            res("b", f"[apply_patch] done\n{QUOTED_LINE}cached_settings = load_settings(home)\n{NAMES_LINE}load_settings settings_cfg"),
+            call("c", "Write", {"content": "cfg_loaded = load_settings(x)...[truncated] names: load_settings unused_name_here"}),
+        ]
+    ).messages
+    ex = excerpts(ms, ["load_settings", "settings_cfg", "cached_settings", "unused_name_here"])
+    # a digest's quoted line without its label, never its names line; a diff's added line without its "+"
+    assert [e.text for e in ex] == [
+        "cfg_loaded = load_settings(x)",  # a cut argument's kept part, not the names listed after the cut
+        "cached_settings = load_settings(home)",
+        "settings_cfg = load_settings(path)",
+        "def load_settings(path: str) -> dict:",
+    ]
+    # a diff's removed line, a line of a few characters and one longer than names.QUOTED_CHARS are never quoted
+    assert dict(ex[2].names) == {"settings_cfg": 2**-0.5, "load_settings": 1.0}
+    assert excerpts(ms, []) == []
+
+
+def test_a_digest_quotes_the_lines_that_show_its_most_used_names_and_its_names_line_does_not_repeat_them():
+    from compactctl.names import quoted_lines
+
+    body = "".join(f"filler_{k} = {k}\n" for k in range(200)) + "settings = parse_config(path) or AppConfig.load(path)\n"
+    rows = session(2)
+    rows[3] = res("r0", body)
+    rows += [{"role": "assistant", "content": "parse_config and AppConfig, AppConfig.load: " * 3}]
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    quoted = [ln[len(QUOTED_LINE) :] for ln in digest.split("\n") if ln.startswith(QUOTED_LINE)]
+    assert "settings = parse_config(path) or AppConfig.load(path)" in quoted and len(quoted) <= 3
+    names = next(ln for ln in digest.split("\n") if ln.startswith(NAMES_LINE))
+    assert "parse_config" not in names.split()
+    # the action line of a later summary leaves the quoted lines out (they go to its excerpts)
+    facts = extract(out.messages, 0, len(out.messages))
+    line = next(a.line for a in facts.actions if "mod0.py" in a.line)
+    assert "settings = parse_config" not in line
+    assert quoted_lines("a_name here\n" + "x" * 200 + " b_name", ["a_name", "b_name"], 3) == []  # too short, too long
+    assert quoted_lines("- old_name = 1 removed\n+ new_name = old_name + 1", ["old_name", "new_name"], 3) == ["new_name = old_name + 1"]
+
+
+def test_pick_excerpts_covers_the_most_names_per_token_in_transcript_order_and_never_a_secret():
+    from compactctl.summarizers.vocabulary import Excerpt
+
+    newest_first = [
+        Excerpt("api_key = 'sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD' for alpha", (("alpha", 1.0),)),
+        Excerpt("alpha(beta)", (("alpha", 1.0), ("beta", 1.0))),
+        Excerpt("gamma = alpha(beta) + delta", (("alpha", 1.0), ("beta", 1.0), ("gamma", 0.5), ("delta", 0.5))),
+        Excerpt("only beta here", (("beta", 1.0),)),
+    ]
+    # the cheapest per name first, then what still shows new names ("only beta here" shows none); oldest first
+    assert fit.pick_excerpts(newest_first, COUNTER, 1000) == ["gamma = alpha(beta) + delta", "alpha(beta)"]
+    head = COUNTER.text(fit.EXCERPT_HEAD) + 1
+    assert fit.pick_excerpts(newest_first, COUNTER, head + 6) == ["alpha(beta)"]  # the room holds the one line
+    assert fit.pick_excerpts(newest_first[:1], COUNTER, 1000) == []  # redaction would change it
+    both = [Excerpt("the beta line", (("beta", 1.0),)), Excerpt("the alpha line", (("alpha", 1.0),))]
+    assert fit.pick_excerpts(both, COUNTER, 1000) == ["the alpha line", "the beta line"]  # oldest first
+
+
+def test_compact_quotes_lines_of_the_outputs_and_the_index_does_not_repeat_their_names():
+    [t] = api.read([str(SAMPLES / "long_session.jsonl")])
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget=api.Budget(context_window=8000)))
+    assert rep["status"] == "compacted", rep
+    [summary] = [m.text() for m in out.messages if is_summary(m)]
+    quoted = summary.split(fit.EXCERPT_HEAD + "\n", 1)[1].split("\n- ", 1)[0].split("\n")
+    assert len(quoted) > 5 and all(q.startswith(fit.EXCERPT_INDENT) for q in quoted)
+    written = "\n".join(tools.argument_text(c) for m in t.messages for c in m.tool_calls)
+    outputs_text = "\n".join(m.text() for m in t.messages if m.role == "tool")
+    assert [q for q in quoted if q.strip() not in outputs_text + written] == []  # lines of the session, verbatim
+    assert any(q.strip() in outputs_text and q.strip() not in written for q in quoted)  # an output's, from its digest
+    index = " ".join(ln for ln in summary.split("\n") if ln.startswith(fit.INDEX_LINE))
+    assert not any(f" {n} " in f" {index} " for q in quoted for n in q.split(" = ")[:1] if n.strip().isidentifier())

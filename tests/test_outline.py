@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from compactctl import api, outline
 from compactctl.describe import describe
+from compactctl.markers import QUOTED_LINE
 from compactctl.phases.prune import PruneOptions
 from compactctl.summarizers.facts import action_for
 
@@ -110,10 +111,12 @@ def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twi
     t = read_session(numbered(body))
     out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
     digest = out.messages[3].text()
-    first, outline_line, names = digest.split("\n")[:3]
+    first, outline_line, *rest = digest.split("\n")
     assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
     assert outline_line == "  outline: MyApp.Sessions 1-14 list 4-8 load 10-13"  # a range follows each name; no comma (a token each)
-    assert names.startswith("  names: ") and "MyApp.Sessions" not in names
+    quoted = [ln for ln in rest if ln.startswith(QUOTED_LINE)]  # lines for names the outline does not show
+    names = next(ln for ln in rest if ln.startswith("  names: "))
+    assert rest.index(names) == len(quoted) and "MyApp.Sessions" not in names + "".join(quoted)
     # The summary's action line keeps the read's line and its outline (where each definition is; the index takes the names).
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
     assert action.line.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list 4-8 load 10-13")

@@ -18,9 +18,9 @@ import orjson
 
 from .. import outline, outputs, refs, tools
 from ..describe import describe
-from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE, QUOTED_LINE
 from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
-from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, ranked
+from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, quoted_lines, ranked
 from ..pairs import calls_for_results
 from ..redact import cut, redact
 from ..tokens import Counter
@@ -303,10 +303,33 @@ class _Context:
         candidates = self._candidate_names(text, not doc)
         if used_only:
             candidates = [n for n in candidates if self.weight.get(n)]
+        parts, candidates, limit = _with_quoted(parts, line, text, candidates, limit, doc or used_only)
         names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
         if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
         return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+
+
+def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], limit: int, skip: bool) -> tuple[list[str], list[str], int]:
+    """A digest's parts with the lines it quotes (a line each) for names its parts so far (`said`: its line, an
+    outline) do not show, the candidate names those lines do not show, and how many of them its names line lists:
+    `limit` less the names the lines show. `skip`: none (a document's digest lists its names in order; a
+    demonstration's keeps only the interface's commands)."""
+    quoted = _quoted(text, first_not_in(candidates, said, QUOTE_NAMES)) if limit > 0 and not skip else []
+    if not quoted:
+        return parts, candidates, limit
+    shown = set(names_in("\n".join(quoted)))
+    rest = [n for n in candidates if n not in shown]
+    return parts + [f"\n{QUOTED_LINE}{q}" for q in quoted], rest, limit - len(shown.intersection(candidates[:limit]))
+
+
+def _quoted(text: str, candidates: list[str]) -> list[str]:
+    """The lines a digest quotes whole (names.quoted_lines): of the output itself (Codex's JSON, Gemini's lines
+    unwrapped), never one redaction would change, none of a text with key material."""
+    if not QUOTED_KEPT or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+        return []
+    plain = outputs.unwrap_output(text)[0] if text[:1] in "{C" else text
+    return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT, QUOTE_NAMES) if _unchanged_by_redaction(q)]
 
 
 def _listed(label: str, items: list[str]) -> list[str]:
@@ -395,6 +418,8 @@ def _in_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+QUOTED_KEPT = 3  # lines a digest quotes whole, those that show the most of its most used names (names.quoted_lines)
+QUOTE_NAMES = 12  # ... of its first this many names its line and outline do not show
 ARG_LITERALS_KEPT = 8  # quoted phrases a cut argument keeps after its names
 
 

@@ -14,13 +14,13 @@ from .. import outputs, refs, tools
 from ..describe import describe
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
-from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE
+from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTED_LINE
 from ..model import Message, ToolCall, is_output, is_summary
 from ..names import is_task_document, literals_in, names_in
 from ..pairs import match
 from ..redact import cut, redact
 from .constraints import constraint_sentences, sentences
-from .vocabulary import index_names
+from .vocabulary import Excerpt, excerpts, index_names
 
 DECISION = re.compile(
     r"\b(?:I'll|I will|I'm going to|let's|we'll|decided|decision|instead(?: of)?|chose|choosing|going with|"
@@ -77,6 +77,7 @@ class Facts:
     plan: list[str] = field(default_factory=list)  # the latest todo / plan of the span, one line per item, verbatim
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
     names: list[str] = field(default_factory=list)  # the span's vocabulary, most used and most recent first, then its quoted phrases
+    excerpts: list[Excerpt] = field(default_factory=list)  # lines of the span (a digest's quoted lines too) that show its names
     documents: list[tuple[str, list[str]]] = field(default_factory=list)  # (what showed it, its names): outputs that describe work
     cwd: str | None = None  # the session's working directory as the harness last stated it (Codex's `<cwd>`)
 
@@ -218,6 +219,9 @@ def _opened(c: ToolCall, a: Action) -> str | None:
     return next((p for act, p in a.files if act in ("read", "write")), None)
 
 
+_DIGEST_PARTS = (NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE, QUOTED_LINE)  # a digest's lines its action line leaves out
+
+
 def _digest_line(text: str) -> str:
     """An output prune already digested, as an action's line: its line and error lines, a file read's outline on the
     first (where each definition is: what a report cites, what a re-read takes), its reference last; its names go
@@ -225,14 +229,14 @@ def _digest_line(text: str) -> str:
     lines = text.split("\n")
     shown = next((k for k, ln in enumerate(lines) if ln.startswith(EXCERPT_LINE)), None)
     lines = lines[:shown]  # what follows is the output's first lines (an excerpt), not the digest
-    kept = [ln for ln in lines if not ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE))]
+    kept = [ln for ln in lines if not ln.startswith(_DIGEST_PARTS)]
     if not kept:
         return ""
     outlined = next((ln for ln in lines if ln.startswith(OUTLINE_LINE)), None)
     if outlined:
         kept[0] += "; outline: " + " ".join(refs.without(outlined[len(OUTLINE_LINE) :]).split())
-    cited = [r for ln in lines if ln.startswith((NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE)) for r in refs.found(ln)]
-    kept[0] += "".join(f" {refs.mark(r)}" for r in cited)  # (it stood at the end of its names or outline line)
+    cited = [r for ln in lines if ln.startswith(_DIGEST_PARTS) for r in refs.found(ln)]
+    kept[0] += "".join(f" {refs.mark(r)}" for r in cited)  # (it stood at the end of its names, outline or quoted line)
     return "\n".join(kept)
 
 
@@ -430,6 +434,7 @@ def extract(
         elif m.role == "assistant" and ex.assistant(m, i, messages, result_of):
             last_final = i
     f.names = index_names(messages, start, end, prior)
+    f.excerpts = excerpts(messages[start:end], f.names)
     f.cwd = ex.cwd
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):

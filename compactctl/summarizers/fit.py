@@ -13,12 +13,16 @@ import re
 
 from ..lean import dataclass
 from ..markers import NAMES_SEP
+from ..redact import redact
 from ..tokens import Counter
 from .prompt import SECTIONS, escape_body
 
 NAMES_PER_LINE = 12
 INDEX_LINE = "- names: "
 INDEX_SHARE = 0.3  # of the room left after the ask and goal
+EXCERPT_HEAD = "- lines quoted from the replaced turns (files read, code written, outputs), in order:"
+EXCERPT_INDENT = "  "
+EXCERPT_SHARE = 0.5  # of the index's room: lines of the replaced turns that show its names with their neighbours
 # When the 13 headings ("## Blocked\nNone" ...) would take more than this share of the budget, a section
 # with nothing chosen is left out: a summary of a few hundred tokens keeps its room for content.
 HEADINGS_SHARE = 0.1
@@ -124,7 +128,34 @@ class _Choice:
             spent += c
 
 
-def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None) -> str:
+def pick_excerpts(excerpts, counter: Counter, room: int) -> list[str]:
+    """The excerpts that show the most (weighed) names not shown yet per token, while they fit `room`, in their
+    order in the transcript (`excerpts` comes newest first)."""
+    import heapq
+
+    cost = {k: counter.text(EXCERPT_INDENT + e.text) + 1 for k, e in enumerate(excerpts)}
+    room -= counter.text(EXCERPT_HEAD) + 1
+    heap = [(-sum(w for _, w in e.names) / cost[k], k) for k, e in enumerate(excerpts)]
+    heapq.heapify(heap)
+    covered: set[str] = set()
+    out, spent = [], 0
+    while heap:
+        value, k = heapq.heappop(heap)
+        e = excerpts[k]
+        now = -sum(w for n, w in e.names if n not in covered) / cost[k]
+        if now == 0:
+            continue
+        if now > value + 1e-12:  # it shows less than it did: back in line at its new value
+            heapq.heappush(heap, (now, k))
+            continue
+        if spent + cost[k] <= room and redact(e.text) == e.text:
+            out.append(k)
+            spent += cost[k]
+            covered.update(n for n, _ in e.names)
+    return [excerpts[k].text for k in sorted(out, reverse=True)]
+
+
+def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None, excerpts=()) -> str:
     """Choose what fits the budget, then render in order.
 
     1. Tier 0 (the ask, the goal) is kept first (in a budget too small for them, the goal goes, then a pointer
@@ -142,6 +173,8 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
         if it.tier <= 0:
             ch.take(it)
     room = int(max(budget - ch.used, 0) * INDEX_SHARE)
+    room, names = _quote(ch, excerpts, room, names)
+    items = ch.items
     heading = ch.heading["Critical Context"] if ch.terse and "Critical Context" not in ch.sections else 0
     index = index_items(names, len(items), index_fit(names, counter, room - heading)) if names else []
     items = ch.items = items + index
@@ -157,6 +190,22 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
         if counter.text(text) <= budget or not ch.chosen or items[ch.chosen[-1]].tier < 0:
             return text  # (over the budget only when the ask the plan moved here does not fit: the caller refuses)
         ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before a pointer to the ask) when the budget cannot hold it
+
+
+def _quote(ch: _Choice, excerpts, room: int, names: list[str] | None) -> tuple[int, list[str] | None]:
+    """The excerpts take EXCERPT_SHARE of the index's room (one item per line, after the items so far); returns the
+    room left and the names they do not show."""
+    if not excerpts or not names:
+        return room, names
+    lines = pick_excerpts(excerpts, ch.counter, int(room * EXCERPT_SHARE))
+    texts = [EXCERPT_INDENT + ln for ln in lines]
+    texts[:1] = [f"{EXCERPT_HEAD}\n{t}" for t in texts[:1]]
+    quoted = [Item("Critical Context", t, 5, len(ch.items) + k) for k, t in enumerate(texts)]
+    ch.items = ch.items + quoted
+    before = ch.used
+    ch.fill(quoted, room)
+    shows = "\n".join(lines)
+    return room - (ch.used - before), [n for n in names if not shown(n, shows)]
 
 
 def _top_up(ch: _Choice, budget: int) -> None:

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 
 from .. import outline, refs, tools
 from ..harness import MARKUP
-from ..markers import OUTLINE_LINE
+from ..lean import dataclass
+from ..markers import DOC_NAMES_LINE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTED_LINE
 from ..model import Message, is_demonstration, is_output
-from ..names import literals_in, names_in
+from ..names import literals_in, names_in, quotable
 from ..redact import redact
 
 
@@ -89,3 +90,47 @@ def _defined(text: str) -> frozenset[str]:
     if OUTLINE_LINE in text:
         return frozenset(w for ln in text.split("\n") if ln.startswith(OUTLINE_LINE) for w in ln[len(OUTLINE_LINE) :].split())
     return frozenset(d.name for d in outline.definitions(text)) if "\n" in text else frozenset()
+
+
+# ---- excerpts: the index's names with their neighbours
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """A line of the replaced turns (as they were before prune), and the weight of each index name it shows."""
+
+    text: str
+    names: tuple[tuple[str, float], ...]
+
+
+EXCERPT_TOP = 400  # the index names an excerpt may show (the most used)
+_LISTS = (NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE, EXCERPT_LINE, "- names: ")
+
+
+def excerpts(messages: list[Message], ranked: list[str]) -> list[Excerpt]:
+    """The lines of `messages` (newest first, each once) that show one of the first EXCERPT_TOP names of `ranked`,
+    a name weighing 1/sqrt(1 + its rank) (`fit.pick_excerpts` never takes one redaction would change)."""
+    weight = {n: (1 + k) ** -0.5 for k, n in enumerate(ranked[:EXCERPT_TOP])}
+    if not weight:
+        return []
+    seen: set[str] = set()
+    out = []
+    for m in reversed(messages):
+        if is_demonstration(m):
+            continue
+        text = _with_arguments(m)
+        if m.role == "user" and "<" in text:
+            text = MARKUP.sub(" ", text)
+        for raw in refs.without(text).split("\n"):
+            if raw.startswith(_LISTS):  # a digest's or an index's list of names: no line of the work
+                continue
+            if refs.TRUNCATED in raw:  # a cut argument: what it kept, not the names listed after the cut
+                raw = raw[: raw.index(refs.TRUNCATED)]
+            line = quotable(raw[len(QUOTED_LINE) :] if raw.startswith(QUOTED_LINE) else raw)
+            if line is None or line in seen:
+                continue
+            seen.add(line)
+            shown = tuple((n, weight[n]) for n in names_in(line) if n in weight)
+            if shown:
+                out.append(Excerpt(line, shown))
+    return out

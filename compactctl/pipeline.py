@@ -79,9 +79,11 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
             ps.archived += harder.archived
             t2, ss = summarized(t1)
     except CannotFit as e:
-        # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input.
-        fallback, rs = repair(t1, opts.repair_options())
-        e.fallback, e.fallback_is = (fallback, ps.archived + rs.archived), CannotFit.fallback_is
+        # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input; its
+        # digests at their size, not the 4x names they kept for a summary that cannot follow.
+        bare, bs = prune(t, counter, dataclasses.replace(popts, protect_tokens=0, vocabulary=False))
+        fallback, rs = repair(bare, opts.repair_options())
+        e.fallback, e.fallback_is = (fallback, bs.archived + rs.archived), CannotFit.fallback_is
         raise
     t3, rs = repair(t2, opts.repair_options())
     # Counted last: with an LLM, the call goes out before this work.

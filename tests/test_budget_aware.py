@@ -10,10 +10,12 @@ import pytest
 
 from compactctl import api, outputs, refs, tools
 from compactctl.describe import describe
+from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.harness import human_text, is_injected
 from compactctl.markers import EXCERPT_LINE, NAMES_LINE, QUOTED_LINE
 from compactctl.model import Message, ToolCall, Transcript, is_summary, last_user_index
+from compactctl.phases import prune_steps
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
 from compactctl.summarizers import fit, offline
 from compactctl.summarizers.constraints import constraint_sentences
@@ -270,6 +272,29 @@ def test_digests_keep_the_vocabulary_when_a_summary_must_follow():
     summary = next(m.text() for m in out.messages if "## Active Task" in m.text())
     assert rep["ranges"]["middle"][0] <= 3 < rep["ranges"]["middle"][1]
     assert rep["status"] == "compacted" and summary.count("arg_") > 2 * out64.messages[3].text().count("arg_")
+
+
+def test_a_digest_that_keeps_the_vocabulary_quotes_as_many_more_lines_and_a_fallback_keeps_neither():
+    rows = session(3)
+    body = "".join(f"reg_{k} = handler_{k}_func(arg_{k}) or default_{k}\n" for k in range(300))
+    rows[3] = res("r0", body)
+    rows += [{"role": "assistant", "content": " ".join(f"handler_{k}_func" for k in range(300))}]
+    t = T(rows)
+
+    def quoted(m):
+        return [ln for ln in m.text().split("\n") if ln.startswith(QUOTED_LINE)]
+
+    out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))  # no target: QUOTED_KEPT lines
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=100))  # a summary must follow: 4x
+    assert len(quoted(out64.messages[3])) == prune_steps.QUOTED_KEPT
+    assert len(quoted(out.messages[3])) == 4 * prune_steps.QUOTED_KEPT
+    bare, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=100, vocabulary=False))  # none will
+    assert bare.messages[3].text() == out64.messages[3].text()
+    # compact's output when even a summary cannot fit (what --on-error skip writes): digests at their size
+    with pytest.raises(CannotFit) as e:
+        api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=40)))
+    fallback = e.value.fallback[0]
+    assert fallback.messages[3].text() == bare.messages[3].text()
 
 
 def test_keep_tool_and_drop_tool():

@@ -91,6 +91,9 @@ class PruneOptions:
     # count only what the decisions need (the same transcript and counts of steps and characters, much
     # less tokenizing on a transcript well over its target), those token figures left out (None, 0).
     exact_totals: bool = True
+    # Over the target after every reduction, digests keep VOCABULARY_FACTOR x their names for the summary that must
+    # follow. False: they do not (no summary will: compact's output when even a summary cannot fit).
+    vocabulary: bool = True
 
 
 @dataclass
@@ -206,7 +209,7 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
     target = ctx.opts.target
     assert target is not None
     if total > target:
-        return _keep_vocabulary(ctx, digests, count)
+        return _keep_vocabulary(ctx, digests, count) if ctx.opts.vocabulary else 0
     added = _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
     # What the last digest cannot use (it keeps all its names) goes to the earlier ones, the last reduced first;
     # what is left when every digest keeps all its names, to their outputs' first lines, in the same order.

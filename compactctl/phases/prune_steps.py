@@ -303,19 +303,20 @@ class _Context:
         candidates = self._candidate_names(text, not doc)
         if used_only:
             candidates = [n for n in candidates if self.weight.get(n)]
-        parts, candidates, limit = _with_quoted(parts, line, text, candidates, limit, doc or used_only)
+        per = max(1, limit // max(self.opts.digest_names, 1))  # a digest that keeps 4x the names quotes 4x the lines
+        parts, candidates, limit = _with_quoted(parts, line, text, candidates, limit, 0 if doc or used_only else per)
         names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
         if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
         return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
 
 
-def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], limit: int, skip: bool) -> tuple[list[str], list[str], int]:
-    """A digest's parts with the lines it quotes (a line each) for names its parts so far (`said`: its line, an
-    outline) do not show, the candidate names those lines do not show, and how many of them its names line lists:
-    `limit` less the names the lines show. `skip`: none (a document's digest lists its names in order; a
-    demonstration's keeps only the interface's commands)."""
-    quoted = _quoted(text, first_not_in(candidates, said, QUOTE_NAMES)) if limit > 0 and not skip else []
+def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], limit: int, per: int) -> tuple[list[str], list[str], int]:
+    """A digest's parts with the lines it quotes (a line each; `per` x QUOTED_KEPT of them) for names its parts so far
+    (`said`: its line, an outline) do not show, the candidate names those lines do not show, and how many of them its
+    names line lists: `limit` less the names the lines show. `per` 0: none (a document's digest lists its names in
+    order; a demonstration's keeps only the interface's commands)."""
+    quoted = _quoted(text, first_not_in(candidates, said, QUOTE_NAMES * per), per) if limit > 0 and per else []
     if not quoted:
         return parts, candidates, limit
     shown = set(names_in("\n".join(quoted)))
@@ -323,13 +324,13 @@ def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], 
     return parts + [f"\n{QUOTED_LINE}{q}" for q in quoted], rest, limit - len(shown.intersection(candidates[:limit]))
 
 
-def _quoted(text: str, candidates: list[str]) -> list[str]:
-    """The lines a digest quotes whole (names.quoted_lines): of the output itself (Codex's JSON, Gemini's lines
-    unwrapped), never one redaction would change, none of a text with key material."""
+def _quoted(text: str, candidates: list[str], per: int) -> list[str]:
+    """The lines a digest quotes whole (names.quoted_lines, `per` x QUOTED_KEPT at most): of the output itself (Codex's
+    JSON, Gemini's lines unwrapped), never one redaction would change, none of a text with key material."""
     if not QUOTED_KEPT or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         return []
     plain = outputs.unwrap_output(text)[0] if text[:1] in "{C" else text
-    return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT, QUOTE_NAMES) if _unchanged_by_redaction(q)]
+    return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
 
 
 def _listed(label: str, items: list[str]) -> list[str]:

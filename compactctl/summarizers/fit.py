@@ -1,6 +1,7 @@
 """Choosing what of the offline summary's items fits its token budget, and rendering the 13 sections.
 
-Not by cutting the end off: the ask and the goal first; the identifier index in its share of the room; an equal
+Not by cutting the end off: the ask and the goal first; the identifier index in its share of the room, the lines
+quoted from the replaced turns that show its names in half as much again; an equal
 share for every other section with content; what is left by tier, newest actions first; the room the rendered
 summary still leaves takes more of the index's names. What does not fit is counted in a "(+N more ...)" line. The
 index's lines and `shown` (whether a text shows a name) serve the LLM summary's guard too.
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..lean import dataclass
 from ..markers import NAMES_SEP
@@ -17,12 +20,15 @@ from ..redact import redact
 from ..tokens import Counter
 from .prompt import SECTIONS, escape_body
 
+if TYPE_CHECKING:
+    from .vocabulary import Excerpt
+
 NAMES_PER_LINE = 12
 INDEX_LINE = "- names: "
 INDEX_SHARE = 0.3  # of the room left after the ask and goal
 EXCERPT_HEAD = "- lines quoted from the replaced turns (files read, code written, outputs), in order:"
 EXCERPT_INDENT = "  "
-EXCERPT_SHARE = 0.5  # of the index's room: lines of the replaced turns that show its names with their neighbours
+EXCERPT_SHARE = 0.5  # x the index's room, on top of it: lines of the replaced turns that show its names with their neighbours
 # When the 13 headings ("## Blocked\nNone" ...) would take more than this share of the budget, a section
 # with nothing chosen is left out: a summary of a few hundred tokens keeps its room for content.
 HEADINGS_SHARE = 0.1
@@ -128,7 +134,7 @@ class _Choice:
             spent += c
 
 
-def pick_excerpts(excerpts, counter: Counter, room: int) -> list[str]:
+def pick_excerpts(excerpts: Sequence[Excerpt], counter: Counter, room: int) -> list[str]:
     """The excerpts that show the most (weighed) names not shown yet per token, while they fit `room`, in their
     order in the transcript (`excerpts` comes newest first)."""
     import heapq
@@ -155,13 +161,15 @@ def pick_excerpts(excerpts, counter: Counter, room: int) -> list[str]:
     return [excerpts[k].text for k in sorted(out, reverse=True)]
 
 
-def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None, excerpts=()) -> str:
+def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | None = None, excerpts: Sequence[Excerpt] = ()) -> str:
     """Choose what fits the budget, then render in order.
 
     1. Tier 0 (the ask, the goal) is kept first (in a budget too small for them, the goal goes, then a pointer
        to the ask; never an ask the summary carries verbatim, tier -1).
     2. The identifier index (tier 5) gets INDEX_SHARE of what is left: names are what a continuation
-       reuses most, and a name costs a few tokens where an action line costs tens.
+       reuses most, and a name costs a few tokens where an action line costs tens. Before it, the lines quoted
+       from the replaced turns (`excerpts`) that show the most of its names per token take EXCERPT_SHARE x that
+       room more; the index lists the names they do not show.
     3. Every other section that has content gets an equal share of what is left, filled in its own
        order (so decisions and state are never starved by a long list of actions).
     4. What is still left goes by tier, newest actions first.
@@ -173,7 +181,7 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
         if it.tier <= 0:
             ch.take(it)
     room = int(max(budget - ch.used, 0) * INDEX_SHARE)
-    room, names = _quote(ch, excerpts, room, names)
+    names = _quote(ch, excerpts, int(room * EXCERPT_SHARE), names)  # on top of the index's room
     items = ch.items
     heading = ch.heading["Critical Context"] if ch.terse and "Critical Context" not in ch.sections else 0
     index = index_items(names, len(items), index_fit(names, counter, room - heading)) if names else []
@@ -192,20 +200,18 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
         ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before a pointer to the ask) when the budget cannot hold it
 
 
-def _quote(ch: _Choice, excerpts, room: int, names: list[str] | None) -> tuple[int, list[str] | None]:
-    """The excerpts take EXCERPT_SHARE of the index's room (one item per line, after the items so far); returns the
-    room left and the names they do not show."""
+def _quote(ch: _Choice, excerpts: Sequence[Excerpt], room: int, names: list[str] | None) -> list[str] | None:
+    """The excerpts that fit `room` (one item per line, after the items so far); returns the names they do not show."""
     if not excerpts or not names:
-        return room, names
-    lines = pick_excerpts(excerpts, ch.counter, int(room * EXCERPT_SHARE))
+        return names
+    lines = pick_excerpts(excerpts, ch.counter, room)
     texts = [EXCERPT_INDENT + ln for ln in lines]
     texts[:1] = [f"{EXCERPT_HEAD}\n{t}" for t in texts[:1]]
     quoted = [Item("Critical Context", t, 5, len(ch.items) + k) for k, t in enumerate(texts)]
     ch.items = ch.items + quoted
-    before = ch.used
     ch.fill(quoted, room)
     shows = "\n".join(lines)
-    return room - (ch.used - before), [n for n in names if not shown(n, shows)]
+    return [n for n in names if not shown(n, shows)]
 
 
 def _top_up(ch: _Choice, budget: int) -> None:

@@ -7,6 +7,7 @@ argument keeps) and by the offline summarizer (the identifier index of what the 
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
 from itertools import islice, repeat
@@ -217,6 +218,7 @@ def quoted_lines(text: str, names: list[str], keep: int, top: int = 12) -> list[
     """Up to `keep` lines of `text` (quotable) that show the most of its first `top` `names` (most used first, the
     first weighing most) per character, each at its first line: the names with their neighbours."""
     first = names[:top]
+    weight = [(1 + k) ** -0.5 for k in range(len(first))]
     cands: dict[str, list[int]] = {}
     for n in first:
         at = text.find(n)
@@ -226,13 +228,19 @@ def quoted_lines(text: str, names: list[str], keep: int, top: int = 12) -> list[
         line = quotable(text[start : end if end >= 0 else len(text)])
         if line is not None and line not in cands:
             cands[line] = [k for k, m in enumerate(first) if m in line]
+    # Greedy, lazily: a line's gain only falls as others are chosen, so one whose gain is still what it was is the best.
+    heap = [(-sum(weight[k] for k in ks) / (len(ln) + 16), ln) for ln, ks in cands.items()]
+    heapq.heapify(heap)
     chosen: list[str] = []
     covered: set[int] = set()
-    while cands and len(chosen) < keep:
-        gain = {ln: sum((1 + k) ** -0.5 for k in ks if k not in covered) / (len(ln) + 16) for ln, ks in cands.items()}
-        best = max(gain, key=gain.__getitem__)
-        if gain[best] <= 0:
-            break
-        chosen.append(best)
-        covered.update(cands.pop(best))
+    while heap and len(chosen) < keep:
+        was, ln = heapq.heappop(heap)
+        now = -sum(weight[k] for k in cands[ln] if k not in covered) / (len(ln) + 16)
+        if now == 0:
+            continue
+        if now > was:
+            heapq.heappush(heap, (now, ln))
+            continue
+        chosen.append(ln)
+        covered.update(cands[ln])
     return chosen

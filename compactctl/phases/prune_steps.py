@@ -40,6 +40,7 @@ from .prune import (
     SUPERSEDED,
     SUPERSEDED_RERUN,
     TRUNCATED,
+    VOCABULARY_FACTOR,
     PruneOptions,
     _tagged,
 )
@@ -303,8 +304,12 @@ class _Context:
         candidates = self._candidate_names(text, not doc)
         if used_only:
             candidates = [n for n in candidates if self.weight.get(n)]
-        per = max(1, limit // max(self.opts.digest_names, 1))  # a digest that keeps 4x the names quotes 4x the lines
-        parts, candidates, limit = _with_quoted(parts, line, text, candidates, limit, 0 if doc or used_only else per)
+        # A digest quotes lines when it keeps VOCABULARY_FACTOR x its names or more (a summary must follow and draws on
+        # them; the room left holds them): QUOTED_KEPT per digest_names names. A digest at its size does not: lines
+        # cost more than the names they show, and it would be larger than the reduction needs.
+        per = limit // max(self.opts.digest_names, 1)
+        quote = per if per >= VOCABULARY_FACTOR and not (doc or used_only) else 0
+        parts, candidates, limit = _with_quoted(parts, line, text, candidates, limit, quote)
         names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
         if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)

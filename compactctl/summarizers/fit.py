@@ -9,6 +9,7 @@ index's lines and `shown` (whether a text shows a name) serve the LLM summary's 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -53,9 +54,16 @@ def shown(name: str, text: str) -> bool:
     of a longer one is: `src/db.ts` in `/app/src/db.ts`)."""
     if name not in text:
         return False
+    return _shown_pattern(name).search(text) is not None
+
+
+@functools.lru_cache(maxsize=8192)
+def _shown_pattern(name: str) -> re.Pattern[str]:
+    """`shown`'s pattern for a name, compiled once (an index lists thousands of names: more than `re`'s own cache
+    holds, so each would be compiled again on every call)."""
     left = f"(?<!{_NAME_CHARS})(?<![.-])" if re.match(_NAME_CHARS, name) else ""
     right = rf"(?!{_NAME_CHARS})(?![/.-]{_NAME_CHARS})(?!/)" if re.search(rf"{_NAME_CHARS}$", name) else ""
-    return re.search(left + re.escape(name) + right, text) is not None
+    return re.compile(left + re.escape(name) + right)
 
 
 def index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> list[Item]:

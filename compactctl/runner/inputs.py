@@ -46,7 +46,7 @@ class _Rejects:
     so that the rejects file, too, is in input order and resumable. So are the reader's notes (a line skipped):
     said with the transcript after them, in input order however far worker processes read ahead."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.pending: list[bytes] = []
         self.notes: list[str] = []
 

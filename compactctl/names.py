@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from itertools import islice, repeat
 
 from .outline import without_numbers, without_runs
@@ -228,19 +229,33 @@ def quoted_lines(text: str, names: list[str], keep: int, top: int = 12) -> list[
         line = quotable(text[start : end if end >= 0 else len(text)])
         if line is not None and line not in cands:
             cands[line] = [k for k, m in enumerate(first) if m in line]
-    # Greedy, lazily: a line's gain only falls as others are chosen, so one whose gain is still what it was is the best.
-    heap = [(-sum(weight[k] for k in ks) / (len(ln) + 16), ln) for ln, ks in cands.items()]
-    heapq.heapify(heap)
-    chosen: list[str] = []
+    lines = sorted(cands)  # ties go to the first in this order
     covered: set[int] = set()
-    while heap and len(chosen) < keep:
-        was, ln = heapq.heappop(heap)
-        now = -sum(weight[k] for k in cands[ln] if k not in covered) / (len(ln) + 16)
+
+    def gain(i: int) -> float:
+        return sum(weight[k] for k in cands[lines[i]] if k not in covered) / (len(lines[i]) + 16)
+
+    chosen: list[str] = []
+    for i in greedy(gain, len(lines)):
+        chosen.append(lines[i])
+        covered.update(cands[lines[i]])
+        if len(chosen) == keep:
+            break
+    return chosen
+
+
+def greedy(gain: Callable[[int], float], n: int) -> Iterator[int]:
+    """0 .. n-1 by `gain` (what an item adds per its cost given what the caller has taken so far; it only falls as the
+    caller takes others), the best first, lazily: an item whose gain is still what it was when it was queued is the
+    best. Items that add nothing are left out; ties go to the lower index."""
+    heap = [(-gain(k), k) for k in range(n)]
+    heapq.heapify(heap)
+    while heap:
+        was, k = heapq.heappop(heap)
+        now = -gain(k)
         if now == 0:
             continue
-        if now > was:
-            heapq.heappush(heap, (now, ln))
+        if now > was + 1e-12:  # it adds less than it did: back in line at its new value
+            heapq.heappush(heap, (now, k))
             continue
-        chosen.append(ln)
-        covered.update(cands[ln])
-    return chosen
+        yield k

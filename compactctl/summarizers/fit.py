@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..lean import dataclass
 from ..markers import NAMES_SEP
+from ..names import greedy
 from ..redact import redact
 from ..tokens import Counter
 from .prompt import SECTIONS, escape_body
@@ -145,27 +146,19 @@ class _Choice:
 def pick_excerpts(excerpts: Sequence[Excerpt], counter: Counter, room: int) -> list[str]:
     """The excerpts that show the most (weighed) names not shown yet per token, while they fit `room`, in their
     order in the transcript (`excerpts` comes newest first)."""
-    import heapq
-
-    cost = {k: counter.text(EXCERPT_INDENT + e.text) + 1 for k, e in enumerate(excerpts)}
+    cost = [counter.text(EXCERPT_INDENT + e.text) + 1 for e in excerpts]
     room -= counter.text(EXCERPT_HEAD) + 1
-    heap = [(-sum(w for _, w in e.names) / cost[k], k) for k, e in enumerate(excerpts)]
-    heapq.heapify(heap)
     covered: set[str] = set()
+
+    def gain(k: int) -> float:
+        return sum(w for n, w in excerpts[k].names if n not in covered) / cost[k]
+
     out, spent = [], 0
-    while heap:
-        value, k = heapq.heappop(heap)
-        e = excerpts[k]
-        now = -sum(w for n, w in e.names if n not in covered) / cost[k]
-        if now == 0:
-            continue
-        if now > value + 1e-12:  # it shows less than it did: back in line at its new value
-            heapq.heappush(heap, (now, k))
-            continue
-        if spent + cost[k] <= room and redact(e.text) == e.text:
+    for k in greedy(gain, len(excerpts)):
+        if spent + cost[k] <= room and redact(excerpts[k].text) == excerpts[k].text:
             out.append(k)
             spent += cost[k]
-            covered.update(n for n, _ in e.names)
+            covered.update(n for n, _ in excerpts[k].names)
     return [excerpts[k].text for k in sorted(out, reverse=True)]
 
 

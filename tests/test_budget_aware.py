@@ -223,6 +223,22 @@ def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_fir
     assert EXCERPT_LINE.strip() not in line and "value_1 " not in line
 
 
+def test_an_excerpt_one_line_too_long_gives_way_to_one_line_shorter_at_every_target():
+    # Long lines: a cut moved back by the few tokens it is over can end at the same line's end again. It used to stop
+    # there with no excerpt at all (a read of 30 KB left 6,000 tokens of its room unused, where one line fewer fit).
+    body = "".join(
+        f"{k + 1:>6}\u2192    {'    ' * (k % 5)}result_{k} = pipeline.stage_{k % 7}({', '.join(f'arg_{k}_{j}' for j in range(9))})\n"
+        for k in range(600)
+    )
+    t = first_read(body)
+    total = sum(COUNTER.messages(t.messages))
+    line = max(COUNTER.text(ln) for ln in body.split("\n"))
+    for target in range(total - 6000, total - 5000, 41):
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target))
+        after = sum(COUNTER.messages(out.messages))
+        assert EXCERPT_LINE in out.messages[3].text() and target - 2 * line - 60 <= after <= target, target
+
+
 def test_no_excerpt_when_every_digest_keeps_all_its_names_and_the_room_is_small():
     body = "".join(f"def handler_{k}_func(arg_{k}): return registry_{k}\n" for k in range(300))
     t = first_read(body)

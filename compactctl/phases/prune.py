@@ -313,6 +313,13 @@ def _with_excerpt(ctx: _Context, i: int, old: Message, room: int, stats: PassSta
     return _put(ctx, i, new, tokens - base, stats, count)
 
 
+def _excerpt_said(text: str) -> str:
+    """The part of an excerpt's digest before its lines: the digest's separator, EXCERPT_LINE and what it says (to
+    the line's end)."""
+    at = text.index(EXCERPT_LINE)
+    return text[at - 1 : text.index("\n", at) + 1]
+
+
 def _excerpt(ctx: _Context, i: int, old: Message, digest: Message, tokens: int, limit: int) -> tuple[Message, int]:
     """`digest` (of `old`, message i, `tokens` long) followed by as many of `old`'s first lines, verbatim, as keep
     it within `limit` tokens: the room the target leaves once every digest keeps all its names. The first try sizes
@@ -336,8 +343,8 @@ def _excerpt(ctx: _Context, i: int, old: Message, digest: Message, tokens: int, 
                 if limit - got < EXCERPT_MIN_ROOM // 2:
                     break
                 n += int((limit - got) * per * 0.9)
-            else:
-                n -= int((got - limit) * per * 1.1) + 1
+            else:  # at least its last line fewer: the cut is at a line's end, and a smaller n may end at the same one
+                n = min(n - int((got - limit) * per * 1.1) - 1, len(seen) - len(digest.text()) - len(_excerpt_said(seen)) - 1)
     finally:
         ctx.msgs[i] = cur
     return best, best_tokens

@@ -61,9 +61,11 @@ class Definition:
     name: str
     start: int
     end: int
+    args: str = ""  # what follows the name on its line: its parameters, "(path, opts \\ [])" (ARGS_CHARS at most)
 
     def __str__(self) -> str:
-        return f"{self.name} {self.start}" if self.end == self.start else f"{self.name} {self.start}-{self.end}"
+        lines = f"{self.start}" if self.end == self.start else f"{self.start}-{self.end}"
+        return f"{self.name}{self.args} {lines}"
 
 
 def numbered(text: str) -> list[tuple[int, str]] | None:
@@ -172,9 +174,10 @@ def definitions(text: str) -> list[Definition]:
         end[f] = last
     out: list[Definition] = []
     for (k, name), e in zip(found, end, strict=True):
-        d = Definition(name, pairs[k][0], pairs[e][0])
+        d = Definition(name, pairs[k][0], pairs[e][0], _args(pairs[k][1], name))
         if out and out[-1].name == name:  # the clauses of one function (Elixir, Erlang, Haskell): one entry
-            d = Definition(name, out.pop().start, d.end)
+            first = out.pop()  # (their parameters only when every clause has the same)
+            d = Definition(name, first.start, d.end, first.args if first.args == d.args else "")
         out.append(d)
     return out
 
@@ -219,6 +222,21 @@ def _name_at(pairs: list[tuple[int, str]], k: int, at: int, definition: re.Patte
     return t.group("name") if t is not None else None
 
 
+ARGS_CHARS = 48  # a longer list is left out: a signature worth its tokens, not a line of code
+_NO_ARGS = frozenset(("()", "( )", "(self)", "(cls)", "(&self)", "(&mut self)", "(this)"))  # they say nothing
+_ARGS = re.compile(r"\((?:[^()\n]|\([^()\n]*\))*\)")  # a parenthesized list, one level of nested parentheses
+
+
+def _args(line: str, name: str) -> str:
+    """The parameter list right after `name` on its definition's line, whitespace folded, when it fits ARGS_CHARS."""
+    at = line.find(name)
+    m = _ARGS.match(line, at + len(name)) if at >= 0 else None
+    if m is None:
+        return ""
+    args = " ".join(m.group().split())
+    return args if len(args) <= ARGS_CHARS and args not in _NO_ARGS else ""
+
+
 def _brace_next(pairs: list[tuple[int, str]], k: int) -> bool:
     """Whether the first non-blank line after pairs[k] opens a brace (a C function written Allman-style)."""
     nxt = next((line.strip() for _, line in pairs[k + 1 : k + 4] if line.strip()), "")
@@ -227,3 +245,11 @@ def _brace_next(pairs: list[tuple[int, str]], k: int) -> bool:
 
 def _indent(s: str) -> int:
     return len(s.expandtabs(4))
+
+
+_LISTED = re.compile(r"([^\s(]+)(?:\((?:[^()\n]|\([^()\n]*\))*\))? \d+(?:-\d+)?(?= |$)")
+
+
+def listed(entries: str) -> list[str]:
+    """The names of an outline as a digest lists it (`str` of each Definition, a space between them)."""
+    return [m.group(1) for m in _LISTED.finditer(entries)]

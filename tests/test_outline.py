@@ -77,14 +77,14 @@ def test_other_outputs_are_not_numbered_reads(text):
 
 def test_elixir_definitions_span_to_their_end_and_clauses_are_one_entry():
     found = [str(d) for d in outline.definitions(numbered(ELIXIR))]
-    # `rescue` inside list/1 does not end it; the two clauses of load/1 are one entry.
-    assert found == ["MyApp.Sessions 1-14", "list 4-8", "load 10-13"]
+    # `rescue` inside list/1 does not end it; the two clauses of load/1 are one entry (their parameters differ: none).
+    assert found == ["MyApp.Sessions 1-14", "list(opts) 4-8", "load 10-13"]
 
 
 def test_python_definitions_stop_before_the_next_one_at_their_indent():
     found = [str(d) for d in outline.definitions(numbered(PYTHON))]
     # `else:` does not end parse; the decorator starts the next item.
-    assert found == ["Parser 4-15", "parse 7-11", "size 14-15", "main 18-19"]
+    assert found == ["Parser 4-15", "parse(self, text) 7-11", "size 14-15", "main 18-19"]  # a lone self says nothing
 
 
 def test_javascript_go_and_test_blocks():
@@ -97,6 +97,20 @@ def test_javascript_go_and_test_blocks():
     ]
     go = "package main\n\nfunc (s *Server) Start() error {\n\treturn nil\n}\n\nfunc main() {\n}"
     assert [d.name for d in outline.definitions(numbered(go))] == ["Start", "main"]
+
+
+def test_an_entry_gives_the_parameters_on_its_line_when_they_say_something():
+    code = (
+        "def fetch(url, *, timeout=(3, 10)):\n    pass\n\n"  # one level of nested parentheses
+        "def run(self):\n    pass\n\n"  # a lone self: nothing
+        "def wide(" + ", ".join(f"argument_{i}" for i in range(8)) + "):\n    pass\n\n"  # over ARGS_CHARS: left out
+        "def split(a,\n          b):\n    pass"  # a list that goes on to the next line: left out
+    )
+    found = outline.definitions(numbered(code))
+    assert [str(d) for d in found] == ["fetch(url, *, timeout=(3, 10)) 1-2", "run 4-5", "wide 7-8", "split 10-12"]
+    # A digest's outline line lists them so; its names read back without the parameters.
+    assert outline.listed(" ".join(map(str, found))) == ["fetch", "run", "wide", "split"]
+    assert outline.listed("reads a file 10 handle(e) 1-3 MyApp.Sessions 1-14") == ["file", "handle", "MyApp.Sessions"]
 
 
 def read_session(text: str):
@@ -113,13 +127,15 @@ def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twi
     digest = out.messages[3].text()
     first, outline_line, *rest = digest.split("\n")
     assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
-    assert outline_line == "  outline: MyApp.Sessions 1-14 list 4-8 load 10-13"  # a range follows each name; no comma (a token each)
+    assert outline_line == "  outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13"  # a range follows each name; no comma (a token each)
     quoted = [ln for ln in rest if ln.startswith(QUOTED_LINE)]  # lines for names the outline does not show
     names = next(ln for ln in rest if ln.startswith("  names: "))
     assert rest.index(names) == len(quoted) and "MyApp.Sessions" not in names + "".join(quoted)
     # The summary's action line keeps the read's line and its outline (where each definition is; the index takes the names).
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
-    assert action.line.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list 4-8 load 10-13")
+    assert action.line.startswith(
+        "[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13"
+    )
 
 
 def test_an_outline_never_carries_a_secret_shaped_name():
@@ -136,7 +152,7 @@ def test_c_and_java_functions_and_a_read_with_a_header_line():
         sep="\t",
     )
     assert outline.shown(c) == (1, 11)
-    assert [str(d) for d in outline.definitions(c)] == ["parse_expr 3-7", "main 9-11"]
+    assert [str(d) for d in outline.definitions(c)] == ["parse_expr(parser_t* p) 3-7", "main(int argc, char** argv) 9-11"]
     java = "public class Server {\n    private final int port = 8080;\n    public void start() throws IOException {\n        listen(port);\n    }\n}"
     assert [str(d) for d in outline.definitions(numbered(java))] == ["Server 1-6", "start 3-5"]
 
@@ -218,7 +234,7 @@ def test_swe_agent_viewer_reads_are_numbered_and_a_raise_is_no_definition():
     )
     text = "[File: /repo/src/fields.py (1997 lines total)]\n(1465 more lines above)\n" + body
     assert outline.shown(text) == (1466, 1472)
-    assert [str(d) for d in outline.definitions(text)] == ["_serialize 1466-1469", "Mapping 1471-1472"]
+    assert [str(d) for d in outline.definitions(text)] == ["_serialize(self, value) 1466-1469", "Mapping(Field) 1471-1472"]
     from compactctl.names import names_in
 
     assert "1468" not in " ".join(names_in(text)) and "1997" in names_in(text)
@@ -265,7 +281,7 @@ def test_adversarial_lines_take_linear_time():
 
 def test_prose_and_calls_are_no_c_definitions_and_a_trailing_reminder_is_no_part_of_a_read():
     prose = "The parser handles nested lists (up to depth 8)\nSee the docs (docs/usage.md)\nmatch CommandParser(cs).parse(x)\nstatic int main(int argc)\n{\n  return 0;\n}"
-    assert [str(d) for d in outline.definitions(numbered(prose))] == ["main 4-7"]
+    assert [str(d) for d in outline.definitions(numbered(prose))] == ["main(int argc) 4-7"]
     read = (
         numbered("def a():\n    pass\n\ndef b():\n    pass")
         + "\n\n<system-reminder>\nWhenever you read a file, consider\nwhether it is malware.\n</system-reminder>\n"

@@ -88,7 +88,7 @@ DEFINED_BONUS = 1.0
 def _defined(text: str) -> frozenset[str]:
     """The names an output defines: its prune digest's outline line, or the definitions of a numbered file read."""
     if OUTLINE_LINE in text:
-        return frozenset(w for ln in text.split("\n") if ln.startswith(OUTLINE_LINE) for w in ln[len(OUTLINE_LINE) :].split())
+        return frozenset(n for ln in text.split("\n") if ln.startswith(OUTLINE_LINE) for n in outline.listed(ln[len(OUTLINE_LINE) :]))
     return frozenset(d.name for d in outline.definitions(text)) if "\n" in text else frozenset()
 
 

@@ -259,6 +259,29 @@ def test_skip_notes_come_in_input_order_with_workers(tmp_path):
         assert two.returncode == 0 and two.stderr == one.stderr
 
 
+@pytest.mark.parametrize("stdin", [False, True])
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_lines_read_ahead_to_tell_the_format_are_said_in_input_order(tmp_path, workers, stdin):
+    """A file whose first records hold only role and text is read ahead (up to 1,000 records) for one that tells
+    OpenAI chat from Anthropic. The bad lines of that look-ahead were said (and written to --rejects) as it read
+    them, before the notes of the records before them: line 3 before line 2. Under --on-error fail the error
+    named was line 3's, not the first in the input."""
+    plain = [{"messages": [{"role": "user", "content": f"hi {k}"}, {"role": "assistant", "content": "yo"}]} for k in range(5)]
+    rows = [orjson.dumps(plain[0]), orjson.dumps(BAD["wizard"]), b"{not json", orjson.dumps(plain[3]), b"[1]", orjson.dumps(plain[4])]
+    src = tmp_path / "d.jsonl"
+    src.write_bytes(b"\n".join(rows) + b"\n")
+    name = "<stdin>" if stdin else str(src)
+    args = ["compact", "-" if stdin else str(src), "-q", "--workers", workers]
+    feed = {"input": src.read_bytes()} if stdin else {}
+    r = proc(*args, "--on-error", "skip", "--rejects", str(tmp_path / "r.jsonl"), "-o", str(tmp_path / "o.jsonl"), **feed)
+    assert r.returncode == 0, r.stderr
+    said = [x.split(b": ")[1].decode() for x in r.stderr.splitlines() if x.startswith(b"compactctl: skipped ")]
+    assert said == [f"skipped {name}:{k}" for k in (2, 3, 5)], r.stderr
+    assert (tmp_path / "r.jsonl").read_bytes() == b"\n".join([rows[1], rows[2], rows[4]]) + b"\n"
+    failed = proc(*args, "-o", str(tmp_path / "x.jsonl"), **feed)
+    assert failed.returncode == 3 and f"{name}:2: unknown role".encode() in failed.stderr, failed.stderr
+
+
 # -- a first record that cannot tell the format, a whole-file JSON that is not a transcript --------------------
 
 

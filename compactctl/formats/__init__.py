@@ -161,6 +161,9 @@ class Reader:
     rejects: RawSink | None = None
     warn: Callable[[str], None] = field(default=lambda msg: print(f"compactctl: {msg}", file=sys.stderr))
     skipped: int = 0
+    # while the format is told from records read ahead: what the reader says of those lines, said (or raised) when
+    # the record after them is taken, in input order (detect_stream)
+    held: list[Callable[[], None]] | None = field(default=None, repr=False, compare=False)
 
     @contextlib.contextmanager
     def guard(self, lineno: int, raw: bytes):
@@ -172,6 +175,9 @@ class Reader:
 
     def reject(self, e: DataError, raw: bytes | None) -> None:
         """Raise `e` (--on-error fail), or skip its record: warn, count it, keep its raw bytes (if any) in rejects."""
+        if self.held is not None:
+            self.held.append(lambda: self.reject(e, raw))
+            return
         if self.on_error != "skip":
             raise e
         self.skipped += 1
@@ -277,18 +283,26 @@ class Reader:
         mod, layout = self._detect(first, source)
         if self.fmt or not _plain(first[2]):
             return mod, layout, _chain(first, records)
-        ahead, size = [first], len(first[1])
-        for rec in records:
-            ahead.append(rec)
-            size += len(rec[1])
-            if not _plain(rec[2]):
-                found = detect(rec[2])
-                if found is not None and (self.layout or found[1]) == layout:
-                    mod = found[0]
-                break
-            if len(ahead) >= LOOKAHEAD_RECORDS or size >= LOOKAHEAD_BYTES:
-                break
-        return mod, layout, itertools.chain(ahead, records)
+        ahead: list[tuple[list[Callable[[], None]], Record]] = [([], first)]
+        size, warn = len(first[1]), self.warn
+        self.held = []
+        self.warn = lambda msg: self.held.append(lambda: warn(msg)) if self.held is not None else warn(msg)
+        try:
+            for rec in records:
+                ahead.append((self.held, rec))
+                self.held = []
+                size += len(rec[1])
+                if not _plain(rec[2]):
+                    found = detect(rec[2])
+                    if found is not None and (self.layout or found[1]) == layout:
+                        mod = found[0]
+                    break
+                if len(ahead) >= LOOKAHEAD_RECORDS or size >= LOOKAHEAD_BYTES:
+                    break
+            after = self.held  # of lines after the last record (the input ended)
+        finally:
+            self.held, self.warn = None, warn
+        return mod, layout, itertools.chain(_replayed(ahead, after), records)
 
     def _detect(self, first: Record, source: str):
         lineno, _, obj = first
@@ -345,6 +359,17 @@ def _object_line_after_first(data: bytes) -> bool:
             if isinstance(orjson.loads(x), dict):
                 return True
     return False
+
+
+def _replayed(ahead: list[tuple[list[Callable[[], None]], Record]], after: list[Callable[[], None]]) -> Iterator[Record]:
+    """The records read ahead again, each after what the reader held back about the lines before it (a bad line
+    skipped, or the error that stops the run): said when the record is taken, as if it had not been read ahead."""
+    for held, rec in ahead:
+        for say in held:
+            say()
+        yield rec
+    for say in after:
+        say()
 
 
 def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:

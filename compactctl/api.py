@@ -149,12 +149,24 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
         m.index = i
         if isinstance(anchors, list) and len(anchors) == n:  # messages read from one source message go back as one
             m.anchor = _tuples(anchors[i])
-    if compacted.format == "sharegpt" and mapping.get("format", "sharegpt") != "sharegpt":  # as `convert --to` joins them
-        msgs = formats.one_system_turn(msgs)
+    if compacted.format == "sharegpt":
+        msgs = _sharegpt_restored(msgs, mapping.get("format", "sharegpt"))
     # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
     # layouts' state (their lines) described the compacted file.
     carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None
     return compacted.evolve(messages=msgs, native=carrier)
+
+
+def _sharegpt_restored(msgs: list[Message], read_as: str) -> list[Message]:
+    """A restored ShareGPT record's messages: converted from another format, its system turns joined as `convert
+    --to` joins them; read as ShareGPT, the ids of the input's reading (archived originals) and of the output's
+    (messages kept) made one, as the reader pairs results with calls."""
+    if read_as != "sharegpt":
+        return formats.one_system_turn(msgs)
+    from .formats.sharegpt import paired_in_order
+
+    paired_in_order(msgs)
+    return msgs
 
 
 def _tuples(x):

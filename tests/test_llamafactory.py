@@ -190,6 +190,28 @@ def test_restore_gives_back_a_tool_message_holding_one_result_per_call_as_it_was
     assert read_jsonl(back.stdout) == [rec]
 
 
+def test_restore_gives_back_a_tool_message_holding_one_result_per_call_that_prune_cut_in_the_kept_tail(tmp_path):
+    """The last turn's array of results is in the kept tail, its first item pruned (compact prunes the protected
+    part too when the plan cannot fit): its original came from the archive with the ids of the input, its neighbour
+    and its calls from the output with the output's (the turns numbered anew after the summary), so the two results
+    did not look like the answers to those calls and were given back as two tool messages, not the array."""
+    array = '[{"name": "get_weather", "content": "%s"}, {"name": "get_time", "content": "12:01"}]'
+    turns = []
+    for k in range(10):
+        t = turn(k)
+        turns.append(t[:2] + [{"role": "tool", "content": [text(array % (f"rain {k} " * 200))]}] + t[4:])
+    rec = record(*turns)
+    src = write(tmp_path, rec)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), "--context-window", "1200", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0 and b": compacted:" in r.stderr, r.stderr
+    tail = read_jsonl(out.read_bytes())[0]["messages"][-2]
+    assert tail["role"] == "tool" and "[ref " in tail["content"][0]["value"]  # the array, its first item a digest
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == src.read_bytes()
+
+
 @pytest.mark.parametrize("shape", ["typed", "conversations"])
 def test_the_records_system_key_is_its_system_prompt(shape, tmp_path):
     """LlamaFactory's records carry the system prompt under "system" (its ShareGPT and typed forms alike). It was kept

@@ -173,6 +173,19 @@ def _tool_turns(frm: str, value: str, turn: int, extra: dict, origin: tuple, pen
     return _answers(bodies, turn, {"_from": frm, "_tagged": frm == "tool" and bool(RESPONSE.search(value)), **extra}, origin, pending)
 
 
+def paired_in_order(msgs: list[Message]) -> None:
+    """Each result given the id of the call it answers as the reader pairs them (ShareGPT keeps no ids: a result
+    answers the next call not yet answered since the last assistant turn). A restored record mixes the ids of two
+    readings, the input's (archived originals) and the output's (messages kept, their turns numbered anew after the
+    summary); the writer joins the results read from one tool message when they answer their calls (_answers_all)."""
+    pending: list[ToolCall] = []
+    for m in msgs:
+        if m.role == "assistant":
+            pending = list(m.tool_calls)
+        elif m.role == "tool" and pending:
+            m.tool_call_id = pending.pop(0).id
+
+
 def _answers(bodies: list, turn: int, extra: dict, origin: tuple, pending: list[ToolCall]) -> list[Message]:
     """One result per body, answering the pending calls in order (an orphan, with an id of its own, when none is left)."""
     out = []

@@ -12,7 +12,7 @@ from compactctl import api
 from compactctl.errors import DataError
 from compactctl.jsonl import expand_inputs
 
-from .conftest import CORPUS, ROOT, cli, needs_corpus, tool_session, write_jsonl
+from .conftest import CORPUS, ROOT, cli, needs_corpus, read_jsonl, tool_session, write_jsonl
 
 
 def _lines(path) -> list[bytes]:
@@ -122,6 +122,54 @@ def test_every_bundled_sample_restores_byte_for_byte(window, tmp_path):
         assert r.returncode == 0, r.stderr
         api.restore_file(str(out), str(arch), str(back))
         assert back.read_bytes() == src.read_bytes(), src.name
+
+
+REWRITTEN = {  # a message the model holds right, whose source form an API refuses: repair writes it anew
+    "empty-calls": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "tool_calls": []},
+        {"role": "user", "content": "bye"},
+        {"role": "assistant", "content": "ok"},
+    ],
+    "result-order": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
+        {"role": "assistant", "content": "ok"},
+    ],
+    "ids-list": [
+        {"role": "user", "content": "fix it"},
+        {
+            "role": "assistant",
+            "content": "look",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}],
+        },
+        {"role": "tool", "content": "a.py", "tool_call_ids": ["c1"]},
+        {"role": "assistant", "content": "done"},
+    ],
+}
+
+
+@pytest.mark.parametrize("rule", sorted(REWRITTEN))
+@pytest.mark.parametrize("window", ["64000", "300"])
+def test_a_message_repair_writes_anew_is_archived(tmp_path, rule, window):
+    """`tool_calls: []` left out, text put after an Anthropic user message's results, a SWE-agent result given its
+    `tool_call_id` (every SWE-agent function-calling trajectory, as function_calling_simple.traj of the corpus):
+    repair wrote the message anew without archiving its original, so `restore` failed, "archive does not cover
+    messages [1]" (exit 3), even for a transcript that needed no compaction."""
+    src = write_jsonl(tmp_path / "s.jsonl", REWRITTEN[rule])
+    out, arch, back = tmp_path / "c.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for cmd in (["compact", "--context-window", window], ["repair"]):
+        r = cli(*cmd, str(src), "-o", str(out), "--archive", str(arch), "--on-error", "skip")
+        assert r.returncode == 0, r.stderr
+        assert cli("repair", "--check", str(out)).returncode == 0
+        restored = cli("restore", str(out), "--archive", str(arch), "-o", str(back))
+        assert restored.returncode == 0, restored.stderr
+        if rule != "result-order":
+            assert back.read_bytes() == src.read_bytes()
+        else:  # the message as repair writes it, its result first: the archive keeps no block order of the source
+            rows = REWRITTEN[rule][:2] + [{"role": "user", "content": REWRITTEN[rule][2]["content"][::-1]}] + REWRITTEN[rule][3:]
+            assert read_jsonl(back.read_bytes()) == rows
 
 
 def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):

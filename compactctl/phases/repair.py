@@ -262,6 +262,8 @@ class _Repair:
         `tool_call_id` added)."""
         out = []
         for m in self.msgs:
+            if m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m):
+                archive(self.t, m, "repair", self.st.archived)  # restore gives back the form it came in
             if m.extra.get(BEFORE_RESULTS):
                 m = m.evolve()
                 del m.extra[BEFORE_RESULTS]

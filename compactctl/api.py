@@ -134,12 +134,10 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     originals: list[Message | None] = [None] * n
     for orig, found in _kept_messages(compacted.messages, mapping["kept"]):
         originals[orig] = found
+    read_as = mapping.get("format", compacted.format)
     for e in entries:
         if e.get("type") != "map":
-            m = message_from_dict(e["message"], "<archive>", 0, e["index"])
-            if not native_origins:
-                m.origin = None  # rebuilt by the format's writer from the canonical message
-            originals[e["index"]] = m
+            originals[e["index"]] = _archived_original(e, native_origins, read_as, compacted.format)
     missing = [i for i, m in enumerate(originals) if m is None]
     if missing:
         raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")
@@ -155,6 +153,19 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     # layouts' state (their lines) described the compacted file.
     carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None
     return compacted.evolve(messages=msgs, native=carrier)
+
+
+def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: str) -> Message:
+    """An archived original as a message of the restored transcript: in the format the output was written in, as
+    `convert --to` gives it (a message read as ShareGPT or Anthropic and written as OpenAI chat takes no internal
+    keys, `_from`, `_raw_call`, nor an empty part list beside its calls: restore wrote them)."""
+    m = message_from_dict(e["message"], "<archive>", 0, e["index"])
+    if not native_origins:
+        m.origin = None  # rebuilt by the format's writer from the canonical message
+    if read_as != written_as and read_as in formats.FORMAT_NAMES and written_as in formats.FORMAT_NAMES:
+        m = formats.ported(m, written_as, read_as)
+        m.index = e["index"]
+    return m
 
 
 def _sharegpt_restored(msgs: list[Message], read_as: str) -> list[Message]:

@@ -172,6 +172,26 @@ def test_a_message_repair_writes_anew_is_archived(tmp_path, rule, window):
             assert read_jsonl(back.read_bytes()) == rows
 
 
+@pytest.mark.parametrize(
+    ("sample", "to"),
+    [("hermes_trajectory", "openai"), ("anthropic_session", "openai"), ("anthropic_session", "codex"), ("hermes_trajectory", "codex")],
+)
+def test_a_transcript_written_in_another_format_restores_as_convert_writes_it(tmp_path, sample, to):
+    """The archived originals of a transcript compacted with --to were written back as the input's format had them:
+    a Hermes message as OpenAI chat with its reader's internal keys ("_from", "_raw_call", "_tagged"), an Anthropic
+    assistant turn of calls alone with `"content": []` (OpenAI refuses both), Anthropic's text parts in a Codex
+    rollout typed "text" (the Responses API wants output_text). Now as `convert --to` writes them."""
+    from .conftest import SAMPLES
+
+    src = SAMPLES / f"{sample}.jsonl"
+    out, arch, back = tmp_path / "c.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    r = cli("compact", str(src), "--to", to, "-o", str(out), "--archive", str(arch), "--context-window", "8000", "-q")
+    assert r.returncode == 0, r.stderr
+    api.restore_file(str(out), str(arch), str(back))
+    assert b'"_' not in back.read_bytes()
+    assert read_jsonl(back.read_bytes()) == read_jsonl(cli("convert", str(src), "--to", to, "-q").stdout)
+
+
 def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):
     """A SWE-agent trajectory keeps its messages in "history": restored, they go back there (they once went to a
     new "messages" key, the compacted "history" left beside them)."""

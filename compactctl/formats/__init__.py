@@ -427,6 +427,11 @@ def read_back(lines: list[bytes], fmt: str, layout: str, source: str) -> list[Tr
     return list(get_format(fmt).read(iter(records), source, layout, Reader()))
 
 
+def ported(m: Any, target: str, source: str) -> Any:
+    """A message read as `source` as `convert --to target` writes it (restore: an archived original)."""
+    return _portable(m, target, source)
+
+
 def _portable(m: Any, target: str, source: str, lost: Counter | None = None) -> Any:
     """`m` for another format: a changed copy (its origin is the old format's), its content parts in the forms the
     target takes (formats/parts.py; a part it cannot take becomes a line that says what was there, counted in

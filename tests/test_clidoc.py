@@ -51,3 +51,25 @@ def test_the_readmes_demo_line_is_what_make_demo_prints(tmp_path):
     printed = r.stderr.decode().strip().splitlines()[-1]
     quoted = re.search(r"`make demo` prints\n`([^`]+)`", (ROOT / "README.md").read_text(encoding="utf-8"))
     assert quoted and quoted.group(1) == printed
+
+
+def test_the_readmes_plan_example_is_what_plan_prints():
+    """README's plan section quotes what `prune | plan` prints for the long sample at an 8k window; the twenty-ninth
+    session's digests (their quoted lines) moved it, and the README still said 13,852 tokens for a run that printed
+    17,485."""
+    import re
+    import shlex
+
+    from .conftest import cli
+
+    block = re.search(
+        r"```sh\n\$ (compactctl prune [^|\n]+) \| (compactctl plan [^>\n]+) > planned\.jsonl\n(.*?)\n```",
+        (ROOT / "README.md").read_text(encoding="utf-8"),
+        re.S,
+    )
+    assert block, "the README's plan example"
+    pruned = cli(*shlex.split(block.group(1))[1:], cwd=ROOT)
+    assert pruned.returncode == 0, pruned.stderr
+    planned = cli(*shlex.split(block.group(2))[1:], input=pruned.stdout, cwd=ROOT)
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stderr.decode().strip() == block.group(3)

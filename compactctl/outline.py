@@ -67,6 +67,10 @@ class Definition:
         lines = f"{self.start}" if self.end == self.start else f"{self.start}-{self.end}"
         return f"{self.name}{self.args} {lines}"
 
+    def bare(self) -> Definition:
+        """The definition without its parameters (what a digest at its default size lists)."""
+        return Definition(self.name, self.start, self.end) if self.args else self
+
 
 def numbered(text: str) -> list[tuple[int, str]] | None:
     """The (number, line) pairs of a numbered read, or None when the text is not one."""

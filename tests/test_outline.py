@@ -127,15 +127,18 @@ def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twi
     digest = out.messages[3].text()
     first, outline_line, *rest = digest.split("\n")
     assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
-    assert outline_line == "  outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13"  # a range follows each name; no comma (a token each)
+    assert outline_line == "  outline: MyApp.Sessions 1-14 list 4-8 load 10-13"  # a range follows each name; no comma (a token each)
     quoted = [ln for ln in rest if ln.startswith(QUOTED_LINE)]  # lines for names the outline does not show
     names = next(ln for ln in rest if ln.startswith("  names: "))
     assert rest.index(names) == len(quoted) and "MyApp.Sessions" not in names + "".join(quoted)
     # The summary's action line keeps the read's line and its outline (where each definition is; the index takes the names).
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
-    assert action.line.startswith(
-        "[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13"
-    )
+    assert action.line.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list 4-8 load 10-13")
+    # A digest that keeps more names than its default (the room its target leaves, a summary to follow) gives the
+    # parameters too; at its default size it stays as small as it was (a transcript that fit by pruning still does).
+    total = sum(COUNTER.messages(t.messages))
+    roomy, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=total - 200))
+    assert "  outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13" in roomy.messages[3].text()
 
 
 def test_an_outline_never_carries_a_secret_shaped_name():

@@ -298,7 +298,11 @@ class _Context:
             # A numbered file read: its definitions and their lines first (half the names at most).
             k = min(len(entries), max(1, limit // 2))
             chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
-            parts += _listed(OUTLINE_LINE, list(map(str, chosen)))  # "name 12-40 other 45": a range follows each name
+            # "name 12-40 other(a, b) 45": a range follows each name; the parameters only in a digest that keeps more
+            # names than its default (room its target leaves, a summary to follow), as the lines it quotes: at its
+            # default size a digest stays as small as it was, so a transcript that fit by pruning alone still does.
+            shown = chosen if limit > default else [d.bare() for d in chosen]
+            parts += _listed(OUTLINE_LINE, list(map(str, shown)))
             line = "".join(parts)  # what the names need not repeat
             limit -= k
         candidates = self._candidate_names(text, not doc)

@@ -145,7 +145,7 @@ def _like(kind: str, cols: dict[str, list]) -> Any:
 
     out = {}
     for k, v in cols.items():
-        a = np.empty(len(v), dtype=object)
+        a: Any = np.empty(len(v), dtype=object)
         a[:] = v
         out[k] = a
     return out

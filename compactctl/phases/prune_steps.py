@@ -295,16 +295,8 @@ class _Context:
         limit = keep if keep is not None else default
         parts = [line]
         if not doc and limit > 0 and (entries := self._outline_of(text)):
-            # A numbered file read: its definitions and their lines first (half the names at most).
-            k = min(len(entries), max(1, limit // 2))
-            chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
-            # "name 12-40 other(a, b) 45": a range follows each name; the parameters only in a digest that keeps more
-            # names than its default (room its target leaves, a summary to follow), as the lines it quotes: at its
-            # default size a digest stays as small as it was, so a transcript that fit by pruning alone still does.
-            shown = chosen if limit > default else [d.bare() for d in chosen]
-            parts += _listed(OUTLINE_LINE, list(map(str, shown)))
+            parts, limit = _with_outline(parts, entries, limit, limit > default)
             line = "".join(parts)  # what the names need not repeat
-            limit -= k
         candidates = self._candidate_names(text, not doc)
         if used_only:
             candidates = [n for n in candidates if self.weight.get(n)]
@@ -318,6 +310,17 @@ class _Context:
         if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
         return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+
+
+def _with_outline(parts: list[str], entries: list[outline.Definition], limit: int, grown: bool) -> tuple[list[str], int]:
+    """A numbered file read's digest parts with its outline: its longest definitions (half of `limit` names at most), in
+    file order, each with its lines ("name 12-40 other(a, b) 45"), and the names left to list. Their parameters only in
+    a digest `grown` past its default names (the room its target leaves, a summary to follow), like the lines it
+    quotes: at its default size a digest stays as small as it was, so a transcript that fit by pruning alone still does."""
+    k = min(len(entries), max(1, limit // 2))
+    chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
+    shown = chosen if grown else [d.bare() for d in chosen]
+    return parts + _listed(OUTLINE_LINE, list(map(str, shown))), limit - k
 
 
 def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], limit: int, per: int) -> tuple[list[str], list[str], int]:

@@ -14,3 +14,23 @@ OUTLINE_LINE = "  outline: "  # ... the definitions of a numbered file read, wit
 QUOTED_LINE = "  line: "  # ... a line of the output, whole, that shows its most used names (names.quoted_lines)
 EXCERPT_LINE = "  excerpt: "  # ... then the output's first lines, verbatim, when the room the target leaves holds them
 NAMES_SEP = " "  # between the names of a names, outline or index line (", " costs a token more per name)
+# A summary's block of lines quoted whole from the turns it replaced (summarizers/fit.py): this line, then the lines, each
+# after QUOTE_INDENT.
+QUOTE_HEAD = "- lines quoted from the replaced turns (files read, code written, outputs), in order:"
+QUOTE_INDENT = "  "
+
+
+def quote_block(lines: list[str]) -> tuple[list[str], list[str]]:
+    """A summary section's lines split into (the others, the lines its quoted block quotes, without their indent)."""
+    rest: list[str] = []
+    quoted: list[str] = []
+    inside = False
+    for line in lines:
+        if line == QUOTE_HEAD:
+            inside = True
+        elif inside and line.startswith(QUOTE_INDENT):
+            quoted.append(line[len(QUOTE_INDENT) :])
+        else:
+            inside = False
+            rest.append(line)
+    return rest, quoted

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..lean import dataclass
-from ..markers import NAMES_SEP
+from ..markers import NAMES_SEP, QUOTE_HEAD, QUOTE_INDENT
 from ..names import greedy
 from ..redact import redact
 from ..tokens import Counter
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 NAMES_PER_LINE = 12
 INDEX_LINE = "- names: "
 INDEX_SHARE = 0.3  # of the room left after the ask and goal
-EXCERPT_HEAD = "- lines quoted from the replaced turns (files read, code written, outputs), in order:"
-EXCERPT_INDENT = "  "
+EXCERPT_HEAD = QUOTE_HEAD  # (markers: a later summary reads an earlier one's block back)
+EXCERPT_INDENT = QUOTE_INDENT
 EXCERPT_SHARE = 0.5  # x the index's room, on top of it: lines of the replaced turns that show its names with their neighbours
 # When the 13 headings ("## Blocked\nNone" ...) would take more than this share of the budget, a section
 # with nothing chosen is left out: a summary of a few hundred tokens keeps its room for content.

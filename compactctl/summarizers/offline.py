@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ..harness import MARKUP
-from ..markers import NAMES_SEP
+from ..markers import NAMES_SEP, quote_block
 from ..redact import cut
 from ..tokens import Counter
 from .facts import FAILED_VERB, Facts
@@ -56,7 +56,9 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
         if name in ("Active Task",) or body.strip() in ("", "None"):
             continue
         lines = [ln for ln in body.split("\n") if ln.strip() and not ln.strip().startswith("(+")]
-        items[name] = lines
+        # Its quoted lines are not carried as items (taken first, they pushed its actions out): they go back into the
+        # pool of lines the new summary quotes from (vocabulary.excerpts), and are quoted again as room allows.
+        items[name] = quote_block(lines)[0]
         if name == "Completed Actions":
             for ln in lines:
                 m = re.match(r"\s*(\d+)\.", ln)

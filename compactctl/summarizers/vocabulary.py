@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from .. import outline, refs, tools
 from ..harness import MARKUP
 from ..lean import dataclass
-from ..markers import DOC_NAMES_LINE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTED_LINE
-from ..model import Message, is_demonstration, is_output
+from ..markers import DOC_NAMES_LINE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTED_LINE, quote_block
+from ..model import Message, is_demonstration, is_output, is_summary
 from ..names import literals_in, names_in, quotable
 from ..redact import redact
 
@@ -121,7 +121,7 @@ def excerpts(messages: list[Message], ranked: list[str]) -> list[Excerpt]:
         text = _with_arguments(m)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)
-        for raw in refs.without(text).split("\n"):
+        for raw in _candidate_lines(m, text):
             if raw.startswith(_LISTS):  # a digest's or an index's list of names: no line of the work
                 continue
             if refs.TRUNCATED in raw:  # a cut argument: what it kept, not the names listed after the cut
@@ -134,3 +134,10 @@ def excerpts(messages: list[Message], ranked: list[str]) -> list[Excerpt]:
             if shown:
                 out.append(Excerpt(line, shown))
     return out
+
+
+def _candidate_lines(m: Message, text: str) -> list[str]:
+    """The lines of message `m` (its text `text`) a summary may quote. Of an earlier summary, only the lines its quoted
+    block holds: its other lines are carried as its sections' items, not quoted a second time."""
+    lines = refs.without(text).split("\n")
+    return quote_block(lines)[1] if is_summary(m) else lines

@@ -2467,3 +2467,14 @@ def names_in_order(text: str) -> list[str]:
     from compactctl.names import names_in
 
     return list(dict.fromkeys(names_in(text)))
+
+
+def test_a_codex_output_s_digest_lists_the_names_of_what_the_command_printed_not_its_wrapper_s_keys():
+    # Codex wraps a shell output as {"output": ..., "metadata": {"exit_code": 0, "duration_seconds": 0.1}}: the
+    # digests of one Codex session listed "exit_code duration_seconds" 58 times, often as their only names.
+    printed = "\n".join(f"src/services/service_{k}.ts" for k in range(40))
+    body = orjson.dumps({"output": printed, "metadata": {"exit_code": 0, "duration_seconds": 0.1}}).decode()
+    out, _ = api.prune(first_read(body), COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    assert NAMES_LINE in digest and "src/services/service_0.ts" in digest, digest
+    assert "exit_code" not in digest and "duration_seconds" not in digest, digest

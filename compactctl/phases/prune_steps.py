@@ -138,7 +138,7 @@ class _Context:
 
     def _candidate_names(self, text: str, rank: bool) -> list[str]:
         """candidate_names(text, ...) ranked by self.weight when `rank`, memoized."""
-        return _memo(self._ranked, (text, rank), lambda: candidate_names(text, self.weight if rank else None, self.names_of))
+        return _memo(self._ranked, (text, rank), lambda: candidate_names(_unwrapped(text), self.weight if rank else None, self.names_of))
 
     def _outline_of(self, text: str) -> list[outline.Definition]:
         """outline.definitions(text) without a secret-shaped name (a test's title may hold a password), memoized."""
@@ -341,8 +341,13 @@ def _quoted(text: str, candidates: list[str], per: int) -> list[str]:
     JSON, Gemini's lines unwrapped), never one redaction would change, none of a text with key material."""
     if not QUOTED_KEPT or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         return []
-    plain = outputs.unwrap_output(text)[0] if text[:1] in "{C" else text
-    return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
+    return [q for q in quoted_lines(_unwrapped(text), candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
+
+
+def _unwrapped(text: str) -> str:
+    """An output as the tool printed it: Codex's JSON ({"output": ..., "metadata": {"exit_code": ...}}) and Gemini's
+    labelled lines unwrapped, so that their keys (exit_code, duration_seconds) are no names of it."""
+    return outputs.unwrap_output(text)[0] if text[:1] in "{C" else text
 
 
 def _listed(label: str, items: list[str]) -> list[str]:

@@ -251,7 +251,7 @@ def _indent(s: str) -> int:
     return len(s.expandtabs(4))
 
 
-_LISTED = re.compile(r"([^\s(]+)(?:\((?:[^()\n]|\([^()\n]*\))*\))? \d+(?:-\d+)?(?= |$)")
+_LISTED = re.compile(r"([^\s(]+)(?:" + _ARGS.pattern + r")? \d+(?:-\d+)?(?= |$)")  # a name, its parameters, its lines
 
 
 def listed(entries: str) -> list[str]:

@@ -115,6 +115,7 @@ class _Context:
         self._ranked: dict[tuple[str, bool], list[str]] = {}
         self._literals: dict[str, list[str]] = {}
         self._outlines: dict[str, list[outline.Definition]] = {}
+        self._plain: dict[str, str] = {}
         keep = {k.lower() for k in opts.keep_tools}
         # --keep-tool outputs, and the person's answers to the agent's questions (their words, in a tool result)
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
@@ -138,7 +139,13 @@ class _Context:
 
     def _candidate_names(self, text: str, rank: bool) -> list[str]:
         """candidate_names(text, ...) ranked by self.weight when `rank`, memoized."""
-        return _memo(self._ranked, (text, rank), lambda: candidate_names(_unwrapped(text), self.weight if rank else None, self.names_of))
+        return _memo(
+            self._ranked, (text, rank), lambda: candidate_names(self._unwrapped(text), self.weight if rank else None, self.names_of)
+        )
+
+    def _unwrapped(self, text: str) -> str:
+        """An output as the tool printed it (_unwrapped), memoized: its names and the lines it quotes read it."""
+        return _memo(self._plain, text, lambda: _unwrapped(text))
 
     def _outline_of(self, text: str) -> list[outline.Definition]:
         """outline.definitions(text) without a secret-shaped name (a test's title may hold a password), memoized."""
@@ -305,7 +312,7 @@ class _Context:
         # cost more than the names they show, and it would be larger than the reduction needs.
         per = limit // max(self.opts.digest_names, 1)
         quote = per if per >= VOCABULARY_FACTOR and not (doc or used_only) else 0
-        parts, candidates, limit = _with_quoted(parts, line, text, candidates, limit, quote)
+        parts, candidates, limit = _with_quoted(parts, line, self._unwrapped(text), candidates, limit, quote)
         names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
         if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
             names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
@@ -323,12 +330,13 @@ def _with_outline(parts: list[str], entries: list[outline.Definition], limit: in
     return parts + _listed(OUTLINE_LINE, list(map(str, shown))), limit - k
 
 
-def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], limit: int, per: int) -> tuple[list[str], list[str], int]:
-    """A digest's parts with the lines it quotes (a line each; `per` x QUOTED_KEPT of them) for names its parts so far
+def _with_quoted(parts: list[str], said: str, plain: str, candidates: list[str], limit: int, per: int) -> tuple[list[str], list[str], int]:
+    """A digest's parts with the lines it quotes of its output as printed (`plain`, _unwrapped; a line each; `per` x
+    QUOTED_KEPT of them) for names its parts so far
     (`said`: its line, an outline) do not show, the candidate names those lines do not show, and how many of them its
     names line lists: `limit` less the names the lines show. `per` 0: none (a document's digest lists its names in
     order; a demonstration's keeps only the interface's commands)."""
-    quoted = _quoted(text, first_not_in(candidates, said, QUOTE_NAMES * per), per) if limit > 0 and per else []
+    quoted = _quoted(plain, first_not_in(candidates, said, QUOTE_NAMES * per), per) if limit > 0 and per else []
     if not quoted:
         return parts, candidates, limit
     shown = set(names_in("\n".join(quoted)))
@@ -336,12 +344,12 @@ def _with_quoted(parts: list[str], said: str, text: str, candidates: list[str], 
     return parts + [f"\n{QUOTED_LINE}{q}" for q in quoted], rest, limit - len(shown.intersection(candidates[:limit]))
 
 
-def _quoted(text: str, candidates: list[str], per: int) -> list[str]:
-    """The lines a digest quotes whole (names.quoted_lines, `per` x QUOTED_KEPT at most): of the output itself (Codex's
-    JSON, Gemini's lines unwrapped), never one redaction would change, none of a text with key material."""
-    if not QUOTED_KEPT or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+def _quoted(plain: str, candidates: list[str], per: int) -> list[str]:
+    """The lines a digest quotes whole (names.quoted_lines, `per` x QUOTED_KEPT at most) of its output as printed
+    (`plain`: Codex's JSON, Gemini's lines unwrapped), never one redaction would change, none of a text with key material."""
+    if not QUOTED_KEPT or "PRIVATE KEY" in plain or "PRIVATE_KEY" in plain:
         return []
-    return [q for q in quoted_lines(_unwrapped(text), candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
+    return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
 
 
 def _unwrapped(text: str) -> str:

@@ -149,6 +149,8 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
             m.anchor = _tuples(anchors[i])
     if compacted.format == "sharegpt":
         msgs = _sharegpt_restored(msgs, mapping.get("format", "sharegpt"))
+    if read_as != compacted.format:  # written with --to: the originals' call ids as that conversion gives them
+        msgs = formats.ids_for(msgs, compacted.format)
     # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
     # layouts' state (their lines) described the compacted file.
     carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None

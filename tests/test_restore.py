@@ -192,6 +192,30 @@ def test_a_transcript_written_in_another_format_restores_as_convert_writes_it(tm
     assert read_jsonl(back.read_bytes()) == read_jsonl(cli("convert", str(src), "--to", to, "-q").stdout)
 
 
+@pytest.mark.parametrize("to", ["anthropic", "codex"])
+def test_calls_that_reuse_an_id_restore_with_the_ids_convert_gives_them(tmp_path, to):
+    """An OpenAI session whose calls all reuse one id (OpenAI takes it; real transcripts do it), compacted --to
+    anthropic: `convert --to anthropic` renames the reused ids, but restore wrote the originals' 40 `tool_use` blocks
+    all with id "call_1", which Anthropic's API refuses (`repair --check` found 39 reused ids). Now the ids are the
+    conversion's, and the restored file is `convert`'s output."""
+    msgs: list[dict] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "do the task " + "x " * 50}]
+    for i in range(40):
+        call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": f'{{"cmd": "ls dir{i}"}}'}}
+        msgs += [
+            {"role": "assistant", "content": f"step {i}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": f"out {i} " + "word " * 300},
+        ]
+    msgs.append({"role": "user", "content": "thanks, now finish"})
+    src, out, arch, back = (tmp_path / n for n in ("s.jsonl", "c.jsonl", "a.jsonl", "b.jsonl"))
+    write_jsonl(src, [{"messages": msgs}])
+    r = cli("compact", str(src), "--to", to, "-o", str(out), "--archive", str(arch), "--context-window", "6000", "-q")
+    assert r.returncode == 0, r.stderr
+    api.restore_file(str(out), str(arch), str(back))
+    assert back.read_bytes() == cli("convert", str(src), "--to", to, "-q").stdout
+    checked = cli("repair", "--check", str(back), "-q")
+    assert checked.returncode == 0, checked.stderr
+
+
 def test_a_trajectory_restores_into_the_key_that_carried_its_messages(tmp_path):
     """A SWE-agent trajectory keeps its messages in "history": restored, they go back there (they once went to a
     new "messages" key, the compacted "history" left beside them)."""

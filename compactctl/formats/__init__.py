@@ -413,8 +413,7 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
             _count_moved_system(t.messages, target.name, lost)
         if target.name == "sharegpt":
             t.messages = one_system_turn(t.messages)
-        if target.name != "openai":
-            t.messages = _with_ids(t.messages, strict=target.name in ("anthropic", "claude_code"))
+        t.messages = ids_for(t.messages, target.name)
         return target.write(t)
     if source.write is None:  # to names the read-only input format itself
         raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
@@ -538,6 +537,11 @@ def _foreign_text(p: Any) -> bool:
 
 def _foreign_parts(content: Any) -> bool:
     return isinstance(content, list) and any(_foreign_text(p) for p in content)
+
+
+def ids_for(messages: list, target: str) -> list:
+    """`messages` with the call ids `convert --to target` gives them (OpenAI chat takes theirs as they are)."""
+    return messages if target == "openai" else _with_ids(messages, strict=target in ("anthropic", "claude_code"))
 
 
 def _with_ids(messages: list, strict: bool = False) -> list:

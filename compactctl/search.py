@@ -50,7 +50,9 @@ class Hit:
         if self.span:
             d["span"] = self.span
         if self.snippet:
-            d["snippet"], d["score"] = self.snippet, round(self.score, 4)
+            # Significant digits, not decimals: a word in every original of an archive weighs almost nothing in bm25
+            # (SQLite's idf floor, 1e-6), so its hits score ~1e-6, ordered all the same (rounded, they read 0.0).
+            d["snippet"], d["score"] = self.snippet, float(f"{self.score:.5g}")
         else:
             d["message"] = self.message
         return d

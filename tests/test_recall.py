@@ -321,3 +321,17 @@ def test_several_archives_give_a_carried_span_and_a_search_hit_once(tmp_path):
         assert [h.text for h in both.recall(span)] == members
         found = both.search("retry backoff", limit=10)
         assert len({(h.ref, h.text) for h in found}) == len(found) == 10
+
+
+def test_a_word_in_every_original_scores_above_zero_in_json(tmp_path):
+    """An archive of one original (or a word every original holds): bm25's idf is at SQLite's floor, so a hit scores
+    ~1e-6, and `--json` printed it rounded to 4 decimals: `"score": 0.0`, as if nothing matched. Now 5 significant
+    digits, and the hits of a word held more often still score higher."""
+    rows = tool_session(3, 3000)
+    rows[3]["content"] = "flux_capacitor " * 3 + "noise\n" * 600
+    rows[5]["content"] = "flux_capacitor " + "noise\n" * 600
+    _, a = compacted(tmp_path, src=write_jsonl(tmp_path / "s.jsonl", rows), window="2000")
+    hits = read_jsonl(cli("recall", "--search", "flux_capacitor", "--archive", str(a), "--json").stdout)
+    scores = [h["score"] for h in hits]
+    assert len(hits) >= 2 and all(0 < s < 1e-3 for s in scores), hits
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]

@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval eval-outside e2e fuzz clean
+.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval eval-outside eval-llm-floor e2e fuzz clean
 
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
@@ -66,6 +66,9 @@ eval: install
 # baselines of its own (bench/outside_eval.py; results in bench/results/outside_eval.{md,json}).
 eval-outside: install
 	$(BIN)/python bench/outside_eval.py
+
+eval-llm-floor: install
+	$(BIN)/python bench/llm_floor.py
 
 e2e: install
 	bash bench/e2e.sh

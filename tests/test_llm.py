@@ -320,3 +320,31 @@ def test_the_llm_summary_carries_the_identifier_index_in_the_room_its_answer_lea
     assert len(names) == len(set(names)) and all(redact(n) == n and "sk-" not in n for n in names)
     assert not any(n in secs["Relevant Files"] for n in names if "/" in n)  # nothing the summary shows already
     assert COUNTER.text(summary) <= rep["summary_budget"]  # in the room the answer left
+
+
+def test_the_llm_summary_quotes_lines_of_the_replaced_turns_before_its_index(server, tmp_path):
+    """The offline summary quotes lines of the replaced turns that show the index's names with their neighbours
+    (`  line: ...` under a head); the LLM summary's guard gave the room the answer left to the index alone, so a name
+    kept its line nowhere (measured with a model that writes nothing of the session, `bench/llm_floor.py`: 52.6% of
+    the needed facts in context pooled, 58.8% with the lines). Now the quoted block comes first, in the offline
+    summary's proportion, the index lists the names it does not show, never a line a secret is on, all in budget."""
+    from compactctl.markers import QUOTE_HEAD, QUOTE_INDENT, quote_block
+    from compactctl.summarizers.fit import shown
+
+    rows = tool_session(30, 4000)
+    for k, row in enumerate(rows):
+        if row["role"] == "tool" and k % 4 == 3:
+            row["content"] = "".join(f"def parse_header_{k}_{j}(raw):\n    return TokenBucket{k}.refill_{j}(raw)\n" for j in range(40))
+    rows[3]["content"] += "\ntoken = sk-abcdefghijklmnopqrstuvwxyz123456 for parse_header_3_0"
+    t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+    out, rep, summary = run(server, "good", tmp_path, t=t)
+    lines = parse_sections(summary)["Critical Context"].split("\n")
+    assert QUOTE_HEAD in lines and lines.index(QUOTE_HEAD) < min(k for k, ln in enumerate(lines) if ln.startswith("- names: "))
+    quoted = quote_block(lines)[1]
+    assert quoted and all(
+        ln.startswith(QUOTE_INDENT) for ln in lines[lines.index(QUOTE_HEAD) + 1 : lines.index(QUOTE_HEAD) + 1 + len(quoted)]
+    )
+    assert any("parse_header_" in q for q in quoted) and not any("sk-" in q for q in quoted)
+    listed = {n for ln in lines if ln.startswith("- names: ") for n in ln[len("- names: ") :].split(" ")}
+    assert listed and not any(shown(n, "\n".join(quoted)) for n in listed)  # the index lists what the lines do not show
+    assert COUNTER.text(summary) <= rep["summary_budget"]

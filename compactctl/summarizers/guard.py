@@ -1,7 +1,8 @@
 """What is done to an LLM's answer before it is a summary: the retention guard and the budget.
 
 Sections the answer left out come from the offline summary; the key facts it dropped (files, error lines,
-constraints, the last ask) are put back in their sections; the identifier index takes the room left; an answer
+constraints, the last ask) are put back in their sections; the identifier index takes the room left, after the
+lines quoted from the replaced turns that show its names (as the offline summary quotes them); an answer
 over the budget loses the oldest lines of its longest sections first (never the Active Task or the constraints),
 each such section saying how many it lost. Pure functions over text: no network.
 """
@@ -53,7 +54,7 @@ def guard(answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> t
         verbatim = getattr(facts, "last_request_verbatim", False)
         secs["Active Task"] = facts.last_request if verbatim else offline.token_cap(facts.last_request, counter, offline.ANCHOR_CAP)
     _put_back(secs, wanted)
-    _with_index(secs, facts.names, counter, req.budget)
+    _with_index(secs, facts, counter, req.budget)
     return trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
 
 
@@ -89,24 +90,43 @@ def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
 MIN_INDEX_ROOM = 24
 
 
-def _with_index(secs: dict[str, str], names: list[str], counter: Counter, budget: int) -> None:
+def _with_index(secs: dict[str, str], facts: Facts, counter: Counter, budget: int) -> None:
     """The offline summary's identifier index, in the room the model's answer leaves under the budget: the names of
     the replaced turns (most used first) that the summary does not show, as "- names: ..." lines at the end of
-    Critical Context. A model's prose keeps few of them; they are what a continuation reuses most. A name that
-    redaction would change is left out (it may be part of a secret)."""
-    from .fit import index_fit, index_items, shown
+    Critical Context, after the lines of those turns that show the most of them per token (the quoted block, in
+    EXCERPT_SHARE x the index's room, as the offline summary gives it). A model's prose keeps few names; they are
+    what a continuation reuses most, and a quoted line keeps them beside what they stood with. A name that
+    redaction would change is left out (it may be part of a secret), and so is a line that holds one."""
+    from .fit import EXCERPT_SHARE, index_fit, index_items, shown
 
     text = render(secs)
     room = budget - counter.text(text) - 2  # the line break before the index and the one it may add
-    if room < MIN_INDEX_ROOM or not names:
+    if room < MIN_INDEX_ROOM or not facts.names:
         return
-    missing = [n for n in names if not shown(n, text) and redact(n) == n]
+    missing = [n for n in facts.names if not shown(n, text) and redact(n) == n]
+    block, missing = _quoted(facts, missing, counter, int(room * EXCERPT_SHARE / (1 + EXCERPT_SHARE)))
+    if block:
+        room -= counter.text("\n".join(block)) + 1
     k = index_fit(missing, counter, room)
-    if not k:
+    lines = block + [it.text for it in index_items(missing[:k], 0)]  # the offline index's lines
+    if not lines:
         return
-    lines = [it.text for it in index_items(missing[:k], 0)]  # the offline index's lines
     body = secs.get("Critical Context", "").strip()
     secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
+
+
+def _quoted(facts: Facts, names: list[str], counter: Counter, room: int) -> tuple[list[str], list[str]]:
+    """The quoted block (its head and indented lines) that fits `room`, and the names it does not show."""
+    from .fit import EXCERPT_HEAD, EXCERPT_INDENT, pick_excerpts, shown
+    from .vocabulary import Excerpt
+
+    listed = set(names)
+    excerpts = [x for x in (Excerpt(e.text, tuple((n, w) for n, w in e.names if n in listed)) for e in facts.excerpts) if x.names]
+    lines = pick_excerpts(excerpts, counter, room) if excerpts else []
+    if not lines:
+        return [], names
+    shows = "\n".join(lines)
+    return [EXCERPT_HEAD] + [EXCERPT_INDENT + ln for ln in lines], [n for n in names if not shown(n, shows)]
 
 
 def trim(secs: dict[str, str], counter: Counter, budget: int, keep_ask: bool = False) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from compactctl import api
@@ -347,4 +349,28 @@ def test_the_llm_summary_quotes_lines_of_the_replaced_turns_before_its_index(ser
     assert any("parse_header_" in q for q in quoted) and not any("sk-" in q for q in quoted)
     listed = {n for ln in lines if ln.startswith("- names: ") for n in ln[len("- names: ") :].split(" ")}
     assert listed and not any(shown(n, "\n".join(quoted)) for n in listed)  # the index lists what the lines do not show
+    assert COUNTER.text(summary) <= rep["summary_budget"]
+
+
+def test_the_llm_summary_lists_the_commands_its_answer_leaves_out_with_their_exit_codes(server, tmp_path):
+    """The guard put back files, error lines, constraints and the ask, not the commands the agent ran (issue 9 names
+    "commands and their outcomes" among what must survive): with a model that writes nothing of the session, 28.8% of
+    the long sessions' needed commands were kept against the offline summary's 100% (`bench/llm_floor.py`). Now the
+    commands the answer does not show are listed under Completed Actions with their exit codes, a command run again
+    once, as its latest outcome, in order, within the budget; one holding a secret is left out."""
+    rows = tool_session(30, 4000)
+    for j, row in enumerate(row for row in rows if row.get("tool_calls")):
+        cmd = "mix test --seed 0" if j % 3 == 0 else f"grep -rn handle_event_{j} lib/"
+        if j == 4:
+            cmd = "curl -H 'Authorization: Bearer sk-abcdefghijklmnopqrstuvwxyz123456' https://api.example.com"
+        row["tool_calls"] = [{**row["tool_calls"][0], "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]
+    t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+    out, rep, summary = run(server, "good", tmp_path, t=t)
+    done = parse_sections(summary)["Completed Actions"].split("\n")
+    listed = [ln for ln in done if ln.startswith("- `")]
+    assert sum("mix test --seed 0" in ln for ln in listed) == 1, done
+    assert any("grep -rn handle_event_" in ln for ln in listed) and not any("sk-" in ln for ln in listed)
+    assert all(ln.split("` ", 1)[1] in ("exit 0", "exit 1", "ran", "failed") or ln.split("` ", 1)[1].startswith("exit ") for ln in listed)
+    order = [int(ln.split("handle_event_")[1].split()[0]) for ln in listed if "handle_event_" in ln]
+    assert order == sorted(order)  # in the order they ran
     assert COUNTER.text(summary) <= rep["summary_budget"]

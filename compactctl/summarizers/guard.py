@@ -54,6 +54,7 @@ def guard(answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> t
         verbatim = getattr(facts, "last_request_verbatim", False)
         secs["Active Task"] = facts.last_request if verbatim else offline.token_cap(facts.last_request, counter, offline.ANCHOR_CAP)
     _put_back(secs, wanted)
+    _with_commands(secs, facts, counter, req.budget)
     _with_index(secs, facts, counter, req.budget)
     return trim(secs, counter, req.budget, keep_ask=bool(getattr(facts, "last_request_verbatim", False))), retention
 
@@ -84,6 +85,38 @@ def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
             body = secs.get(section, "")
             body = "" if body.strip() == "None" else body
             secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
+
+
+# The commands the answer does not show take at most this share of the room it leaves (the quoted lines and the
+# index share the rest).
+COMMANDS_SHARE = 1 / 3
+
+
+def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget: int) -> None:
+    """The commands of the replaced turns that the answer does not show, with their exit codes, appended to Completed
+    Actions ("- `pytest -q` exit 1"; a command run again counted once, as its latest outcome), newest first while they
+    fit COMMANDS_SHARE of the room the answer leaves (one that does not is passed over), listed in the order they ran. A model names a few of the commands
+    it read; the agent runs them again. A command redaction would change is left out."""
+    room = int((budget - counter.text(render(secs)) - 2) * COMMANDS_SHARE)
+    if room < MIN_INDEX_ROOM or not facts.commands:
+        return
+    said = _norm(render(secs))
+    latest: dict[str, str] = {}  # command -> its line, in the order of their latest run
+    for cmd, code, failed in facts.commands:
+        one = " ".join(cmd.split())
+        if one and _norm(one) not in said and redact(one) == one:
+            latest.pop(one, None)
+            latest[one] = f"- `{one}` " + (f"exit {code}" if code is not None else ("failed" if failed else "ran"))
+    lines: list[str] = []
+    for line in reversed(latest.values()):
+        cost = counter.text(line) + 1
+        if cost > room:  # (a heredoc's whole text, say): the older ones may still fit
+            continue
+        room -= cost
+        lines.append(line)
+    if lines:
+        body = secs.get("Completed Actions", "").strip()
+        secs["Completed Actions"] = "\n".join(([body] if body and body != "None" else []) + lines[::-1])
 
 
 # The identifier index takes the room the answer leaves when it is at least this many tokens (a few names).

@@ -10,7 +10,8 @@ Where a setting comes from, highest first:
 5. the built-in defaults.
 
 Keys are the long option names of the budget, prune and summary options (`context-window` or
-`context_window`). Any other key that would hold a secret (api_key, token, password...) is refused with
+`context_window`); a repeatable option (keep-tool, drop-tool) takes a list of names in a file and names
+separated by commas in the environment. Any other key that would hold a secret (api_key, token, password...) is refused with
 a warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed. Any other unknown
 key is warned about (with the closest known key) and ignored: a newer version's key does not break an
 older one.
@@ -128,11 +129,23 @@ def _coerce(name: str, kind: Any, value: Any, where: str) -> Any:
                 return float(value)
             except ValueError:
                 raise ValueError("a number") from None
+        if getattr(kind, "__origin__", None) is list:
+            return _names(value)
         if not isinstance(value, str):
             raise ValueError("a string")
         return value
     except ValueError as e:
         raise UsageError(f"{where}: {name} = {value!r} is not valid (expected {e})") from None
+
+
+def _names(value: Any) -> list[str]:
+    """A repeatable option's values (keep-tool, drop-tool): a file's list of strings, or a string of names
+    separated by commas (the environment's form: `COMPACTCTL_DROP_TOOL=browser_snapshot,web_extract`)."""
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ValueError("a list of tool names")
 
 
 def resolve(

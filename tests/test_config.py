@@ -394,3 +394,35 @@ def test_refs_and_recall_hint_are_settings(tmp_path):
     assert b"the `search` tool" in r.stdout and b"the `recall` tool" not in r.stdout  # the hint, without references
     shown = orjson.loads(run_in(tmp_path, "config", "--json").stdout)
     assert shown["refs"]["value"] is False and shown["recall_hint"]["value"] is True
+
+
+def test_repeatable_tool_options_from_a_file_or_the_environment(tmp_path):
+    """keep-tool and drop-tool failed from any config file or variable: a TOML list was refused ("expected a
+    string"), a string was handed to the repeatable option whole ("Value must be an iterable", exit 2)."""
+    src = tmp_path / "s.jsonl"
+    rows: list[dict] = [{"role": "user", "content": "fix the parser"}]
+    for i, name in enumerate(["bash", "read_file"] * 3):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": '{"cmd": "x"}'}}
+        rows += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"out {i} " * 300},
+        ]
+    rows.append({"role": "user", "content": "go on"})
+    write_jsonl(src, rows)
+    env = _cfg_env(tmp_path)
+    args = ("prune", str(src), "--prune-all", "--protect-tokens", "0", "-q")
+    flags = run_in(tmp_path, *args, "--keep-tool", "bash", "--keep-tool", "read_file", env=env)
+    assert flags.returncode == 0 and flags.stdout != run_in(tmp_path, *args, env=env).stdout
+    (tmp_path / "compactctl.toml").write_text('keep-tool = ["bash", "read_file"]\n')
+    from_file = run_in(tmp_path, *args, env=env)
+    assert (from_file.returncode, from_file.stdout) == (0, flags.stdout), from_file.stderr
+    shown = orjson.loads(run_in(tmp_path, "config", "--json", env=env).stdout)["keep_tool"]
+    assert shown["value"] == ["bash", "read_file"]
+    (tmp_path / "compactctl.toml").unlink()
+    from_env = run_in(tmp_path, *args, env={**env, "COMPACTCTL_KEEP_TOOL": "bash,read_file"})
+    assert (from_env.returncode, from_env.stdout) == (0, flags.stdout), from_env.stderr
+    one = run_in(tmp_path, *args, env={**env, "COMPACTCTL_KEEP_TOOL": "bash"})
+    assert (one.returncode, one.stdout) == (0, run_in(tmp_path, *args, "--keep-tool", "bash", env=env).stdout)
+    (tmp_path / "compactctl.toml").write_text("drop-tool = [1]\n")
+    bad = run_in(tmp_path, *args, env=env)
+    assert bad.returncode == 2 and b"drop-tool = [1] is not valid (expected a list of tool names)" in bad.stderr

@@ -164,6 +164,8 @@ def score(original: Transcript, compacted: Transcript, counter: Counter) -> dict
 
 # ---- strategies
 
+PROBE_STRATEGIES = ("compactctl", "compactctl-llm", "head-tail", "masking")  # the names `strategies` can give
+
 
 def strategies(
     counter: Counter,

@@ -70,3 +70,20 @@ def test_the_local_command_caveat_is_no_constraint_probe():
     caveat = f"<local-command-caveat>{LOCAL_COMMAND_CAVEAT} DO NOT respond to these messages.</local-command-caveat>"
     t = T([{"role": "user", "content": caveat}, {"role": "user", "content": "Never touch prod.db."}, {"role": "user", "content": "go"}])
     assert [p.text for p in evaluate.probes(t, {0, 1}) if p.category == "constraints"] == ["Never touch prod.db."]
+
+
+def test_strategies_that_no_part_knows_are_usage_errors():
+    """A misspelt or misplaced --strategies name was dropped without a word: the run printed empty tables
+    and exited 0 (`--strategies foo`, `--probes --strategies recent`: recent is the continuation's)."""
+    src = str(SAMPLES / "parallel_calls.jsonl")
+    for args, named in (
+        (["--strategies", "foo"], "foo"),
+        (["--probes", "--strategies", "recent"], "recent"),
+        (["--continuation", "--strategies", "compactctl-llm"], "compactctl-llm"),
+    ):
+        r = cli("eval", src, *args)
+        assert r.returncode == 2 and r.stdout == b"", (args, r.stdout)
+        assert f"--strategies: unknown strategy '{named}'" in r.stderr.decode()
+    r = cli("eval", src, "--probes", "--json", "--strategies", "compactctl, masking")  # a space after the comma
+    assert r.returncode == 0, r.stderr
+    assert set(orjson.loads(r.stdout)["aggregate"]) == {"compactctl", "masking"}

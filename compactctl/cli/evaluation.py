@@ -47,8 +47,21 @@ def _fractions(cuts: str) -> list[float]:
         raise UsageError(f"--cuts must be comma-separated fractions, not {cuts!r}") from None
 
 
-def check_options(cuts: str, window_ratio: float, ratio: float, explain: int) -> None:
-    """The eval's own options, before any transcript is read (a usage error, exit 2)."""
+def _strategy_names(strategies: str) -> list[str]:
+    return [x.strip() for x in strategies.split(",") if x.strip()]
+
+
+def check_options(
+    cuts: str,
+    window_ratio: float,
+    ratio: float,
+    explain: int,
+    strategies: str | None = None,
+    continuation: bool = True,
+    probes: bool = True,
+) -> None:
+    """The eval's own options, before any transcript is read (a usage error, exit 2). A --strategies name
+    that none of the parts run knows is refused (it was dropped, and the tables came out empty)."""
     fracs = _fractions(cuts)
     if not fracs or not all(0 < f < 1 for f in fracs):
         raise UsageError(f"--cuts {cuts}: must be one or more fractions in (0, 1), comma-separated")
@@ -58,6 +71,14 @@ def check_options(cuts: str, window_ratio: float, ratio: float, explain: int) ->
         raise UsageError(f"--ratio {ratio}: must be in (0, 1]")
     if explain < 0:
         raise UsageError(f"--explain {explain}: must be 0 or more")
+    if strategies is not None:
+        from .. import continuation as cont
+        from .. import evaluate
+
+        known = [*(cont.STRATEGIES if continuation else ()), *(evaluate.PROBE_STRATEGIES if probes else ())]
+        for name in _strategy_names(strategies):
+            if name not in known:
+                raise UsageError(f"--strategies: unknown strategy {name!r} (known here: {', '.join(dict.fromkeys(known))})")
 
 
 def _compaction(budget: BudgetOptions, summary: SummaryOptions) -> tuple[Any, Any]:
@@ -73,7 +94,7 @@ def _continuation(originals, counter, budget: BudgetOptions, summary: SummaryOpt
     from .. import continuation
 
     fracs = _fractions(cuts)
-    names = [x for x in (strategies or ",".join(continuation.STRATEGIES)).split(",") if x in continuation.STRATEGIES]
+    names = [x for x in _strategy_names(strategies or ",".join(continuation.STRATEGIES)) if x in continuation.STRATEGIES]
     if "compactctl" not in names:
         names.insert(0, "compactctl")  # the baselines are sized to its output
     summarizer, opts = _compaction(budget, summary)
@@ -105,7 +126,7 @@ def _probes(originals, counter, budget: BudgetOptions, summary: SummaryOptions, 
         given = dict(enumerate(formats.Reader(warn=warn).read([compacted])))
         if len(given) != len(originals):
             raise UsageError(f"{compacted} holds {len(given)} transcripts, the originals {len(originals)}")
-    wanted = (strategies or "compactctl,head-tail,masking").split(",")
+    wanted = _strategy_names(strategies or "compactctl,head-tail,masking")
     factory = (lambda: api.make_summarizer(summary, budget.model, warn=warn)) if "compactctl-llm" in wanted else None
     b = budget.budget
     every = evaluate.strategies(counter, ratio, factory, b.last_ask, b.summary_min, b.summary_max, b.summary_ratio)

@@ -484,3 +484,26 @@ def test_one_gemini_session_is_one_session_for_a_line_log_format(tmp_path, to):
     r = cli("convert", str(src), str(other), "--to", to)
     assert r.returncode == 2 and "several files cannot share one output" in r.stderr.decode()
     assert cli("convert", str(src), str(other), "--to", to, "-o", str(tmp_path / "out") + "/").returncode == 0
+
+
+@pytest.mark.parametrize("to", ["codex", "claude-code"])
+def test_record_keys_a_session_file_cannot_hold_are_said(tmp_path, to):
+    """A dataset record written as a Claude Code or Codex session lost its other keys (an id, a reward, its tool
+    definitions) without a word: those files hold messages only."""
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object", "properties": {}}}}]
+    rec = {
+        "id": "ex1",
+        "reward": 1.0,
+        "tools": tools,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+    }
+    out, err = _convert(tmp_path, write_jsonl(tmp_path / "ds.jsonl", [rec]), to)
+    assert b"ex1" not in out.read_bytes() and b"reward" not in out.read_bytes()
+    for key in ("id", "reward", "tools"):
+        assert f"1 record key ({key}: a {to} session has no place for it; left out)" in err, err
+    report = tmp_path / "r.jsonl"
+    assert cli("compact", str(tmp_path / "ds.jsonl"), "--to", to, "-o", str(tmp_path / "c.jsonl"), "--report", str(report)).returncode == 0
+    carried = orjson.loads(report.read_bytes())["not_carried"]
+    assert carried[f"record key (reward: a {to} session has no place for it; left out)"] == 1
+    _, err = _convert(tmp_path, write_jsonl(tmp_path / "plain.jsonl", rec["messages"]), to)
+    assert "record key" not in err  # a session file's transcript has no record keys

@@ -407,6 +407,8 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
 
         meta = {k: v for k, v in (t.metadata or {}).items() if k not in source.carrier_keys}
         meta = toolspec.convert(meta, source.name, target.name, lost)
+        if lost is not None:
+            _count_record_keys(meta, target.name, lost)
         t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
         t.messages = [_portable(m, target.name, source.name, lost) for m in t.messages]  # origins and internals are the old format's
         if lost is not None:
@@ -418,6 +420,13 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
     if source.write is None:  # to names the read-only input format itself
         raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
     return source.write(t)
+
+
+def _count_record_keys(meta: dict, target: str, lost: Counter) -> None:
+    """A Claude Code or Codex session file holds messages only: a dataset record's other keys are left out."""
+    if any(r.line_log and r.name == target for r in REGISTRY):
+        for key in meta:
+            lost[f"record key ({key}: a {target.replace('_', '-')} session has no place for it; left out)"] += 1
 
 
 def read_back(lines: list[bytes], fmt: str, layout: str, source: str) -> list[Transcript]:

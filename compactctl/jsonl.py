@@ -1,8 +1,8 @@
 """Reading and writing JSONL safely: lines, decoding, errors by file and line, atomic outputs.
 
 Lines are split on b"\\n" only (never str.splitlines: U+2028/U+2029 may stand raw inside strings).
-A BOM, CRLF endings, blank lines and a last line without a newline are accepted. Invalid UTF-8, a
-truncated line, or a non-object value is a `DataError` naming the file and line. Lone UTF-16
+A BOM, CRLF endings, blank lines and a last line without a newline are accepted. Invalid UTF-8 (a UTF-16 file
+is named as one), a truncated line, or a non-object value is a `DataError` naming the file and line. Lone UTF-16
 surrogates (valid JSON, but not encodable) become U+FFFD with a warning, so output always encodes.
 """
 
@@ -25,6 +25,8 @@ import orjson
 from .errors import DataError, IOFailure, UsageError
 
 BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # a file Windows PowerShell's `>` wrote, say: named as such, not as bad UTF-8
+UTF16_FIX = "compactctl reads UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
 INPUT_SUFFIXES = (".jsonl", ".json", ".traj")  # what a directory input contributes
 MAX_LINE_ENV = "COMPACTCTL_MAX_LINE_MB"  # refuse a single line (one record) larger than this
 
@@ -106,6 +108,8 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
+        if lineno == 1 and raw.startswith(UTF16_BOMS):
+            raise DataError(source, lineno, f"the file is UTF-16 (it starts with its byte-order mark); {UTF16_FIX}") from None
         raise DataError(source, lineno, f"invalid UTF-8 at byte {e.start}") from None
     try:
         # accepts lone surrogates (and integers beyond 64 bits), which orjson rejects; never NaN,

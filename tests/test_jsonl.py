@@ -13,6 +13,9 @@ BAD_CASES = {
     "invalid-json": (GOOD + b'{"role": "user", content: 1}\n', 3, "invalid JSON"),
     "truncated-last-line": (GOOD + b'{"role":"user","content":"unfinis', 3, "truncated"),
     "invalid-utf8": (GOOD + b'{"role":"user","content":"\xff\xfe"}\n', 3, "invalid UTF-8"),
+    # a UTF-16 file (Windows PowerShell's `>` writes one) was "invalid UTF-8 at byte 0", not what to do about it
+    "utf-16": (GOOD.decode().encode("utf-16-le").join([b"\xff\xfe", b""]), 1, "the file is UTF-16 (it starts with its byte-order mark)"),
+    "utf-16-be": (b"\xfe\xff" + GOOD.decode().encode("utf-16-be"), 1, "iconv -f UTF-16 -t UTF-8"),
     "non-object": (GOOD + b"[1, 2]\n", 3, "expected a JSON object"),
     "unknown-role": (GOOD + b'{"role":"wizard","content":"x"}\n', 3, "unknown role 'wizard'"),
     "no-role": (GOOD + b'{"content":"x"}\n', 3, "no role"),
@@ -36,6 +39,13 @@ def test_bad_input_names_file_and_line_and_writes_nothing(tmp_path, case, to_fil
     assert r.stdout == b""
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]  # no temp file left either
+
+
+def test_a_utf16_json_document_is_named_as_one(tmp_path):
+    src = tmp_path / "t.json"
+    src.write_bytes('[{"role": "user", "content": "hi"}]'.encode("utf-16"))
+    r = cli("repair", str(src))
+    assert r.returncode == 3 and f"{src}:1: the file is UTF-16" in r.stderr.decode(), r.stderr
 
 
 def test_skip_mode_reports_each_line_and_keeps_rejects(tmp_path):

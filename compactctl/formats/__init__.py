@@ -27,7 +27,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from ..errors import DataError, UsageError
-from ..jsonl import BOM, MAX_DEPTH, MAX_LINE_ENV, STDIN, expand_inputs, iter_lines, max_line_bytes, open_input, parse_record
+from ..jsonl import (
+    BOM,
+    MAX_DEPTH,
+    MAX_LINE_ENV,
+    STDIN,
+    UTF16_BOMS,
+    UTF16_FIX,
+    expand_inputs,
+    iter_lines,
+    max_line_bytes,
+    open_input,
+    parse_record,
+)
 from ..lean import dataclass
 from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, is_value_part, other_content
 
@@ -248,7 +260,12 @@ class Reader:
                 yield from self._line_records(io.BytesIO(data), source)
                 return
             # with --on-error skip: the whole document to rejects, as it is
-            self.reject(DataError(source, getattr(e, "lineno", 1), f"invalid JSON: {e.msg}"), data.strip(b"\r\n") or None)
+            what = (
+                f"the file is UTF-16 (it starts with its byte-order mark); {UTF16_FIX}"
+                if data.startswith(UTF16_BOMS)
+                else f"invalid JSON: {e.msg}"
+            )
+            self.reject(DataError(source, getattr(e, "lineno", 1), what), data.strip(b"\r\n") or None)
             return
         items = doc if isinstance(doc, list) else [doc]
         for k, obj in enumerate(items, 1):

@@ -507,3 +507,22 @@ def test_record_keys_a_session_file_cannot_hold_are_said(tmp_path, to):
     assert carried[f"record key (reward: a {to} session has no place for it; left out)"] == 1
     _, err = _convert(tmp_path, write_jsonl(tmp_path / "plain.jsonl", rec["messages"]), to)
     assert "record key" not in err  # a session file's transcript has no record keys
+
+
+@pytest.mark.parametrize("to", ["openai", "codex", "sharegpt"])
+def test_redacted_thinking_another_api_cannot_hold_is_said(tmp_path, to):
+    """Anthropic's redacted_thinking (encrypted reasoning only Anthropic reads) was left out of an OpenAI, Codex or
+    ShareGPT record without a word, as no reasoning text stands for it."""
+    rec = {
+        "system": "s",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "ENCRYPTED"}, {"type": "text", "text": "a"}]},
+            {"role": "user", "content": "more"},
+        ],
+    }
+    out, err = _convert(tmp_path, write_jsonl(tmp_path / "rt.jsonl", [rec]), to)
+    assert b"ENCRYPTED" not in out.read_bytes()
+    assert "1 redacted thinking block (encrypted: only Anthropic reads it)" in err, err
+    _, err = _convert(tmp_path, write_jsonl(tmp_path / "rt.jsonl", [rec]), "claude-code")
+    assert "redacted thinking block" not in err  # Claude Code's lines hold it

@@ -490,6 +490,9 @@ def _count_unsaid(m: Any, family: str | None, lost: Counter) -> None:
         lost["reasoning (the Responses API replays only its own reasoning items)"] += 1
     if m.role == "tool" and m.is_error and family != "anthropic":
         lost["error flag of a tool result (is_error: the target has none; its text says what failed)"] += 1
+    redacted = sum(isinstance(b, dict) and b.get("type") == "redacted_thinking" for b in m.extra.get("_thinking_blocks", ()))
+    if redacted and family != "anthropic":  # no reasoning text stands for it, unlike signed thinking
+        lost["redacted thinking block (encrypted: only Anthropic reads it)"] += redacted
 
 
 def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:

@@ -84,6 +84,8 @@ class PartFile:
                 self.f.seek(resume_at)
                 self.offset = resume_at
         except FileNotFoundError as e:
+            if resume_at is None:  # a new part in a folder that does not exist: nothing to resume
+                raise IOFailure(f"{target}: cannot write here ({e.strerror or e})") from e
             raise UsageError(f"{self.path}: missing, cannot resume (remove the journal to start over)") from e
         except OSError as e:
             raise IOFailure(f"{target}: cannot write here ({e.strerror or e})") from e

@@ -219,6 +219,19 @@ def test_an_output_directory_that_is_a_file_is_an_io_error(tmp_path):
     assert r.returncode == Exit.IO and b"cannot be the output directory" in r.stderr and b"Traceback" not in r.stderr
 
 
+def test_an_output_in_a_missing_folder_is_an_io_error(tmp_path):
+    """-o into a folder that does not exist said "x.jsonl.compactctl-part: missing, cannot resume (remove the journal
+    to start over)", exit 2, in a run that resumed nothing and had no journal."""
+    for args in (
+        ["-o", str(tmp_path / "nodir" / "x.jsonl")],
+        ["--archive", str(tmp_path / "nodir" / "a.jsonl"), "-o", str(tmp_path / "c.jsonl")],
+    ):
+        r = cli("compact", LONG, "--context-window", "8000", "-q", *args)
+        assert r.returncode == Exit.IO, r.stderr
+        assert b"cannot write here (No such file or directory)" in r.stderr and b"resume" not in r.stderr
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
 def test_sigterm_stops_the_mcp_server_at_once_while_its_client_holds_stdin(tmp_path):
     """The server reads stdin in a thread: SIGTERM ends it outright (the Ctrl-C path waited on that thread)."""
     import signal

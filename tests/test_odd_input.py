@@ -83,6 +83,10 @@ def test_huge_single_line_is_refused_clearly_with_a_limit(tmp_path):
     assert p.returncode != 0 and b"COMPACTCTL_MAX_LINE_MB" in p.stderr and b"Traceback" not in p.stderr
     p = cli("repair", str(f), env={"COMPACTCTL_MAX_LINE_MB": "4"})
     assert p.returncode == 0
+    # a line just over the limit said "the line is 3 MB, over the 3 MB limit", and one under 1 MB "0 MB, over the 0 MB"
+    for limit, said in (("3", "over the limit of 3 MB (3,145,728 bytes)"), ("0.5", "over the limit of 0.5 MB (524,288 bytes)")):
+        p = cli("repair", str(f), env={"COMPACTCTL_MAX_LINE_MB": limit})
+        assert p.returncode == 3 and f"the line is {len(f.read_bytes()) - 1:,} bytes, {said}" in p.stderr.decode(), p.stderr
 
 
 def test_directory_inputs_read_json_and_traj(tmp_path):

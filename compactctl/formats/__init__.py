@@ -232,8 +232,8 @@ class Reader:
                     raise DataError(
                         source,
                         lineno,
-                        f"the line is {len(raw) / (1 << 20):,.0f} MB, over the {limit / (1 << 20):,.0f} MB "
-                        f"limit for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)",
+                        f"the line is {len(raw):,} bytes, over the limit of {limit / (1 << 20):g} MB ({limit:,} bytes) "
+                        f"for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)",
                     )
                 obj, raw = parse_record(raw, source, lineno, self.warn)
                 if not isinstance(obj, dict):

@@ -77,6 +77,19 @@ def test_summarize_that_cannot_fit_writes_the_input_without_plans_annotations():
     assert b'"_compactctl"' not in r.stdout and cli("repair", "--check", "-", input=r.stdout).returncode == 0
 
 
+@pytest.mark.parametrize("sample", ["dataset.jsonl", "long_session.jsonl"])
+def test_repair_after_plan_writes_no_zone_annotations(sample):
+    """`plan | repair` (a plan kept, its summary skipped) wrote every message with plan's `"_compactctl": {"zone": ...}`
+    key, which no API takes, and `repair --check` passed it. repair, the stage that makes a transcript valid for the
+    APIs, now leaves plan's annotations out: here it writes what it writes from the input."""
+    src = (SAMPLES / sample).read_bytes()
+    planned = cli("plan", "--context-window", "8000", "-q", "-", input=src)
+    assert planned.returncode == 0 and b'"_compactctl"' in planned.stdout
+    r = cli("repair", "-q", "-", input=planned.stdout)
+    assert r.returncode == 0 and b'"_compactctl"' not in r.stdout
+    assert r.stdout == cli("repair", "-q", "-", input=src).stdout
+
+
 def test_real_pipe_of_four_processes_equals_compact():
     """The README's pipe, as real processes through real pipes."""
     src = (SAMPLES / "dataset.jsonl").read_bytes()

@@ -152,6 +152,10 @@ MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what
 
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     o = opts or RepairOptions()
+    if any("zone" in m.note for m in t.messages):  # `plan`'s annotation is for `summarize`: no API takes the key
+        from .assemble import strip_zone
+
+        t = t.evolve(messages=[strip_zone(m) for m in t.messages])
     fix = _Repair(t, o.strip_unanswered)
     msgs = fix.msgs
     placed: list[Message] = []

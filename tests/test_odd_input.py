@@ -13,7 +13,7 @@ from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, last_user_index
 
-from .conftest import CORPUS, ROOT, cli, tool_session, write_jsonl
+from .conftest import CORPUS, ROOT, SAMPLES, cli, tool_session, write_jsonl
 from .validator import validate, validate_anthropic
 
 
@@ -433,3 +433,12 @@ def test_a_session_log_emptied_by_code_is_no_valid_output():
     assert api.check(t) == []
     emptied = t.evolve(messages=[], native=None)
     assert [v.rule for v in api.check(emptied)] == ["no-messages"]
+
+
+def test_a_dataset_read_with_from_gemini_is_an_error_not_empty_records():
+    """`convert dataset.jsonl --from gemini` (an OpenAI chat dataset, the wrong --from) wrote every record with
+    `"messages": []`, exit 0, saying only "1 no-messages": Gemini's reader left out each message without a `type`.
+    A message with a `role` and no `type` is now a data error that names the file, the line and the likely format."""
+    p = cli("convert", str(SAMPLES / "dataset.jsonl"), "--from", "gemini")
+    assert p.returncode == 3 and p.stdout == b"", p.stdout[:200]
+    assert b"dataset.jsonl:1: a Gemini message has a 'type', this one a 'role'" in p.stderr and b"--from openai" in p.stderr

@@ -83,6 +83,8 @@ def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
         if not isinstance(m, dict):
             raise DataError(source, lineno, "a Gemini message must be an object")
         typ = m.get("type")
+        if typ is None and "role" in m:  # (read as Gemini's, it was left out: a record came out with no messages)
+            raise DataError(source, lineno, "a Gemini message has a 'type', this one a 'role': not a Gemini session (--from openai?)")
         text = _text_of(m.get("content", ""))
         if typ == "user":
             out.append(Message(role="user", content=text))

@@ -120,7 +120,8 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
             source, lineno, f"invalid JSON: the number {e} is not finite (NaN, Infinity and out-of-range numbers like 1e999 are not JSON)"
         ) from None
     except json.JSONDecodeError as e:
-        ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
+        body = text.strip()  # (a line that opens no object or array, `x`, is not one cut short)
+        ends_early = body[:1] in ("{", "[") and (e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1)
         what = (
             f"truncated JSON (the line ends early: {e.msg})"
             if ends_early

@@ -12,6 +12,8 @@ GOOD = b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"hello"}\
 BAD_CASES = {
     "invalid-json": (GOOD + b'{"role": "user", content: 1}\n', 3, "invalid JSON"),
     "truncated-last-line": (GOOD + b'{"role":"user","content":"unfinis', 3, "truncated"),
+    # a line that opens no object was "truncated JSON (the line ends early: Expecting value)"
+    "not-json-at-all": (GOOD + b"x\n", 3, "invalid JSON: Expecting value at column 1"),
     "invalid-utf8": (GOOD + b'{"role":"user","content":"\xff\xfe"}\n', 3, "invalid UTF-8"),
     # a UTF-16 file (Windows PowerShell's `>` writes one) was "invalid UTF-8 at byte 0", not what to do about it
     "utf-16": (GOOD.decode().encode("utf-16-le").join([b"\xff\xfe", b""]), 1, "the file is UTF-16 (it starts with its byte-order mark)"),

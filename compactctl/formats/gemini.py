@@ -89,25 +89,24 @@ def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
         if typ == "user":
             out.append(Message(role="user", content=text))
         elif typ == "gemini":
-            thoughts = m.get("thoughts") or []
-            if not isinstance(thoughts, list) or not isinstance(m.get("toolCalls") or [], list):
-                raise DataError(source, lineno, "a Gemini message's thoughts and toolCalls must be lists")
-            reasoning = "\n".join(f"{t.get('subject', '')}: {t.get('description', '')}" for t in thoughts if isinstance(t, dict)) or None
-            calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
-            tc = [ToolCall(c.get("id"), str(c.get("name", "")), orjson.dumps(c.get("args", {})).decode()) for c in calls]
-            out.append(Message(role="assistant", content=text, tool_calls=tc, reasoning=reasoning))
-            for c in calls:
-                if "result" in c:
-                    out.append(
-                        Message(
-                            role="tool",
-                            content=_result_text(c["result"]),
-                            tool_call_id=c.get("id"),
-                            is_error=_failed(c) or None,
-                        )
-                    )
+            out.extend(_turn(m, text, source, lineno))
     for i, msg in enumerate(out):
         msg.index = i
+    return out
+
+
+def _turn(m: dict, text: str, source: str, lineno: int) -> list[Message]:
+    """A "gemini" message: the assistant's turn, then a result for each call that has one."""
+    thoughts = m.get("thoughts") or []
+    if not isinstance(thoughts, list) or not isinstance(m.get("toolCalls") or [], list):
+        raise DataError(source, lineno, "a Gemini message's thoughts and toolCalls must be lists")
+    reasoning = "\n".join(f"{t.get('subject', '')}: {t.get('description', '')}" for t in thoughts if isinstance(t, dict)) or None
+    calls = [c for c in m.get("toolCalls") or [] if isinstance(c, dict)]
+    tc = [ToolCall(c.get("id"), str(c.get("name", "")), orjson.dumps(c.get("args", {})).decode()) for c in calls]
+    out = [Message(role="assistant", content=text, tool_calls=tc, reasoning=reasoning)]
+    for c in calls:
+        if "result" in c:
+            out.append(Message(role="tool", content=_result_text(c["result"]), tool_call_id=c.get("id"), is_error=_failed(c) or None))
     return out
 
 

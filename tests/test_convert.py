@@ -207,6 +207,19 @@ ANTHROPIC_PARTS = {
 }
 
 
+def test_an_images_detail_moves_between_chat_and_the_responses_api_and_is_said_where_it_cannot(tmp_path):
+    """An OpenAI image's `detail` ("high": the resolution the model sees it at) was dropped without a word by every
+    conversion. Now chat and the Responses API (Codex) carry it both ways, and Anthropic, whose image has none, says so."""
+    img = {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}}
+    src = write_jsonl(tmp_path / "s.jsonl", [{"messages": [{"role": "user", "content": [{"type": "text", "text": "what is it"}, img]}]}])
+    codex = cli("convert", str(src), "--to", "codex")
+    assert codex.returncode == 0 and b'"detail":"high"' in codex.stdout, codex.stdout
+    back = cli("convert", "--to", "openai", "-", input=codex.stdout)
+    assert img in orjson.loads(back.stdout.splitlines()[0])["content"]  # (a session: one message a line)
+    anth = cli("convert", str(src), "--to", "anthropic")
+    assert anth.returncode == 0 and b"1 image detail" in anth.stderr and b'"detail"' not in anth.stdout
+
+
 def test_anthropic_blocks_become_what_openai_takes_and_the_file_reads_back(tmp_path):
     """A document stayed an Anthropic block in OpenAI chat (and the file then read as Anthropic's and failed);
     server_tool_use stayed in an assistant message; cache_control stayed on text."""

@@ -70,6 +70,8 @@ def port(p: Any, target: str, role: str, lost: Counter | None = None) -> Any:
         return {"type": text_type(target, role), "text": p.get("text", p.get("value", ""))}
     made = _made(p, kind, target, role)
     if made is not None:
+        if lost is not None and made.get("type") == "image" and _image_detail(p) is not None:
+            lost["image detail (low / high / auto: Anthropic's image has none)"] += 1
         return made
     label = LABEL.get(kind, kind) if isinstance(kind, str) else "part"
     if lost is not None:
@@ -87,7 +89,7 @@ def _made(p: dict, kind: Any, target: str, role: str) -> dict | None:
     if sourced and p["source"].get("type") != "base64" and takes(target, role, "image"):
         return p  # Anthropic's own image by URL or uploaded file, for Anthropic (a base64 one gets a media type it takes)
     if kind in ("image_url", "input_image") or sourced:
-        return _image_for(_image_url(p), target, role)
+        return _with_detail(_image_for(_image_url(p), target, role), _image_detail(p))
     if kind in ("file", "input_file", "document"):
         return _file_for(_file(p), target, role)
     if kind == "refusal" and isinstance(p.get("refusal"), str):
@@ -105,6 +107,21 @@ def _image_url(p: dict) -> str:
     url = p.get("image_url")
     url = url.get("url") if isinstance(url, dict) else url
     return url if isinstance(url, str) else ""
+
+
+def _image_detail(p: dict) -> str | None:
+    """An image's `detail` (low, high, auto: the resolution the model sees it at), in chat's or the Responses API's form."""
+    d = p["image_url"].get("detail") if isinstance(p.get("image_url"), dict) else p.get("detail")
+    return d if isinstance(d, str) else None
+
+
+def _with_detail(made: dict | None, detail: str | None) -> dict | None:
+    """The image part for chat or the Responses API with the source's `detail` (Anthropic's image has none)."""
+    if made is None or detail is None:
+        return made
+    if made["type"] == "image_url":
+        return {**made, "image_url": {**made["image_url"], "detail": detail}}
+    return {**made, "detail": detail} if made["type"] == "input_image" else made
 
 
 def _data(url: str) -> tuple[str, str] | None:

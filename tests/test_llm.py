@@ -361,7 +361,9 @@ def test_the_llm_summary_lists_the_commands_its_answer_leaves_out_with_their_exi
     rows = tool_session(30, 4000)
     for j, row in enumerate(row for row in rows if row.get("tool_calls")):
         cmd = "mix test --seed 0" if j % 3 == 0 else f"grep -rn handle_event_{j} lib/"
-        if j == 4:
+        if j == 20:
+            cmd = "git commit -m \"$(cat <<'EOF'\nfeat: close review sessions\nEOF\n)\""
+        if j == 22:  # (recent ones are listed first, while they fit: these two among them)
             cmd = "curl -H 'Authorization: Bearer sk-abcdefghijklmnopqrstuvwxyz123456' https://api.example.com"
         row["tool_calls"] = [{**row["tool_calls"][0], "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]
     t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
@@ -369,8 +371,10 @@ def test_the_llm_summary_lists_the_commands_its_answer_leaves_out_with_their_exi
     done = parse_sections(summary)["Completed Actions"].split("\n")
     listed = [ln for ln in done if ln.startswith("- `")]
     assert sum("mix test --seed 0" in ln for ln in listed) == 1, done
-    assert any("grep -rn handle_event_" in ln for ln in listed) and not any("sk-" in ln for ln in listed)
-    assert all(ln.split("` ", 1)[1] in ("exit 0", "exit 1", "ran", "failed") or ln.split("` ", 1)[1].startswith("exit ") for ln in listed)
+    assert any("grep -rn handle_event_23 " in ln for ln in listed) and not any("sk-" in ln or "api.example" in ln for ln in listed)
+    assert all(ln.rsplit("` ", 1)[1] in ("ok", "failed") or ln.rsplit("` ", 1)[1].startswith("exit ") for ln in listed)
+    heredoc = [ln for ln in listed if "git commit" in ln]
+    assert heredoc == ["- `git commit -m \"$(cat <<'EOF' …` ok"]  # its first line: what the agent types again
     order = [int(ln.split("handle_event_")[1].split()[0]) for ln in listed if "handle_event_" in ln]
     assert order == sorted(order)  # in the order they ran
     assert COUNTER.text(summary) <= rep["summary_budget"]

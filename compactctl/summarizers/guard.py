@@ -94,7 +94,8 @@ COMMANDS_SHARE = 1 / 3
 
 def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget: int) -> None:
     """The commands of the replaced turns that the answer does not show, with their exit codes, appended to Completed
-    Actions ("- `pytest -q` exit 1"; a command run again counted once, as its latest outcome), newest first while they
+    Actions ("- `pytest -q` exit 1", "ok" or "failed" where the tool gives no code; its first line; a command run
+    again counted once, as its latest outcome), newest first while they
     fit COMMANDS_SHARE of the room the answer leaves (one that does not is passed over), listed in the order they ran. A model names a few of the commands
     it read; the agent runs them again. A command redaction would change is left out."""
     room = int((budget - counter.text(render(secs)) - 2) * COMMANDS_SHARE)
@@ -103,10 +104,10 @@ def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget:
     said = _norm(render(secs))
     latest: dict[str, str] = {}  # command -> its line, in the order of their latest run
     for cmd, code, failed in facts.commands:
-        one = " ".join(cmd.split())
-        if one and _norm(one) not in said and redact(one) == one:
+        one, shown = _command_shown(cmd)
+        if one and _norm(one) not in said and redact(shown) == shown:
             latest.pop(one, None)
-            latest[one] = f"- `{one}` " + (f"exit {code}" if code is not None else ("failed" if failed else "ran"))
+            latest[one] = f"- `{shown}` " + (f"exit {code}" if code is not None else ("failed" if failed else "ok"))
     lines: list[str] = []
     for line in reversed(latest.values()):
         cost = counter.text(line) + 1
@@ -117,6 +118,23 @@ def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget:
     if lines:
         body = secs.get("Completed Actions", "").strip()
         secs["Completed Actions"] = "\n".join(([body] if body and body != "None" else []) + lines[::-1])
+
+
+COMMAND_CHARS = 160  # of a command as the guard lists it (the offline summary's action lines show as many)
+
+
+def _command_shown(cmd: str) -> tuple[str, str]:
+    """A command's first line (what the answer is searched for) and that line as listed: up to where prune cut the
+    call's arguments, at most COMMAND_CHARS, "…" when more followed (a heredoc's text, a long script)."""
+    from ..redact import cut
+    from ..refs import TRUNCATED
+
+    whole = cmd[: cmd.index(TRUNCATED)] if TRUNCATED in cmd else cmd
+    first, _, more = whole.strip().partition("\n")
+    one = " ".join(first.split())
+    if len(one) > COMMAND_CHARS:
+        return one, cut(one, COMMAND_CHARS - 1) + "…"
+    return one, one + (" …" if more.strip() or TRUNCATED in cmd else "")
 
 
 # The identifier index takes the room the answer leaves when it is at least this many tokens (a few names).

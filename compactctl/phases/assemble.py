@@ -117,3 +117,10 @@ def strip_zone(m: Message) -> Message:
         return m
     note = {k: v for k, v in m.note.items() if k != "zone"}
     return dataclasses.replace(m, note=note)
+
+
+def without_zones(t: Transcript) -> Transcript:
+    """`t` without `plan`'s zone annotations (for `summarize`, which reads them; no API takes the key)."""
+    if not any("zone" in m.note for m in t.messages):
+        return t
+    return dataclasses.replace(t, messages=[strip_zone(m) for m in t.messages], raw=None)

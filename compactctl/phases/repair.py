@@ -38,6 +38,7 @@ from ..model import (
 )
 from ..pairs import match
 from . import Archived, archive
+from .assemble import without_zones
 from .rules import (
     VALID_ID,
     VALID_NAME,
@@ -152,10 +153,7 @@ MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what
 
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     o = opts or RepairOptions()
-    if any("zone" in m.note for m in t.messages):  # `plan`'s annotation is for `summarize`: no API takes the key
-        from .assemble import strip_zone
-
-        t = t.evolve(messages=[strip_zone(m) for m in t.messages])
+    t = without_zones(t)  # `plan`'s annotation is for `summarize`: no API takes the key
     fix = _Repair(t, o.strip_unanswered)
     msgs = fix.msgs
     placed: list[Message] = []

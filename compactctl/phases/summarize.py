@@ -20,7 +20,7 @@ from ..model import Message, Transcript, is_summary, last_user_index
 from ..summarizers.base import Summarizer, SummaryRequest, SummaryResult  # the summarizer contract (re-exported)
 from ..tokens import Counter
 from . import Archived, archive
-from .assemble import assemble, strip_zone, summary_overhead
+from .assemble import assemble, summary_overhead, without_zones
 from .plan import Budget, Plan, carried_ask, carrier, from_annotations, plan_for_repair, text_cost
 
 if TYPE_CHECKING:
@@ -65,12 +65,6 @@ def set_strikes(t: Transcript, n: int) -> Transcript:
     if n:
         note[STRIKES_KEY] = n
     return dataclasses.replace(t, messages=[dataclasses.replace(first, note=note)] + t.messages[1:], raw=None)
-
-
-def _clean(t: Transcript) -> Transcript:
-    if not any("zone" in m.note for m in t.messages):
-        return t
-    return dataclasses.replace(t, messages=[strip_zone(m) for m in t.messages], raw=None)
 
 
 def facts_for(t: Transcript, p: Plan) -> Facts:
@@ -195,7 +189,7 @@ def summarize(
     refs, recall_hint, instructions = o.refs, o.recall_hint, o.instructions
     st = SummarizeStats()
     zones = from_annotations(t)
-    t = _clean(t)
+    t = without_zones(t)
     counts = counter.messages(t.messages)
     st.tokens_before = st.tokens_after = sum(counts)
     strikes = get_strikes(t)

@@ -80,11 +80,7 @@ def _put_back(secs: dict[str, str], wanted: dict[str, list[str]]) -> None:
     for section, items in wanted.items():
         if section == "Active Task":
             continue
-        missing = [f for f in items if _norm(f) not in _norm(secs.get(section, ""))]
-        if missing:
-            body = secs.get(section, "")
-            body = "" if body.strip() == "None" else body
-            secs[section] = (body + "\n" if body else "") + "\n".join(f"- {f}" for f in missing)
+        _append(secs, section, [f"- {f}" for f in items if _norm(f) not in _norm(secs.get(section, ""))])
 
 
 # The commands the answer does not show take at most this share of the room it leaves (the quoted lines and the
@@ -98,10 +94,11 @@ def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget:
     again counted once, as its latest outcome), newest first while they
     fit COMMANDS_SHARE of the room the answer leaves (one that does not is passed over), listed in the order they ran. A model names a few of the commands
     it read; the agent runs them again. A command redaction would change is left out."""
-    room = int((budget - counter.text(render(secs)) - 2) * COMMANDS_SHARE)
+    text = render(secs)
+    room = int((budget - counter.text(text) - 2) * COMMANDS_SHARE)
     if room < MIN_INDEX_ROOM or not facts.commands:
         return
-    said = _norm(render(secs))
+    said = _norm(text)
     latest: dict[str, str] = {}  # command -> its line, in the order of their latest run
     for cmd, code, failed in facts.commands:
         one, shown = _command_shown(cmd)
@@ -115,9 +112,7 @@ def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget:
             continue
         room -= cost
         lines.append(line)
-    if lines:
-        body = secs.get("Completed Actions", "").strip()
-        secs["Completed Actions"] = "\n".join(([body] if body and body != "None" else []) + lines[::-1])
+    _append(secs, "Completed Actions", lines[::-1])
 
 
 COMMAND_CHARS = 160  # of a command as the guard lists it (the offline summary's action lines show as many)
@@ -159,20 +154,22 @@ def _with_index(secs: dict[str, str], facts: Facts, counter: Counter, budget: in
     if block:
         room -= counter.text("\n".join(block)) + 1
     k = index_fit(missing, counter, room)
-    lines = block + [it.text for it in index_items(missing[:k], 0)]  # the offline index's lines
-    if not lines:
-        return
-    body = secs.get("Critical Context", "").strip()
-    secs["Critical Context"] = "\n".join(([body] if body and body != "None" else []) + lines)
+    _append(secs, "Critical Context", block + [it.text for it in index_items(missing[:k], 0)])  # the offline index's lines
+
+
+def _append(secs: dict[str, str], section: str, lines: list[str]) -> None:
+    """`lines` at the end of a section (in place of its "None")."""
+    if lines:
+        body = secs.get(section, "").strip()
+        secs[section] = "\n".join(([body] if body and body != "None" else []) + lines)
 
 
 def _quoted(facts: Facts, names: list[str], counter: Counter, room: int) -> tuple[list[str], list[str]]:
     """The quoted block (its head and indented lines) that fits `room`, and the names it does not show."""
     from .fit import EXCERPT_HEAD, EXCERPT_INDENT, pick_excerpts, shown
-    from .vocabulary import Excerpt
+    from .vocabulary import showing
 
-    listed = set(names)
-    excerpts = [x for x in (Excerpt(e.text, tuple((n, w) for n, w in e.names if n in listed)) for e in facts.excerpts) if x.names]
+    excerpts = showing(facts.excerpts, set(names))
     lines = pick_excerpts(excerpts, counter, room) if excerpts else []
     if not lines:
         return [], names

@@ -24,7 +24,7 @@ from ..tokens import Counter
 from .facts import FAILED_VERB, Facts
 from .fit import AS_ROOM_ALLOWS, INDEX_LINE, NAMES_PER_LINE, Item, fit, shown
 from .prompt import parse_sections
-from .vocabulary import Excerpt
+from .vocabulary import showing
 
 FOREIGN_GOAL_CAP = 600
 GOAL_CAP = 600  # tokens of the first request restated as the Goal at most
@@ -394,7 +394,7 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     if b.root:
         b.add("Critical Context", f"- project root: {b.root.rstrip('/')} (paths in actions and names are relative to it)", 1)
     listed = set(names)  # the excerpts show what the index would list, not what the sections show
-    excerpts = [e for e in (Excerpt(e.text, tuple((n, w) for n, w in e.names if b.rel(n) in listed)) for e in facts.excerpts) if e.names]
+    excerpts = showing(facts.excerpts, listed, b.rel)
     text = fit(b.items, counter, budget, names, excerpts)
     carried = {it.text for it in b.items if it.text.startswith(INDEX_LINE)}  # an earlier summary's index lines
     rest = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE) or ln in carried)

@@ -4,7 +4,7 @@ ranked by how many messages use them and how recently, then their quoted phrases
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .. import outline, refs, tools
 from ..harness import MARKUP
@@ -101,6 +101,12 @@ class Excerpt:
 
     text: str
     names: tuple[tuple[str, float], ...]
+
+
+def showing(excerpts: list[Excerpt], listed: set[str], name: Callable[[str], str] = str) -> list[Excerpt]:
+    """The excerpts that show one of the names a summary lists (`name(n)` as it lists them), weighing those only."""
+    kept = (Excerpt(e.text, tuple((n, w) for n, w in e.names if name(n) in listed)) for e in excerpts)
+    return [e for e in kept if e.names]
 
 
 EXCERPT_TOP = 400  # the index names an excerpt may show (the most used)

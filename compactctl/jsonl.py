@@ -26,7 +26,7 @@ from .errors import DataError, IOFailure, UsageError
 
 BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # a file Windows PowerShell's `>` wrote, say: named as such, not as bad UTF-8
-UTF16_FIX = "compactctl reads UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
+UTF16 = "the file is UTF-16 (it starts with its byte-order mark); compactctl reads UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
 INPUT_SUFFIXES = (".jsonl", ".json", ".traj")  # what a directory input contributes
 MAX_LINE_ENV = "COMPACTCTL_MAX_LINE_MB"  # refuse a single line (one record) larger than this
 
@@ -109,7 +109,7 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         if lineno == 1 and raw.startswith(UTF16_BOMS):
-            raise DataError(source, lineno, f"the file is UTF-16 (it starts with its byte-order mark); {UTF16_FIX}") from None
+            raise DataError(source, lineno, UTF16) from None
         raise DataError(source, lineno, f"invalid UTF-8 at byte {e.start}") from None
     try:
         # accepts lone surrogates (and integers beyond 64 bits), which orjson rejects; never NaN,

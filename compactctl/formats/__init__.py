@@ -32,8 +32,8 @@ from ..jsonl import (
     MAX_DEPTH,
     MAX_LINE_ENV,
     STDIN,
+    UTF16,
     UTF16_BOMS,
-    UTF16_FIX,
     expand_inputs,
     iter_lines,
     max_line_bytes,
@@ -260,11 +260,7 @@ class Reader:
                 yield from self._line_records(io.BytesIO(data), source)
                 return
             # with --on-error skip: the whole document to rejects, as it is
-            what = (
-                f"the file is UTF-16 (it starts with its byte-order mark); {UTF16_FIX}"
-                if data.startswith(UTF16_BOMS)
-                else f"invalid JSON: {e.msg}"
-            )
+            what = UTF16 if data.startswith(UTF16_BOMS) else f"invalid JSON: {e.msg}"
             self.reject(DataError(source, getattr(e, "lineno", 1), what), data.strip(b"\r\n") or None)
             return
         items = doc if isinstance(doc, list) else [doc]

@@ -81,7 +81,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     except CannotFit as e:
         # What a caller that goes on (--on-error skip) writes instead: pruned and valid, never the raw input; its
         # digests at their size, not the 4x names they kept for a summary that cannot follow.
-        bare, bs = prune(t, counter, dataclasses.replace(popts, protect_tokens=0, vocabulary=False))
+        bare, bs = prune(t, counter, dataclasses.replace(popts, protect_tokens=0, vocabulary=False, keep_last=True))
         fallback, rs = repair(bare, opts.repair_options())
         e.fallback, e.fallback_is = (fallback, bs.archived + rs.archived), CannotFit.fallback_is
         raise

@@ -91,6 +91,29 @@ def test_prune_stops_as_soon_as_it_fits_oldest_first():
     assert len(untouched_outputs) >= 6
 
 
+def test_a_last_output_over_the_tail_is_reduced_and_stays_in_the_tail():
+    """A prefix that ends with a large read (the agent about to edit that file): prune left the last message whole
+    whatever its size, and the plan, which keeps only whole groups that fit its tail, put the read and its call into
+    the summary: the output ended at the summary. Reduced like the older outputs, call and digest stay in the tail."""
+    rows = session(30)[:-1]  # ends with the output of the last read
+    body = "".join(f"def step_{k}(x):\n" + "    x = compute(x, limit=3)  # the same step again\n" * 8 for k in range(40))
+    rows[-1] = res("r29", "def handler_29(): pass\n" + body)
+    t = T(rows)
+    budget = api.Budget(context_window=3000, protect_first=1)
+    assert COUNTER.message(t.messages[-1]) > budget.tail * 1.5  # more than the plan's tail takes
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+    assert rep["status"] == "compacted"
+    k = next(i for i, m in enumerate(out.messages) if is_summary(m))
+    tail = out.messages[k + 1 :]
+    assert [m.role for m in tail][-2:] == ["assistant", "tool"] and tail[-1].text().startswith("[read_file]")
+    assert "src/mod29.py" in tail[-1].text() and "step_1" in tail[-1].text()
+    # with no plan to follow (the output when even a summary cannot fit), the last message stays whole
+    bare, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=0, target=100, keep_last=True))
+    assert bare.messages[-1] is t.messages[-1]
+    pruned, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=0, target=100))
+    assert pruned.messages[-1] is not t.messages[-1]
+
+
 def test_a_command_run_again_says_so():
     """A repeated `pytest -q` was marked "[Superseded — a later call read or wrote the same]": it read and wrote
     nothing; the same call ran again."""

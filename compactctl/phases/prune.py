@@ -94,6 +94,9 @@ class PruneOptions:
     # Over the target after every reduction, digests keep VOCABULARY_FACTOR x their names for the summary that must
     # follow. False: they do not (no summary will: compact's output when even a summary cannot fit).
     vocabulary: bool = True
+    # The last message is left as it is, even a tool's output over protect_tokens. False (with a plan to follow): such an
+    # output is reduced like the older ones, since the plan keeps only whole groups that fit its tail (see _always_kept).
+    keep_last: bool = False
 
 
 @dataclass
@@ -126,15 +129,25 @@ class PruneStats:
         return d
 
 
-def protected_start(counts: list[int], budget: int) -> int:
-    """First index of the recent part whose tokens (`counts`, one per message) fit `budget` (at least the last message)."""
+def protected_start(counts: list[int], budget: int, msgs: list[Message], keep_last: bool = False) -> int:
+    """First index of the recent part whose tokens (`counts`, one per message) fit `budget` (at least the last message,
+    unless it is a tool's output: see `_always_kept`)."""
     n = len(counts)
     total = 0
     i = n
     while i > 0 and total + counts[i - 1] <= budget:
         total += counts[i - 1]
         i -= 1
-    return min(i, max(n - 1, 0))
+    return min(i, _always_kept(msgs, keep_last))
+
+
+def _always_kept(msgs: list[Message], keep_last: bool) -> int:
+    """The index from which prune leaves messages as they are whatever the budget: the last message (the last ask,
+    the agent's last words), but not a tool's output over the budget unless `keep_last`. The plan keeps only whole
+    groups that fit its tail, so such an output kept whole would go to the summary; reduced, its call and the digest
+    stay in the tail."""
+    n = len(msgs)
+    return n if n and msgs[-1].role == "tool" and not keep_last else max(n - 1, 0)
 
 
 # _prune_bounded's way only for a transcript of this many characters a target token (about twice the
@@ -165,9 +178,9 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
         if total <= opts.target:
             st.protected_from = n
             return t, st
-        protect = protected_start(counts, opts.protect_tokens)
+        protect = protected_start(counts, opts.protect_tokens, msgs, opts.keep_last)
     else:
-        protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, {})
+        protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, {}, opts.keep_last)
         total = 0
     st.protected_from = protect
     from .prune_steps import _Context
@@ -402,7 +415,7 @@ def _prune_bounded(t: Transcript, counter: Counter, opts: PruneOptions) -> tuple
             c = exact[i] = counter.message(msgs[i])
         return c
 
-    protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, exact)
+    protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, exact, opts.keep_last)
     st = PruneStats(protected_from=protect)
     from .prune_steps import _Context
 
@@ -488,7 +501,7 @@ def _total_within(counter: Counter, msgs: list[Message], exact: dict[int, int], 
     return total
 
 
-def _protected_start_bounded(msgs: list[Message], counter: Counter, budget: int, exact: dict[int, int]) -> int:
+def _protected_start_bounded(msgs: list[Message], counter: Counter, budget: int, exact: dict[int, int], keep_last: bool = False) -> int:
     """protected_start, counting the message that no longer fits only as far as it takes (message_bound);
     the counts of the ones that fit go into `exact`."""
     n = len(msgs)
@@ -501,7 +514,7 @@ def _protected_start_bounded(msgs: list[Message], counter: Counter, budget: int,
         exact[i - 1] = c
         total += c
         i -= 1
-    return min(i, max(n - 1, 0))
+    return min(i, _always_kept(msgs, keep_last))
 
 
 def _chars(m: Message) -> int:

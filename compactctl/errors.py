@@ -23,13 +23,13 @@ class CompactError(Exception):
 
 
 class DataError(CompactError):
-    """Malformed input, always named by file and line."""
+    """Malformed input, named by file and line (by file alone, line None, for what is wrong with the whole input)."""
 
     exit_code = Exit.DATA
 
-    def __init__(self, source: str, line: int, what: str):
+    def __init__(self, source: str, line: int | None, what: str):
         self.source, self.line, self.what = source, line, what
-        super().__init__(f"{source}:{line}: {what}")
+        super().__init__(f"{source}: {what}" if line is None else f"{source}:{line}: {what}")
 
 
 class UsageError(CompactError):

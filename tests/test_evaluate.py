@@ -87,3 +87,20 @@ def test_strategies_that_no_part_knows_are_usage_errors():
     r = cli("eval", src, "--probes", "--json", "--strategies", "compactctl, masking")  # a space after the comma
     assert r.returncode == 0, r.stderr
     assert set(orjson.loads(r.stdout)["aggregate"]) == {"compactctl", "masking"}
+
+
+def test_eval_of_no_transcript_is_a_data_error_naming_the_input(tmp_path):
+    """An empty file (or one of blank lines) printed the eval's tables with every count 0 and exited 0, as if
+    something had been measured: it is a data error (exit 3) naming the input, and nothing is printed."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n\n")
+    for args in ([str(empty)], [str(empty), "--probes", "--json"], [str(blank), "--continuation"], [str(empty), "--twice"]):
+        r = cli("eval", *args)
+        assert r.returncode == 3 and r.stdout == b"", (args, r.stdout)
+        assert f"{args[0]}: nothing to evaluate: it holds no transcript" in r.stderr.decode(), r.stderr
+    r = cli("eval", str(empty), str(blank))
+    assert r.returncode == 3 and f"{empty}, {blank}: nothing to evaluate" in r.stderr.decode()
+    r = cli("eval", str(empty), str(SAMPLES / "parallel_calls.jsonl"), "--probes", "--json")  # one empty input among others
+    assert r.returncode == 0, r.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import DataError, UsageError
 from .groups import BudgetOptions, SummaryOptions
 
 
@@ -30,6 +30,9 @@ def measure(
 
     counter = budget.counter(inputs)
     originals = list(formats.Reader(warn=warn).read(inputs))
+    if not originals:  # an empty file: the tables came out with every count 0, exit 0, as if measured
+        names = ", ".join("<stdin>" if x == "-" else x for x in inputs) or "<stdin>"
+        raise DataError(names, None, f"nothing to evaluate: {'they hold' if len(inputs) > 1 else 'it holds'} no transcript")
     out: dict[str, Any] = {}
     if continuation:
         out["continuation"] = _continuation(originals, counter, budget, summary, strategies, cuts, window_ratio)

@@ -28,7 +28,7 @@ BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # a file Windows PowerShell's `>` wrote, say: named as such, not as bad UTF-8
 UTF16 = "the file is UTF-16 (it starts with its byte-order mark); compactctl reads UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
 INPUT_SUFFIXES = (".jsonl", ".json", ".traj")  # what a directory input contributes
-MAX_LINE_ENV = "COMPACTCTL_MAX_LINE_MB"  # refuse a single line (one record) larger than this
+MAX_LINE_ENV = "COMPACTCTL_MAX_LINE_MB"  # refuse a single line (one record), or a JSON document read whole, larger than this
 
 
 def max_line_bytes() -> int:

@@ -175,3 +175,37 @@ def test_jsonl_whose_first_line_is_cut_is_still_read_line_by_line(tmp_path):
     assert r.returncode == 3 and "<stdin>:1: truncated JSON" in r.stderr.decode()
     r = cli("repair", "--on-error", "skip", "-", input=data)
     assert r.returncode == 0 and r.stdout == GOOD, r.stderr
+
+
+def test_a_json_document_over_the_line_limit_is_refused_naming_the_file(tmp_path):
+    """$COMPACTCTL_MAX_LINE_MB refused a JSONL line over it, while a .json/.traj document, parsed whole as one line
+    is, was read at any size. A document is held to the same limit, named by file, before it is parsed; JSONL whose
+    first line a crash cut (read line by line) is still held to it line by line."""
+    big = {"history": [{"role": "user", "content": "x" * (3 << 20)}, {"role": "assistant", "content": "ok"}]}
+    traj = tmp_path / "big.traj"
+    traj.write_bytes(orjson.dumps(big, option=orjson.OPT_INDENT_2))
+    size = len(traj.read_bytes())
+    env = {"COMPACTCTL_MAX_LINE_MB": "2"}
+    for args, named in (([str(traj)], str(traj)), (["-"], "<stdin>")):
+        r = cli("repair", *args, env=env, input=traj.read_bytes() if args == ["-"] else None)
+        err = r.stderr.decode()
+        assert r.returncode == 3 and r.stdout == b"", err
+        assert f"{named}: the JSON document is {size:,} bytes, over the limit of 2 MB (2,097,152 bytes)" in err, err
+        assert "COMPACTCTL_MAX_LINE_MB=0" in err and "Traceback" not in err
+    rej = tmp_path / "rejects.json"
+    r = cli("repair", str(traj), "--on-error", "skip", "--rejects", str(rej), env=env)
+    assert r.returncode == 0 and r.stdout == b"" and f"skipped {traj}: the JSON document" in r.stderr.decode(), r.stderr
+    assert rej.read_bytes().rstrip(b"\n") == traj.read_bytes().rstrip(b"\n")  # the whole document, as the other document rejects
+    for limit in ("4", "0"):
+        r = cli("repair", str(traj), env={"COMPACTCTL_MAX_LINE_MB": limit})
+        assert r.returncode == 0 and len(read_jsonl(r.stdout)) == 1, r.stderr  # the trajectory, one record
+    arr = tmp_path / "rows.json"  # an array of records: its elements can be written as JSONL
+    arr.write_bytes(orjson.dumps([{"messages": m} for m in (big["history"], big["history"])]))
+    r = cli("repair", str(arr), env=env)
+    assert r.returncode == 3 and "the JSON document is" in r.stderr.decode() and "jq -c '.[]'" in r.stderr.decode(), r.stderr
+    cut = tmp_path / "cut.jsonl"  # a cut first line, then records: JSONL, each line under the limit
+    cut.write_bytes(
+        b'{"role":"user","content":"cut\n' + b"\n".join(orjson.dumps({"role": "user", "content": "x" * (1 << 20)}) for _ in range(3))
+    )
+    r = cli("repair", "--on-error", "skip", str(cut), env=env)
+    assert r.returncode == 0 and len(read_jsonl(r.stdout)) == 3 and f"{cut}:1: truncated JSON" in r.stderr.decode(), r.stderr

@@ -229,12 +229,7 @@ class Reader:
         for lineno, raw in iter_lines(stream):
             try:
                 if limit and len(raw) > limit:
-                    raise DataError(
-                        source,
-                        lineno,
-                        f"the line is {len(raw):,} bytes, over the limit of {limit / (1 << 20):g} MB ({limit:,} bytes) "
-                        f"for one record (set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory)",
-                    )
+                    raise DataError(source, lineno, _over_limit(len(raw), limit))
                 obj, raw = parse_record(raw, source, lineno, self.warn)
                 if not isinstance(obj, dict):
                     raise DataError(source, lineno, f"expected a JSON object, got {_json_kind(obj)}")
@@ -253,6 +248,11 @@ class Reader:
         but has a later line that is a JSON object alone is JSONL whose first line is broken (cut by a crash): it is
         read line by line, as ever, each bad line named."""
         data = data.removeprefix(BOM)
+        limit = max_line_bytes()
+        if limit and len(data) > limit and not (lines_if_bad and _object_line_after_first(data)):
+            # parsed whole, as one line is: held to the line limit, before it is parsed (to rejects whole, with skip)
+            self.reject(DataError(source, None, _over_limit(len(data), limit, data)), data.strip(b"\r\n"))
+            return
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as e:
@@ -361,6 +361,16 @@ def _opens_document(line: bytes) -> bool:
     not closed on this line (a pretty-printed one; or a JSONL record cut short, which `_document` tells apart)."""
     s = line.removeprefix(BOM).strip()
     return s.startswith(b"[") or (s.startswith(b"{") and not s.endswith(b"}"))
+
+
+def _over_limit(size: int, limit: int, document: bytes | None = None) -> str:
+    """What $COMPACTCTL_MAX_LINE_MB refuses: one line (one record), or a JSON document, which is parsed whole as a
+    line is (a .traj of N MB takes what a line of N MB does)."""
+    what, unit = ("the JSON document", "for a document, which is read whole") if document is not None else ("the line", "for one record")
+    lift = f"set ${MAX_LINE_ENV}=0 to lift it; it needs ~13x its size in memory"
+    if document is not None and document.lstrip().startswith(b"["):  # records in an array: as JSONL, read one by one
+        lift += "; or write its elements as JSONL, read record by record: jq -c '.[]'"
+    return f"{what} is {size:,} bytes, over the limit of {limit / (1 << 20):g} MB ({limit:,} bytes) {unit} ({lift})"
 
 
 def _object_line_after_first(data: bytes) -> bool:

@@ -325,3 +325,38 @@ def _write(tmp_path, rows):
     src = tmp_path / "rollout.jsonl"
     src.write_bytes(lines(rows))
     return src
+
+
+def test_reasoning_with_only_encrypted_content_is_said_when_another_format_cannot_hold_it(tmp_path):
+    """A reasoning item with no summary text, only `encrypted_content` (OpenAI's encrypted reasoning, which only the
+    Responses API reads), was left out of an OpenAI chat or Anthropic output without a word, while one with a
+    summary was carried (as `reasoning_content`) or said (Anthropic). It is said, and counted in `not_carried`;
+    Codex keeps it (the rollout's own line), and its ciphertext is never written as text anywhere."""
+    enc = {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAENCRYPTED"}
+    told = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "**Looking**"}], "encrypted_content": "gAAAX"}
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "response_item", _ui("find the bug")),
+        _line("t2", "response_item", enc),
+        _line("t3", "response_item", _shell("c1", "cat io.py")),
+        _line("t4", "response_item", _out("c1", "print(1)")),
+        _line("t5", "response_item", told),
+        _line("t6", "response_item", enc),
+        _line("t7", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found."}]}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    said = "2 reasoning item with only encrypted content (no summary text; only the Responses API reads it)"
+    for to in ("openai", "anthropic", "claude-code"):
+        r = cli("convert", str(src), "--to", to)
+        assert r.returncode == 0 and b"gAAAENCRYPTED" not in r.stdout, r.stderr
+        assert said in r.stderr.decode(), (to, r.stderr)
+        report = tmp_path / f"r.{to}.jsonl"  # convert writes no report; compact --to does
+        assert cli("compact", str(src), "--to", to, "-o", str(tmp_path / "c.jsonl"), "--report", str(report)).returncode == 0
+        assert orjson.loads(report.read_bytes())["not_carried"][said[2:]] == 2
+    r = cli("convert", str(src), "--to", "codex")
+    assert r.returncode == 0 and r.stdout == src.read_bytes() and b"encrypted" not in r.stderr, r.stderr
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(lines([rows[1], rows[3], rows[4], rows[5], rows[7]]))  # reasoning with a summary only
+    r = cli("convert", str(plain), "--to", "openai")
+    assert r.returncode == 0 and b"encrypted" not in r.stderr, r.stderr

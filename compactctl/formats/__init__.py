@@ -432,6 +432,7 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
         meta = toolspec.convert(meta, source.name, target.name, lost)
         if lost is not None:
             _count_record_keys(meta, target.name, lost)
+            _count_native(t, lost)
         t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
         t.messages = [_portable(m, target.name, source.name, lost) for m in t.messages]  # origins and internals are the old format's
         if lost is not None:
@@ -443,6 +444,17 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
     if source.write is None:  # to names the read-only input format itself
         raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
     return source.write(t)
+
+
+def _count_native(t: Transcript, lost: Counter) -> None:
+    """What of the source format's own lines no message holds, and so no other format gets: Codex's reasoning
+    items with only encrypted content (no summary text stands for them)."""
+    if t.format == "codex":
+        from .codex import ENCRYPTED_ONLY, encrypted_reasoning
+
+        n = encrypted_reasoning(t)
+        if n:
+            lost[ENCRYPTED_ONLY] += n
 
 
 def _count_record_keys(meta: dict, target: str, lost: Counter) -> None:

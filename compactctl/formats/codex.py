@@ -3,7 +3,7 @@
 `response_item` lines carry the history: `message` (input_text / output_text parts), `function_call`
 and `function_call_output` linked by `call_id` (the output is often JSON text with an exit code),
 `custom_tool_call` / `custom_tool_call_output`, and `reasoning` (opaque `encrypted_content`, kept
-as is). A run of reasoning / assistant message / calls becomes one canonical assistant message.
+as is; its summary text is the message's reasoning, and one with none is said when written in another format). A run of reasoning / assistant message / calls becomes one canonical assistant message.
 `session_meta`, `turn_context` and `event_msg` lines are not sent to a model.
 
 A compacted rollout is written the way Codex records its own compaction: a `compacted` line whose
@@ -177,12 +177,7 @@ def messages_from_items(items: list[tuple[int | None, dict]], where: str = "line
 def _add_to_assistant(cur: Message, typ: str, it: dict) -> None:
     """Add a reasoning, message or call item to the assistant message being built."""
     if typ == "reasoning":
-        summary = it.get("summary")
-        text = (
-            "\n".join(s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str))
-            if isinstance(summary, list)
-            else ""
-        )
+        text = _summary_text(it)
         cur.reasoning = (cur.reasoning + "\n" if cur.reasoning else "") + text if text else cur.reasoning
     elif typ == "message":
         c = it.get("content")
@@ -230,6 +225,36 @@ def read(records: Iterator[Record], source: str, layout_: str, reader: Reader) -
     yield Transcript(
         msgs, id=source, source=source, line=linenos[0], format=NAME, layout="session", native=LineLog(lines, start, msg_lines)
     )
+
+
+ENCRYPTED_ONLY = "reasoning item with only encrypted content (no summary text; only the Responses API reads it)"
+
+
+def encrypted_reasoning(t: Transcript) -> int:
+    """The reasoning items of `t`'s messages that hold no summary text, only `encrypted_content`: no reasoning text
+    stands for them, so written in another format they are left out (said: `not_carried`). The message keeps
+    only its source lines or replacement-history items, so they are counted from there."""
+    log = t.native
+    if not isinstance(log, LineLog):
+        return 0
+    history = _history(_compaction(log.lines[log.context_start - 1][1])) if log.context_start else []
+    n = 0
+    for m in t.messages:
+        if m.role == "assistant":
+            items = [_item(log.lines[j][1]) for j in lines_of(m)] + [history[k] for k in _history_of(m) if k < len(history)]
+            n += sum(
+                isinstance(it, dict) and _kind(it) == "reasoning" and not _summary_text(it) and bool(it.get("encrypted_content"))
+                for it in items
+            )
+    return n
+
+
+def _summary_text(it: dict) -> str:
+    """A reasoning item's summary text (its parts' text, a line each)."""
+    summary = it.get("summary")
+    if not isinstance(summary, list):
+        return ""
+    return "\n".join(s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str))
 
 
 def _compaction(obj: dict) -> dict | None:

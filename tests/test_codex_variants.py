@@ -360,3 +360,34 @@ def test_reasoning_with_only_encrypted_content_is_said_when_another_format_canno
     plain.write_bytes(lines([rows[1], rows[3], rows[4], rows[5], rows[7]]))  # reasoning with a summary only
     r = cli("convert", str(plain), "--to", "openai")
     assert r.returncode == 0 and b"encrypted" not in r.stderr, r.stderr
+
+
+def test_session_meta_round_trips_through_codex_and_is_said_where_another_format_leaves_it_out(tmp_path):
+    """A rollout's `session_meta` line (its thread id, cwd, CLI version: what Codex CLI resumes a session by) is kept
+    by `--to codex` and by compaction, first, byte for byte; written in another format, which has no place for it,
+    it was left out without a word: it is said (`not_carried`). A source that has none gets none: Codex's session
+    record needs a thread id, a cwd and a CLI version that compactctl would have to invent (README)."""
+    meta = {"id": "01997e76-d124-7592-9cac-2ec05abbca08", "timestamp": "2025-09-25T01:22:20.068Z", "cwd": "/w", "cli_version": "0.40.0"}
+    rows = [_line("2025-09-25T01:22:20.083Z", "session_meta", meta), _line("t1", "response_item", _ui("find the bug"))]
+    for k in range(1, 30):
+        rows.append(_line(f"t{k + 1}", "response_item", _shell(f"c{k}", f"cat f{k}.py")))
+        rows.append(_line(f"t{k + 1}", "response_item", _out(f"c{k}", f"line of output {k}\n" * 80)))
+    rows.append(_line("tz", "response_item", _ui("LAST ASK")))
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    first = src.read_bytes().split(b"\n", 1)[0]
+    r = cli("convert", str(src), "--to", "codex")
+    assert r.returncode == 0 and r.stdout == src.read_bytes(), r.stderr
+    r = cli("compact", str(src), "--context-window", "3000", "--tail-tokens", "300", "--summary-min", "300", "--summary-max", "600")
+    assert r.returncode == 0 and r.stdout.split(b"\n", 1)[0] == first, r.stderr
+    assert b'"type":"compacted"' in r.stdout
+    said = "1 session_meta line (the rollout's session id, cwd and CLI version: openai has no place for them; left out)"
+    r = cli("convert", str(src), "--to", "openai")
+    assert r.returncode == 0 and said in r.stderr.decode() and b"01997e76" not in r.stdout, r.stderr
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes(lines(rows[1:]))
+    r = cli("convert", str(bare), "--to", "openai")
+    assert r.returncode == 0 and b"session_meta" not in r.stderr, r.stderr
+    r = cli("convert", str(tmp_path / "rollout.jsonl"), "--to", "openai", "-o", str(tmp_path / "o.jsonl"))
+    r = cli("convert", str(tmp_path / "o.jsonl"), "--to", "codex")
+    assert r.returncode == 0 and b"session_meta" not in r.stdout and b"session_meta" not in r.stderr, r.stderr

@@ -432,7 +432,7 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
         meta = toolspec.convert(meta, source.name, target.name, lost)
         if lost is not None:
             _count_record_keys(meta, target.name, lost)
-            _count_native(t, lost)
+            _count_native(t, target.name, lost)
         t = t.evolve(format=target.name, native=None, raw=None, metadata=meta)
         t.messages = [_portable(m, target.name, source.name, lost) for m in t.messages]  # origins and internals are the old format's
         if lost is not None:
@@ -446,15 +446,19 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
     return source.write(t)
 
 
-def _count_native(t: Transcript, lost: Counter) -> None:
+def _count_native(t: Transcript, target: str, lost: Counter) -> None:
     """What of the source format's own lines no message holds, and so no other format gets: Codex's reasoning
-    items with only encrypted content (no summary text stands for them)."""
+    items with only encrypted content (no summary text stands for them), and its session_meta line."""
     if t.format == "codex":
-        from .codex import ENCRYPTED_ONLY, encrypted_reasoning
+        from .codex import ENCRYPTED_ONLY, encrypted_reasoning, session_meta_lines
 
         n = encrypted_reasoning(t)
         if n:
             lost[ENCRYPTED_ONLY] += n
+        n = session_meta_lines(t)
+        if n:
+            where = target.replace("_", "-")
+            lost[f"session_meta line (the rollout's session id, cwd and CLI version: {where} has no place for them; left out)"] += n
 
 
 def _count_record_keys(meta: dict, target: str, lost: Counter) -> None:

@@ -4,7 +4,9 @@
 and `function_call_output` linked by `call_id` (the output is often JSON text with an exit code),
 `custom_tool_call` / `custom_tool_call_output`, and `reasoning` (opaque `encrypted_content`, kept
 as is; its summary text is the message's reasoning, and one with none is said when written in another format). A run of reasoning / assistant message / calls becomes one canonical assistant message.
-`session_meta`, `turn_context` and `event_msg` lines are not sent to a model.
+`session_meta`, `turn_context` and `event_msg` lines are not sent to a model. A rollout written from
+another format has no `session_meta` line: its thread id, cwd and CLI version (what Codex CLI resumes a
+session by) are not in the source, and are not invented.
 
 A compacted rollout is written the way Codex records its own compaction: a `compacted` line whose
 `replacement_history` is the new history (head items + the summary as a user message), then the
@@ -247,6 +249,13 @@ def encrypted_reasoning(t: Transcript) -> int:
                 for it in items
             )
     return n
+
+
+def session_meta_lines(t: Transcript) -> int:
+    """The rollout's `session_meta` lines (its thread id, cwd, CLI version): Codex keeps them, no other format has
+    a place for them."""
+    log = t.native
+    return sum(obj.get("type") == "session_meta" for _, obj in log.lines) if isinstance(log, LineLog) else 0
 
 
 def _summary_text(it: dict) -> str:

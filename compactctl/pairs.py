@@ -19,8 +19,32 @@ Pairing is by position and id, never by guessing:
 
 from __future__ import annotations
 
+import re
+
 from .lean import dataclass
 from .model import Message, ToolCall
+
+# A tool-call id both APIs take: Anthropic's pattern, OpenAI's length (40 at most).
+VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+class NewIds:
+    """New call ids, as `repair` and a conversion (`formats.ids_for`) give them: from the old id's own characters (any
+    other as `_`, cut to 30) and a count over the transcript, `base__N` (`call_ccN` from none); never an id the
+    transcript holds or one given out before."""
+
+    def __init__(self, taken: set) -> None:
+        self.taken = set(taken)
+        self.n = 0
+
+    def new(self, old: str | None) -> str:
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", old)[:30] if old else None  # room for "__N" within 40
+        while True:
+            self.n += 1
+            cand = f"{base}__{self.n}" if base else f"call_cc{self.n}"
+            if cand not in self.taken:
+                self.taken.add(cand)
+                return cand
 
 
 @dataclass(frozen=True, slots=True)

@@ -539,3 +539,35 @@ def test_redacted_thinking_another_api_cannot_hold_is_said(tmp_path, to):
     assert "1 redacted thinking block (encrypted: only Anthropic reads it)" in err, err
     _, err = _convert(tmp_path, write_jsonl(tmp_path / "rt.jsonl", [rec]), "claude-code")
     assert "redacted thinking block" not in err  # Claude Code's lines hold it
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic", "codex"])
+def test_call_ids_over_40_characters_get_the_ids_repair_gives_them(tmp_path, to):
+    """Gemini CLI's call ids (`list_directory-1761594964607-802afbb1c1c44`, 45 characters) are longer than the 40
+    OpenAI takes: `convert` wrote them as they were and said the output breaks the APIs' rules, which `repair`
+    mends by renaming them. A conversion gives them valid ids itself, named as repair names them (the id's own
+    characters cut to 30, `__N`), so `convert` and `repair | convert` write the same ids; their results follow."""
+    import copy
+    import re
+
+    long_ids = ["list_directory-1761594964607-802afbb1c1c44", "run_shell_command-1761595916500-521fefbd026d5"]
+    doc = copy.deepcopy(GEMINI)
+    turn = doc["messages"][1]
+    call = turn["toolCalls"][0]
+    turn["toolCalls"] = [
+        {**call, "id": cid, "result": [{"functionResponse": {**call["result"][0]["functionResponse"], "id": cid}}]}
+        for cid in [*long_ids, "c1"]
+    ]
+    src = tmp_path / "session.json"
+    src.write_bytes(orjson.dumps(doc))
+    out, err = _convert(tmp_path, src, to)
+    assert "breaks the APIs' rules" not in err, err
+    assert cli("repair", "--check", str(out)).returncode == 0
+    [t] = api.read([str(out)])
+    ids = [c.id for m in t.messages for c in m.tool_calls]
+    assert ids == ["list_directory-1761594964607-8__1", "run_shell_command-176159591650__2", "c1"], ids
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,40}", i) for i in ids)
+    assert [m.tool_call_id for m in t.messages if m.role == "tool"] == ids
+    repaired = tmp_path / "repaired.jsonl"
+    assert cli("repair", str(src), "-o", str(repaired)).returncode == 0
+    assert cli("convert", str(repaired), "--to", to, "-q").stdout == out.read_bytes()

@@ -16,7 +16,6 @@ import contextlib
 import io
 import itertools
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -404,9 +403,6 @@ def _json_kind(v: Any) -> str:
     return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(type(v), "null")
 
 
-ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]+")  # the tool_use ids Anthropic's API takes
-
-
 def written_as(fmt: str, to: str | None = None) -> str:
     """The format `write` writes a transcript read as `fmt` in: `to`, else its own, else (read-only) OpenAI chat."""
     if to:
@@ -591,19 +587,19 @@ def _foreign_parts(content: Any) -> bool:
 
 
 def ids_for(messages: list, target: str) -> list:
-    """`messages` with the call ids `convert --to target` gives them (OpenAI chat takes theirs as they are)."""
-    return messages if target == "openai" else _with_ids(messages, strict=target in ("anthropic", "claude_code"))
+    """`messages` with the call ids `convert --to target` gives them: an id longer than the 40 characters OpenAI takes
+    renamed for every target, and for Anthropic's API (and Claude Code) also one it refuses; a call without one
+    given one where results link to calls by id only (not OpenAI chat, whose legacy `function_call` has none)."""
+    return _with_ids(messages, legacy=target != "openai", strict=target in ("anthropic", "claude_code"))
 
 
-def _with_ids(messages: list, strict: bool = False) -> list:
-    """Calls without an id (legacy OpenAI `function_call`s) given one, and their results too, for formats that link
-    results to calls by id only (Anthropic tool_use, Codex call_id); with `strict` (Anthropic's API), also a call
-    whose id Anthropic refuses: reused from an earlier call (OpenAI takes it; results pair with the nearest call
-    of their id) or holding other than letters, digits, `_` and `-`."""
+def _with_ids(messages: list, legacy: bool = True, strict: bool = False) -> list:
+    """Calls given the ids `_ids_to_give` names, and their results too (OpenAI takes a reused id; results pair with
+    the nearest call of their id, and keep pairing so)."""
     from ..model import LEGACY, ToolCall
     from ..pairs import match
 
-    renamed = _ids_to_give(messages, strict)
+    renamed = _ids_to_give(messages, legacy, strict)
     if not renamed:
         return messages
     pairs, _ = match(messages)
@@ -620,21 +616,35 @@ def _with_ids(messages: list, strict: bool = False) -> list:
     return out
 
 
-def _ids_to_give(messages: list, strict: bool) -> dict[tuple[int, int], str]:
-    """{(message, position): new id} for the calls `_with_ids` renames."""
-    used = {c.id for m in messages for c in m.tool_calls if isinstance(c.id, str)}
+def _ids_to_give(messages: list, legacy: bool, strict: bool) -> dict[tuple[int, int], str]:
+    """{(message, position): new id}: with `legacy`, a call without an id (a legacy OpenAI `function_call`) gets one,
+    for formats that link results to calls by id only (Anthropic tool_use, Codex call_id); an id over 40 characters
+    (Gemini CLI's run to 45: OpenAI refuses them) gets a new one, named as `repair` names it (`pairs.NewIds`); with
+    `strict` (Anthropic's API), so does an id reused from an earlier call or holding other than letters, digits,
+    `_` and `-`."""
+    from ..model import LEGACY
+    from ..pairs import NewIds
+
+    ids = NewIds({c.id for m in messages for c in m.tool_calls if isinstance(c.id, str)})
     seen: set = set()
     out: dict[tuple[int, int], str] = {}
     for i, m in enumerate(messages):
         for pos, c in enumerate(m.tool_calls):
             cid = c.id
-            if cid is None:
+            if cid is None and legacy:
                 cid = f"call_legacy_{i}_{pos}"
-            elif strict and (cid in seen or not ANTHROPIC_ID.fullmatch(cid)):
-                base = re.sub(r"[^A-Za-z0-9_-]", "_", cid)[:40] or "call"
-                cid = next(f"{base}_{i}_{pos}{s}" for s in ("", *range(1, 1000)) if f"{base}_{i}_{pos}{s}" not in used)
+            elif isinstance(cid, str) and (legacy or not c.extra.get(LEGACY)) and _renamed(cid, strict, seen):
+                cid = ids.new(cid)
             if cid != c.id:
                 out[(i, pos)] = cid
-                used.add(cid)
+                ids.taken.add(cid)
             seen.add(cid)
     return out
+
+
+def _renamed(cid: str, strict: bool, seen: set) -> bool:
+    """Whether a conversion renames this call id: over 40 characters for any target; for Anthropic's API (`strict`)
+    also one an earlier call used, or holding other than letters, digits, `_` and `-`."""
+    from ..pairs import VALID_ID
+
+    return len(cid) > 40 or (strict and (cid in seen or not VALID_ID.fullmatch(cid)))

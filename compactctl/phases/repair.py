@@ -36,7 +36,7 @@ from ..model import (
     refused_system,
     text_part,
 )
-from ..pairs import match
+from ..pairs import NewIds, match
 from . import Archived, archive
 from .assemble import without_zones
 from .rules import (
@@ -235,9 +235,8 @@ class _Repair:
             archive(t, msgs[i], "repair", self.st.archived)
         self.st.orphan_results_removed = len(orphans)
         self.result_for: dict[tuple[int, int], int] = {(p.call_msg, p.call_pos): p.result for p in pairs}
-        self.used_ids = {c.id for m in msgs for c in m.tool_calls if isinstance(c.id, str)}
+        self.ids = NewIds({c.id for m in msgs for c in m.tool_calls if isinstance(c.id, str)})  # as a conversion names them
         self.seen: set = set()  # call ids given out so far: unique over the whole transcript
-        self.fresh = 0
 
     def mend_parts(self) -> list[Message]:
         """The messages with their text parts' text under "text" and without blank text parts beside other content
@@ -278,14 +277,6 @@ class _Repair:
                 self.st.result_ids_written += 1
             out.append(m)
         return out
-
-    def new_id(self, base: str | None) -> str:
-        base = re.sub(r"[^A-Za-z0-9_-]", "_", base)[:30] if base else None  # room for "__N" within 40
-        while True:
-            self.fresh += 1
-            cand = f"{base}__{self.fresh}" if base else f"call_cc{self.fresh}"
-            if cand not in self.used_ids and cand not in self.seen:
-                return cand
 
     def group(self, i: int, m: Message, placed: list[Message]) -> None:
         """Place assistant message i (its calls fixed) and its results, in call order, on `placed`."""
@@ -357,7 +348,7 @@ class _Repair:
         if is_legacy(c):
             return c
         if not (isinstance(c.id, str) and VALID_ID.fullmatch(c.id)) or c.id in self.seen:
-            c = ToolCall(self.new_id(c.id if isinstance(c.id, str) and c.id else None), c.name, c.arguments, dict(c.extra))
+            c = ToolCall(self.ids.new(c.id if isinstance(c.id, str) and c.id else None), c.name, c.arguments, dict(c.extra))
             self.st.ids_renamed += 1
         self.seen.add(c.id)
         return c

@@ -29,10 +29,9 @@ from ..model import (
     other_content,
     refused_system,
 )
+from ..pairs import VALID_ID as VALID_ID  # noqa: PLC0414 (a tool-call id both APIs take; repair and passthrough read it here)
 from ..pairs import match
 
-# A tool-call id both APIs take: Anthropic's pattern, OpenAI's length (40 at most).
-VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 # A tool name both APIs take, in `tools` and in a conversation's calls alike (Anthropic: "tool_use.name: String
 # should match pattern '^[a-zA-Z0-9_-]{1,64}$'"; OpenAI: letters, digits, _ and -, at most 64).
 VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import sys
@@ -191,6 +192,46 @@ def keep_mode(new: str, target: str) -> None:
         os.chmod(new, stat.S_IMODE(os.stat(target).st_mode))
 
 
+_DESCRIPTOR = re.compile(r"/(?:dev/fd|proc/self/fd|proc/thread-self/fd)/(\d+)")
+
+
+def descriptor(path: str) -> int | None:
+    """The open file of this process a path names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, or a link to
+    one): its number, else None."""
+    p = os.path.abspath(path)
+    for _ in range(8):  # /dev/stdout -> /proc/self/fd/1; a link to a link
+        m = _DESCRIPTOR.fullmatch(p)
+        if m:
+            return int(m[1])
+        if not os.path.islink(p):
+            return None
+        p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+    return None
+
+
+def in_place(path: str) -> bool:
+    """An output written to in place, never renamed over: a device or a pipe (/dev/null, a FIFO), or one of this
+    process's open files by name (/dev/stdout, /dev/fd/1, whatever the shell opened it on: `> out.jsonl` makes it a
+    link to a regular file, and a part file renamed over /dev/stdout replaced the system's link with a file)."""
+    return (os.path.exists(path) and not os.path.isfile(path)) or descriptor(path) is not None
+
+
+def _write_in_place(path: str, src: IO[bytes]) -> None:
+    """Copy `src` to a device, a pipe, or an open descriptor named by path: through the descriptor itself, so that it
+    goes where the shell's redirection points, after what was written there (`2>>log`), truncating nothing."""
+    fd = descriptor(path)
+    if fd is None:
+        with open(path, "wb") as f:
+            shutil.copyfileobj(src, f)
+        return
+    for std in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            if std.fileno() == fd:
+                std.flush()
+    with os.fdopen(os.dup(fd), "wb") as f:
+        shutil.copyfileobj(src, f)
+
+
 class Output:
     """All-or-nothing output: a file is written to a temp file and renamed on success; stdout is
     spooled and copied out only on success when `spool` is set (a failed run prints nothing)."""
@@ -201,8 +242,9 @@ class Output:
         self._tmp_path: str | None = None
         self._special: str | None
         self.spool = spool
-        if self.target and os.path.exists(self.target) and not os.path.isfile(self.target):
-            # A device or a pipe (/dev/stdout, a FIFO): never rename over it; spool, then write once.
+        if self.target and in_place(self.target):
+            # A device, a pipe or an open descriptor (/dev/null, a FIFO, /dev/stdout): never rename over it; spool,
+            # then write once.
             self._special = self.target
             self.target = None
         else:
@@ -246,8 +288,7 @@ class Output:
             self._tmp.seek(0)
             if self._special:
                 try:
-                    with open(self._special, "wb") as f:
-                        shutil.copyfileobj(self._tmp, f)
+                    _write_in_place(self._special, self._tmp)
                 except OSError as e:
                     raise IOFailure(f"{self._special}: {e.strerror or e}") from e
             else:

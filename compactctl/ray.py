@@ -431,13 +431,17 @@ def _write(
     N counting the file's lines that are JSON objects). As the local engine, a file whose every row is an error gets
     no output file (nor keeps an earlier run's)."""
     from .journal import PartFile
+    from .jsonl import Output, in_place
+
+    def side(path: str | None) -> Any:  # a device or an open descriptor (/dev/null, /dev/stderr) is written in place
+        return None if not path else Output(path, spool=False) if in_place(path) else PartFile(path)
 
     current: str | None = None
     number = 0
     target = ""
     out: PartFile | None = None
-    rep = PartFile(report) if report else None
-    rej = PartFile(rejects) if rejects else None
+    rep = side(report)
+    rej = side(rejects)
     try:
         for row in rows:
             path = row["path"]

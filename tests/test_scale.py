@@ -381,6 +381,32 @@ def test_a_device_as_a_side_file_stays_a_device(tmp_path, out):
         assert r.returncode == 0 and stat.S_ISCHR(os.stat(null).st_mode), (side, r.stderr)
 
 
+@pytest.mark.parametrize("out", ["dir", "file"])
+def test_an_open_descriptor_by_name_is_written_where_it_points(tmp_path, out):
+    """`-o /dev/stdout > out.jsonl`, `--report /dev/stderr 2>>log`: the name is a link to the shell's file, a regular
+    one, so the output was a part file beside the link, renamed over it: as root that replaced /dev/stdout with a
+    regular file for the whole machine (a review's run did), else exit 4. Through /dev/fd/N (where no part file can be
+    made, so the test cannot harm the machine): written where the descriptor points, after what was already there."""
+    import subprocess
+    import sys
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    src = tmp_path / "s.jsonl"
+    src.write_bytes((SAMPLES / "long_session.jsonl").read_bytes())
+    args = [sys.executable, "-m", "compactctl", "compact", str(src), "--context-window", "8000", "-q"]
+    want = cli("compact", str(src), "--context-window", "8000", "-q", "--report", str(tmp_path / "r.jsonl"))
+    stdout, log = tmp_path / "stdout", tmp_path / "log"
+    log.write_bytes(b"before\n")
+    dest = ["-o", f"{tmp_path}/o/"] if out == "dir" else ["-o", "/dev/fd/1"]
+    with stdout.open("wb") as o, log.open("ab") as e:
+        p = subprocess.run([*args, *dest, "--report", "/dev/fd/2"], stdout=o, stderr=e, timeout=300)
+    assert p.returncode == 0, log.read_bytes()
+    if out == "file":
+        assert stdout.read_bytes() == want.stdout
+    assert log.read_bytes() == b"before\n" + (tmp_path / "r.jsonl").read_bytes()
+
+
 def test_resume_keeps_one_format_per_output(tmp_path):
     """The format of what the killed run wrote is in its journal: a resumed run still refuses an input of another
     format (it wrote an Anthropic record, then a ShareGPT one, into a file that did not read back)."""

@@ -14,7 +14,7 @@ import orjson
 
 from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
-from ..jsonl import JsonlSink, Output, expand_inputs
+from ..jsonl import JsonlSink, Output, expand_inputs, in_place
 from .base import Done, IOOptions, RunStats, warn
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class _Sinks:
         self.carry: Carry | None = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
         self.archive_ended = False  # the archive's end record is written
         out = io.output
-        journaled = self.journaled = to_dir or (out not in (None, "-") and (not os.path.exists(out) or os.path.isfile(out)))
+        journaled = self.journaled = to_dir or (out not in (None, "-") and not in_place(out))
         if io.resume and not journaled:
             raise UsageError("--resume needs -o FILE or -o DIR/ (stdout cannot be resumed)")
         if not journaled:  # stdout, or a device: written whole (spooled), not resumable
@@ -138,7 +138,7 @@ class _Sinks:
             p = getattr(self.io, k)
             if not p:
                 continue
-            if p == "-" or (os.path.exists(p) and not os.path.isfile(p)):
+            if p == "-" or in_place(p):
                 if self.io.resume and ck:  # spooled and written at the end: what the interrupted run wrote is gone
                     raise UsageError(f"--resume cannot continue --{k} {p}: it is not a regular file; give a file")
                 self.sides[k] = (_archive_sink if k == "archive" else JsonlSink)(p)
@@ -491,8 +491,8 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
     def same(p: str) -> str:
         return os.path.realpath(p)
 
-    def regular(p: str) -> bool:  # devices (/dev/null) and pipes may be shared
-        return not os.path.exists(p) or os.path.isfile(p)
+    def regular(p: str) -> bool:  # devices (/dev/null), pipes and open descriptors (/dev/stderr) may be shared
+        return not in_place(p)
 
     inputs: dict[str, str] = {}
     for f in files:

@@ -172,6 +172,32 @@ def test_a_reader_that_closes_stdout_early_is_exit_4_said_once(tmp_path, streame
     assert err.count(b"broken pipe") == 1 and b"Traceback" not in err and b"Exception ignored" not in err
 
 
+def test_an_error_said_to_a_closed_stderr_keeps_its_exit_code():
+    """`compactctl repair --check f 2>&1 | head -4` (the findings go to stderr): when the reader had closed the pipe
+    by the last line, the error's own message failed to print and typer turned the broken pipe into exit 1,
+    "internal error (a bug)", one run in four; the check's exit 6 (or the error's code) it is."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "class Closed:\n"  # a stderr whose reader left once the findings were read
+        "    def __init__(self, s): self.s = s\n"
+        "    def write(self, t):\n"
+        "        if t.startswith('compactctl: error:'): raise BrokenPipeError(32, 'Broken pipe')\n"
+        "        return self.s.write(t)\n"
+        "    def __getattr__(self, k): return getattr(self.s, k)\n"
+        "sys.stderr = Closed(sys.stderr)\n"
+        "sys.argv = ['compactctl', *sys.argv[1:]]\n"
+        "from compactctl.entry import main\n"
+        "main()\n"
+    )
+    for args, code in ((["repair", "--check", BROKEN], Exit.CHECK_FAILED), (["prune", "missing.jsonl"], Exit.IO)):
+        p = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=120)
+        assert p.returncode == code, (args, p.returncode, p.stderr[-500:])
+        assert b"Traceback" not in p.stderr
+
+
 def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     """The parts and the journal stay for --resume (said on stderr), no temporary file is left, and the resumed
     output is the uninterrupted one."""

@@ -33,7 +33,11 @@ def exit_codes() -> Iterator[None]:
     try:
         yield
     except CompactError as e:
-        print(f"compactctl: error: {e}", file=sys.stderr)
+        try:
+            print(f"compactctl: error: {e}", file=sys.stderr)
+        except OSError:  # stderr's reader left (`2>&1 | head`): the error's own code, not typer's exit 1 for a broken pipe
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())  # nor a failed flush at exit
         raise typer.Exit(int(e.exit_code)) from e
     except BrokenPipeError as e:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more goes to it, not even at exit

@@ -364,6 +364,23 @@ def test_colliding_outputs_are_refused_before_writing(tmp_path):
     assert cli("compact", a, "--context-window", "8000", "--archive", "/dev/null", "--report", "/dev/null").returncode == 0
 
 
+def test_side_files_on_stdout_beside_the_transcripts_are_refused(tmp_path):
+    """`compact d.jsonl --report -` wrote the report lines between the compacted records on stdout (exit 0): the next
+    stage of a pipe failed on them ("cannot tell the transcript format"). Two outputs on stdout are a usage error;
+    one is fine (`-o FILE --report -`)."""
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": tool_session(2)}] * 2)
+    for args in (
+        ["--report", "-"],
+        ["--archive", "-"],
+        ["-o", "-", "--report", "/dev/stdout"],
+        ["-o", str(tmp_path / "o"), "--report", "-", "--rejects", "-"],
+    ):
+        r = cli("compact", str(src), "-q", *args)
+        assert r.returncode == 2 and b"cannot share standard output" in r.stderr and r.stdout == b"", (args, r.stderr)
+    r = cli("compact", str(src), "-q", "-o", str(tmp_path / "o"), "--report", "-")
+    assert r.returncode == 0 and [x["status"] for x in read_jsonl(r.stdout)] == ["not-needed"] * 2
+
+
 @pytest.mark.parametrize("out", ["dir", "file"])
 def test_a_device_as_a_side_file_stays_a_device(tmp_path, out):
     """With -o DIR/ or -o FILE (a journaled run) the archive, report and rejects were part files renamed into place

@@ -14,7 +14,7 @@ import orjson
 
 from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
-from ..jsonl import JsonlSink, Output, expand_inputs, in_place
+from ..jsonl import JsonlSink, Output, descriptor, expand_inputs, in_place
 from .base import Done, IOOptions, RunStats, warn
 
 if TYPE_CHECKING:
@@ -513,6 +513,7 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
     elif io.output not in (None, "-"):
         outs.append(("-o", io.output))
     outs += [(f"--{k}", getattr(io, k)) for k in ("archive", "report", "rejects") if getattr(io, k) not in (None, "-")]
+    _one_on_stdout(io, to_dir)
     owner: dict[str, str] = {}
     for label, p in outs:
         if not regular(p):
@@ -523,6 +524,22 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
         if k in owner:
             raise UsageError(f"{owner[k]} and {label} are the same file ({p}): each output needs its own file")
         owner[k] = f"{label} {p}" if label.startswith("-") else label
+
+
+def _one_on_stdout(io: IOOptions, to_dir: bool) -> None:
+    """`--report -` (or /dev/stdout) with the transcripts on stdout too: report lines between the records, a stream
+    the next stage of a pipe cannot read. One output a stream."""
+    sides = [f"--{k} {getattr(io, k)}" for k in ("archive", "report", "rejects") if getattr(io, k) and _on_stdout(getattr(io, k))]
+    if not to_dir and (io.output is None or _on_stdout(io.output)):
+        sides.insert(0, "the output")
+    if len(sides) > 1:
+        raise UsageError(
+            f"{' and '.join(sides)} cannot share standard output (the lines of one between the other's): give all but one a file"
+        )
+
+
+def _on_stdout(p: str) -> bool:
+    return p == "-" or descriptor(p) == 1
 
 
 def _whole(s: Any) -> bool:

@@ -112,6 +112,8 @@ def test_a_last_output_over_the_tail_is_reduced_and_stays_in_the_tail():
     assert bare.messages[-1] is t.messages[-1]
     pruned, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=0, target=100))
     assert pruned.messages[-1] is not t.messages[-1]
+    every, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=0))  # no target (--prune-all): as before
+    assert every.messages[-1] is t.messages[-1] and every.messages[-3] is not t.messages[-3]
 
 
 def test_a_command_run_again_says_so():

@@ -180,7 +180,8 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
             return t, st
         protect = protected_start(counts, opts.protect_tokens, msgs, opts.keep_last)
     else:
-        protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, {}, opts.keep_last)
+        # No target (--prune-all): no plan is told what fits, so the last message stays as it is.
+        protect = _protected_start_bounded(msgs, counter, opts.protect_tokens, {}, keep_last=True)
         total = 0
     st.protected_from = protect
     from .prune_steps import _Context

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from . import formats
 from .errors import DataError, UsageError
@@ -224,27 +224,54 @@ def _read_archive(archive_path: str) -> list[dict]:
     return entries
 
 
-def restore_file(compacted_path: str, archive_path: str, output: str | None) -> None:
+def restore_file(compacted_path: str, archive_path: str | Sequence[str], output: str | None) -> None:
     """Write the originals of `compacted_path` (a file written with --archive `archive_path`; with
-    -o DIR, any one file of that directory). A truncated, empty or foreign archive is an error."""
+    -o DIR, any one file of that directory). A truncated, empty or foreign archive is an error.
+
+    Several archives are those of a chain's stages (`prune --archive a1 | ... | repair --archive a3`), in the order
+    the stages wrote them: the last one is undone first, each result read back for the one before. Nothing is
+    written unless every step restores."""
+    archives = [archive_path] if isinstance(archive_path, str) else list(archive_path)
+    if not archives:
+        raise UsageError("restore needs an --archive")
+    if len(archives) == 1:
+        _restore_one(compacted_path, compacted_path, archives[0], output)
+        return
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="compactctl-restore-") as tmp:
+        data, name = compacted_path, compacted_path
+        for k, a in enumerate(reversed(archives)):
+            last = k == len(archives) - 1
+            step = output if last else os.path.join(tmp, f"{k}.jsonl")
+            try:
+                name = _restore_one(data, name, a, step)
+            except DataError as e:
+                raise DataError(
+                    e.source if e.source != data else name,
+                    e.line,
+                    f"{e.what} (several archives are undone last first: give them in the order the stages wrote them)",
+                ) from e
+            data = step or ""
+
+
+def _restore_one(data_path: str, name: str, archive_path: str, output: str | None) -> str:
+    """Restore the transcripts of `data_path` (named `name`: the compacted file, or in a chain the output a later
+    stage read) from one archive; returns the name of the input this archive's run read, for an earlier archive."""
     entries = _read_archive(archive_path)
     end = entries[-1]
     sources = end.get("sources") or []
-    transcripts = list(formats.Reader().read([compacted_path]))
+    transcripts = list(formats.Reader().read([data_path]))
     # with -o DIR/ one archive covers several output files: take the records of this file's input
     mine = None
     if len(sources) > 1 and len(transcripts) != end.get("transcripts"):
-        mine = _source_for(compacted_path, sources, end.get("outputs"))
-    by_seq: dict[int, list[dict]] = {}
-    for e in entries[:-1]:
-        if e.get("carried"):  # an earlier archive's originals, still referred to (carry.Carry): not this run's
-            continue
-        if mine is None or e.get("source") == mine:
-            by_seq.setdefault(e["seq"], []).append(e)
+        mine = _source_for(name, sources, end.get("outputs"))
+    by_seq = _by_seq(entries[:-1], mine)
     seqs = sorted(by_seq)
     first_seq = (end.get("first_seq") or {}).get(mine, 0) if mine is not None else 0
     if seqs and first_seq + len(transcripts) <= max(seqs):  # before writing: a wrong archive leaves no output
-        raise DataError(archive_path, 0, f"the archive holds more transcripts than {compacted_path}: is it the right file?")
+        raise DataError(archive_path, 0, f"the archive holds more transcripts than {name}: is it the right file?")
     with Output(output) as out:
         for k, t in enumerate(transcripts):
             got = by_seq.get(first_seq + k, [])
@@ -256,9 +283,22 @@ def restore_file(compacted_path: str, archive_path: str, output: str | None) -> 
                     f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run",
                 )
             lines = next((e for e in got if e.get("type") == "lines"), None)
-            restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, compacted_path)
+            restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, name)
             for line in restored:
                 out.write(line + b"\n")
+    read = mine if mine is not None else (sources[0] if len(sources) == 1 else None)
+    return read if read not in (None, "<stdin>", "-") else name
+
+
+def _by_seq(records: list[dict], mine: str | None) -> dict[int, list[dict]]:
+    """This run's archive records by transcript `seq`: of input `mine` alone when one is named."""
+    by_seq: dict[int, list[dict]] = {}
+    for e in records:
+        if e.get("carried"):  # an earlier archive's originals, still referred to (carry.Carry): not this run's
+            continue
+        if mine is None or e.get("source") == mine:
+            by_seq.setdefault(e["seq"], []).append(e)
+    return by_seq
 
 
 def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:

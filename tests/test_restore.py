@@ -442,3 +442,26 @@ def test_prompts_a_target_writes_otherwise_are_archived(tmp_path, to, prompts):
     assert back.returncode == 0, back.stderr
     if to in ("anthropic", "sharegpt"):  # Claude Code and Codex sessions get new line ids
         assert back.stdout == cli("convert", str(src), "--to", to).stdout
+
+
+def test_the_archives_of_a_chain_restore_together_in_the_order_they_were_written(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", tool_session(30, 4000))
+    a1, a2, a3 = (str(tmp_path / f"a{k}.jsonl") for k in (1, 2, 3))
+    r = cli("prune", str(src), "--archive", a1, "--context-window", "3000")
+    assert r.returncode == 0, r.stderr
+    r = cli("plan", "--context-window", "3000", "--summary-min", "300", input=r.stdout)
+    r = cli("summarize", "--archive", a2, "--context-window", "3000", "--summary-min", "300", input=r.stdout)
+    assert r.returncode == 0, r.stderr
+    r = cli("repair", "--archive", a3, input=r.stdout)
+    assert r.returncode == 0, r.stderr
+    compacted = tmp_path / "c.jsonl"
+    compacted.write_bytes(r.stdout)
+    back = tmp_path / "back.jsonl"
+    r = cli("restore", str(compacted), "--archive", a1, "--archive", a2, "--archive", a3, "-o", str(back))
+    assert r.returncode == 0, r.stderr
+    assert compacted.read_bytes() != src.read_bytes()
+    assert back.read_bytes() == src.read_bytes()  # every stage undone, not the last archive's alone
+    # in the other order the first stage's archive meets the last stage's output: an error saying the order, nothing written
+    other = tmp_path / "other.jsonl"
+    r = cli("restore", str(compacted), "--archive", a3, "--archive", a2, "--archive", a1, "-o", str(other))
+    assert r.returncode == 3 and b"in the order the stages wrote them" in r.stderr and not other.exists()

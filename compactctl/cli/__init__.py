@@ -89,7 +89,14 @@ def convert(inputs: Inputs = None, *, io):
 @app.command()
 def restore(
     compacted: Annotated[str, typer.Argument(help="A file written by compact/prune/summarize/repair.")],
-    archive: Annotated[str, typer.Option("--archive", help="The archive written by that same command.")],
+    archive: Annotated[
+        list[str],
+        typer.Option(
+            "--archive",
+            help="The archive written by that same command. For a chain's stages (prune --archive a1 | ... | repair "
+            "--archive a3), give each, in the order they were written: the last is undone first.",
+        ),
+    ],
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write here instead of stdout.")] = None,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Accepted as by every command (restore writes no notes).")] = False,
 ):

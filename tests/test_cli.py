@@ -317,3 +317,16 @@ def test_a_command_typed_alone_says_it_reads_the_terminal(monkeypatch, capsys):
 
     assert "reading JSONL from the terminal (end with Ctrl-D)" in read(False)
     assert "terminal" not in read(True)
+
+
+@pytest.mark.parametrize("cmd", ["prune", "compact", "convert"])
+def test_rejects_without_on_error_skip_is_a_usage_error(tmp_path, cmd):
+    """`--rejects FILE` without `--on-error skip` wrote an empty file (a bad line stops the run, nothing is ever
+    rejected), though its help says it applies with skip: a usage error, as `--resume` without `-o`, nothing written."""
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    rej, out = tmp_path / "rej.jsonl", tmp_path / "o.jsonl"
+    r = cli(cmd, str(src), "--rejects", str(rej), "-o", str(out))
+    assert r.returncode == 2 and b"--rejects" in r.stderr and b"--on-error skip" in r.stderr, r.stderr
+    assert not rej.exists() and not out.exists()
+    r = cli(cmd, str(src), "--rejects", str(rej), "-o", str(out), "--on-error", "skip")
+    assert r.returncode == 0 and rej.read_bytes() == b"" and out.exists(), r.stderr

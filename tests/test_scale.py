@@ -350,7 +350,7 @@ def test_colliding_outputs_are_refused_before_writing(tmp_path):
     before = sorted(p for p in tmp_path.rglob("*"))
     cases = [
         ([a, b, "-o", f"{tmp_path}/out/"], b"would both be written"),
-        ([a, "-o", str(tmp_path / "o.jsonl"), "--rejects", a], b"is also an input"),
+        ([a, "-o", str(tmp_path / "o.jsonl"), "--on-error", "skip", "--rejects", a], b"is also an input"),
         ([a, "-o", str(tmp_path / "o.jsonl"), "--report", b, b], b"is also an input"),
         ([a, "-o", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "o.jsonl")], b"same file"),
         ([a, "-o", a], b"is also an input"),
@@ -373,7 +373,7 @@ def test_side_files_on_stdout_beside_the_transcripts_are_refused(tmp_path):
         ["--report", "-"],
         ["--archive", "-"],
         ["-o", "-", "--report", "/dev/stdout"],
-        ["-o", str(tmp_path / "o"), "--report", "-", "--rejects", "-"],
+        ["-o", str(tmp_path / "o"), "--report", "-", "--on-error", "skip", "--rejects", "-"],
     ):
         r = cli("compact", str(src), "-q", *args)
         assert r.returncode == 2 and b"cannot share standard output" in r.stderr and r.stdout == b"", (args, r.stderr)
@@ -394,7 +394,7 @@ def test_a_device_as_a_side_file_stays_a_device(tmp_path, out):
     src.write_bytes((SAMPLES / "long_session.jsonl").read_bytes())
     dest = f"{tmp_path}/out/" if out == "dir" else str(tmp_path / "o.jsonl")
     for side in ("--archive", "--report", "--rejects"):
-        r = cli("compact", str(src), "-o", dest, side, str(null), "--context-window", "8000", "-q")
+        r = cli("compact", str(src), "-o", dest, side, str(null), "--context-window", "8000", "-q", "--on-error", "skip")
         assert r.returncode == 0 and stat.S_ISCHR(os.stat(null).st_mode), (side, r.stderr)
 
 

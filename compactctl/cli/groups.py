@@ -56,6 +56,9 @@ def _io(output, from_, to, layout, on_error, rejects, archive, report, quiet, re
 
     if layout not in (None, "session", "dataset"):
         raise UsageError("--layout must be session or dataset")
+    if rejects is not None and on_error is not OnError.skip:
+        # without skip a bad line stops the run and nothing is rejected: the file would only ever be empty
+        raise UsageError(f"--rejects {rejects} writes the lines --on-error skip rejects: add --on-error skip, or leave --rejects out")
     options = {k: v for k, v in (PARAMS.get() or {}).items() if k not in _NOT_IN_OUTPUT}
     return IOOptions(
         output=output,
@@ -94,7 +97,7 @@ IO = Group(
             ("--on-error",),
             "fail: stop at the first bad line, writing nothing. skip: report it and go on.",
         ),
-        Opt("rejects", str, None, ("--rejects",), "With --on-error skip: write the rejected raw lines here."),
+        Opt("rejects", str, None, ("--rejects",), "With --on-error skip (needs it): write the rejected raw lines here."),
         Opt(
             "archive",
             str,

@@ -165,6 +165,37 @@ def test_an_input_whose_every_record_is_rejected_gets_no_output_file(tmp_path, w
         assert {p.name for p in o2.iterdir()} == kept and all(p.stat().st_size for p in o2.iterdir()), cmd
 
 
+@pytest.mark.parametrize("cmd", ["compact", "prune", "convert"])
+def test_an_input_that_holds_no_transcript_is_said_for_either_output(tmp_path, cmd):
+    """An empty input (or blank lines, or lines all rejected as read) gave an empty file with -o FILE and no file with
+    -o DIR/, exit 0, not a word either way, and under -o DIR/ an earlier run's file at its place stayed, passing for
+    this run's (the sinks never saw the input). -o DIR/: no file (as for an input whose every record is rejected), an
+    earlier one removed; -o FILE: written empty (the run's one output); both said on stderr, not with -q."""
+    d = tmp_path / "in"
+    d.mkdir()
+    write_jsonl(d / "a.jsonl", [SMALL])
+    (d / "empty.jsonl").write_bytes(b"")
+    (d / "blank.jsonl").write_bytes(b"\n  \n")
+    (d / "junk.jsonl").write_bytes(b"x\n")  # every line rejected as read (--on-error skip)
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("empty.jsonl", "blank.jsonl", "junk.jsonl"):
+        (out / name).write_bytes(b'{"messages": []}\n')  # an earlier run's outputs
+    r = cli(cmd, str(d), "--on-error", "skip", "-o", f"{out}/")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["a.jsonl"], r.stderr
+    err = r.stderr.decode()
+    for name in ("empty.jsonl", "blank.jsonl", "junk.jsonl"):
+        assert f"{d / name}: gives no transcript: no output file for it" in err and f"{out / name}: removed" in err, err
+    one = tmp_path / "one.jsonl"
+    r = cli(cmd, str(d / "empty.jsonl"), "-o", str(one))
+    assert r.returncode == 0 and one.read_bytes() == b"" and f"{one}: written empty: the input gives no transcript" in r.stderr.decode()
+    r = cli(cmd, str(d / "empty.jsonl"), str(d / "blank.jsonl"), "-o", f"{tmp_path}/o2/", "-q")
+    assert r.returncode == 0 and r.stderr == b"" and not list((tmp_path / "o2").iterdir())
+    r = cli(cmd, str(d / "a.jsonl"), str(d / "empty.jsonl"), "-o", str(one))  # a transcript written: nothing to say
+    assert r.returncode == 0 and b"gives no transcript" not in r.stderr and one.read_bytes()
+
+
 @pytest.mark.parametrize("after", [3, 6, 8])
 def test_resume_over_an_input_whose_every_record_is_rejected(tmp_path, after):
     """Killed before, in and after the input that gives no transcript: --resume neither reads it again nor looks for

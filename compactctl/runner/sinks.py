@@ -320,9 +320,24 @@ class _Sinks:
                 finish_part(target)
             except OSError as e:
                 raise IOFailure(f"{target}: {e.strerror or e}") from e
+        self._say_empty()
         self._remove_unwritten()
         if self.journal is not None:
             self.journal.remove()
+
+    def _say_empty(self) -> None:
+        """What an input that holds no transcript (empty, blank lines, every line rejected as read) gives, said: under
+        -o DIR/ no file (as for an input whose every record is rejected; an earlier run's file there goes too), with
+        -o FILE the file written empty (the run's one output, as stdout gives nothing)."""
+        if self.to_dir:
+            seen = {*self.first_seq, *self.done_files}
+            for f, target in self.targets.items():
+                if f not in seen:  # never gave the run a record: the sinks never opened its file
+                    self.unwritten.append(target)
+                    if not self.io.quiet:
+                        warn(f"{f}: gives no transcript: no output file for it ({target})")
+        elif self.journaled and self.stats.transcripts == 0 and not self.io.quiet:
+            warn(f"{self.io.output}: written empty: the input gives no transcript")
 
     def _remove_unwritten(self) -> None:
         """-o DIR/: an input that gave no transcript has no output; one an earlier run left at its place would pass for

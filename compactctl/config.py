@@ -11,7 +11,8 @@ Where a setting comes from, highest first:
 
 Keys are the long option names of the budget, prune and summary options (`context-window` or
 `context_window`); a repeatable option (keep-tool, drop-tool) takes a list of names in a file and names
-separated by commas in the environment. Any other key that would hold a secret (api_key, token, password...) is refused with
+separated by commas in the environment. A file's value has its TOML type (text where a number or a boolean goes,
+`threshold = "0.4"`, is a wrong type); an environment variable's text is parsed. Any other key that would hold a secret (api_key, token, password...) is refused with
 a warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed. Any other unknown
 key is warned about (with the closest known key) and ignored: a newer version's key does not break an
 older one.
@@ -101,34 +102,18 @@ def project_table(cwd: str | Path | None = None) -> tuple[dict, str] | None:
     return None
 
 
-def _coerce(name: str, kind: Any, value: Any, where: str) -> Any:
-    """A file or environment value as the option's type (env values are strings)."""
+def _coerce(name: str, kind: Any, value: Any, where: str, text: bool = False) -> Any:
+    """A file or environment value as the option's type. `text`: the value is an environment variable's, a string
+    to parse (`COMPACTCTL_THRESHOLD=0.4`); a file's has a TOML type, and a string where a number or a boolean goes
+    (`threshold = "0.4"`) is a wrong type, as `no-dedup = 1` is."""
     try:
         if isinstance(kind, type) and issubclass(kind, Enum):
             choices = [m.value for m in kind]
             if value not in choices:
                 raise ValueError(f"one of {', '.join(choices)}")
             return value
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                return value.lower() in ("1", "true", "yes", "on")
-            raise ValueError("true or false")
-        if kind is int:
-            if isinstance(value, bool) or not isinstance(value, int | str):
-                raise ValueError("an integer")
-            try:
-                return int(value)
-            except ValueError:
-                raise ValueError("an integer") from None
-        if kind is float:
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise ValueError("a number")
-            try:
-                return float(value)
-            except ValueError:
-                raise ValueError("a number") from None
+        if kind in (bool, int, float):
+            return _scalar(kind, value, text)
         if getattr(kind, "__origin__", None) is list:
             return _names(value)
         if not isinstance(value, str):
@@ -136,6 +121,37 @@ def _coerce(name: str, kind: Any, value: Any, where: str) -> Any:
         return value
     except ValueError as e:
         raise UsageError(f"{where}: {name} = {value!r} is not valid (expected {e})") from None
+
+
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number"}
+
+
+def _scalar(kind: type, value: Any, text: bool) -> Any:
+    """A boolean, integer or number: of that TOML type in a file (an integer for a number too), parsed from text in the
+    environment."""
+    expected = _EXPECTED[kind]
+    if isinstance(value, str):
+        if not text:  # a quoted value in a file: said how to write it, when it would parse
+            try:
+                parsed = _scalar(kind, value, True)
+            except ValueError:
+                raise ValueError(expected) from None
+            raise ValueError(f"{expected}, not text: {str(parsed).lower() if kind is bool else value.strip()}, without quotes")
+        if kind is bool:
+            if value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                return value.lower() in ("1", "true", "yes", "on")
+            raise ValueError(expected)
+        try:
+            return kind(value)
+        except ValueError:
+            raise ValueError(expected) from None
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ValueError(expected)
+    if isinstance(value, bool) or not isinstance(value, (int,) if kind is int else (int, float)):
+        raise ValueError(expected)
+    return kind(value)
 
 
 def _names(value: Any) -> list[str]:
@@ -183,7 +199,7 @@ def resolve(
     for name, (kind, _) in kinds.items():
         for var in (f"COMPACTCTL_{name.upper()}", *ENV_ALIASES.get(name, ())):
             if env.get(var):
-                out[name] = Setting(name, _coerce(var, kind, env[var], f"${var}"), f"env:{var}")
+                out[name] = Setting(name, _coerce(var, kind, env[var], f"${var}", text=True), f"env:{var}")
                 break
     return out
 

@@ -426,3 +426,30 @@ def test_repeatable_tool_options_from_a_file_or_the_environment(tmp_path):
     (tmp_path / "compactctl.toml").write_text("drop-tool = [1]\n")
     bad = run_in(tmp_path, *args, env=env)
     assert bad.returncode == 2 and b"drop-tool = [1] is not valid (expected a list of tool names)" in bad.stderr
+
+
+def test_a_file_value_of_the_wrong_toml_type_is_refused_and_the_environments_text_parsed(tmp_path):
+    """A file took `threshold = "0.4"` and `no-dedup = "yes"` (text, parsed as the environment's strings are) but
+    refused `no-dedup = 1`, where the README says a wrong type is a usage error: a file's value has a TOML type, and
+    text where a number or a boolean goes is refused too, saying how to write it; the environment's strings parse."""
+    opts = [*OPTS, ("no_dedup", bool, False)]
+    for content, what in (
+        ('threshold = "0.4"\n', "threshold = '0.4' is not valid (expected a number, not text: 0.4, without quotes)"),
+        ('no_dedup = "yes"\n', "no_dedup = 'yes' is not valid (expected true or false, not text: true, without quotes)"),
+        ('jobs = "2"\n', "jobs = '2' is not valid (expected an integer, not text: 2, without quotes)"),
+        ("no_dedup = 1\n", "no_dedup = 1 is not valid (expected true or false)"),
+        ('threshold = "high"\n', "threshold = 'high' is not valid (expected a number)"),
+    ):
+        (tmp_path / "compactctl.toml").write_text(content)
+        with pytest.raises(UsageError) as e:
+            config.resolve(opts, cwd=tmp_path, environ={})
+        assert str(e.value) == f"{tmp_path / 'compactctl.toml'}: {what}"
+    (tmp_path / "compactctl.toml").write_text("threshold = 1\nno_dedup = true\njobs = 2\n")  # an integer is a number
+    s = config.resolve(opts, cwd=tmp_path, environ={})
+    assert (s["threshold"].value, s["no_dedup"].value, s["jobs"].value) == (1.0, True, 2)
+    env = {"COMPACTCTL_THRESHOLD": "0.4", "COMPACTCTL_NO_DEDUP": "yes", "COMPACTCTL_JOBS": "3"}
+    s = config.resolve(opts, cwd=tmp_path, environ=env)
+    assert (s["threshold"].value, s["no_dedup"].value, s["jobs"].value) == (0.4, True, 3)
+    (tmp_path / "compactctl.toml").write_text('no-dedup = "yes"\n')  # the command line says it, exit 2
+    r = run_in(tmp_path, "prune", str(write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hi"}])), env=_cfg_env(tmp_path))
+    assert r.returncode == 2 and b"no-dedup = 'yes' is not valid" in r.stderr, r.stderr

@@ -11,7 +11,7 @@ import pytest
 
 from compactctl import api
 
-from .conftest import cli, proc, tool_session, write_jsonl
+from .conftest import SAMPLES, cli, proc, tool_session, write_jsonl
 
 SMALL = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
 BAD = {
@@ -404,7 +404,6 @@ def test_a_fatal_error_keeps_the_side_files_of_what_stdout_got(server, tmp_path)
 def test_an_error_in_a_later_file_under_o_dir_writes_nothing(tmp_path):
     """-o DIR/ with --on-error fail: a bad line in the second file left the first file's output in place (its
     archive removed); every file is renamed into place only when the run ends."""
-    from .conftest import SAMPLES
 
     din = tmp_path / "in"
     din.mkdir()
@@ -421,7 +420,6 @@ def test_an_error_in_a_later_file_under_o_dir_writes_nothing(tmp_path):
 
 
 def test_an_input_given_twice_is_refused_before_anything_is_written(tmp_path):
-    from .conftest import SAMPLES
 
     din = tmp_path / "in"
     din.mkdir()
@@ -475,6 +473,28 @@ def test_a_record_refused_for_its_format_gets_no_written_as_note(tmp_path):
     assert r.returncode == 2 and "inputs of different formats cannot share one output" in err and "error flag" not in err
     r = cli("repair", str(gemini), "-o", str(tmp_path / "g.out.jsonl"))
     assert r.returncode == 0 and "written as openai: 1 error flag of a tool result" in r.stderr.decode()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_session_file_that_cannot_share_stdout_is_refused_naming_both_formats(tmp_path, workers):
+    """A Claude Code session and an Anthropic file on one stdout were refused with "several session files cannot share
+    one output in this format", naming neither file nor format (and "session files" when the other was a dataset):
+    the refusal names the session file, what it is read and written as, and what the other inputs are."""
+    session = SAMPLES / "claude_code_session.jsonl"
+    anthropic = SAMPLES / "anthropic_session.jsonl"
+    r = cli("prune", str(session), str(anthropic), "--workers", workers)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and r.stdout == b"", err
+    assert f"{session} is a claude-code session and {anthropic} an anthropic session: " in err, err
+    assert "give -o DIR/ (one output per input), or convert with --to openai" in err
+    dataset = SAMPLES / "dataset.jsonl"
+    r = cli("compact", str(dataset), str(anthropic), "--workers", workers, "-q")
+    err = r.stderr.decode()
+    assert r.returncode == 2 and f"{anthropic} is an anthropic session and {dataset} an openai dataset: " in err, err
+    plain = SAMPLES / "long_session.jsonl"
+    r = cli("convert", str(plain), str(SAMPLES / "parallel_calls.jsonl"), "--to", "anthropic")
+    err = r.stderr.decode()
+    assert r.returncode == 2 and f"{plain} is an openai session (written as anthropic) and " in err, err
 
 
 def test_a_read_only_format_shares_an_output_with_what_it_is_written_as(tmp_path):

@@ -19,8 +19,8 @@ from ..errors import CompactError, Exit
 from ..jsonl import STDIN, expand_inputs
 from ..model import Transcript
 from .base import Done, IOOptions, Result, RunStats, _Ctx, say_notes, warn
-from .engines import PruneJob, _materialize, _processes, _serial, _threads
-from .inputs import LAZY_FORMATS, Item, Lazy, _items, _peek, _Rejects
+from .engines import PruneJob, SharedSession, _materialize, _processes, _serial, _threads
+from .inputs import LAZY_FORMATS, Item, Lazy, _items, _peek, _Rejects, kind_of
 from .sinks import _Sinks, _targets, check_collisions
 
 # Imported from here by the CLI, the record API, Ray and the tests: the names as they were in runner.py.
@@ -72,6 +72,14 @@ def _say_nothing_written(e: Exception, io: IOOptions, read: int) -> None:
     with that exit code) says that nothing was written and how to write the others."""
     if isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail" and read > 1:
         e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
+
+
+def _described(e: SharedSession, files: list[str], io: IOOptions) -> SharedSession:
+    """A session file that cannot share the output, with what the other inputs are (their first records read again:
+    on this error only)."""
+    reader = formats.Reader(on_error="skip", fmt=io.fmt_from, layout=io.layout, warn=lambda _: None)
+    kinds = [(f, k) for f in files if f not in (e.source, STDIN) for k in [kind_of(reader, f)] if k is not None]
+    return e.described(kinds)
 
 
 def run(
@@ -128,6 +136,10 @@ def run(
         stats.skipped_lines = reader.skipped  # the archive's end record counts them
         say_notes(rejects.take_notes())  # of the lines after the last transcript
         sinks.finish(rejects.take())
+    except SharedSession as e:
+        say_notes(rejects.take_notes())
+        sinks.fail(interrupted=False, error=e)
+        raise _described(e, files, io) from None
     except Exception as e:
         say_notes(rejects.take_notes())  # read before the error
         sinks.fail(interrupted=False, error=e)

@@ -270,6 +270,8 @@ def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tupl
                 break
             done.append(_process(seq, t, work, ctx))
         return done
+    except SharedSession:
+        raise  # pickles as it is (its __reduce__): the run names the other inputs' formats in it
     except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code and text
         return ("error", int(e.exit_code), str(e))
 
@@ -464,8 +466,38 @@ def _empty_log_as_itself(t: Transcript, fmt: str) -> None:
         raise DataError(t.source or t.id, t.line or 1, f"no user or assistant message: an empty session, nothing to write as {where}")
 
 
+class SharedSession(UsageError):
+    """A session file among several inputs on one output, in a format that cannot write it as one record of it. The
+    run names the other inputs' formats too (`described`): this one is known where the work runs, they where it reads."""
+
+    def __init__(self, source: str, read_as: str, written_as: str, others: str = "") -> None:
+        self.source, self.read_as, self.written_as = source, read_as, written_as
+        kind = _a(read_as.replace("_", "-") + " session") + (
+            "" if written_as == read_as else f" (written as {written_as.replace('_', '-')})"
+        )
+        super().__init__(
+            f"{source} is {kind}{others}: several inputs share one output as records of a dataset, and only OpenAI chat "
+            "writes a session file as one: give -o DIR/ (one output per input), or convert with --to openai"
+        )
+
+    def __reduce__(self):  # from a worker process as it was raised
+        return type(self), (self.source, self.read_as, self.written_as)
+
+    def described(self, kinds: list[tuple[str, str]]) -> SharedSession:
+        """The same error naming the other inputs' formats: (file, "anthropic session") pairs, at most three named."""
+        named = [f"{f} {_a(kind)}" for f, kind in kinds[:3]] + ([f"{len(kinds) - 3} more"] if len(kinds) > 3 else [])
+        if not named:
+            return self
+        others = ", ".join(named[:-1]) + (" and " if len(named) > 1 else "") + named[-1]
+        return SharedSession(self.source, self.read_as, self.written_as, f" and {others}")
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[:1] in "aeiou" else "a ") + kind
+
+
 def _as_dataset_record(t: Transcript, fmt: str) -> Transcript:
     """A session as one record of the shared output; `fmt`: the format it is written in."""
     if fmt != "openai":
-        raise UsageError("several session files cannot share one output in this format: give -o DIR/, or convert with --to openai")
+        raise SharedSession(t.source or t.id, t.format, fmt)
     return t.evolve(layout="dataset", metadata={"source": t.source, "messages": None}, native=None)

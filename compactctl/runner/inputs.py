@@ -88,6 +88,25 @@ def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Laz
             stream.close()
 
 
+def kind_of(reader: formats.Reader, name: str) -> str | None:
+    """What a file is read as, from its first records ("anthropic session", "openai dataset"); None when they do not
+    tell, or it cannot be read (what is said of a file in another's error, never an error of its own)."""
+    from ..errors import CompactError
+
+    try:
+        stream = open_input(name)
+    except (CompactError, OSError):
+        return None
+    try:
+        records = reader._json_records(stream, name) if name.endswith((".json", ".traj")) else reader._records(stream, name)
+        found = reader.detect_records(records, name)
+    except (CompactError, OSError, ValueError):
+        return None
+    finally:
+        stream.close()
+    return None if found is None else f"{found[0].NAME.replace('_', '-')} {found[1]}"
+
+
 def _items(reader: formats.Reader, files: list[str], rejects: _Rejects, seq0: int, skip: int, skip_key: str | None) -> Iterator[Item]:
     seq = seq0
     skipped = 0

@@ -246,11 +246,11 @@ def run_files(
     by_abs = {os.path.abspath(f): targets[f] for f in files}
     stats = {"records": 0, "errors": 0, "shards": 0}
     if not source.ranges:  # empty files only
-        return _write(iter(()), by_abs, report, rejects, stats, names)
+        return _write(iter(()), by_abs, report, rejects, stats, names, quiet)
     out = ray.data.read_datasource(
         source, num_cpus=1, override_num_blocks=len(source.ranges), **({"concurrency": workers} if workers else {})
     )
-    return _write(_rows(out), by_abs, report, rejects, stats, names)
+    return _write(_rows(out), by_abs, report, rejects, stats, names, quiet)
 
 
 MIN_RANGE = 1 << 20
@@ -424,12 +424,30 @@ def _close(out: Any, target: str) -> None:
         os.unlink(target)
 
 
+def _no_rows(targets: dict[str, str], seen: set[str], names: dict[str, str], quiet: bool) -> None:
+    """The inputs that gave no row (no transcript): no output file, an earlier run's removed, said as the local engine says it."""
+    from .runner.base import warn
+
+    for path, target in targets.items():
+        if path not in seen:
+            _close(None, target)
+            if not quiet:
+                warn(f"{names.get(path, path)}: gives no transcript: no output file for it ({target})")
+
+
 def _write(
-    rows: Iterator[dict], targets: dict[str, str], report: str | None, rejects: str | None, stats: dict[str, int], names: dict[str, str]
+    rows: Iterator[dict],
+    targets: dict[str, str],
+    report: str | None,
+    rejects: str | None,
+    stats: dict[str, int],
+    names: dict[str, str],
+    quiet: bool = True,
 ) -> dict[str, int]:
     """The rows to their files, in order; each report names its transcript as the local engine does (file.jsonl#N,
     N counting the file's lines that are JSON objects). As the local engine, a file whose every row is an error gets
-    no output file (nor keeps an earlier run's)."""
+    no output file (nor keeps an earlier run's), and one that gives no row at all (empty, blank lines) neither, which
+    is said unless `quiet`."""
     from .journal import PartFile
     from .jsonl import Output, in_place
 
@@ -442,10 +460,12 @@ def _write(
     out: PartFile | None = None
     rep = side(report)
     rej = side(rejects)
+    seen: set[str] = set()
     try:
         for row in rows:
             path = row["path"]
             if path != current:
+                seen.add(path)
                 _close(out, target)
                 out, current, number = None, path, 0
                 target = targets.get(path) or targets.get(os.path.abspath(path)) or ""
@@ -466,6 +486,7 @@ def _write(
                     rep.write(_numbered(row[REPORT], names.get(path, path), number + 1).encode() + b"\n")
             number += bool(row[COUNTED])
         _close(out, target)
+        _no_rows(targets, seen, names, quiet)
         for p in (rep, rej):
             if p is not None:
                 p.commit()

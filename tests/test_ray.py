@@ -258,3 +258,18 @@ def test_an_input_whose_every_row_is_an_error_gets_no_file(tmp_path, monkeypatch
     assert stats == {"records": 4, "errors": 3, "shards": 1}
     assert {p.name: p.read_bytes() for p in (tmp_path / "ray").iterdir()} == {p.name: p.read_bytes() for p in (tmp_path / "cli").iterdir()}
     assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == ["b.jsonl"]
+
+
+def test_an_input_that_gives_no_row_gets_no_file_and_is_said(tmp_path, capsys):
+    """An empty input gave Ray no row, so the driver never saw it: an earlier run's file at its place stayed and
+    passed for this run's output, and nothing was said (the local engine removes it and says so)."""
+    empty, full = str(tmp_path / "in" / "empty.jsonl"), str(tmp_path / "in" / "full.jsonl")
+    out = tmp_path / "ray"
+    out.mkdir()
+    (out / "empty.jsonl").write_bytes(b"an earlier run's\n")
+    targets = {empty: str(out / "empty.jsonl"), full: str(out / "full.jsonl")}
+    row = {"path": full, "text": b'{"messages": []}', cray.STATUS: "ok", cray.REPORT: "{}", cray.COUNTED: True}
+    stats = {"records": 0, "errors": 0, "shards": 0}
+    cray._write(iter([row]), targets, None, None, stats, {empty: "in/empty.jsonl", full: "in/full.jsonl"}, quiet=False)
+    assert sorted(p.name for p in out.iterdir()) == ["full.jsonl"]
+    assert f"in/empty.jsonl: gives no transcript: no output file for it ({out / 'empty.jsonl'})" in capsys.readouterr().err

@@ -20,7 +20,7 @@ Behaviour is chosen by the requested model name:
   cut        a structured answer stopped mid-line, finish_reason "length" (cut at max_tokens)
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
-Every request body is kept raw in `raw` (bytes), for the secrets suite.
+Every request body is kept raw in `raw` (bytes), for the secrets suite; its Authorization header in `auth`.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class Server:
     def __init__(self, latency: float = 0.0):
         self.requests: list[dict] = []
         self.raw: list[bytes] = []
+        self.auth: list[str | None] = []  # each request's Authorization header
         self.latency = latency
         self.lock = threading.Lock()
         self.seen: set[str] = set()
@@ -88,6 +89,7 @@ class Server:
                 with outer.lock:
                     outer.requests.append(body)
                     outer.raw.append(data)
+                    outer.auth.append(self.headers.get("Authorization"))
                 model = body["model"]
                 if model.startswith("error"):
                     return self._send(int(model[5:8]), {"error": {"message": f"status {model[5:8]}"}}, {"retry-after-ms": "10"})

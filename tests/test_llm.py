@@ -378,3 +378,14 @@ def test_the_llm_summary_lists_the_commands_its_answer_leaves_out_with_their_exi
     order = [int(ln.split("handle_event_")[1].split()[0]) for ln in listed if "handle_event_" in ln]
     assert order == sorted(order)  # in the order they ran
     assert COUNTER.text(summary) <= rep["summary_budget"]
+
+
+def test_without_an_api_key_the_summarizer_takes_openai_api_key_as_the_openai_client_does(server, monkeypatch):
+    """A library user's LLMSummarizer(model, base_url=...) sent the key "not-needed" whatever $OPENAI_API_KEY held:
+    an endpoint that wants the key refused it (LLMAuthError, "check OPENAI_API_KEY"). The CLI passes the key itself."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    api.compact(transcript(), COUNTER, LLMSummarizer("good", server.url), api.CompactOptions(BUDGET))
+    api.compact(transcript(), COUNTER, LLMSummarizer("good", server.url, "sk-given"), api.CompactOptions(BUDGET))
+    monkeypatch.delenv("OPENAI_API_KEY")
+    api.compact(transcript(), COUNTER, LLMSummarizer("good", server.url), api.CompactOptions(BUDGET))  # a local server needs none
+    assert server.auth == ["Bearer sk-from-the-environment", "Bearer sk-given", "Bearer not-needed"]

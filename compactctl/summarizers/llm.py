@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import sys
@@ -203,7 +204,10 @@ class LLMSummarizer:
         self._cache, self.llm_context = cache, llm_context
         self._open_cache: Callable[[], SummaryCache | None] | None = None  # from_options: opens the cache at its first use
         self._cache_lock = threading.Lock()
-        self._client_args = {"base_url": base_url, "api_key": api_key or "not-needed", "timeout": timeout, "max_retries": retries}
+        # No key given: $OPENAI_API_KEY, as the openai client takes it (the CLI passes it), else a placeholder for a
+        # local server that wants none (the client refuses to be made without one).
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        self._client_args = {"base_url": base_url, "api_key": key, "timeout": timeout, "max_retries": retries}
         # The client is made by the first call (the openai package takes ~0.6 s to import): a run that makes
         # none (every transcript fits, or the cache answers) never imports it.
         self._client = None

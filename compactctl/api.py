@@ -94,13 +94,13 @@ def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None,
             if getattr(opts, "instructions", None):
                 say("--instructions: the offline summarizer cannot follow free-text instructions; they are used only by an LLM")
         return OfflineSummarizer()
-    from .summarizers.llm import LLMSummarizer
+    from .summarizers.llm import LLMSummarizer, shown_url
 
     if not (opts.api_key or opts.base_url):  # the transcript would go to the OpenAI API with no key, to be refused
         raise UsageError("--summarizer llm needs an endpoint: --base-url (or $OPENAI_BASE_URL), or $OPENAI_API_KEY for the OpenAI API")
     s = LLMSummarizer.from_options(opts, model, warn=warn)
     if say:
-        say(f"summarizer: llm ({s.model} at {s.base_url or 'the OpenAI API'})")
+        say(f"summarizer: llm ({s.model} at {shown_url(s.base_url)})")
     return s
 
 

@@ -309,3 +309,16 @@ def test_a_cut_through_a_quoted_high_entropy_string_sees_its_closing_quote():
     i = t.find(s)
     for n in range(i + 8, i + 60):
         assert cut(t, n).startswith('const KEY = "[REDACTED HIGH-ENTROPY STRING]')
+
+
+def test_credentials_in_the_base_url_are_never_said_on_stderr(tmp_path):
+    """`--base-url https://user:password@host/v1` (config.py warns that it carries credentials) was said whole in the
+    "summarizer: llm (... at URL)" line and in a 404's error: the password on stderr, in CI logs."""
+    src = _session(tmp_path)
+    with Server() as server:
+        url = server.url.replace("http://", "http://me:pw-5ecret-x@") + "?api-key=q-5ecret-x"
+        for model, code in (("good", 0), ("error404", 7)):
+            r = cli("compact", str(src), "--context-window", "3000", "--base-url", url, "--llm-model", model, "--no-cache")
+            err = r.stderr.decode()
+            assert r.returncode == code, err
+            assert "5ecret" not in err and "summarizer: llm" in err and "127.0.0.1" in err, err

@@ -170,6 +170,17 @@ def chunk(blocks: list[str], counter: Counter, limit: int) -> list[str]:
     return chunks or [""]
 
 
+def shown_url(url: str | None) -> str:
+    """An endpoint as said on stderr: its credentials (`user:password@`, a token before `@`, `?api-key=`) redacted."""
+    if not url:
+        return "the OpenAI API"
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    if "@" in host:
+        host = "[REDACTED]@" + host.rsplit("@", 1)[1]
+    return redact(f"{scheme}{sep}{host}{slash}{path}")
+
+
 def _refused_credentials(e: Exception) -> bool:
     """A 401 or 403 from the endpoint (an openai error: the package is imported once a call was made)."""
     openai = sys.modules.get("openai")
@@ -248,7 +259,9 @@ class LLMSummarizer:
                 try:
                     self._client = openai.OpenAI(**self._client_args)
                 except Exception as e:  # noqa: BLE001 - whatever the client's own checks raise
-                    raise UsageError(f"the LLM client refused its options (--base-url {self.base_url!r}?): {type(e).__name__}: {e}") from e
+                    raise UsageError(
+                        f"the LLM client refused its options (--base-url {shown_url(self.base_url)!r}?): {type(e).__name__}: {redact(str(e))}"
+                    ) from e
         return self._client
 
     @classmethod
@@ -438,7 +451,7 @@ class LLMSummarizer:
             return text
         if missing == models:  # a configuration error, not an outage: every transcript would be summarized offline
             raise LLMAuthError(
-                f"the LLM endpoint {self.base_url or 'api.openai.com'} answered 404 for {' and '.join(dict.fromkeys(missing))}: "
+                f"the LLM endpoint {shown_url(self.base_url or 'https://api.openai.com/v1')} answered 404 for {' and '.join(dict.fromkeys(missing))}: "
                 f"no such model, or no such path; check --llm-model (or --model){' and --fallback-model' if len(models) > 1 else ''} "
                 f"and --base-url ({stats['warnings'][-1]})"
             )

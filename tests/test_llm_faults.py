@@ -363,3 +363,19 @@ def test_a_think_tag_in_the_summarys_own_text_is_kept():
     text = "## Active Task\nfix the parser that drops <think> blocks\n## Goal\nparse"
     assert _without_reasoning(text) == text
     assert _without_reasoning("<think>\n## Goal\ndraft\n</think>\n" + text) == text
+
+
+def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarizer():
+    """LLMSummarizer chains a SIGINT handler that cancels the calls in flight; over SIG_IGN (a pool worker whose parent
+    takes Ctrl-C, a job a script sent to the background) it raised KeyboardInterrupt all the same: the process died."""
+    code = (
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from compactctl.summarizers.llm import LLMSummarizer\n"
+        "LLMSummarizer('m', 'http://127.0.0.1:9/v1')\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(0.2)\n"
+        "print('still here', signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == b"still here True\n", r.stderr.decode()

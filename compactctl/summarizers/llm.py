@@ -73,11 +73,11 @@ DEADLINE_SLACK = 10.0  # at most this many seconds (and at most timeout + 1) add
 
 def _install_sigint() -> None:
     """Chain a SIGINT handler that sets CANCEL, so worker threads waiting on the endpoint give up at
-    once instead of keeping the process alive until their requests end (--jobs)."""
+    once instead of keeping the process alive until their requests end (--jobs). Not over SIG_IGN."""
     if threading.current_thread() is not threading.main_thread():
         return
     prev = signal.getsignal(signal.SIGINT)
-    if getattr(prev, "_compactctl", False):
+    if getattr(prev, "_compactctl", False) or prev == signal.SIG_IGN:  # a process that ignores Ctrl-C keeps ignoring it
         return
 
     def handler(signum, frame):

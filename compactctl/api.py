@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import os
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from . import formats
 from .errors import DataError, UsageError
@@ -72,9 +75,19 @@ __all__ = [
 ]
 
 
-def read(paths: list[str], **reader_options) -> list[Transcript]:
-    """Read transcripts (any known format) from files, directories or '-'."""
-    return list(formats.Reader(**reader_options).read(paths))
+def read(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **reader_options: Any) -> list[Transcript]:
+    """Read transcripts (any known format) from one path or several: files, directories or '-' (stdin). No path
+    reads nothing. `reader_options` are formats.Reader's (`on_error="skip"`, `fmt=`, ...); what it says (a record
+    skipped, a Claude Code session's abandoned branches) goes to `warnings.warn`, or to `warn=` if given."""
+    names = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
+    if not names:
+        return []
+    reader_options.setdefault("warn", _warn)
+    return list(formats.Reader(**reader_options).read(names))
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, stacklevel=2)
 
 
 def write(t: Transcript, to: str | None = None) -> bytes:

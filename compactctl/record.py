@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from . import config, formats
-from .errors import CannotFit, CompactError, DataError, UsageError
+from .errors import CannotFit, CompactError, DataError, LLMAuthError, UsageError
 from .formats.openai import message_from_dict, message_to_dict
 from .jsonl import BOM
 from .lean import dataclass
@@ -442,7 +442,8 @@ class Compactor:
     # -- records -------------------------------------------------------------------------------
     def run(self, record: dict | bytes | str | Transcript, phase: str = "compact") -> CompactResult:
         """One record through a phase (compact, prune, plan, summarize, repair). Never raises for a bad
-        record or "cannot fit": the status says what happened."""
+        record or "cannot fit": the status says what happened. An LLM endpoint that refuses the run (401/403, or a
+        404 for every model) raises LLMAuthError, as the CLI stops (exit 7)."""
         try:
             if isinstance(record, Transcript):
                 t = record
@@ -459,6 +460,8 @@ class Compactor:
             return CompactResult(
                 "cannot-fit", t.id, to_record(t, self.options.to), {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}, str(e)
             )
+        except LLMAuthError:  # the endpoint refuses the run, not this record: the CLI stops too (exit 7)
+            raise
         except CompactError as e:
             return _error(str(e))
         except orjson.JSONEncodeError as e:  # e.g. nested deeper than orjson writes (254 levels)
@@ -479,6 +482,8 @@ class Compactor:
                 raise CompactError(f"{t.id}: format {self.options.to or t.format} does not write one line per transcript")
             archived = [a.record() for a in oc.archived] if self.options.archive else []
             return lines[0], CompactResult(oc.status, t.id, None, _jsonable(oc.report or {}), None, archived)
+        except LLMAuthError:
+            raise
         except CompactError as e:
             return None, _error(str(e))
         except orjson.JSONEncodeError as e:
@@ -510,7 +515,8 @@ def _record_api(phase: str):
     fn.__doc__ = (
         f"{phase.capitalize()} one record (a dict, any known format) -> (record, report). Options are the fields of "
         f"`Options` (context_window=, model=, ...). The report's status says what happened; a bad record gives "
-        f"(None, report with status 'error'); nothing is raised for it."
+        f"(None, report with status 'error'); nothing is raised for it (an LLM endpoint that refuses the run raises "
+        f"LLMAuthError)."
     )
     return fn
 

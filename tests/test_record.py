@@ -193,3 +193,24 @@ def test_options_of_a_budget_and_prune_options_gives_them_back(prune_all):
     back = Options.of(o.budget(), o.prune_options(), count_tokens=o.count_tokens)
     assert back.budget() == o.budget() and back.prune_options() == o.prune_options()
     assert back.prune_all is prune_all and back.refs is False
+
+
+@pytest.mark.parametrize("model", ["denied", "error404"])
+def test_an_llm_endpoint_that_refuses_the_run_raises_it_is_not_one_records_error(server, model):
+    """401/403, or a 404 for every model, stop the CLI (exit 7, nothing written); the record API turned them into
+    status "error" for every record (each paying its failed call): a job that wrote nothing of use and succeeded."""
+    from compactctl.errors import LLMAuthError
+    from compactctl.summarizers.llm import LLMSummarizer
+
+    record = {"messages": tool_session(30, 4000)}
+    line = json.dumps(record).encode()
+    s = LLMSummarizer(model, server.url, "k")
+    c = compactctl.Compactor(compactctl.Options(context_window=3000, summary_min=300), summarizer=s)
+    for call in (
+        lambda: c.compact(record),
+        lambda: c.compact_line(line),
+        lambda: compactctl.compact_record(record, s, context_window=3000),
+    ):
+        with pytest.raises(LLMAuthError):
+            call()
+    assert c.compact({"messages": "no"}).status == "error"  # a bad record is still its own error

@@ -506,8 +506,14 @@ def _jsonable(d: dict) -> dict:
     return orjson.loads(orjson.dumps(d))
 
 
-def _record_api(phase: str):
-    def fn(record: dict, summarizer: Any = None, **options: Any) -> tuple[dict | None, dict]:
+class RecordFunction(typing.Protocol):
+    """compact_record and the other *_record: what type checkers see of them (the factory below makes them)."""
+
+    def __call__(self, record: dict[str, Any], summarizer: Any = None, **options: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]: ...
+
+
+def _record_api(phase: str) -> RecordFunction:
+    def fn(record: dict[str, Any], summarizer: Any = None, **options: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         res = Compactor(Options.from_kwargs(None, **options), summarizer=summarizer).run(record, phase)
         return res.record, {**res.report, "status": res.status, **({"error": res.error} if res.error else {})}
 

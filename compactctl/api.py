@@ -237,22 +237,30 @@ def _read_archive(archive_path: str) -> list[dict]:
     return entries
 
 
-def restore_file(compacted_path: str, archive_path: str | Sequence[str], output: str | None) -> None:
+def restore_file(
+    compacted_path: str | os.PathLike[str],
+    archive_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str] | None,
+) -> None:
     """Write the originals of `compacted_path` (a file written with --archive `archive_path`; with
-    -o DIR, any one file of that directory). A truncated, empty or foreign archive is an error.
+    -o DIR, any one file of that directory) to `output` (None: stdout). A truncated, empty or foreign archive is an error.
 
     Several archives are those of a chain's stages (`prune --archive a1 | ... | repair --archive a3`), in the order
     the stages wrote them: the last one is undone first, each result read back for the one before. Nothing is
     written unless every step restores."""
-    archives = [archive_path] if isinstance(archive_path, str) else list(archive_path)
+    import tempfile
+
+    compacted_path = os.fspath(compacted_path)
+    output = None if output is None else os.fspath(output)
+    if isinstance(archive_path, (str, os.PathLike)):
+        archives = [os.fspath(archive_path)]
+    else:
+        archives = [os.fspath(a) for a in archive_path]
     if not archives:
         raise UsageError("restore needs an --archive")
     if len(archives) == 1:
         _restore_one(compacted_path, compacted_path, archives[0], output)
         return
-    import os
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="compactctl-restore-") as tmp:
         data, name = compacted_path, compacted_path
         for k, a in enumerate(reversed(archives)):

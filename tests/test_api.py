@@ -43,3 +43,14 @@ def test_read_says_what_it_skips_as_a_python_warning_not_on_stderr(tmp_path, cap
     said: list[str] = []
     compactctl.read([bad], on_error="skip", warn=said.append)  # or to a function of one's own
     assert len(said) == 1
+
+
+def test_restore_file_takes_pathlib_paths(tmp_path):
+    """`restore_file(Path, Path, Path)` raised AttributeError ('PosixPath' object has no attribute 'lower')."""
+    from .conftest import cli
+
+    src = SAMPLES / "long_session.jsonl"
+    out, arch = tmp_path / "c.jsonl", tmp_path / "c.arch.jsonl"
+    assert cli("compact", str(src), "--context-window", "8000", "-o", str(out), "--archive", str(arch), "-q").returncode == 0
+    compactctl.restore_file(out, arch, tmp_path / "r.jsonl")
+    assert (tmp_path / "r.jsonl").read_bytes() == src.read_bytes()

@@ -379,3 +379,20 @@ def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarize
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert r.returncode == 0 and r.stdout == b"still here True\n", r.stderr.decode()
+
+
+def test_a_ctrl_c_the_caller_handled_does_not_cancel_the_summaries_it_asks_for_after(server):
+    """Ctrl-C sets llm.CANCEL, which stayed set: a REPL or notebook that caught the KeyboardInterrupt and compacted
+    again with the same summarizer (a Compactor built once) got `Cancelled: interrupted` from every later call. A
+    summary the main thread begins clears it; one a worker thread begins still ends at once (the CLI's --jobs work
+    queued before the Ctrl-C)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from compactctl.summarizers import llm
+
+    s = LLMSummarizer("slow", server.url, "k", cache=None)  # answers after 3 s: a call in flight sees CANCEL
+    llm.CANCEL.set()  # what a Ctrl-C leaves behind once its KeyboardInterrupt was handled
+    with ThreadPoolExecutor(1) as pool, pytest.raises(llm.Cancelled):
+        pool.submit(api.compact, transcript(), COUNTER, s, api.CompactOptions(BUDGET)).result()
+    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert rep["summarizer"] == "llm:slow", rep["warnings"]

@@ -460,6 +460,10 @@ class LLMSummarizer:
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
         from . import offline
 
+        if threading.current_thread() is threading.main_thread():
+            # A Ctrl-C its caller handled (a REPL, a notebook) no longer applies to what the main thread asks next; the
+            # summaries worker threads begin after it still end at once (the CLI's --jobs work queued before it).
+            CANCEL.clear()
         stats: _CallStats = {"calls": 0, "cache_hits": 0, "warnings": [], "models": []}
         facts = req.facts
         blocks = serialize(req.messages[req.head_end : req.tail_start])

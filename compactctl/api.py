@@ -96,7 +96,8 @@ def write(t: Transcript, to: str | None = None) -> bytes:
 
 
 def make_summarizer(opts, model: str, warn: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None):
-    """The summarizer the options ask for: offline, llm, or auto (the LLM when a key or base URL is set). `status`
+    """The summarizer the options ask for: offline, llm, or auto (the LLM when a key or base URL is set). `opts` is the
+    CLI's summary options (compactctl.cli.groups.SummaryOptions: summarizer, llm_model, base_url, api_key, ...). `status`
     takes the line that says which (and what the offline one ignores), `warn` if not given: the CLI says it once
     the input is read, so that an input's error is the first thing said."""
     use_llm = opts.summarizer == "llm" or (opts.summarizer == "auto" and (opts.api_key or opts.base_url))

@@ -652,7 +652,8 @@ def test_a_rejected_line_never_decides_an_observation(tmp_path):
         {"role": "user", "content": "Actually, write the changelog first"},
     ]
     src.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
-    [t] = api.read([str(src)], on_error="skip")
+    with pytest.warns(UserWarning, match="tool_calls must be a list"):  # the skipped line is said
+        [t] = api.read([str(src)], on_error="skip")
     assert [m.observation for m in t.messages] == [False, False] and last_user_index(t.messages) == 1
 
 

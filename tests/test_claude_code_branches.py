@@ -108,7 +108,8 @@ def rewound() -> list[dict]:
 
 def test_a_rewind_drops_the_abandoned_branch(tmp_path):
     src = write_jsonl(tmp_path / "s.jsonl", rewound())
-    [t] = api.read([str(src)])
+    with pytest.warns(UserWarning, match="off the conversation's path"):  # said, not read
+        [t] = api.read([str(src)])
     assert flow(t) == [
         "user:Add a --json flag to the CLI.",
         "assistant:Which command?",
@@ -138,7 +139,8 @@ def test_parallel_tool_calls_and_their_results_are_all_kept(tmp_path):
         said("a5", "rA", "Both linters pass.", "m3"),
     ]
     src = write_jsonl(tmp_path / "s.jsonl", rows)
-    [t] = api.read([str(src)])
+    with pytest.warns(UserWarning, match="off the conversation's path"):  # said, not read
+        [t] = api.read([str(src)])
     assert flow(t) == [
         "user:Run the linters.",
         "assistant:Running both. [tA,tB]",
@@ -188,7 +190,8 @@ def test_sidechain_lines_in_the_main_file_are_not_the_conversation(tmp_path):
         said("a2", "r1", "app/config.py loads it.", "m2"),
     ]
     src = write_jsonl(tmp_path / "s.jsonl", rows)
-    [t] = api.read([str(src)])
+    with pytest.warns(UserWarning, match="off the conversation's path"):  # said, not read
+        [t] = api.read([str(src)])
     assert flow(t) == [
         "user:Find where the config is loaded.",
         "assistant: [t1]",
@@ -219,7 +222,8 @@ def test_an_abandoned_tool_use_without_a_result_leaves_nothing_dangling(tmp_path
     fixed = tmp_path / "fixed.jsonl"
     r = cli("repair", str(src), "-o", str(fixed))
     assert r.returncode == 0, r.stderr
-    [t] = api.read([str(fixed)])
+    with pytest.warns(UserWarning, match="off the conversation's path"):  # said, not read
+        [t] = api.read([str(fixed)])
     assert api.check(t) == [] and STUB not in fixed.read_text()
     assert "t_drop" not in {c.id for m in t.messages for c in m.tool_calls} | {m.tool_call_id for m in t.messages}
     long = write_jsonl(
@@ -250,7 +254,8 @@ def test_the_leaf_can_be_a_tool_result(tmp_path):
         result("r1", "a3", "t1", "diff --git a/x b/x"),
     ]
     src = write_jsonl(tmp_path / "s.jsonl", rows)
-    [t] = api.read([str(src)])
+    with pytest.warns(UserWarning, match="off the conversation's path"):  # said, not read
+        [t] = api.read([str(src)])
     assert flow(t) == [
         "user:What changed?",
         "assistant:Let me look.",

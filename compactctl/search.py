@@ -72,17 +72,22 @@ def normalized_ref(ref: str) -> str:
 class Index:
     """A read-only archive index. `open(path)` takes a .sqlite archive or a JSONL one (indexed on first use)."""
 
-    def __init__(self, db: sqlite3.Connection, path: str, source: str | None = None):
+    def __init__(self, db: sqlite3.Connection, path: str, source: str | None = None, opened: tuple | None = None):
         self.db, self.path = db, path
         self.source = source  # the JSONL archive this index was built from (None: a SQLite archive)
-        # what it indexed (size, mtime, inode), as the index recorded it: a JSONL that changed while it was built shows
+        # what it indexed (size, mtime, inode), as the index recorded it: a JSONL that changed while it was built shows;
+        # for a SQLite archive, the file as it was opened (`opened`; None: never read again, as a temporary index)
         row = db.execute("SELECT size, mtime_ns, ino FROM derived_from").fetchone() if source is not None else None
-        self.identity = tuple(row) if row is not None else None
+        self.identity = tuple(row) if row is not None else opened
 
     @classmethod
     def open(cls, archive: str) -> Index:
         if is_sqlite(archive):
-            return cls(connect(archive), archive)
+            try:
+                opened: tuple | None = identity(archive)  # before connecting: a file renamed over it meanwhile shows
+            except IOFailure:
+                opened = None  # connect says that it is missing
+            return cls(connect(archive), archive, opened=opened)
         if not os.path.isfile(archive):
             raise IOFailure(f"{archive}: no such archive")
         path, state = locate(archive)
@@ -91,14 +96,16 @@ class Index:
         return cls(connect(path), path, archive)
 
     def current(self) -> Index:
-        """This index, or a new one when its JSONL archive changed since it was opened (a long-lived reader, the MCP
-        server, sees what a later run wrote). One stat when nothing changed."""
-        if self.source is None:
+        """This index, or a new one when its archive changed since it was opened (a long-lived reader, the MCP
+        server, sees what a later run wrote: a JSONL archive is indexed again; a SQLite one, which a run renames
+        into place, is opened again). One stat when nothing changed."""
+        watched = self.source or self.path
+        if self.source is None and self.identity is None:
             return self
         try:
-            if identity(self.source) == self.identity:
+            if identity(watched) == self.identity:
                 return self
-            return Index.open(self.source)  # this one is left open: a request in another thread may be using it
+            return Index.open(watched)  # this one is left open: a request in another thread may be using it
         except CompactError:
             return self  # gone, unreadable or not indexable now: what was indexed still answers
 

@@ -84,12 +84,15 @@ def test_a_recall_longer_than_the_cap_is_cut_note_included():
     assert "past the end" in recall_text(Ix(), "r", 70_000)  # type: ignore[arg-type]
 
 
-def test_the_server_answers_for_what_a_later_run_archived(tmp_path):
+@pytest.mark.parametrize("name", ["a.jsonl", "a.sqlite"])
+def test_the_server_answers_for_what_a_later_run_archived(tmp_path, name):
     """The server lives long: a compaction that writes its archive after it started is found (it said "no archived
-    original has reference ..." until restarted). The index is checked with one stat per request."""
+    original has reference ..." until restarted). The index is checked with one stat per request. An SQLite
+    archive too (README's `mcp --archive removed.sqlite`): a hook's next compaction renames a new file over it,
+    and the server kept reading the old one, every new reference unknown."""
     rows = tool_session(6, 3000)
     src = write_jsonl(tmp_path / "s.jsonl", rows)
-    arch = tmp_path / "a.jsonl"
+    arch = tmp_path / name
     cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(tmp_path / "c1.jsonl"), "--archive", str(arch))
     ix = search.Index.open(str(arch))
     assert ix.current() is ix  # nothing changed: the same index

@@ -297,7 +297,16 @@ def connect(path: str) -> sqlite3.Connection:
         raise IOFailure(f"{path}: no such archive")
     try:
         db = sqlite3.connect(_read_only(path), uri=True, check_same_thread=False)
-        db.execute("SELECT 1 FROM records LIMIT 1")
+        for check in _SHAPE:  # another program's database (a `records` table of its own) fails here, not at a query
+            db.execute(check)
     except sqlite3.DatabaseError as e:
-        raise DataError(path, 0, f"not a compactctl archive index ({e})") from e
+        raise DataError(path, None, f"not a compactctl archive index ({e})") from e
     return db
+
+
+# What reading an archive index queries: every table and column (a query of none of their rows).
+_SHAPE = (
+    "SELECT id, seq, transcript, idx, phase, ref, span, role, text, call, raw FROM records LIMIT 0",
+    "SELECT seq, transcript, span, start, end FROM spans LIMIT 0",
+    "SELECT rowid FROM search WHERE search MATCH 'x' LIMIT 0",
+)

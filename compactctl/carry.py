@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from .archive import INDEXES, SCHEMA, connect, fill, is_sqlite, locate
-from .errors import CompactError, IOFailure
+from .errors import CompactError, DataError, IOFailure
 from .refs import REF_RE
 from .search import Index
 
@@ -71,7 +71,7 @@ class Carry:
             try:
                 with self._previous(index=True) as ix:
                     return self._closure(ix, list(todo))
-            except sqlite3.Error:
+            except (sqlite3.Error, DataError):  # DataError: an index that is not one when it is opened
                 if is_sqlite(self.previous):
                     raise
                 with self._previous(index=False) as ix:  # a damaged index of an intact JSONL: the JSONL itself

@@ -130,3 +130,22 @@ def test_archives_in_a_folder_whose_name_looks_like_a_uri(tmp_path):
     assert (d / "a.sqlite").is_file()
     compact(SAMPLES / "long_session.jsonl", d / "s.jsonl", d / "s.sqlite")
     assert cli("recall", found[0], "--archive", str(d / "s.sqlite")).returncode == 0
+
+
+def test_a_database_that_is_not_an_archive_is_a_data_error_not_a_traceback(tmp_path):
+    """`--archive other.db`, another program's SQLite file with a `records` table, passed the check and then
+    failed with sqlite3.OperationalError (exit 1, a traceback; the MCP server started and failed every call).
+    A file that is no SQLite at all was named as line 0 (`fake.sqlite:0: ...`)."""
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE records(x)")
+    db.commit()
+    db.close()
+    fake = tmp_path / "fake.sqlite"
+    fake.write_text("not a database")
+    (tmp_path / "c.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    for path in (other, fake):
+        for args in (("recall", "--search", "x"), ("recall", "deadbeef"), ("restore", str(tmp_path / "c.jsonl"))):
+            r = cli(*args, "--archive", str(path))
+            assert r.returncode == Exit.DATA, (args, r.stderr)
+            assert f"{path}: not a compactctl archive".encode() in r.stderr and b"Traceback" not in r.stderr

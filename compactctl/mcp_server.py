@@ -49,7 +49,8 @@ def recall_text(ix: Index | Archives, ref: str, offset: int = 0) -> str:
     part = text[offset:]
     if len(part) <= MAX_CHARS:
         return part
-    note = "\n...[characters {:,}-{:,} of " + f"{len(text):,}: the rest with offset={{:,}}, or search for what you need]"
+    # the offset in digits only: a model copies it into the tool's integer argument ("39,906" is none)
+    note = "\n...[characters {:,}-{:,} of " + f"{len(text):,}: the rest with offset={{}}, or search for what you need]"
     keep = MAX_CHARS - len(note.format(offset, offset + MAX_CHARS, offset + MAX_CHARS))
     return part[:keep] + note.format(offset, offset + keep, offset + keep)
 

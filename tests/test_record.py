@@ -214,3 +214,39 @@ def test_an_llm_endpoint_that_refuses_the_run_raises_it_is_not_one_records_error
         with pytest.raises(LLMAuthError):
             call()
     assert c.compact({"messages": "no"}).status == "error"  # a bad record is still its own error
+
+
+def test_an_agent_loops_archive_written_as_the_readme_says_serves_recall(tmp_path):
+    """README (Library): a loop that compacts its context each time it grows too long and appends `archived` to a
+    JSONL archive, each record with a `seq` per compaction, gives recall (and the MCP server) every reference of
+    its context, a summarized span's members from its own compaction (the records alone, without `seq`, are no
+    archive: "not a compactctl archive record")."""
+    import re
+
+    rows = tool_session(16, 3000)
+    c = compactctl.Compactor(compactctl.Options(context_window=1500, archive=True))
+    context: list[dict] = []
+    arch = tmp_path / "archive.jsonl"
+    n, summaries = 0, 0
+    with open(arch, "w", encoding="utf-8") as f:
+        for m in rows:
+            context.append(m)
+            if m["role"] != "tool":
+                continue
+            res = c.compact({"messages": context})  # not-needed: pruned only (no summary), archived all the same
+            assert res.record is not None
+            if res.archived:
+                n += 1
+                f.writelines(json.dumps({"seq": n, **a}) + "\n" for a in res.archived)
+            context = res.record["messages"]
+            summaries += res.status == "compacted"
+    assert summaries >= 2
+    refs = set(re.findall(r"\[ref ([0-9a-f]{8})\]", json.dumps(context)))
+    assert refs
+    for ref in refs:
+        r = cli("recall", ref, "--archive", str(arch), "--json")
+        assert r.returncode == 0, (ref, r.stderr)
+        hits = [orjson.loads(line) for line in r.stdout.splitlines()]
+        assert {h.get("span") for h in hits} in ({None}, {ref})
+        # a span's members are its own compaction's: one per position (a `seq` shared by compactions mixed them in)
+        assert len({h["index"] for h in hits}) == len(hits), ref

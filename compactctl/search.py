@@ -20,6 +20,14 @@ from .archive import build, connect, identity, is_sqlite, locate
 from .errors import CompactError, Exit, IOFailure
 from .lean import dataclass
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _bindable(text: str) -> str:
+    """`text` as SQLite takes it: a lone surrogate (none is in an archive, which has U+FFFD for them) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 MAX_TERMS = 12  # words of a query that count (a record with all of the query's words has these too)
 
 
@@ -147,6 +155,7 @@ class Index:
         return [(orjson.loads(row[-1]), span) for row, span in self._rows(ref, None)]
 
     def _rows(self, ref: str, transcript: str | None) -> Iterator[tuple[tuple, str | None]]:
+        transcript = transcript and _bindable(transcript)  # `--transcript` of a name with a Latin-1 byte: no match
         where, args = ("AND r.transcript = ?", (transcript,)) if transcript else ("", ())
         for row in self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.ref = ? {where} ORDER BY r.id", (ref, *args)):
             yield row, None
@@ -176,6 +185,9 @@ class Index:
         """The best matches (bm25) for the words of `query`: all of them if any record has all,
         else any of them. Each word is matched as a phrase of its tokens ("config.py", "a_b");
         of a long query, the MAX_TERMS longest words."""
+        # what the index holds for them: a NUL ends SQLite's query text, a lone surrogate (a Latin-1 byte in argv,
+        # `\ud800` in an MCP client's JSON) cannot be encoded, and the archive's text has U+FFFD for it
+        query, transcript = _bindable(query.replace("\x00", " ")), transcript and _bindable(transcript)
         terms = list(dict.fromkeys(t for t in query.split() if re.search(r"\w", t)))
         if not terms:
             return []

@@ -146,6 +146,25 @@ def test_search_ranks_and_snippets(tmp_path):
         assert ix.search('"; DROP TABLE records; -- NEAR(') == []  # query text is never FTS syntax
 
 
+def test_a_query_with_a_nul_or_a_lone_surrogate_is_searched_not_a_traceback(tmp_path):
+    """A NUL ended SQLite's query text ("unterminated string": the MCP tool failed), and a lone surrogate (a
+    Latin-1 byte in a UTF-8 terminal's argv, `--search $'caf\\xe9 flux'`, or `\\ud800` in an MCP client's JSON)
+    could not be encoded: recall --search exited 1 with a traceback. They are searched as what the index holds
+    for them (a space, U+FFFD), and the other words still find their originals."""
+    rows = tool_session(6, 3000)
+    rows[3]["content"] = "Traceback: KeyError 'flux_capacitor' in engine/core.py line 88\n" + "noise\n" * 600
+    _, a = compacted(tmp_path, src=write_jsonl(tmp_path / "s.jsonl", rows), window="3000")
+    want = refs.ref_of(T(rows).messages[3])
+    with search.Index.open(str(a)) as ix:
+        for q in ("flux_capacitor\x00x", "flux_capacitor x\ud800y", "caf\udce9 flux_capacitor"):
+            assert [h.ref for h in ix.search(q)][:1] == [want], q
+    r = cli("recall", "--search", "caf\udce9 flux_capacitor", "--archive", str(a))
+    assert r.returncode == 0 and r.stdout.startswith(f"[ref {want}]".encode()), r.stderr
+    for args in (("--search", "flux_capacitor"), (want,)):  # a transcript named so: none of the archive's
+        r = cli("recall", *args, "--transcript", "caf\udce9.jsonl", "--archive", str(a))
+        assert r.returncode in (0, Exit.NOT_FOUND) and r.stdout == b"" and b"Traceback" not in r.stderr, r.stderr
+
+
 def test_index_is_rebuilt_when_the_jsonl_is_newer(tmp_path):
     _, a = compacted(tmp_path)
     assert cli("recall", "--index", "--archive", str(a)).returncode == 0

@@ -29,7 +29,7 @@ from typing import IO, Any
 import orjson
 
 from .errors import IOFailure, UsageError
-from .jsonl import keep_mode
+from .jsonl import keep_mode, record_line
 
 PART = ".compactctl-part"
 VERSION = 1
@@ -163,7 +163,7 @@ class Journal:
 
     def append(self, *entries: dict) -> None:
         assert self.f is not None
-        self.f.write(b"".join(orjson.dumps(e) + b"\n" for e in entries))
+        self.f.write(b"".join(record_line(e) for e in entries))
         self.f.flush()
         os.fsync(self.f.fileno())
 
@@ -180,7 +180,7 @@ class Journal:
     def unstarted(self) -> bool:
         """A run killed between creating its journal and writing its header (all it writes first): the file holds a
         beginning of this run's header, or nothing. Nothing else was written yet, so --resume starts over."""
-        head = orjson.dumps(self.header) + b"\n"
+        head = record_line(self.header)
         try:
             with open(self.path, "rb") as f:
                 data = f.read(len(head))
@@ -226,7 +226,7 @@ class Journal:
         """Refuse a journal of another version, command, options, inputs or output."""
         if head.get("version") != VERSION:
             raise UsageError(f"{self.path}: journal version {head.get('version')} (this compactctl writes {VERSION}); refusing to resume")
-        mine = self.header
+        mine = orjson.loads(record_line(self.header))  # as written: a name that is not UTF-8 holds U+FFFD there
         if head.get("command") != mine["command"] or head.get("options") != mine["options"]:
             raise UsageError(
                 f"{self.path}: written by another command or other options ({head.get('command')}); refusing to resume "

@@ -161,10 +161,21 @@ def without_surrogates(s: str) -> str:
     return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(s) else s
 
 
+def record_line(v: Any) -> bytes:
+    """`v` as one JSON line of a side file (archive, report). A name that holds a lone surrogate (a file name that is
+    not UTF-8, as Python reads it) has U+FFFD in its place: JSON cannot carry it, and the record must still be written."""
+    try:
+        return orjson.dumps(v) + b"\n"
+    except TypeError:
+        if not _any_surrogate(v):
+            raise
+        return orjson.dumps(_fix_surrogates(v)) + b"\n"
+
+
 def _fix_surrogates(v: Any) -> Any:
     if isinstance(v, str):
         return without_surrogates(v)
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):
         return [_fix_surrogates(x) for x in v]
     if isinstance(v, dict):
         return {_fix_surrogates(k): _fix_surrogates(x) for k, x in v.items()}
@@ -174,7 +185,7 @@ def _fix_surrogates(v: Any) -> Any:
 def _any_surrogate(v: Any) -> bool:
     if isinstance(v, str):
         return _has_surrogate(v)
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):
         return any(_any_surrogate(x) for x in v)
     if isinstance(v, dict):
         return any(_any_surrogate(k) or _any_surrogate(x) for k, x in v.items())

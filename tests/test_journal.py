@@ -179,3 +179,26 @@ def test_resume_refuses_a_side_file_that_is_no_regular_file(tmp_path):
     assert any(f.name.endswith("journal") for f in tmp_path.iterdir())  # interrupted after a checkpoint
     r = proc(*args, "--resume")
     assert r.returncode == 2 and b"--resume cannot continue --archive" in r.stderr, r.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_written_to_the_journal_archive_and_report(tmp_path):
+    """A file name with a byte that is not UTF-8 (Python reads it with a lone surrogate) crashed every side file:
+    JSON cannot carry the surrogate (a traceback, exit 1, after the output was written). The name has U+FFFD there;
+    a resume compares the journal's header as written, and restore gives the original back."""
+    from .conftest import SAMPLES, cli
+
+    name = os.fsdecode(b"caf\xe9.jsonl")
+    src = tmp_path / name
+    src.write_bytes((SAMPLES / "long_session.jsonl").read_bytes())
+    r = cli("compact", str(src), "--context-window", "8000", "--archive", str(tmp_path / "a.jsonl"), "--report",
+            str(tmp_path / "r.jsonl"), "-o", str(tmp_path / "o.jsonl"), "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "caf\ufffd.jsonl" in (tmp_path / "r.jsonl").read_text()
+    r = cli("restore", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "a.jsonl"), "-o", str(tmp_path / "back.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "back.jsonl").read_bytes() == src.read_bytes()
+    path = tmp_path / "o.compactctl-journal"
+    header = {**_header(1), "inputs": [[str(src), 1, 2]]}
+    Journal(str(path), header).start({"t": "ck", "n": 1, "fn": 0, "key": "k", "file": None, "off": {}})
+    entries, _ = Journal(str(path), header).load()  # the same run's header: resumed, not refused
+    assert entries[0]["t"] == "ck"

@@ -10,11 +10,9 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
-from ..jsonl import JsonlSink, Output, descriptor, expand_inputs, in_place
+from ..jsonl import JsonlSink, Output, descriptor, expand_inputs, in_place, record_line
 from .base import Done, IOOptions, RunStats, warn
 
 if TYPE_CHECKING:
@@ -219,12 +217,12 @@ class _Sinks:
                 carry.wrote(line)
         if "archive" in self.sides:
             for rec in done.archive:
-                data = orjson.dumps(rec) + b"\n"
+                data = record_line(rec)
                 self._side("archive", data)
                 if carry is not None:
                     carry.archived(rec, data)
         if done.report is not None and "report" in self.sides:
-            self._side("report", orjson.dumps(done.report) + b"\n")
+            self._side("report", record_line(done.report))
         self.file_n += 1
 
     def _to_file(self, source: str, skipped: bool) -> None:
@@ -375,7 +373,7 @@ class _Sinks:
         carried = 0
         if self.carry is not None:
             for rec in self.carry.records(warn):
-                self._side("archive", orjson.dumps(rec) + b"\n")
+                self._side("archive", record_line(rec))
                 carried += 1
         end = {
             "type": "end",
@@ -394,7 +392,7 @@ class _Sinks:
             end["carried"] = carried
         if stopped is not None:
             end["stopped"] = stopped
-        self._side("archive", orjson.dumps(end) + b"\n")
+        self._side("archive", record_line(end))
         self.archive_ended = True
 
     def _unwritten_now(self) -> list[str]:

@@ -465,3 +465,32 @@ def test_the_archives_of_a_chain_restore_together_in_the_order_they_were_written
     other = tmp_path / "other.jsonl"
     r = cli("restore", str(compacted), "--archive", a3, "--archive", a2, "--archive", a1, "-o", str(other))
     assert r.returncode == 3 and b"in the order the stages wrote them" in r.stderr and not other.exists()
+
+
+@pytest.mark.parametrize("to", ["sharegpt", "anthropic"])
+def test_a_converted_transcript_that_holds_a_stub_restores(tmp_path, to):
+    """`convert --to sharegpt --archive` of a transcript that holds an earlier run's text (a stub) and parallel results
+    that came back out of call order: the archive's `unchanged` record held the print of the input's messages, but
+    ShareGPT writes the results in call order, so restore refused the right archive ("this archive belongs to another
+    run"; a real Claude Code session of the corpus did it). The print is now of the messages as written."""
+    from compactctl.phases.repair import STUB
+
+    def call(cid: str, path: str) -> dict:
+        return {"id": cid, "type": "function", "function": {"name": "read", "arguments": orjson.dumps({"path": path}).decode()}}
+
+    rows = [
+        {"role": "user", "content": "read both files"},
+        {"role": "assistant", "content": None, "tool_calls": [call("a", "a.py"), call("b", "b.py")]},
+        {"role": "tool", "tool_call_id": "b", "content": "text of b"},
+        {"role": "tool", "tool_call_id": "a", "content": "text of a"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c", "c.py")]},
+        {"role": "tool", "tool_call_id": "c", "content": STUB},
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "done"},
+    ]
+    src, out, arch, back = (tmp_path / n for n in ("s.jsonl", "c.jsonl", "a.jsonl", "b.jsonl"))
+    write_jsonl(src, rows)
+    r = cli("convert", str(src), "--to", to, "-o", str(out), "--archive", str(arch), "-q")
+    assert r.returncode == 0, r.stderr
+    api.restore_file(str(out), str(arch), str(back))
+    assert back.read_bytes() == out.read_bytes()

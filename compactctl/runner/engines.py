@@ -116,8 +116,20 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
     # written as it came; when it holds an earlier run's summary, restore would take it for another run's
     # output without a record that this run left it as it was
     if compacted_here(t_in):
-        return [{"seq": seq, "source": src, "transcript": t_in.id, "type": "unchanged", "print": transcript_print(t_in.messages)}]
+        return [{"seq": seq, "source": src, "transcript": t_in.id, "type": "unchanged", "print": _written_print(t_in, t, written, fmt)}]
     return []
+
+
+def _written_print(t_in: Transcript, t: Transcript, written: list[bytes], fmt: str) -> str:
+    """The print restore checks the output against: of the messages as written, read back when converted (ShareGPT
+    writes parallel results in call order: the input's print told restore the right archive was another run's)."""
+    if fmt == t_in.format:
+        return transcript_print(t_in.messages)
+    try:
+        back = formats.read_back(written, fmt, t.layout, t_in.id)
+    except (DataError, ValueError):
+        return transcript_print(t_in.messages)
+    return transcript_print([m for b in back for m in b.messages])
 
 
 def _materialize(item: Transcript | Lazy, on_error: str, say: Callable[[str], None] = warn) -> tuple[Transcript | None, list[bytes]]:

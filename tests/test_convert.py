@@ -571,3 +571,26 @@ def test_call_ids_over_40_characters_get_the_ids_repair_gives_them(tmp_path, to)
     repaired = tmp_path / "repaired.jsonl"
     assert cli("repair", str(src), "-o", str(repaired)).returncode == 0
     assert cli("convert", str(repaired), "--to", to, "-q").stdout == out.read_bytes()
+
+
+def test_convert_writes_a_report_line_per_transcript(tmp_path):
+    """`convert --report FILE` (its --help: "a JSON report line per transcript") wrote an empty file: what a target
+    could not hold was said on stderr alone, never in the report's `not_carried`."""
+    rows = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi"}, {"type": "input_audio", "input_audio": {"data": "AA==", "format": "wav"}}],
+        }
+    ]
+    src = write_jsonl(
+        tmp_path / "ds.jsonl",
+        [
+            {"messages": rows + [{"role": "assistant", "content": "yo"}]},
+            {"messages": [*rows[:0], {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
+        ],
+    )
+    report = tmp_path / "r.jsonl"
+    _convert(tmp_path, src, "anthropic", "--report", str(report))
+    lines = [orjson.loads(x) for x in report.read_bytes().splitlines()]
+    assert [x["status"] for x in lines] == ["converted", "converted"]
+    assert lines[0]["not_carried"] == {"audio part (written as a line that says what was there)": 1} and "not_carried" not in lines[1]

@@ -83,7 +83,10 @@ def convert(inputs: Inputs = None, *, io):
     with loading():
         from ..runner import Result, run
 
-    run(inputs or ["-"], io, lambda t: Result(t), "convert", check_written=True)  # an output no API takes is said to be one
+    def work(t):  # --report: a line per transcript, with what the target could not hold (`not_carried`)
+        return Result(t, {"transcript": t.id, "status": "converted"})
+
+    run(inputs or ["-"], io, work, "convert", check_written=True)  # an output no API takes is said to be one
 
 
 @app.command()

@@ -426,13 +426,13 @@ def _close(out: Any, target: str) -> None:
 
 def _no_rows(targets: dict[str, str], seen: set[str], names: dict[str, str], quiet: bool) -> None:
     """The inputs that gave no row (no transcript): no output file, an earlier run's removed, said as the local engine says it."""
-    from .runner.base import warn
+    from .runner.base import no_transcript, warn
 
     for path, target in targets.items():
         if path not in seen:
             _close(None, target)
             if not quiet:
-                warn(f"{names.get(path, path)}: gives no transcript: no output file for it ({target})")
+                warn(no_transcript(names.get(path, path), target))
 
 
 def _write(

@@ -84,6 +84,11 @@ def warn(msg: str) -> None:
     print(noted(msg), file=sys.stderr)
 
 
+def no_transcript(name: str, target: str) -> str:
+    """What is said of an input that gave no transcript under -o DIR/ (both engines say it alike)."""
+    return f"{name}: gives no transcript: no output file for it ({target})"
+
+
 def noted(msg: str) -> str:
     """A warning as a line for stderr (what `warn` prints): for notes said later, in input order."""
     return f"compactctl: {msg}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import IOFailure, UsageError
 from ..journal import Journal, PartFile, finish_part, input_ids, journal_path, part_path
 from ..jsonl import JsonlSink, Output, descriptor, expand_inputs, in_place, record_line
-from .base import Done, IOOptions, RunStats, warn
+from .base import Done, IOOptions, RunStats, no_transcript, warn
 
 if TYPE_CHECKING:
     from ..carry import Carry
@@ -333,7 +333,7 @@ class _Sinks:
                 if f not in seen:  # never gave the run a record: the sinks never opened its file
                     self.unwritten.append(target)
                     if not self.io.quiet:
-                        warn(f"{f}: gives no transcript: no output file for it ({target})")
+                        warn(no_transcript(f, target))
         elif self.journaled and self.stats.transcripts == 0 and not self.io.quiet:
             warn(f"{self.io.output}: written empty: the input gives no transcript")
 

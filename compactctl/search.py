@@ -18,14 +18,13 @@ import orjson
 
 from .archive import build, connect, identity, is_sqlite, locate
 from .errors import CompactError, Exit, IOFailure
+from .jsonl import without_surrogates
 from .lean import dataclass
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _bindable(text: str) -> str:
-    """`text` as SQLite takes it: a lone surrogate (none is in an archive, which has U+FFFD for them) as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
+    """`text` as SQLite takes it: a lone surrogate as U+FFFD, as the reader wrote it into the archive."""
+    return without_surrogates(text)
 
 
 MAX_TERMS = 12  # words of a query that count (a record with all of the query's words has these too)

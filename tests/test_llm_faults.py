@@ -146,6 +146,36 @@ def test_with_jobs_a_missing_model_is_asked_at_most_once_per_call_in_flight(tmp_
     assert asked.count("good") == 8 and 1 <= asked.count("error404") <= 2, asked  # 2: the calls in flight at the first 404
 
 
+def test_a_404_is_known_before_its_call_slot_goes_to_the_next_call(tmp_path):
+    """The 404 was recorded after the call's slot was freed: a call waiting for that slot could take it and ask the
+    missing model again (made certain here by a pause between the two)."""
+    import threading
+
+    from .llm_server import Server
+
+    with Server(latency=0.2) as server:
+        s = LLMSummarizer("error404", server.url, "k", "good", timeout=5, retries=0, cache=None, max_in_flight=1)
+        failed = s._failed
+
+        def slow_failed(*a):
+            time.sleep(0.3)  # the slot is free by now: the waiting call has taken it
+            failed(*a)
+
+        s._failed = slow_failed
+        reps: list[dict] = []
+        runs = [
+            threading.Thread(target=lambda: reps.append(api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))[1]))
+            for _ in range(2)
+        ]
+        for th in runs:
+            th.start()
+        for th in runs:
+            th.join(30)
+        asked = [q["model"] for q in server.requests]
+    assert len(reps) == 2 and all(r["summarizer"] == "llm:good" for r in reps)
+    assert asked.count("error404") == 1 and asked.count("good") == 2, asked
+
+
 def test_drip_is_cut_by_the_overall_deadline(server):
     # one byte a second resets the read timeout forever: the deadline (timeout x (retries + 1) + backoff + slack) ends it
     rep, warnings, _, took = compact(server, "drip", timeout=1.0, retries=0)

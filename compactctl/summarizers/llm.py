@@ -400,6 +400,21 @@ class LLMSummarizer:
         else:
             self.breaker.record(False)
 
+    def _sent(self, client, model: str, request: dict, call_deadline: float, missing: list[str], stats: _CallStats):
+        """The endpoint's response once a call slot is free (None: the model was found missing meanwhile)."""
+        self._slot(call_deadline)
+        try:
+            if self._known_missing(model, missing, stats):
+                return None
+            stats["calls"] += 1
+            return self._call(client, request, call_deadline)
+        except Exception as e:
+            if _not_found(e):  # said before the slot is free: a call waiting for it must not ask this model
+                self._missing.add(model)
+            raise
+        finally:
+            self._slots.release()
+
     def _ask(self, models: list[str], requests: dict[str, dict], stats: _CallStats, deadline: float | None) -> str:
         """The first usable answer of the models in order (retries are the client's), cached; Transient if none."""
         # Making the client (the first call imports openai: seconds on a busy machine) does not count against the deadlines.
@@ -422,14 +437,9 @@ class LLMSummarizer:
             if not self.breaker.allow():
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
             try:
-                self._slot(call_deadline)
-                try:
-                    if self._known_missing(model, missing, stats):  # answered 404 while this call waited for its slot
-                        continue
-                    stats["calls"] += 1
-                    resp = self._call(client, request, call_deadline)
-                finally:
-                    self._slots.release()
+                resp = self._sent(client, model, request, call_deadline, missing, stats)
+                if resp is None:  # answered 404 while this call waited for its slot
+                    continue
             except Cancelled:
                 raise
             except Transient as e:

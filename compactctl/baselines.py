@@ -31,6 +31,11 @@ def _is_output(msgs: list[Message], i: int, text_actions: bool) -> bool:
     return msgs[i].role == "tool" or needed.is_observation(msgs, i, text_actions)
 
 
+def _repaired_tokens(t: Transcript, counter: Counter, msgs: list[Message]) -> int:
+    """The tokens of these messages as written: repaired, a stub for each call whose result is not among them."""
+    return tokens_of(counter, repair(t.evolve(messages=msgs), MEASURED)[0].messages)
+
+
 def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[Message], budget: int) -> Transcript:
     """head + the most recent whole groups of `body` whose repaired total fits `budget`."""
     spans = groups(body)
@@ -51,8 +56,11 @@ def _fit_tail(t: Transcript, counter: Counter, head: list[Message], body: list[M
         k += 1  # repair added a stub or an opening: give up one more group
 
 
-def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut: int = 500) -> Transcript:
-    """System + the first `first` messages (whole groups) + the last groups that fit; tool outputs cut to `cut` chars."""
+def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut: int = 500, strict: bool = True) -> Transcript:
+    """System + the first `first` messages (whole groups) + the last groups that fit; tool outputs cut to `cut` chars.
+    A head larger than the budget gives way from its end, down to the system messages (`strict`: at compactctl's
+    output tokens, never more), or down to the first message after them (`strict=False`: the probe eval's, at
+    compactctl's target, which compactctl too overshoots by its head when it cannot fit)."""
     ta = needed.text_action_agent(t.messages)
     msgs = [
         m.evolve(content=m.text()[:cut]) if _is_output(t.messages, i, ta) and len(m.text()) > cut else m for i, m in enumerate(t.messages)
@@ -66,7 +74,7 @@ def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut:
             break
         head_end = ge
     head = msgs[:head_end]
-    while len(head) > s + 1 and tokens_of(counter, head) > budget:
+    while len(head) > s + (not strict) and _repaired_tokens(t, counter, head) > budget:  # stubs for cut-off calls count
         head = head[:-1]
     return _fit_tail(t, counter, head, msgs[len(head) :], budget)
 
@@ -81,11 +89,13 @@ def first_ask(msgs: list[Message]) -> int | None:
 
 
 def recent(t: Transcript, counter: Counter, budget: int) -> Transcript:
-    """System + the first user ask + the most recent whole groups that fit."""
+    """System + the first user ask (unless it alone is larger than the budget) + the most recent whole groups that fit."""
     msgs = t.messages
     s = _leading_system(msgs)
     a = first_ask(msgs)
     head = msgs[:s] + ([msgs[a]] if a is not None else [])
+    if tokens_of(counter, head) > budget:  # an ask larger than the budget is not kept whole over it
+        head = msgs[:s]
     body = msgs[a + 1 :] if a is not None else msgs[s:]
     return _fit_tail(t, counter, head, body, budget)
 

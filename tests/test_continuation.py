@@ -280,6 +280,60 @@ def test_cuts_start_turns_and_baselines_meet_the_budget():
     assert len(masked.messages) == len(prefix.messages)  # masking a little drops nothing
 
 
+def test_baselines_never_exceed_the_budget_when_the_first_ask_alone_does():
+    """A first user message larger than the budget (a long pasted issue, a carried-over summary, Codex's
+    instructions): head-tail kept it whole and recent kept it as the ask, over the budget (on the corpus: 22 cuts,
+    up to 9,505 tokens against compactctl's 2,162), though the baselines are to get compactctl's tokens, never more.
+    Only the system messages are always kept."""
+    ask = "Please fix the parser in src/app/config.py. " + " ".join(f"detail_{i} of the issue" for i in range(400))
+    rows = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": ask}]
+    for i in range(6):
+        rows += [
+            call(f"c{i}", f"pytest -q tests/test_{i}.py"),
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} passed in 0.{i}s"},
+            {"role": "assistant", "content": f"Step {i} done."},
+        ]
+    for system in (True, False):
+        t = T(rows if system else rows[1:])
+        s = 1 if system else 0
+        first = sum(COUNTER.messages(t.messages[: s + 1]))
+        budget = first // 2
+        assert budget > sum(COUNTER.messages(t.messages[:s])) + 60
+        for fn in (baselines.head_tail, baselines.recent, baselines.masking):
+            out = fn(t, COUNTER, budget)
+            assert sum(COUNTER.messages(out.messages)) <= budget, (fn.__name__, system)
+            assert out.messages[:s] == t.messages[:s], fn.__name__  # the system prompt stays
+            assert all(m.text() != ask for m in out.messages), fn.__name__
+        # the probe eval's head-tail, at compactctl's target (which compactctl too overshoots by its head when it
+        # cannot fit), keeps the first message as before
+        assert any(m.text() == ask for m in baselines.head_tail(t, COUNTER, budget, strict=False).messages)
+    # a head cut through a group of parallel calls: repair gives each call left without its result a stub, which
+    # counts (a Claude Code subagent of the corpus: head-tail 622 tokens against compactctl's 591)
+    fan = [{"role": "user", "content": "Search for the latest versions of these six packages and report them."}]
+    fan.append(
+        {
+            "role": "assistant",
+            "content": "Searching.",
+            "tool_calls": [
+                {"id": f"w{i}", "type": "function", "function": {"name": "web_search", "arguments": f'{{"query": "pkg_{i} latest"}}'}}
+                for i in range(6)
+            ],
+        }
+    )
+    fan += [{"role": "tool", "tool_call_id": f"w{i}", "content": f"pkg_{i} " + "result text " * 200} for i in range(6)]
+    fan += [{"role": "assistant", "content": "Found them."}]
+    t = T(fan)
+    for budget in range(200, 1200, 25):
+        out = baselines.head_tail(t, COUNTER, budget)
+        assert sum(COUNTER.messages(out.messages)) <= budget, budget
+    # end to end: at every cut, no baseline gets more tokens than compactctl's output
+    rows = continuation.evaluate([T(rows)], COUNTER, cuts=(0.3, 0.6))["rows"]
+    assert rows
+    for r in rows:
+        ours = r["strategies"]["compactctl"]["tokens_after"]
+        assert all(st["tokens_after"] <= ours for st in r["strategies"].values()), r["strategies"]
+
+
 def _cells(line: str) -> int:
     return line.strip().count("|") - 1
 

@@ -243,6 +243,53 @@ def test_extractor_is_independent_of_the_compaction():
     assert {"compactctl.needed", "compactctl.phases.repair"} <= _imports(PKG / "baselines.py")
 
 
+_RUN_EXTRACTORS = """
+import sys
+from compactctl import lexical, needed
+
+class Call:
+    def __init__(self, name, arguments):
+        self.name, self.arguments = name, arguments
+
+class Msg:
+    def __init__(self, role, text, calls=()):
+        self.role, self._text, self.tool_calls, self.extra = role, text, list(calls), {}
+    def text(self):
+        return self._text
+
+msgs = [
+    Msg("system", "You are a coding agent."),
+    Msg("user", "Fix parse_config in src/app/config.py"),
+    Msg("assistant", "", [Call("terminal", '{"command": "pytest -q tests/test_config.py"}')]),
+    Msg("tool", "FAILED test_timeout: DEFAULT_TIMEOUT_MS is 3000"),
+    Msg("user", "now fix parse_config and DEFAULT_TIMEOUT_MS, run pytest -q tests/test_config.py"),
+]
+facts = needed.needed_facts(msgs, 4)
+assert facts, "no fact found: the extractor was not exercised"
+kept = needed.kept_facts(facts, msgs[:2])
+needed.context_facts(facts, msgs[:4], msgs[:2], kept)
+lexical.kept_words(lexical.needed_words(msgs, 4), msgs[:2])
+print(" ".join(sorted(m for m in sys.modules if m == "compactctl" or m.startswith("compactctl."))))
+"""
+
+
+def test_extractor_loads_nothing_of_the_compaction_when_run():
+    """The import walk above reads `import` statements; an `importlib.import_module(...)` or `__import__(...)` in
+    the extractor (at module level or in a function it runs) passed it. Run the extractor alone in a fresh
+    interpreter, on messages of its own Protocol, and look at what it loaded."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _RUN_EXTRACTORS], capture_output=True, text=True, cwd=PKG.parent)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert loaded == {"compactctl", "compactctl._version", "compactctl.needed", "compactctl.lexical"}, loaded
+    for name in ("needed.py", "lexical.py"):  # and no way to import by name that a run might not reach
+        text = (PKG / name).read_text()
+        for dynamic in ("importlib", "__import__", "import_module", "exec(", "eval("):
+            assert dynamic not in text, f"{name} uses {dynamic}"
+
+
 def test_needed_words_have_no_kinds():
     """The second instrument: words of 4+ letters and digits the continuation writes that the removable prefix
     holds, from any source; not the system's, not common English."""

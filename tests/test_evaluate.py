@@ -104,3 +104,37 @@ def test_eval_of_no_transcript_is_a_data_error_naming_the_input(tmp_path):
     assert r.returncode == 3 and f"{empty}, {blank}: nothing to evaluate" in r.stderr.decode()
     r = cli("eval", str(empty), str(SAMPLES / "parallel_calls.jsonl"), "--probes", "--json")  # one empty input among others
     assert r.returncode == 0, r.stderr
+
+
+def test_a_transcript_too_short_to_cut_is_said_and_nothing_cut_is_a_data_error(tmp_path):
+    """A transcript with no turn to cut at (one message, or a user message and one answer) was left out of
+    continuation scoring without a word: its tables came out with 0 cuts, exit 0. Each such transcript is named on
+    stderr; when continuation scoring is all that was asked and no input could be cut, it is a data error (exit 3)
+    naming the inputs, as an input that holds no transcript is; with the probe eval too, the probe eval runs."""
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(b'{"role": "user", "content": "hi"}\n')
+    long = SAMPLES / "parallel_calls.jsonl"
+    for args in ([str(one), "--continuation"], [str(one), "--continuation", "--json"], [str(one), "--continuation", "--twice"]):
+        r = cli("eval", *args)
+        assert r.returncode == 3 and r.stdout == b"", (args, r.stdout)
+        err = r.stderr.decode()
+        assert f"{one}: nothing to score by continuation: no transcript has a turn to cut at" in err, err
+    r = cli("eval", str(one))  # the probe eval still has something to measure
+    assert r.returncode == 0, r.stderr
+    out, err = r.stdout.decode(), r.stderr.decode()
+    assert f"{one}: not scored by continuation: no turn to cut at (1 message)" in err, err
+    assert "(no transcript could be cut: nothing scored)" in out and "| compactctl | 0 |" not in out, out
+    assert "Probe eval" in out
+    r = cli("eval", str(one), str(long), "--continuation", "--cuts", "0.5")  # one among others: said, the rest scored
+    assert r.returncode == 0, r.stderr
+    assert f"{one}: not scored by continuation" in r.stderr.decode() and "| compactctl | 1 |" in r.stdout.decode()
+
+
+def test_explain_is_refused_where_no_continuation_scoring_runs():
+    """`--explain N` lists facts that continuation scoring found lost; with --probes or --compacted (the probe eval
+    alone) it printed nothing and said nothing."""
+    src = str(SAMPLES / "parallel_calls.jsonl")
+    for args in (["--probes"], ["--compacted", src]):
+        r = cli("eval", src, "--explain", "3", *args)
+        assert r.returncode == 2 and r.stdout == b"", args
+        assert "--explain lists facts continuation scoring lost: it cannot go with --probes or --compacted" in r.stderr.decode()

@@ -171,6 +171,8 @@ def eval_(
         raise UsageError("--continuation cannot go with --probes or --compacted")
     if twice and (probes_only or compacted is not None):
         raise UsageError("--twice cannot go with --probes or --compacted")
+    if explain and (probes_only or compacted is not None):
+        raise UsageError("--explain lists facts continuation scoring lost: it cannot go with --probes or --compacted")
     evaluation.check_options(
         cuts, window_ratio, ratio, explain, strategies, continuation=not probes_only and compacted is None, probes=not continuation_only
     )

@@ -36,11 +36,29 @@ def measure(
     out: dict[str, Any] = {}
     if continuation:
         out["continuation"] = _continuation(originals, counter, budget, summary, strategies, cuts, window_ratio)
+        _uncut(originals, out["continuation"]["rows"], inputs, alone=not probes)
     if twice:
         out["twice"] = _twice(originals, counter, budget, summary, cuts, window_ratio)
     if probes:
         out["probes"] = _probes(originals, counter, budget, summary, strategies, compacted, ratio)
     return out
+
+
+def _uncut(originals: list, rows: list[dict], inputs: list[str], alone: bool) -> None:
+    """Say each transcript continuation scoring could not cut (it was left out without a word, and an input of
+    such transcripts alone printed tables of 0 cuts, exit 0): a data error when there is nothing else to show."""
+    from ..runner import warn
+
+    cut = {r["transcript"] for r in rows}
+    if not cut and alone:
+        names = ", ".join("<stdin>" if x == "-" else x for x in inputs) or "<stdin>"
+        raise DataError(
+            names, None, "nothing to score by continuation: no transcript has a turn to cut at (too short; --probes measures it)"
+        )
+    for t in originals:
+        if t.id not in cut:
+            n = len(t.messages)
+            warn(f"{t.id}: not scored by continuation: no turn to cut at ({n} message{'s' if n != 1 else ''})")
 
 
 def _fractions(cuts: str) -> list[float]:
@@ -157,6 +175,9 @@ def _show_continuation(c: dict, cuts: str, window_ratio: float, explain: int) ->
     for line in continuation.cut_lines(c["rows"]):
         print(line)
     print(f"\n## Continuation scoring (cuts {cuts}, compactctl window {window_ratio:g} x prefix tokens, baselines at its output tokens)\n")
+    if not c["rows"]:
+        print("(no transcript could be cut: nothing scored)\n")
+        return
     print(continuation.tables(c["aggregate"]))
     if explain:
         lost = continuation.explain(c["rows"], explain)

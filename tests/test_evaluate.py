@@ -138,3 +138,23 @@ def test_explain_is_refused_where_no_continuation_scoring_runs():
         r = cli("eval", src, "--explain", "3", *args)
         assert r.returncode == 2 and r.stdout == b"", args
         assert "--explain lists facts continuation scoring lost: it cannot go with --probes or --compacted" in r.stderr.decode()
+
+
+def test_the_tables_say_what_their_columns_mean():
+    """The continuation and probe tables' columns (kept in context, not re-discovered, at or under target, valid,
+    cannot fit; retention and the probe kinds) were named and not explained anywhere in what `eval` prints."""
+    r = cli("eval", str(SAMPLES / "parallel_calls.jsonl"), "--cuts", "0.5", "--explain", "2")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    for said in (
+        "kept in context:",
+        "kept, not re-discovered:",
+        "at or under target:",
+        "valid:",
+        "cannot fit:",
+        "retention:",
+    ):
+        assert said in out, said
+    # --explain says how many were lost in all and what its numbers are
+    head = next(x for x in out.splitlines() if x.startswith("Facts compactctl lost"))
+    assert "2 of " in head and "#N: message N of the transcript as read, from 0" in head, head

@@ -155,6 +155,25 @@ def _probes(originals, counter, budget: BudgetOptions, summary: SummaryOptions, 
     return {"rows": rows, "aggregate": agg}
 
 
+CONTINUATION_COLUMNS = (
+    "Columns: needed facts: the paths, identifiers, commands, URLs and values of each prefix that its continuation "
+    "writes again (compactctl/needed.py), summed over cuts; kept: the share the compacted prefix still holds; "
+    "kept in context: held next to 8 characters it had beside it in the prefix (a name only in a list is kept, not "
+    "in context); kept, not re-discovered: the share kept of the facts the continuation does not see in a tool output "
+    "(or harness text) before it writes them; tokens before / after: the prefixes' and the outputs' tokens, summed; reduction: 1 - after / before; "
+    "at or under target: cuts whose output is within compactctl's target (--threshold x its window); valid: outputs "
+    "that pass `repair --check`; cannot fit: cuts compactctl could not bring to its target, scored as what "
+    "`--on-error skip` writes. The baselines get compactctl's output tokens at each cut, never more."
+)
+PROBE_COLUMNS = (
+    "Columns: retention: the share of the probes kept (facts of what each strategy removed or rewrote: files, "
+    "commands with their exit codes, error lines, user constraints, the last ask, identifiers; one column each, "
+    "- where a strategy removed none); tokens before / after, reduction: as above, at a budget of --ratio of each "
+    "transcript's tokens; valid: outputs that pass `repair --check`; cannot fit: transcripts compactctl could not "
+    "bring to the budget, scored as what `--on-error skip` writes."
+)
+
+
 def show(out: dict[str, Any], *, as_json: bool, cuts: str, window_ratio: float, explain: int, ratio: float) -> None:
     if as_json:
         import orjson
@@ -179,9 +198,15 @@ def _show_continuation(c: dict, cuts: str, window_ratio: float, explain: int) ->
         print("(no transcript could be cut: nothing scored)\n")
         return
     print(continuation.tables(c["aggregate"]))
+    print("\n" + CONTINUATION_COLUMNS)
     if explain:
         lost = continuation.explain(c["rows"], explain)
-        print(f"\nFacts compactctl lost ({len(lost)} shown):")
+        ours = c["aggregate"].get("compactctl", {})
+        total = ours.get("needed", 0) - ours.get("kept_facts", 0)
+        print(
+            f"\nFacts compactctl lost ({len(lost)} of {total:,} shown; #N: message N of the transcript as read, from 0; "
+            "[where it sat], then where the continuation first wrote it):"
+        )
         for line in lost:
             print("- " + line)
     print()
@@ -211,3 +236,4 @@ def _show_probes(p: dict, ratio: float, after_continuation: bool) -> None:
                 )
         print()
     print(evaluate.table(p["aggregate"]))
+    print("\n" + PROBE_COLUMNS)

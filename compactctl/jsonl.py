@@ -115,7 +115,7 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
     try:
         # accepts lone surrogates (and integers beyond 64 bits), which orjson rejects; never NaN,
         # Infinity or a number that overflows to infinity (1e999): not JSON, and not writable back
-        value = json.loads(text, parse_constant=_non_finite, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_non_finite, parse_float=_finite_float, parse_int=_finite_int)
     except _NonFinite as e:
         raise DataError(
             source, lineno, f"invalid JSON: the number {e} is not finite (NaN, Infinity and out-of-range numbers like 1e999 are not JSON)"
@@ -132,13 +132,13 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
     except RecursionError:
         raise DataError(source, lineno, f"invalid JSON: {err}") from None
     if not _any_surrogate(value):
-        return value, raw  # valid JSON orjson does not take (a very large integer): kept as written
+        return value, raw  # valid JSON orjson does not take (deep nesting): kept as written
     warn(f"{source}:{lineno}: lone UTF-16 surrogate replaced by U+FFFD")
     value = _fix_surrogates(value)
     try:
         return value, orjson.dumps(value)
-    except TypeError:
-        return value, json.dumps(value, ensure_ascii=False).encode()
+    except TypeError:  # an integer beyond 64 bits: exact in the line, the nearest float in the value (as orjson reads it)
+        return _nearest(value), json.dumps(value, ensure_ascii=False).encode()
 
 
 class _NonFinite(ValueError):
@@ -153,6 +153,30 @@ def _finite_float(s: str) -> float:
     v = float(s)
     if v in (float("inf"), float("-inf")):
         raise _NonFinite(s)
+    return v
+
+
+def _finite_int(s: str) -> int:
+    """An integer, refused (as orjson refuses it) when no float holds it: a converted message holds its nearest float."""
+    v = int(s)
+    if len(s) > 300:
+        try:
+            float(v)
+        except OverflowError:
+            raise _NonFinite(f"{s[:12]}... ({len(s.lstrip('-'))} digits)") from None
+    return v
+
+
+def _nearest(v: Any) -> Any:
+    """`v` with each integer beyond 64 bits as the nearest float, as orjson reads it (orjson writes no such integer)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return v if -(2**63) <= v < 2**64 else float(v)
+    if isinstance(v, list):
+        return [_nearest(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _nearest(x) for k, x in v.items()}
     return v
 
 

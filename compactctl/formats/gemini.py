@@ -78,6 +78,8 @@ def _text_of(content) -> str:
 
 
 def messages_from(rows: list, source: str, lineno: int) -> list[Message]:
+    if not isinstance(rows, list):
+        raise DataError(source, lineno, f'a Gemini session\'s "messages" must be a list, got {type(rows).__name__}')
     out: list[Message] = []
     for m in rows:
         if not isinstance(m, dict):

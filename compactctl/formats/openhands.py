@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import orjson
 
+from ..errors import DataError
 from ..model import Message, ToolCall, Transcript
 from . import Reader, Record
 
@@ -47,12 +48,22 @@ def _args(e: dict) -> dict:
     }
 
 
+def check_event(e: object, source: str, lineno: int) -> None:
+    """An event whose action or observation is no string is a data error (it names no kind of event)."""
+    if isinstance(e, dict) and ("action" in e or "observation" in e):
+        key = "action" if "action" in e else "observation"
+        if not isinstance(e[key], str):
+            raise DataError(source, lineno, f"an event's {key} must be a string, got {type(e[key]).__name__}")
+
+
 def messages_from(events: list) -> list[Message]:
+    """The messages of a stream of events (checked by check_event)."""
     out: list[Message] = []
     links = _Links()
     for k, e in enumerate(events):
         if not isinstance(e, dict):
             continue
+        e = _plain(e)
         if "action" in e:
             m = None if e["action"] in SKIP else _action(k, e, _args(e), links)
         elif "observation" in e:
@@ -64,6 +75,29 @@ def messages_from(events: list) -> list[Message]:
     for i, m in enumerate(out):
         m.index = i
     return out
+
+
+def _plain(e: dict) -> dict:
+    """The event with what is read from it in the types it is read as: ids a string or a number (any other left out),
+    `tool_call_metadata` an object with string names and ids, text a string (other JSON as its text)."""
+    e = {k: v for k, v in e.items() if k not in ("id", "cause") or _is_id(v)}
+    meta = e.get("tool_call_metadata")
+    if meta is not None:
+        meta = (
+            {k: v for k, v in meta.items() if isinstance(v, str) or k not in ("tool_call_id", "function_name")}
+            if isinstance(meta, dict)
+            else {}
+        )
+        e["tool_call_metadata"] = meta
+    return e
+
+
+def _is_id(v: object) -> bool:
+    return isinstance(v, (str, int, float)) and not isinstance(v, bool)
+
+
+def _text(v: object) -> str:
+    return v if isinstance(v, str) else "" if v is None else orjson.dumps(v).decode()
 
 
 class _Links:
@@ -84,16 +118,16 @@ def _action(k: int, e: dict, args: dict, links: _Links) -> Message:
     call_args = {key: v for key, v in args.items() if key != "thought"}
     links.call_of[e.get("id", k)] = cid
     links.last_call = cid
-    return Message(role="assistant", content=args.get("thought") or "", tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())])
+    return Message(role="assistant", content=_text(args.get("thought")), tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())])
 
 
 def _text_action(k: int, e: dict, args: dict) -> Message:
     """The system message, or what the user or the agent said (message, finish, think)."""
     act = e["action"]
     if act == "system":
-        return Message(role="system", content=args.get("content") or e.get("message") or args.get("thought") or "")
+        return Message(role="system", content=_text(args.get("content") or e.get("message") or args.get("thought")))
     role = "user" if e.get("source") == "user" or (act == "message" and e.get("source") is None and k == 0) else "assistant"
-    return Message(role=role, content=args.get("content") or args.get("final_thought") or e.get("message") or args.get("thought") or "")
+    return Message(role=role, content=_text(args.get("content") or args.get("final_thought") or e.get("message") or args.get("thought")))
 
 
 def _observation(e: dict, args: dict, links: _Links) -> Message | None:
@@ -103,7 +137,7 @@ def _observation(e: dict, args: dict, links: _Links) -> Message | None:
     content = e.get("content", args.get("content", ""))
     extras = e["extras"] if isinstance(e.get("extras"), dict) else args
     code = extras.get("exit_code", (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None)
-    text = content if isinstance(content, str) else orjson.dumps(content).decode()
+    text = _text(content)
     if code not in (None, "", -1, "-1"):
         text += f"\n[exit code: {code}]"
     links.last_call = None
@@ -115,8 +149,13 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
                 meta = {k: v for k, v in obj.items() if k != "history"}
+                events = obj.get("history") or []
+                if not isinstance(events, list):
+                    raise DataError(source, lineno, f'"history" must be a list of events, got {type(events).__name__}')
+                for e in events:
+                    check_event(e, source, lineno)
                 yield Transcript(
-                    messages_from(obj.get("history") or []),
+                    messages_from(events),
                     id=f"{source}#{n + 1}",
                     source=source,
                     line=lineno,
@@ -125,5 +164,9 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                     metadata=meta,
                 )
         return
-    events = [obj for _, _, obj in records]
+    events = []
+    for lineno, raw, obj in records:
+        with reader.guard(lineno, raw):
+            check_event(obj, source, lineno)
+            events.append(obj)
     yield Transcript(messages_from(events), id=source, source=source, line=1, format=NAME, layout="session")

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import Message, ToolCall, Transcript
+from ..model import Message, ToolCall, Transcript, blank_parts
 from . import Reader, Record
 from .linelog import LineLog, layout, lines_of, unchanged
 from .linelog import dropped_records as dropped_records  # noqa: PLC0414
@@ -325,6 +325,11 @@ def items_of(m: Message) -> list[dict]:
     return out + [_call_item(c) for c in m.tool_calls]
 
 
+def _blank_prompt(m: Message) -> bool:
+    """A system or developer message with no text (a developer item of blank text parts: the check finds it empty)."""
+    return m.role in ("system", "developer") and (not isinstance(m.content, list) or blank_parts(m.content)) and not m.text().strip()
+
+
 def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
     """A changed message written into its own source lines where it can be: reasoning items stay as
     they were, outputs and calls get their new text."""
@@ -400,7 +405,7 @@ def write(t: Transcript) -> Iterator[bytes]:
     log = t.native if isinstance(t.native, LineLog) else None
     if log is None:
         for m in t.messages:
-            for it in items_of(m):
+            for it in [] if _blank_prompt(m) else items_of(m):  # a prompt without text says nothing: no line
                 yield orjson.dumps(_wrap(None, it))
         return
     if unchanged(t):
@@ -461,7 +466,7 @@ class _Rewrite:
             self.out.extend(self.log.lines[j] for j in ls if j not in self.emitted)
         elif ls:
             self.out.extend(_rebuild(m, self.log))
-        else:
+        elif not _blank_prompt(m):  # a new prompt without text says nothing: no line (as in Claude Code)
             self.out.extend((None, _wrap(self.template, it)) for it in items_of(m))
         self.emitted.update(ls)
 

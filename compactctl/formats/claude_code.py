@@ -445,7 +445,7 @@ def _materialize(payload, log: LineLog, template: dict, seed: str) -> tuple[byte
             blocks.append({"type": "text", "text": g.content})
     base["type"] = "user"
     message["role"] = "user"
-    plain = len(msgs) == 1 and first.role == "user" and isinstance(first.content, str)
+    plain = len(msgs) == 1 and first.role in ("user", *SYSTEM_ROLES) and isinstance(first.content, str)  # a prompt's meta line too
     message["content"] = first.content if plain else blocks
     base.pop("toolUseResult", None)  # its structured copy would keep the full output
     return (None, base)

@@ -353,8 +353,10 @@ def _turn(group: list[Message], names: dict[str, str]) -> dict:
         if frm == "function_call" and m.tool_calls and not m.text():
             return {"from": "function_call", "value": _function_call_text(m.tool_calls), **extra}
         value = m.text()
-        if m.tool_calls:
-            value = (value + "\n" if value else "") + "\n".join(f"<tool_call>\n{_call_text(c)}\n</tool_call>" for c in m.tool_calls)
+        if m.tool_calls:  # the text beside the calls is read back stripped (_assistant_turn): written so
+            value = (value.strip() + "\n" if value.strip() else "") + "\n".join(
+                f"<tool_call>\n{_call_text(c)}\n</tool_call>" for c in m.tool_calls
+            )
         if m.reasoning is not None or m.extra.get("_think"):
             value = f"<think>\n{m.reasoning or ''}\n</think>\n{value}"
         return {"from": frm if frm in ("gpt", "assistant") else names["assistant"], "value": value, **extra}

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from .archive import build, connect, identity, is_sqlite, locate
-from .errors import CompactError, Exit, IOFailure
+from .errors import CompactError, Exit, IOFailure, UsageError
 from .jsonl import without_surrogates
 from .lean import dataclass
 
@@ -170,6 +170,15 @@ class Index:
             for row in rows:
                 yield row, ref
 
+    def transcripts(self, limit: int) -> list[str]:
+        """Up to `limit` of the names of the transcripts this archive holds."""
+        rows = self.db.execute("SELECT DISTINCT transcript FROM records WHERE transcript IS NOT NULL LIMIT ?", (limit,))
+        return [t for (t,) in rows]
+
+    def holds(self, transcript: str) -> bool:
+        """Whether a transcript of this name has records here (`--transcript` of a name it has not: said, not no hits)."""
+        return self.db.execute("SELECT 1 FROM records WHERE transcript = ? LIMIT 1", (_bindable(transcript),)).fetchone() is not None
+
     def _ranked(self, rowid: int, rank: float, match: str) -> Hit:
         row = self.db.execute(f"SELECT {self._COLS} FROM records r WHERE r.id = ?", (rowid,)).fetchone()
         (snip,) = self.db.execute(
@@ -231,6 +240,16 @@ class Archives:
     def current(self) -> Archives:
         now = [ix.current() for ix in self.indexes]
         return self if all(a is b for a, b in zip(now, self.indexes, strict=True)) else Archives(now)
+
+    def check_transcript(self, transcript: str | None) -> None:
+        """A usage error when no archive holds a transcript of this name (a search in it found nothing, exit 0;
+        a recall said only that no original has the reference), naming the name and the archives as given."""
+        if transcript is None or any(ix.holds(transcript) for ix in self.indexes):
+            return
+        names = [t for ix in self.indexes for t in ix.transcripts(4)]
+        said = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        given = ", ".join(ix.source or ix.path for ix in self.indexes)
+        raise UsageError(f"--transcript {transcript!r}: no transcript of that name in {given}" + (f" (it holds {said})" if names else ""))
 
     def recall(self, ref: str, transcript: str | None = None) -> list[Hit]:
         ref = normalized_ref(ref)

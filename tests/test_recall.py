@@ -160,9 +160,9 @@ def test_a_query_with_a_nul_or_a_lone_surrogate_is_searched_not_a_traceback(tmp_
             assert [h.ref for h in ix.search(q)][:1] == [want], q
     r = cli("recall", "--search", "caf\udce9 flux_capacitor", "--archive", str(a))
     assert r.returncode == 0 and r.stdout.startswith(f"[ref {want}]".encode()), r.stderr
-    for args in (("--search", "flux_capacitor"), (want,)):  # a transcript named so: none of the archive's
+    for args in (("--search", "flux_capacitor"), (want,)):  # a transcript named so: none of the archive's (a usage error)
         r = cli("recall", *args, "--transcript", "caf\udce9.jsonl", "--archive", str(a))
-        assert r.returncode in (0, Exit.NOT_FOUND) and r.stdout == b"" and b"Traceback" not in r.stderr, r.stderr
+        assert r.returncode == Exit.USAGE and r.stdout == b"" and b"Traceback" not in r.stderr, r.stderr
 
 
 def test_index_is_rebuilt_when_the_jsonl_is_newer(tmp_path):
@@ -354,3 +354,19 @@ def test_a_word_in_every_original_scores_above_zero_in_json(tmp_path):
     scores = [h["score"] for h in hits]
     assert len(hits) >= 2 and all(0 < s < 1e-3 for s in scores), hits
     assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
+
+
+def test_an_unknown_transcript_is_a_usage_error_naming_it_and_the_archive(tmp_path):
+    """`recall --search W --transcript NAME` with a NAME no transcript of the archive has printed nothing and
+    exited 0 (and `recall REF --transcript NAME` said only that no original has the reference): a usage error
+    naming the name and the archive as given, nothing printed. The archive's own names still narrow."""
+    _, a = compacted(tmp_path)
+    ref = next(x["ref"] for x in archive.records(str(a)) if x.get("ref"))
+    for args in (("--search", "retry"), (ref,)):
+        r = cli("recall", *args, "--transcript", "nope.jsonl", "--archive", str(a))
+        assert r.returncode == Exit.USAGE and r.stdout == b"", r.stderr
+        assert b"--transcript 'nope.jsonl'" in r.stderr and str(a).encode() in r.stderr, r.stderr
+    [name] = {x["transcript"] for x in archive.records(str(a)) if x.get("transcript")}
+    for args in (("--search", "retry"), (ref,)):
+        r = cli("recall", *args, "--transcript", name, "--archive", str(a))
+        assert r.returncode == 0 and r.stdout, r.stderr

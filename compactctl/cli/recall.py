@@ -89,6 +89,7 @@ def recall(
         raise UsageError(f"--limit {limit}: must be at least 1")
     _check_ref(ref)
     with Archives.open(archive) as ix:
+        ix.check_transcript(transcript)
         if search is not None:
             hits = ix.search(search, limit, transcript)
             for h in hits:

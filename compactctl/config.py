@@ -25,11 +25,14 @@ and its key).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import os
 import re
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from pathlib import Path
@@ -271,6 +274,53 @@ def out_of_range(name: str, value: Any) -> str | None:
         return None
     ok, expected = limit
     return None if ok(value) else expected
+
+
+def type_ok(value: Any, hint: Any) -> bool:
+    """`value` is of the option's type (an int is a float; a bool is no number; a list of str is a tuple of str)."""
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(type_ok(value, h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, (tuple, list)) and all(isinstance(x, str) for x in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+_FIELD_HINTS: dict[type, dict[str, tuple[Any, str]]] = {}  # per class: each field's type, and as a message says it
+
+
+def _field_hints(cls: type) -> dict[str, tuple[Any, str]]:
+    hints = _FIELD_HINTS.get(cls)
+    if hints is None:
+        hints = _FIELD_HINTS[cls] = {name: (hint, _said(hint)) for name, hint in typing.get_type_hints(cls).items()}
+    return hints
+
+
+def _said(hint: Any) -> str:
+    """`int | None`, `tuple[str, ...]`, `Budget`: a type as a message says it."""
+    text = str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
+    return re.sub(r"\b[\w.]+\.(\w+)", r"\1", text)  # compactctl.phases.plan.Budget: Budget
+
+
+def check_fields(obj: Any, ranges: Mapping[str, tuple[Callable[[Any], bool], str]] | None = None) -> None:
+    """Raise UsageError for the first field of the dataclass `obj` of the wrong type or out of its range (LIMITS
+    by the field's name, `ranges` before it), naming the class: the record API's Options, the library's Budget
+    and CompactOptions, checked when built."""
+    cls = type(obj).__name__
+    hints = _field_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        hint, text = hints[f.name]
+        if not type_ok(value, hint):
+            raise UsageError(f"{cls}: {f.name}={value!r} is not valid: expected {text}")
+        limit = (ranges or {}).get(f.name, LIMITS.get(f.name))
+        if limit is not None and value is not None and not limit[0](value):
+            raise UsageError(f"{cls}: {f.name}={value!r} is not valid: must be {limit[1]}")
 
 
 def check(settings: Iterable[Setting], flags: Mapping[str, str] | None = None) -> None:

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import field
 from typing import Any
 
+from . import config
 from .errors import CannotFit
 from .formats import get_format
 from .lean import dataclass
@@ -30,7 +31,10 @@ class Report(dict):
 
 @dataclass
 class CompactOptions:
-    """The options of the whole pipeline: budget, prune, summary and repair."""
+    """The options of the whole pipeline: budget, prune, summary and repair.
+
+    Checked when built, as Budget is: a value of the wrong type (budget=None) or out of range (min_saving=2,
+    max_strikes=0: every transcript skipped) raises UsageError."""
 
     budget: Budget = field(default_factory=Budget)
     prune: PruneOptions | None = None  # default: protect the tail budget
@@ -42,6 +46,9 @@ class CompactOptions:
     refs: bool = True  # references to archived originals in pruned messages and summaries (see refs)
     recall_hint: bool = False  # the summary names the recall tools
     instructions: str | None = None  # extra instructions for an LLM summarizer
+
+    def __post_init__(self) -> None:
+        config.check_fields(self, {"max_strikes": (lambda v: v >= 1, "at least 1")})
 
     def prune_options(self) -> PruneOptions:
         return self.prune or PruneOptions(protect_tokens=self.budget.tail, target=self.budget.target, refs=self.refs)

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 import re
-import types
 import typing
 from collections.abc import Callable
 from dataclasses import field
@@ -108,13 +107,7 @@ class Options:
     def check(self) -> None:
         """Raise UsageError for the first option of the wrong type or out of its range (config.LIMITS, the
         ranges the command line checks)."""
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not _type_ok(value, _HINTS[f.name]):
-                raise UsageError(f"Options: {f.name}={value!r} is not valid: expected {_HINT_TEXT[f.name]}")
-            expected = config.out_of_range(f.name, value)
-            if expected is not None:
-                raise UsageError(f"Options: {f.name}={value!r} is not valid: must be {expected}")
+        config.check_fields(self)
 
     def budget(self) -> Budget:
         self.check()  # again: a field may have been set since
@@ -183,25 +176,6 @@ class Options:
         if unknown:
             raise TypeError(f"unknown option(s): {', '.join(sorted(unknown))}")
         return dataclasses.replace(base, **kw) if kw else base
-
-
-_HINTS: dict[str, Any] = typing.get_type_hints(Options)
-_HINT_TEXT = {name: str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "") for name, hint in _HINTS.items()}
-
-
-def _type_ok(value: Any, hint: Any) -> bool:
-    """`value` is of the option's type (an int is a float; a bool is no number; a list of str is a tuple of str)."""
-    if hint is type(None):
-        return value is None
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(_type_ok(value, h) for h in typing.get_args(hint))
-    if typing.get_origin(hint) is tuple:
-        return isinstance(value, (tuple, list)) and all(isinstance(x, str) for x in value)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
 
 
 @dataclass(frozen=True)

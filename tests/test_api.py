@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import pytest
 
 import compactctl
+from compactctl.errors import UsageError
 
 from .conftest import SAMPLES
 
@@ -54,3 +56,38 @@ def test_restore_file_takes_pathlib_paths(tmp_path):
     assert cli("compact", str(src), "--context-window", "8000", "-o", str(out), "--archive", str(arch), "-q").returncode == 0
     compactctl.restore_file(out, arch, tmp_path / "r.jsonl")
     assert (tmp_path / "r.jsonl").read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: compactctl.Budget(context_window=0), "Budget: context_window=0 is not valid: must be at least 1"),
+        (lambda: compactctl.Budget(context_window=-5), "Budget: context_window=-5 is not valid: must be at least 1"),
+        (lambda: compactctl.Budget(context_window="8000"), "Budget: context_window='8000' is not valid: expected int"),
+        (lambda: compactctl.Budget(threshold=1.5), "Budget: threshold=1.5 is not valid: must be in (0, 1]"),
+        (lambda: compactctl.Budget(threshold=0), "Budget: threshold=0 is not valid: must be in (0, 1]"),
+        (lambda: compactctl.Budget(threshold=float("nan")), "Budget: threshold=nan is not valid"),
+        (lambda: compactctl.Budget(threshold="0.5"), "Budget: threshold='0.5' is not valid: expected float"),
+        (lambda: compactctl.Budget(tail_tokens=-1), "Budget: tail_tokens=-1 is not valid: must be 0 or more"),
+        (lambda: compactctl.Budget(tail_share=2.0), "Budget: tail_share=2.0 is not valid: must be in [0, 1]"),
+        (lambda: compactctl.Budget(min_tail_messages=-1), "Budget: min_tail_messages=-1 is not valid: must be 0 or more"),
+        (lambda: compactctl.Budget(summary_ratio=float("inf")), "Budget: summary_ratio=inf is not valid"),
+        (lambda: compactctl.Budget(summary_max=0), "Budget: summary_max=0 is not valid: must be at least 1"),
+        (lambda: compactctl.Budget(last_ask="bogus"), "Budget: last_ask='bogus' is not valid: must be auto, tail or summary"),
+        (lambda: dataclasses.replace(compactctl.Budget(), protect_first=-1), "Budget: protect_first=-1 is not valid"),
+        (lambda: compactctl.CompactOptions(min_saving=2.0), "CompactOptions: min_saving=2.0 is not valid: must be in [0, 1]"),
+        (lambda: compactctl.CompactOptions(max_strikes=0), "CompactOptions: max_strikes=0 is not valid: must be at least 1"),
+        (lambda: compactctl.CompactOptions(budget=None), "CompactOptions: budget=None is not valid: expected Budget"),
+        (lambda: compactctl.CompactOptions({"context_window": 8000}), "CompactOptions: budget={'context_window': 8000} is not valid"),
+        (lambda: compactctl.CompactOptions(force="yes"), "CompactOptions: force='yes' is not valid: expected bool"),
+    ],
+)
+def test_bad_budget_and_compact_options_raise_a_usage_error_when_built(build, message):
+    """Budget and CompactOptions took any value: a window of 0 or -5 gave CannotFit ("the target of 0 tokens"),
+    `threshold="0.5"` a ValueError from int() of the string repeated, `context_window="8000"` a TypeError,
+    `budget=None` an AttributeError ('tail'), all from deep inside `compact`; `threshold=1.5`, `last_ask="bogus"`,
+    `min_saving=2.0` ran as if meant, and `max_strikes=0` skipped every transcript. As `Options` does: a UsageError
+    when built, naming the class, the field and what it must be."""
+    with pytest.raises(UsageError) as e:
+        build()
+    assert message in str(e.value), str(e.value)

@@ -22,6 +22,7 @@ import dataclasses
 import itertools
 from dataclasses import field
 
+from .. import config
 from ..errors import CannotFit
 from ..harness import ask_words
 from ..lean import dataclass
@@ -34,9 +35,20 @@ from .assemble import summary_overhead
 ZONES = ("head", "middle", "tail")
 
 
+# Budget's own fields, and its window (no model here to leave it out for), before config.LIMITS
+_RANGES = {
+    "context_window": (lambda v: v >= 1, "at least 1"),
+    "tail_share": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "min_tail_messages": (lambda v: v >= 0, "0 or more"),
+}
+
+
 @dataclass
 class Budget:
-    """The context window and how a plan shares it: target, head, tail, summary."""
+    """The context window and how a plan shares it: target, head, tail, summary.
+
+    Checked when built, as the record API's Options is: a value of the wrong type or out of the range the command
+    line allows (context_window=0, threshold=1.5, ...) raises UsageError."""
 
     context_window: int = 128_000
     threshold: float = 0.5
@@ -48,6 +60,9 @@ class Budget:
     summary_min: int = 2_000
     summary_max: int = 16_000
     last_ask: str = "auto"  # auto: in the tail while it fits, else verbatim in the summary; tail: always in the tail; summary: as auto
+
+    def __post_init__(self) -> None:
+        config.check_fields(self, _RANGES)
 
     @property
     def target(self) -> int:

@@ -594,3 +594,52 @@ def test_convert_writes_a_report_line_per_transcript(tmp_path):
     lines = [orjson.loads(x) for x in report.read_bytes().splitlines()]
     assert [x["status"] for x in lines] == ["converted", "converted"]
     assert lines[0]["not_carried"] == {"audio part (written as a line that says what was there)": 1} and "not_carried" not in lines[1]
+
+
+SIGNED = {
+    "system": "s",
+    "messages": [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "Let me look.", "signature": "EqQBSIGNED"}, {"type": "text", "text": "a"}],
+        },
+        {"role": "user", "content": "more"},
+    ],
+}
+THINKING_SIGNATURE = "thinking block's signature (its text is carried as reasoning; the signature Anthropic needs to take it back is not)"
+
+
+@pytest.mark.parametrize("to", ["openai", "sharegpt"])
+def test_a_thinking_signature_another_api_cannot_hold_is_said(tmp_path, to):
+    """Anthropic's signed thinking written as OpenAI chat (or ShareGPT) kept its text as reasoning and dropped its
+    signature without a word (28 signed blocks in the corpus's Claude Code sessions): said, as a redacted block is."""
+    out, err = _convert(tmp_path, write_jsonl(tmp_path / "th.jsonl", [SIGNED]), to, "--report", str(tmp_path / "r.jsonl"))
+    assert b"Let me look." in out.read_bytes() and b"EqQBSIGNED" not in out.read_bytes()
+    assert f"written as {to}: 1 {THINKING_SIGNATURE}" in err, err
+    assert orjson.loads((tmp_path / "r.jsonl").read_bytes())["not_carried"] == {THINKING_SIGNATURE: 1}
+    for kept in ("anthropic", "claude-code", "codex"):  # held by Anthropic's; the Responses API's: the reasoning is said lost
+        out, err = _convert(tmp_path, write_jsonl(tmp_path / "th.jsonl", [SIGNED]), kept)
+        assert "thinking block's signature" not in err, err
+
+
+@pytest.mark.parametrize("to", ["anthropic", "claude-code", "codex"])
+def test_message_keys_a_target_cannot_hold_are_said(tmp_path, to):
+    """A message's keys besides its role and content (SWE-agent's `thought` and `action`, OpenAI's `name` and
+    `refusal`) were left out of Anthropic, Claude Code and Codex output without a word (where OpenAI chat and
+    ShareGPT keep them). Said per key; a key whose value is null loses nothing and is not."""
+    rows = [
+        {"role": "user", "content": "fix it", "name": "bob"},
+        {"role": "assistant", "content": "looking", "thought": "ls first", "action": "ls -la", "refusal": None},
+        {"role": "user", "content": "ok"},
+    ]
+    out, err = _convert(tmp_path, rows, to, "--report", str(tmp_path / "r.jsonl"))
+    assert b"ls -la" not in out.read_bytes()
+    carried = orjson.loads((tmp_path / "r.jsonl").read_bytes())["not_carried"]
+    for key in ("name", "thought", "action"):
+        said = f"message key ({key}: {to} messages have no place for it; left out)"
+        assert f"1 {said}" in err and carried[said] == 1, err
+    assert "refusal" not in err
+    for keeps in ("openai", "sharegpt"):
+        out, err = _convert(tmp_path, rows, keeps)
+        assert b"ls -la" in out.read_bytes() and "message key" not in err, err

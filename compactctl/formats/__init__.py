@@ -497,7 +497,25 @@ def _portable(m: Any, target: str, source: str, lost: Counter | None = None) -> 
         changes["content"] = _said_elsewhere(m)
     if lost is not None and not same:
         _count_unsaid(m, parts.FAMILY.get(target), lost)
+    if lost is not None and target in ROLE_AND_CONTENT:
+        _count_message_keys(m, target, lost)
     return m.evolve(**changes) if changes else m
+
+
+ROLE_AND_CONTENT = ("anthropic", "claude_code", "codex")  # targets whose messages (items) hold no keys of their own
+
+
+def _count_message_keys(m: Any, target: str, lost: Counter) -> None:
+    """A message's keys of its own (SWE-agent's `thought` and `action`, OpenAI's participant `name`): an Anthropic
+    message holds its role and content only, a Codex item what the Responses API reads; a null loses nothing.
+    `_`-keys are the reader's internals (the source format's, or carried as the target's own)."""
+    keys = ["name"] if m.name and m.role != "tool" else []  # a tool result's name is its call's, which goes over
+    keys += [k for k, v in m.extra.items() if not k.startswith("_") and v is not None]
+    for key in keys:
+        lost[f"message key ({key}: {target.replace('_', '-')} messages have no place for it; left out)"] += 1
+
+
+THINKING_SIGNATURE = "thinking block's signature (its text is carried as reasoning; the signature Anthropic needs to take it back is not)"
 
 
 def _count_unsaid(m: Any, family: str | None, lost: Counter) -> None:
@@ -508,9 +526,13 @@ def _count_unsaid(m: Any, family: str | None, lost: Counter) -> None:
         lost["reasoning (the Responses API replays only its own reasoning items)"] += 1
     if m.role == "tool" and m.is_error and family != "anthropic":
         lost["error flag of a tool result (is_error: the target has none; its text says what failed)"] += 1
-    redacted = sum(isinstance(b, dict) and b.get("type") == "redacted_thinking" for b in m.extra.get("_thinking_blocks", ()))
+    blocks = [b for b in m.extra.get("_thinking_blocks", ()) if isinstance(b, dict)]
+    redacted = sum(b.get("type") == "redacted_thinking" for b in blocks)
     if redacted and family != "anthropic":  # no reasoning text stands for it, unlike signed thinking
         lost["redacted thinking block (encrypted: only Anthropic reads it)"] += redacted
+    signed = sum(b.get("type") == "thinking" and bool(b.get("signature")) for b in blocks)
+    if signed and family in ("chat", "text"):  # the text goes as reasoning (the Responses API's: said lost above)
+        lost[THINKING_SIGNATURE] += signed
 
 
 def _count_moved_system(msgs: list, target: str, lost: Counter) -> None:

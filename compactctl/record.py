@@ -87,7 +87,7 @@ class Options:
     keep_tools: tuple[str, ...] = _default(PruneOptions, "keep_tools")
     digest_names: int = _default(PruneOptions, "digest_names")  # names a digest keeps (0: one-liners only)
     drop_tools: tuple[str, ...] = _default(PruneOptions, "drop_tools")
-    refs: bool = _default(PruneOptions, "refs")  # references to archived originals
+    refs: bool | None = None  # references to archived originals (None: with `archive`, whose originals they point at)
     recall_hint: bool = _default(SummarizeOptions, "recall_hint")
     instructions: str | None = None  # extra instructions for an LLM summarizer
     # summarize / repair
@@ -125,6 +125,11 @@ class Options:
             last_ask=self.last_ask,
         )
 
+    def with_refs(self) -> bool:
+        """`refs` as given, else references only when the result holds the originals (`archive`), as the CLI
+        writes them only with --archive: without, they would point at nothing."""
+        return self.refs if self.refs is not None else self.archive
+
     def prune_options(self, budget: Budget | None = None) -> PruneOptions:
         b = budget or self.budget()
         return PruneOptions(
@@ -141,7 +146,7 @@ class Options:
             keep_tools=tuple(self.keep_tools),
             digest_names=self.digest_names,
             drop_tools=tuple(self.drop_tools),
-            refs=self.refs,
+            refs=self.with_refs(),
         )
 
     def compact_options(self) -> CompactOptions:
@@ -153,7 +158,7 @@ class Options:
             self.min_saving,
             force=self.force,
             strip_unanswered=self.strip_unanswered,
-            refs=self.refs,
+            refs=self.with_refs(),
             recall_hint=self.recall_hint,
             instructions=self.instructions,
         )

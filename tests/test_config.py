@@ -217,7 +217,7 @@ def test_a_pruning_compact_loads_no_openssl(tmp_path):
     rows.append({"role": "user", "content": "and now?"})
     src = write_jsonl(tmp_path / "s.jsonl", rows)
     code = (
-        "import sys; sys.argv = ['compactctl', 'compact', sys.argv[1], '--context-window', '3000', '-o', sys.argv[2]]\n"
+        "import sys; sys.argv = ['compactctl', 'compact', sys.argv[1], '--context-window', '3000', '--refs', '-o', sys.argv[2]]\n"
         "from compactctl.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('hashlib' in sys.modules, '_hashlib' in sys.modules, file=sys.stderr)"
@@ -385,9 +385,11 @@ def test_refs_and_recall_hint_are_settings(tmp_path):
         ]
     rows.append({"role": "user", "content": "go on"})
     write_jsonl(src, rows)
-    args = ("compact", str(src), "--context-window", "1500", "-q")
+    args = ("compact", str(src), "--context-window", "1500", "-q", "--archive", str(tmp_path / "a.jsonl"))
     ref = re.compile(rb"\[ref [0-9a-f]{8}\]")
     assert ref.search(run_in(tmp_path, *args).stdout)
+    (tmp_path / "compactctl.toml").write_text("refs = true\n")  # said in a file: references without --archive too
+    assert ref.search(run_in(tmp_path, *args[:-2]).stdout) and not ref.search(run_in(tmp_path, *args[:-2], "--no-refs").stdout)
     (tmp_path / "compactctl.toml").write_text("refs = false\nrecall-hint = true\n")
     r = run_in(tmp_path, *args)
     assert r.returncode == 0 and not ref.search(r.stdout) and b"unknown setting" not in r.stderr

@@ -226,7 +226,7 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     assert all(f.name.endswith(("compactctl-part", "compactctl-journal")) for f in out.parent.iterdir()), list(out.parent.iterdir())
     assert proc(*args, "--resume").returncode == 0
     whole = tmp_path / "whole.jsonl"
-    assert proc(*args[:-4], "-o", str(whole)).returncode == 0
+    assert proc(*args[:-4], "-o", str(whole), "--archive", str(tmp_path / "whole.archive.jsonl")).returncode == 0
     assert out.read_bytes() == whole.read_bytes()
 
 

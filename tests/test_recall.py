@@ -8,6 +8,7 @@ import re
 import orjson
 import pytest
 
+import compactctl
 from compactctl import api, archive, refs, search
 from compactctl.errors import Exit
 from compactctl.formats.openai import message_from_dict
@@ -370,3 +371,28 @@ def test_an_unknown_transcript_is_a_usage_error_naming_it_and_the_archive(tmp_pa
     for args in (("--search", "retry"), (ref,)):
         r = cli("recall", *args, "--transcript", name, "--archive", str(a))
         assert r.returncode == 0 and r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("command", ["compact", "prune", "summarize"])
+def test_references_are_written_by_default_only_with_an_archive_to_hold_their_originals(tmp_path, command):
+    """Without --archive, `compact` wrote 19 `[ref ...]` marks into long_session at an 8,000-token window (`prune`
+    77, `summarize` 1) that pointed at nothing: no archive held their originals. By default they come with
+    --archive only; --refs still writes them without one (the same marks: a reference is content-addressed, so a
+    later run with --archive over the same input holds their originals), and --no-refs never."""
+    args = (command, str(LONG), "--context-window", "8000", "-q")
+    bare = cli(*args)
+    assert bare.returncode == 0 and b"[ref " not in bare.stdout, bare.stderr
+    a = tmp_path / "a.jsonl"
+    kept = cli(*args, "--archive", str(a))
+    marks = refs.REF_RE.findall(kept.stdout.decode())
+    assert kept.returncode == 0 and marks
+    held = {r["ref"] for r in archive.records(str(a)) if r.get("ref")} | {r["span"] for r in archive.records(str(a)) if r.get("span")}
+    assert set(marks) <= held
+    asked = cli(*args, "--refs")
+    assert asked.returncode == 0 and refs.REF_RE.findall(asked.stdout.decode()) == marks
+    assert b"[ref " not in cli(*args, "--no-refs", "--archive", str(tmp_path / "b.jsonl")).stdout
+    if command == "compact":  # the record API (and compactctl.ray, the CLI's --workers): by `archive`, the same
+        rec = {"messages": read_jsonl(LONG.read_bytes())}
+        for archived, want in ((False, False), (True, True)):
+            res = compactctl.Compactor(context_window=8000, archive=archived).compact(rec)
+            assert ("[ref " in orjson.dumps(res.record).decode()) is want and bool(res.archived) is archived

@@ -11,7 +11,7 @@ import typer
 from ..errors import CheckFailed, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, prune_options
 from .options import with_groups
-from .recall import HINT, REFS
+from .recall import HINT, REFS, refs_for
 from .shared import Inputs, check_workers, loading, report_line, say, worker_count
 
 
@@ -47,7 +47,7 @@ def prune(
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
     opts.exact_totals = stats  # without --stats no token figure is shown: count only what pruning needs
-    opts.refs = refs
+    opts.refs = refs_for(refs, io)
     job = PruneJob(opts, counter.encoding, counter.approx, input_bytes(inputs or []), stats)
     io.workers = worker_count(workers)
     run(inputs or ["-"], io, job.build(), "prune", job=job)
@@ -139,7 +139,7 @@ def summarize(
         summary.focus,
         summary.min_saving,
         force=summary.force,
-        refs=refs,
+        refs=refs_for(refs, io),
         recall_hint=recall_hint,
         instructions=summary.instructions,
     )
@@ -265,7 +265,7 @@ def compact(
         strip_unanswered=strip_unanswered,
         to=io.fmt_to,
         fmt=io.fmt_from,
-        refs=refs,
+        refs=refs_for(refs, io),
         recall_hint=recall_hint,
         instructions=summary.instructions,
     )

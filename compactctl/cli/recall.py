@@ -17,14 +17,21 @@ REFS = Group(
         Opt(
             "refs",
             bool,
-            True,
+            None,
             ("--refs/--no-refs",),
             "Tag each pruned output, cut argument and summarized span with a reference "
-            "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original).",
+            "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original). "
+            "Default: on with --archive, which holds the originals, off without.",
         ),
     ],
     lambda refs: refs,
 )
+
+
+def refs_for(refs: bool | None, io) -> bool:
+    """--refs or --no-refs as given, else references only where --archive holds the originals they point at."""
+    return refs if refs is not None else io.archive is not None
+
 
 HINT = Group(
     "recall_hint",

@@ -216,7 +216,10 @@ def test_bare_items_compacted_are_read_back_from_the_compacted_line(tmp_path):
     rows.append({"role": "user", "content": "Now write a test. LAST ASK"})
     src = tmp_path / "resp.jsonl"
     src.write_bytes(lines(rows))
-    r = cli("compact", str(src), "--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800")
+    # --refs: the sizes that make it summarize were set with references in the pruned outputs (no --archive here)
+    r = cli(
+        "compact", str(src), "--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800", "--refs"
+    )
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out.jsonl"
     out.write_bytes(r.stdout)
@@ -378,7 +381,10 @@ def test_session_meta_round_trips_through_codex_and_is_said_where_another_format
     first = src.read_bytes().split(b"\n", 1)[0]
     r = cli("convert", str(src), "--to", "codex")
     assert r.returncode == 0 and r.stdout == src.read_bytes(), r.stderr
-    r = cli("compact", str(src), "--context-window", "3000", "--tail-tokens", "300", "--summary-min", "300", "--summary-max", "600")
+    # --refs: the sizes that make it summarize were set with references in the pruned outputs (no --archive here)
+    r = cli(
+        "compact", str(src), "--context-window", "3000", "--tail-tokens", "300", "--summary-min", "300", "--summary-max", "600", "--refs"
+    )
     assert r.returncode == 0 and r.stdout.split(b"\n", 1)[0] == first, r.stderr
     assert b'"type":"compacted"' in r.stdout
     said = "1 session_meta line (the rollout's session id, cwd and CLI version: openai has no place for them; left out)"

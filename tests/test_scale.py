@@ -21,7 +21,7 @@ from compactctl.errors import CannotFit
 from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session, write_jsonl
 
 OPTS = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--on-error", "skip"]
-LIB = {"context_window": 6000, "summaries": False, "summary_min": 500}
+LIB = {"context_window": 6000, "summaries": False, "summary_min": 500, "archive": True}  # as the CLI's --archive: references
 
 
 def _cannot_fit() -> dict:

@@ -95,6 +95,18 @@ def _plain(v: Any) -> str:
     return orjson.dumps(v).decode()
 
 
+def open_for_writing(path: str) -> sqlite3.Connection:
+    """A new database at `path` ("": SQLite's private temporary one) with the archive's schema, in a transaction
+    begun for its records, which the caller commits. The transaction is explicit: Python's sqlite3 (before 3.13)
+    begins one before a statement it takes for an INSERT, and tells one with the C library's case folding, so under
+    a Turkish locale "INSERT" (whose I folds to a dotless i) was none: each row was committed alone, and FTS5 wrote
+    its index in other segments, an archive of other bytes (and slower)."""
+    db = sqlite3.connect(path, isolation_level=None)  # no transaction but the ones begun here
+    db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
+    db.execute("BEGIN")
+    return db
+
+
 class SqliteSink:
     """Archive records written into a new index, atomically: a temporary file renamed on success."""
 
@@ -106,8 +118,7 @@ class SqliteSink:
         except OSError as e:
             raise IOFailure(f"{path}: {e.strerror or e}") from e
         os.close(fd)
-        self.db = sqlite3.connect(self.tmp)
-        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
+        self.db = open_for_writing(self.tmp)
         self.count = 0
         self.publish: Callable[[str, str], None] = os.replace  # (temporary file, path): puts the finished index in place
 
@@ -121,8 +132,8 @@ class SqliteSink:
     def close(self, ok: bool) -> None:
         try:
             if ok:
-                self.db.executescript(INDEXES)
                 self.db.commit()
+                self.db.executescript(INDEXES)
             self.db.close()
             if ok:
                 self.publish(self.tmp, self.path)

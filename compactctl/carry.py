@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .archive import INDEXES, SCHEMA, connect, fill, is_sqlite, locate
+from .archive import INDEXES, connect, fill, is_sqlite, locate, open_for_writing
 from .errors import CompactError, DataError, IOFailure
 from .refs import REF_RE
 from .search import Index
@@ -101,12 +101,11 @@ class Carry:
             return
         # SQLite's private temporary database (""): its file in the temporary directory is unlinked as soon as it is
         # opened, so even a killed run leaves nothing behind; pages stay in memory up to the cache size, then spill
-        db = sqlite3.connect("")
+        db = open_for_writing("")
         try:
-            db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
             fill(db, self.previous, search=False)
-            db.executescript(INDEXES)
             db.commit()
+            db.executescript(INDEXES)
             yield Index(db, f"{self.previous} (a temporary index of its references)")
         finally:
             db.close()

@@ -198,6 +198,29 @@ def test_an_error_said_to_a_closed_stderr_keeps_its_exit_code():
         assert b"Traceback" not in p.stderr
 
 
+def test_a_stderr_whose_reader_left_ends_nothing(tmp_path):
+    """`repair --check f 2>&1 | head -3`, `compact dir/ -o out/ 2>&1 | head -1`: a finding or a note that met the
+    closed pipe was taken for a closed standard output, exit 4 ("standard output: its reader closed it"), and the
+    compact run wrote no file. What goes to stderr is not the run's result: the check's exit 6, the files written."""
+    import subprocess
+    import sys
+
+    def run(*args: str) -> int:
+        p = subprocess.Popen([sys.executable, "-m", "compactctl", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert p.stderr is not None
+        p.stderr.close()  # the reader has left before the first line, as `| head` after its lines
+        return p.wait(timeout=120)
+
+    assert run("repair", "--check", BROKEN) == Exit.CHECK_FAILED
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("a", "b"):
+        (src / f"{name}.jsonl").write_bytes(open(LONG, "rb").read())
+    assert run("compact", str(src), "-o", str(tmp_path / "out") + "/", "--context-window", "8000", "--workers", "1") == 0
+    assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["a.jsonl", "b.jsonl"]
+    assert run("prune", str(tmp_path / "missing.jsonl")) == Exit.IO  # an error keeps its own code, as before
+
+
 def test_sigterm_ends_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     """The parts and the journal stay for --resume (said on stderr), no temporary file is left, and the resumed
     output is the uninterrupted one."""

@@ -316,6 +316,7 @@ def main() -> None:
     import signal
 
     shared.run_by_main()
+    sys.stderr = shared.Stderr(sys.stderr)  # a reader of stderr that leaves (`2>&1 | head`) ends nothing
 
     # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.
     if sys.stdout.isatty():

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -44,6 +44,40 @@ def exit_codes() -> Iterator[None]:
         with contextlib.suppress(OSError):
             print("compactctl: error: standard output: its reader closed it (broken pipe)", file=sys.stderr)
         raise typer.Exit(int(Exit.IO)) from e
+
+
+class Stderr:
+    """sys.stderr of the command's own process (cli.main): what the run says there (notes, warnings, `repair
+    --check`'s findings) is not its result. Once the reader has left (`2>&1 | head`), the rest goes nowhere and the
+    run goes on to its own end and exit code; before, the broken pipe was taken for a closed standard output (exit
+    4, a `-o DIR/` run's files not written)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def _leave(self) -> None:
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError):  # nor a failed flush of what is left in its buffer at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 @contextmanager

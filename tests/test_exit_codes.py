@@ -3,6 +3,8 @@ typer's CliRunner gets the code the real process exits with."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -215,7 +217,7 @@ def test_a_stderr_whose_reader_left_ends_nothing(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     for name in ("a", "b"):
-        (src / f"{name}.jsonl").write_bytes(open(LONG, "rb").read())
+        (src / f"{name}.jsonl").write_bytes(Path(LONG).read_bytes())
     assert run("compact", str(src), "-o", str(tmp_path / "out") + "/", "--context-window", "8000", "--workers", "1") == 0
     assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["a.jsonl", "b.jsonl"]
     assert run("prune", str(tmp_path / "missing.jsonl")) == Exit.IO  # an error keeps its own code, as before

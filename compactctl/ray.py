@@ -435,6 +435,21 @@ def _no_rows(targets: dict[str, str], seen: set[str], names: dict[str, str], qui
                 warn(no_transcript(names.get(path, path), target))
 
 
+def _left_out(skips: dict[str, list], names: dict[str, str]) -> None:
+    """Each input some of whose lines were left out (not a record, not a transcript), as the local engine says each
+    skipped record, `-q` or not: how many, and the first one's reason (a session file, a message per line, is no
+    dataset: every line of it)."""
+    import re
+
+    from .runner.base import warn
+
+    for path, (rows, errors, first) in skips.items():
+        if errors:
+            name = names.get(path, path)
+            reason = re.sub(rf"^{re.escape(name)}:[0-9?]+: ", "", first)  # a line alone is its own line 1
+            warn(f"{name}: {errors:,} of its {rows:,} lines left out (the first: {reason})")
+
+
 def _write(
     rows: Iterator[dict],
     targets: dict[str, str],
@@ -461,6 +476,7 @@ def _write(
     rep = side(report)
     rej = side(rejects)
     seen: set[str] = set()
+    skips: dict[str, list] = {}  # per input: rows, errors, the first error's reason
     try:
         for row in rows:
             path = row["path"]
@@ -472,8 +488,12 @@ def _write(
                 if not target:
                     raise CompactError(f"ray returned a row of {path}, not an input")
             stats["records"] += 1
+            skip = skips.setdefault(path, [0, 0, ""])
+            skip[0] += 1
             if row[STATUS] == "error":
                 stats["errors"] += 1
+                skip[1] += 1
+                skip[2] = skip[2] or str(orjson.loads(row[REPORT]).get("reason", ""))
                 if rej is not None:
                     rej.write(_bytes(row["text"]) + b"\n")
             else:
@@ -487,6 +507,7 @@ def _write(
             number += bool(row[COUNTED])
         _close(out, target)
         _no_rows(targets, seen, names, quiet)
+        _left_out(skips, names)
         for p in (rep, rej):
             if p is not None:
                 p.commit()

@@ -273,3 +273,28 @@ def test_an_input_that_gives_no_row_gets_no_file_and_is_said(tmp_path, capsys):
     cray._write(iter([row]), targets, None, None, stats, {empty: "in/empty.jsonl", full: "in/full.jsonl"}, quiet=False)
     assert sorted(p.name for p in out.iterdir()) == ["full.jsonl"]
     assert f"in/empty.jsonl: gives no transcript: no output file for it ({out / 'empty.jsonl'})" in capsys.readouterr().err
+
+
+def test_skipped_lines_are_said_per_input_also_quiet(tmp_path, monkeypatch, capsys):
+    """`compact DIR/ -o out/ --engine ray -q` left each bad line out without a word (the local engine says each,
+    `-q` or not): a session file (a message per line: no dataset) gave 150 errors, no output file and exit 0, said
+    only in the closing count, which `-q` silences. Each input with lines left out is said now, `-q` or not: how
+    many, and the first one's reason."""
+    monkeypatch.setattr(cray, "_PER_PROCESS", {})
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "s.jsonl").write_bytes((ROOT / "sample_transcripts" / "long_session.jsonl").read_bytes())
+    (src / "a.jsonl").write_bytes(orjson.dumps({"messages": tool_session(1, 50)}) + b"\n\nnot json\n")
+    names = {str((src / n).resolve()): str(src / n) for n in ("a.jsonl", "s.jsonl")}
+    tables = [
+        t
+        for p, a, b in cray.plan_ranges(sorted(names), 1)
+        for t in cray._compact_range(p, a, b, compactctl.Options(**LIB), 8, "run", names[p])
+    ]
+    stats = {"records": 0, "errors": 0, "shards": 0}
+    targets = {p: str(tmp_path / "ray" / Path(p).name) for p in names}
+    cray._write(iter(row for t in tables for row in t.to_pylist()), targets, None, None, stats, names, quiet=True)
+    assert stats == {"records": 152, "errors": 151, "shards": 1}
+    err = capsys.readouterr().err
+    assert f"compactctl: {src / 'a.jsonl'}: 1 of its 2 lines left out (the first: invalid JSON: Expecting value" in err
+    assert f"compactctl: {src / 's.jsonl'}: 150 of its 150 lines left out (the first: this is one message, not a transcript" in err

@@ -6,8 +6,10 @@ An agent resumed from a compacted transcript sees `[ref 3f9a2c1b]` where content
 
 from __future__ import annotations
 
+import inspect
 import threading
 
+from ._version import __version__
 from .errors import CompactError
 from .search import Archives, Index, UnknownRef
 
@@ -74,11 +76,13 @@ def build_server(archives: list[str]):
             return opened[0]
 
     server_class, tool_error = _sdk()
-    server = server_class(
-        "compactctl",
-        instructions="Originals that compaction removed from this conversation. "
-        "`search` finds them by words; `recall` returns the one behind a [ref ...].",
-    )
+    about: dict[str, str] = {
+        "instructions": "Originals that compaction removed from this conversation. "
+        "`search` finds them by words; `recall` returns the one behind a [ref ...]."
+    }
+    if "version" in inspect.signature(server_class).parameters:  # mcp 2.x (1.x's FastMCP names no version: empty there)
+        about["version"] = __version__
+    server = server_class("compactctl", **about)
 
     @server.tool()
     def search(query: str, limit: int = 5) -> str:

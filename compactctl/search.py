@@ -72,7 +72,7 @@ def normalized_ref(ref: str) -> str:
     """`3f9a2c1b` from `3f9a2c1b`, `[ref 3f9a2c1b]` or `3F9A2C1B`; UnknownRef for anything else."""
     ref = ref.strip().lower().removeprefix("[ref ").removesuffix("]").strip()
     if not re.fullmatch(r"[0-9a-f]{4,16}", ref):
-        raise UnknownRef(f"{ref!r} is not a reference (8 hex digits, as in [ref 3f9a2c1b])")
+        raise UnknownRef(f"{ref!r} is not a reference (4 to 16 hex digits: a mark's 8, as in [ref 3f9a2c1b])")
     return ref
 
 

@@ -219,3 +219,12 @@ def test_a_kill_during_the_lookup_leaves_nothing_in_the_temporary_directory(tmp_
     r = subprocess.run([sys.executable, "-c", KILL_IN_LOOKUP, "compact", *args], capture_output=True, env=env)
     assert r.returncode == -9, r.stderr
     assert list(tmp.iterdir()) == []
+
+
+def test_a_text_that_is_no_reference_is_told_what_one_is():
+    """The message said "8 hex digits" while 4 to 16 are taken (a shortened or a longer reference)."""
+    from compactctl.search import normalized_ref
+
+    assert normalized_ref("[ref 3F9A]") == "3f9a" and normalized_ref("3f9a2c1b00ff00ff") == "3f9a2c1b00ff00ff"
+    with pytest.raises(UnknownRef, match=r"4 to 16 hex digits: a mark's 8, as in \[ref 3f9a2c1b\]"):
+        normalized_ref("3f9")

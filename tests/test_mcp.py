@@ -57,6 +57,28 @@ def test_mcp_server_searches_and_recalls(tmp_path):
     assert error(unknown) and "deadbeef" in _text(unknown)
 
 
+def test_the_server_names_itself_with_compactctls_version(tmp_path):
+    """A client's initialize saw an empty server version (mcp 2.x asks for one; 1.x's FastMCP takes none)."""
+    import inspect
+
+    from compactctl import __version__
+    from compactctl.mcp_server import _sdk
+
+    arch = tmp_path / "a.jsonl"
+    arch.write_text("")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "compactctl", "mcp", "--archive", str(arch)])
+
+    async def info():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+        return getattr(init, "server_info", None) or init.serverInfo
+
+    got = asyncio.run(info())
+    assert got.name == "compactctl"
+    if "version" in inspect.signature(_sdk()[0]).parameters:
+        assert got.version == __version__
+
+
 def test_a_recall_longer_than_the_cap_is_cut_note_included():
     """A summarized span of 60,000 characters came back as 40,062: the note was added after the cut."""
     from compactctl.mcp_server import MAX_CHARS, recall_text

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 # What each step makes of a message (digests, cut arguments) lives in prune_steps, with the name finding,
 # outlines, tool outcomes and redaction it needs: imported by the first transcript that is over its target, so a
 # run whose transcripts fit (a hook's, a CI fixture's) never loads them. Its helpers stay reachable from here.
-_STEPS = ("truncate_arguments", "safe_names", "safe_literals", "candidate_names", "pick_safe")
+_STEPS = ("truncate_arguments", "safe_literals", "candidate_names", "pick_safe")
 
 
 def __getattr__(name: str) -> Any:

@@ -174,12 +174,6 @@ def first_not_in(names: list[str], exclude: str, limit: int) -> list[str]:
     return list(islice((n for n in names if n not in exclude), limit))
 
 
-def top_names(text: str, weight: Counter | None = None, limit: int = 12, exclude: str = "") -> list[str]:
-    """The names of `text` most worth keeping: those named most often elsewhere first (`weight`),
-    then in order of appearance; names already in `exclude` are left out."""
-    return first_not_in(ranked(names_in(text), weight), exclude, limit)
-
-
 # A list item, after an optional line-number prefix of a file read ("  12→", "12\t").
 _ITEM = re.compile(r"^[ \t]*(?:\d+(?:→|\t))?[ \t]*(?:[-*•]|\d+[.)])[ \t]+\S", re.M)
 

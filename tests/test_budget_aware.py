@@ -1537,19 +1537,19 @@ def test_the_plan_budgets_an_ask_an_earlier_summary_carries():
     assert "ENDASK" in "\n".join(m.text() for m in second.messages)
 
 
-def test_top_names_ranks_then_excludes_like_excluding_then_ranking():
-    """names.top_names is ranked() then first_not_in(): a stable sort, so leaving names out before or after it
-    keeps the same order (what the memoized ranking in prune relies on)."""
+def test_ranking_then_excluding_is_like_excluding_then_ranking():
+    """names.ranked() is a stable sort, so first_not_in() after it (prune's digests: candidate_names, memoized, then
+    pick_safe) leaves names out as leaving them out before the ranking would, in the same order."""
     from collections import Counter
 
-    from compactctl.names import names_in, top_names
+    from compactctl.names import first_not_in, names_in, ranked
 
     text = "see a_b.py and c_d.py, then e_f.py and g_h.py; run make_report() in lib/x.py and lib/y.py"
     weight = Counter({"c_d.py": 2, "lib/y.py": 2, "make_report": 1})
     for exclude in ("", "c_d.py", "lib/y.py e_f.py"):
         found = [n for n in names_in(text) if n not in exclude]
         expected = sorted(found, key=lambda n: weight.get(n, 0), reverse=True)[:4]
-        assert top_names(text, weight, 4, exclude=exclude) == expected
+        assert first_not_in(ranked(names_in(text), weight), exclude, 4) == expected
 
 
 def test_a_harness_caveat_and_terminal_colours_are_not_constraints():

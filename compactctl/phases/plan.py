@@ -1,15 +1,15 @@
 """Phase 2: choose what stays verbatim (head, tail) and what goes to the summary (middle).
 
 - head: the leading system message(s) plus the first `protect_first` messages; after an earlier
-  compaction (a summary right after the system messages) the head is the system message(s) plus
-  that summary only;
+  compaction the head ends at its summary (right after the system message(s), or after the first
+  messages that compaction kept);
 - tail: walking back from the end, whole tool-call groups while they fit `tail_tokens`; up to 1.5x
   that budget while the tail holds fewer than `min_tail_messages`; the last user message is always
   in the tail, even past its budget (the plan says so);
 - a cut never splits an assistant message from the results of its calls;
 - summary budget: `summary_ratio` of the middle's tokens, clamped to [summary_min, summary_max],
   lowered to what is left under the target when that is less (so the summary uses the room the
-  target leaves, up to half of what it replaces);
+  target leaves, up to `summary_ratio` of what it replaces: all of it by default);
 - target: `threshold` x `context_window` tokens. At or under it, nothing needs compaction.
 If even head + tail + the minimum summary exceed the target, `CannotFit` says what is irreducible;
 with `last_ask="summary"` the tail keeps its budget instead and the last user message is kept
@@ -59,7 +59,9 @@ class Budget:
     summary_ratio: float = 1.0
     summary_min: int = 2_000
     summary_max: int = 16_000
-    last_ask: str = "auto"  # auto: in the tail while it fits, else verbatim in the summary; tail: always in the tail; summary: as auto
+    # auto: in the tail while it fits, else verbatim in the summary; tail: always in the tail; summary: the tail is never
+    # stretched for it (verbatim in the summary when the tail's budget does not reach it)
+    last_ask: str = "auto"
 
     def __post_init__(self) -> None:
         config.check_fields(self, _RANGES)

@@ -172,7 +172,8 @@ class _Context:
         return lambda c: (r := result_of.get(id(c))) is not None and self.outcome(r).failed
 
     def candidates(self) -> list[tuple[int, int, int]]:
-        """(step, index, step) for every reduction that may apply; sorted, the cheapest value goes first."""
+        """(rank, index, step) for every reduction that may apply, sorted: the rank orders them, the cheapest value
+        first (OLD_FAILED after OLD_OK); the step is what `reduce` applies (OLD_OK for both)."""
         out: list[tuple[int, int, int]] = []
         o, msgs = self.opts, self.msgs
         later = _Later(self._failed())

@@ -1,9 +1,10 @@
 """The offline summarizer: deterministic, no network.
 
 Fills the 13 sections from the facts of the middle, and fits its token budget by priority, not by
-cutting the end off: the latest request, the goal and open asks first; then constraints, errors,
-files and failed commands; then decisions, answers, identifiers and the state; then the other
-actions, newest first. What does not fit is counted in a "(+N more ...)" line. `focus` promotes
+cutting the end off: the latest request and the goal first; then open asks, constraints, errors,
+files and the latest plan; then decisions, answers, identifiers, the state and the actions that ran
+a command, wrote a file or failed; then the other actions, newest first. What does not fit is
+counted in a "(+N more ...)" line. `focus` promotes
 every item that mentions the topic to the first tier. This module builds the items, section by
 section; fit.py chooses what fits and renders it.
 

@@ -133,5 +133,5 @@ def summarize_report(t: Transcript, before: int, after: int, ss, ps=None, rs=Non
     if ps is not None:
         r["prune"] = ps.as_dict()
     if rs is not None:
-        r["repair"] = {k: v for k, v in vars(rs).items() if k != "archived"}
+        r["repair"] = rs.as_dict()
     return r

@@ -415,8 +415,7 @@ class Compactor:
 
     def repair_transcript(self, t: Transcript) -> Outcome:
         out, st = repair_phase(t, self.compact_opts.repair_options())
-        rep = {k: v for k, v in vars(st).items() if k != "archived"}
-        return Outcome(out, {"transcript": t.id, "status": "repaired", "repair": rep}, st.archived, "repaired")
+        return Outcome(out, {"transcript": t.id, "status": "repaired", "repair": st.as_dict()}, st.archived, "repaired")
 
     # -- records -------------------------------------------------------------------------------
     def run(self, record: dict | bytes | str | Transcript, phase: str = "compact") -> CompactResult:

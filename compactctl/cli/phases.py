@@ -184,7 +184,7 @@ def repair(
             violations += len(found)
             return Result(None, {"transcript": t.id, "status": "checked", "violations": [str(v) for v in found]}, lines=[])
         out, st = phase.repair(t, phase.RepairOptions(strip_unanswered))
-        rep = {"transcript": t.id, "status": "repaired", "repair": {k: v for k, v in vars(st).items() if k != "archived"}}
+        rep = {"transcript": t.id, "status": "repaired", "repair": st.as_dict()}
         return Result(out, rep, st.archived)
 
     from ..passthrough import repair_keeps

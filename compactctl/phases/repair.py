@@ -90,30 +90,13 @@ class RepairStats:
     blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
+    def as_dict(self) -> dict[str, int]:
+        """The counts, as a report gives them (the archived originals left out)."""
+        return {k: v for k, v in vars(self).items() if k != "archived"}
+
     @property
     def changed(self) -> bool:
-        return any(
-            (
-                self.orphan_results_removed,
-                self.stubs_added,
-                self.calls_stripped,
-                self.results_moved,
-                self.ids_renamed,
-                self.result_ids_set,
-                self.empty_removed,
-                self.openings_added,
-                self.blank_parts_removed,
-                self.text_parts_moved,
-                self.results_put_first,
-                self.empty_calls_removed,
-                self.result_ids_written,
-                self.arguments_as_text,
-                self.calls_named,
-                self.names_mended,
-                self.final_space_cut,
-                self.blank_system_removed,
-            )
-        )
+        return any(self.as_dict().values())
 
 
 def _without_final_space(m: Message) -> Message:

@@ -31,8 +31,7 @@ def measure(
     counter = budget.counter(inputs)
     originals = list(formats.Reader(warn=warn).read(inputs))
     if not originals:  # an empty file: the tables came out with every count 0, exit 0, as if measured
-        names = ", ".join("<stdin>" if x == "-" else x for x in inputs) or "<stdin>"
-        raise DataError(names, None, f"nothing to evaluate: {'they hold' if len(inputs) > 1 else 'it holds'} no transcript")
+        raise DataError(_named(inputs), None, f"nothing to evaluate: {'they hold' if len(inputs) > 1 else 'it holds'} no transcript")
     out: dict[str, Any] = {}
     if continuation:
         out["continuation"] = _continuation(originals, counter, budget, summary, strategies, cuts, window_ratio)
@@ -44,6 +43,11 @@ def measure(
     return out
 
 
+def _named(inputs: list[str]) -> str:
+    """The inputs as a data error names them ("-", or none: standard input)."""
+    return ", ".join("<stdin>" if x == "-" else x for x in inputs) or "<stdin>"
+
+
 def _uncut(originals: list, rows: list[dict], inputs: list[str], alone: bool) -> None:
     """Say each transcript continuation scoring could not cut (it was left out without a word, and an input of
     such transcripts alone printed tables of 0 cuts, exit 0): a data error when there is nothing else to show."""
@@ -51,9 +55,8 @@ def _uncut(originals: list, rows: list[dict], inputs: list[str], alone: bool) ->
 
     cut = {r["transcript"] for r in rows}
     if not cut and alone:
-        names = ", ".join("<stdin>" if x == "-" else x for x in inputs) or "<stdin>"
         raise DataError(
-            names, None, "nothing to score by continuation: no transcript has a turn to cut at (too short; --probes measures it)"
+            _named(inputs), None, "nothing to score by continuation: no transcript has a turn to cut at (too short; --probes measures it)"
         )
     for t in originals:
         if t.id not in cut:

@@ -30,7 +30,7 @@ def summary_text(body: str) -> str:
     return f"{PREAMBLE}\n\n{frame_body(body.strip())}\n\n{SUMMARY_END}"
 
 
-def framing_cost(t: Transcript, head_end: int, tail_start: int, counter) -> int:
+def framing_cost(t: Transcript, head_end: int, counter) -> int:
     """Tokens assembly adds besides the summary itself: the note on the first system message and, when the
     summary has to be merged into the first tail message, the delimiter (counted as if it always were)."""
     msgs = t.messages
@@ -40,7 +40,7 @@ def framing_cost(t: Transcript, head_end: int, tail_start: int, counter) -> int:
     return cost
 
 
-def summary_overhead(t: Transcript, head_end: int, tail_start: int, counter, trailer: str) -> int:
+def summary_overhead(t: Transcript, head_end: int, counter, trailer: str) -> int:
     """Tokens the summary message takes besides its body: the frame, the message's own overhead, the trailer
     (the span's reference line) and what assembly adds around it."""
     from ..tokens import MESSAGE_OVERHEAD
@@ -49,7 +49,7 @@ def summary_overhead(t: Transcript, head_end: int, tail_start: int, counter, tra
         counter.text(summary_text(""))
         + MESSAGE_OVERHEAD
         + (counter.text(trailer) + 1 if trailer else 0)
-        + framing_cost(t, head_end, tail_start, counter)
+        + framing_cost(t, head_end, counter)
     )
 
 

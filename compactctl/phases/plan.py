@@ -272,7 +272,7 @@ def _need(t: Transcript, counter: Counter, z: _Zones, summary_min: int, asks: _A
     ask = asks.cost(z)
     if not ask:
         return summary_min
-    frame = summary_overhead(t, z.head_end, z.tail_start, counter, "")  # the reference line goes when the ask needs its room
+    frame = summary_overhead(t, z.head_end, counter, "")  # the reference line goes when the ask needs its room
     if not z.last_ask_in_summary and not giving_ground:
         return max(summary_min, ask + frame)
     return ask + max(summary_min, frame)

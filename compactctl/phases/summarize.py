@@ -141,11 +141,11 @@ def _ending(
     originals are archived all the same. Raises CannotFit when the ask does not fit even then."""
     span = (_refs.span_ref(members), p.head_end, p.tail_start) if refs and any(m.untouched for m in members) else None
     trailer = _refs.span_line(span[0] if span else None, recall_hint, refs)
-    room = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, trailer)
+    room = p.summary_budget - summary_overhead(t, p.head_end, counter, trailer)
     ask = text_cost(facts.last_request or "", counter) if facts.last_request_verbatim and facts.last_request else 0
     dropped = ""
     if ask and room < ask and trailer:
-        bare = p.summary_budget - summary_overhead(t, p.head_end, p.tail_start, counter, "")
+        bare = p.summary_budget - summary_overhead(t, p.head_end, counter, "")
         if bare >= ask:
             dropped, trailer, room = trailer, "", bare
     if ask and room < ask:  # never a summary without the ask it was to carry

@@ -1,5 +1,5 @@
 """Running a phase over inputs: read, process transcript by transcript (in order; threads for LLM calls,
-worker processes for offline compaction), write all-or-nothing and resumably, and keep the side files
+worker processes for offline compaction and prune), write all-or-nothing and resumably, and keep the side files
 (archive, rejects, report).
 
 The CLI is a thin layer over this; library users can call it too. Here: run(); inputs.py reads the items,

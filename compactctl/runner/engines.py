@@ -257,7 +257,8 @@ def _leave_signals_to_the_parent() -> None:
 
 
 def _init_worker(job, ctx: _Ctx, stop) -> None:
-    """Once per worker process: build the work function (the Compactor: encoding, summarizer)."""
+    """Once per worker process: build the work function (a PhaseJob's Compactor: encoding, summarizer; a PruneJob's
+    token counter)."""
     _leave_signals_to_the_parent()
     _W["work"] = job.build()
     _W["ctx"] = ctx

@@ -55,7 +55,14 @@ class CompactOptions:
 
     def summarize_options(self) -> SummarizeOptions:
         return SummarizeOptions(
-            self.budget, self.focus, self.min_saving, self.max_strikes, self.force, self.refs, self.recall_hint, self.instructions
+            budget=self.budget,
+            focus=self.focus,
+            min_saving=self.min_saving,
+            max_strikes=self.max_strikes,
+            force=self.force,
+            refs=self.refs,
+            recall_hint=self.recall_hint,
+            instructions=self.instructions,
         )
 
     def repair_options(self) -> RepairOptions:

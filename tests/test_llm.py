@@ -296,7 +296,7 @@ def test_a_trimmed_model_answer_says_how_many_lines_it_lost():
 
 def test_the_guard_does_not_insist_on_files_a_shell_printed():
     """The retention guard adds what an LLM's summary lacks; a file only a shell command printed is listed as room
-    allows (the offline summary's AS_ROOM_ALLOWS), so the guard leaves it out of what it insists on."""
+    allows (the offline summary's Tier.AS_ROOM_ALLOWS), so the guard leaves it out of what it insists on."""
     from compactctl.summarizers.facts import Facts
     from compactctl.summarizers.guard import key_facts
 

@@ -13,6 +13,7 @@ import functools
 import itertools
 import re
 from collections.abc import Sequence
+from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from ..lean import dataclass
@@ -36,13 +37,25 @@ EXCERPT_SHARE = 0.5  # x the index's room, on top of it: lines of the replaced t
 HEADINGS_SHARE = 0.1
 
 
+class Tier(IntEnum):
+    """How surely a line of the offline summary is kept: the lower, the sooner (`fit`)."""
+
+    ASK = -1  # the person's ask the plan moved into the summary, verbatim: never shed
+    FIRST = 0  # the Active Task and the Goal (and what --focus names): kept before anything else
+    KEY = 1  # pending asks, constraints, error lines, files a tool wrote, edited or read, the latest plan, the project root
+    WORK = 2  # failed actions, commands, writes; decisions, answers, state, remaining work; an earlier summary's context, files
+    DETAIL = 3  # other actions, harness notes, another tool's summary lines; an earlier summary's actions and other sections
+    AS_ROOM_ALLOWS = 4  # no share of its section, only what the shares leave (actions off the --focus topic, files only a shell printed)
+    INDEX = 5  # the identifier index and the quoted lines: a share of its own first; its leftover lines go after WORK
+
+
 @dataclass
 class Item:
     """A line the offline summary may keep, in its section and tier."""
 
     section: str
     text: str
-    tier: int
+    tier: int  # a Tier
     order: int  # its position in the list of items (the order the section builders add them)
 
 
@@ -72,7 +85,8 @@ def index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> li
     room smaller than one full line still takes the most used names)."""
     cuts = [*range(0, first, NAMES_PER_LINE), *range(first, len(names), NAMES_PER_LINE), len(names)]
     return [
-        Item("Critical Context", INDEX_LINE + NAMES_SEP.join(names[a:e]), 5, order + k) for k, (a, e) in enumerate(itertools.pairwise(cuts))
+        Item("Critical Context", INDEX_LINE + NAMES_SEP.join(names[a:e]), Tier.INDEX, order + k)
+        for k, (a, e) in enumerate(itertools.pairwise(cuts))
     ]
 
 
@@ -179,7 +193,7 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
     last-chosen items until it fits."""
     ch = _Choice(items, counter, budget)
     for it in items:
-        if it.tier <= 0:
+        if it.tier <= Tier.FIRST:
             ch.take(it)
     room = int(max(budget - ch.used, 0) * INDEX_SHARE)
     names = _quote(ch, excerpts, int(room * EXCERPT_SHARE), names)  # on top of the index's room
@@ -189,14 +203,14 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
     items = ch.items = items + index
     ch.fill(index, room, stop_at_first_miss=True)
     _shares(ch, budget)
-    for tier in sorted({it.tier for it in items if it.tier > 0}, key=lambda k: 2.5 if k == 5 else k):
+    for tier in sorted({it.tier for it in items if it.tier > Tier.FIRST}, key=lambda k: Tier.WORK + 0.5 if k == Tier.INDEX else k):
         for it in sorted((it for it in items if it.tier == tier and it.order not in ch.taken), key=_section_order):
             if ch.used + ch.cost(it) <= budget:
                 ch.take(it)
     _top_up(ch, budget)
     while True:
         text = _render(items, set(ch.chosen), ch.terse)
-        if counter.text(text) <= budget or not ch.chosen or items[ch.chosen[-1]].tier < 0:
+        if counter.text(text) <= budget or not ch.chosen or items[ch.chosen[-1]].tier <= Tier.ASK:
             return text  # (over the budget only when the ask the plan moved here does not fit: the caller refuses)
         ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before a pointer to the ask) when the budget cannot hold it
 
@@ -208,7 +222,7 @@ def _quote(ch: _Choice, excerpts: Sequence[Excerpt], room: int, names: list[str]
     lines = pick_excerpts(excerpts, ch.counter, room)
     texts = [EXCERPT_INDENT + ln for ln in lines]
     texts[:1] = [f"{EXCERPT_HEAD}\n{t}" for t in texts[:1]]
-    quoted = [Item("Critical Context", t, 5, len(ch.items) + k) for k, t in enumerate(texts)]
+    quoted = [Item("Critical Context", t, Tier.INDEX, len(ch.items) + k) for k, t in enumerate(texts)]
     ch.items = ch.items + quoted
     ch.fill(quoted, room)
     shows = "\n".join(lines)
@@ -217,7 +231,7 @@ def _quote(ch: _Choice, excerpts: Sequence[Excerpt], room: int, names: list[str]
 
 def _top_up(ch: _Choice, budget: int) -> None:
     """The room the rendered summary leaves takes the first index line that did not fit, as far as its names go."""
-    k = next((k for k, it in enumerate(ch.items) if it.tier == 5 and it.order not in ch.taken), None)
+    k = next((k for k, it in enumerate(ch.items) if it.tier == Tier.INDEX and it.order not in ch.taken), None)
     if k is None:
         return
     it = ch.items[k]
@@ -226,25 +240,21 @@ def _top_up(ch: _Choice, budget: int) -> None:
     left = budget - ch.counter.text(_render(ch.items, set(ch.chosen), ch.terse)) - heading  # exact: the "(+N more)" notes too
     count = index_fit(names, ch.counter, left)
     if count:
-        ch.items[k] = Item(it.section, INDEX_LINE + NAMES_SEP.join(names[:count]), 5, it.order)
+        ch.items[k] = Item(it.section, INDEX_LINE + NAMES_SEP.join(names[:count]), Tier.INDEX, it.order)
         ch.take(ch.items[k])
 
 
-# Items of this tier (actions off the --focus topic, files only a shell command printed) claim no share of their
-# section: they take what the shares leave.
-AS_ROOM_ALLOWS = 4
-
-
 def _shares(ch: _Choice, budget: int) -> None:
-    """Every section with content (the index and AS_ROOM_ALLOWS items apart) gets an equal share of what is left, in
+    """Every section with content (the index and Tier.AS_ROOM_ALLOWS items apart) gets an equal share of what is left, in
     its own order."""
-    sections = [s for s in SECTIONS if any(it.section == s and 0 < it.tier < AS_ROOM_ALLOWS for it in ch.items)]
+    sections = [s for s in SECTIONS if any(it.section == s and Tier.FIRST < it.tier < Tier.AS_ROOM_ALLOWS for it in ch.items)]
     if not sections:
         return
     share = max(budget - ch.used, 0) // len(sections)
     for s in sections:
         own = sorted(
-            (it for it in ch.items if it.section == s and 0 < it.tier < AS_ROOM_ALLOWS), key=lambda it: (it.tier, _section_order(it))
+            (it for it in ch.items if it.section == s and Tier.FIRST < it.tier < Tier.AS_ROOM_ALLOWS),
+            key=lambda it: (it.tier, _section_order(it)),
         )
         ch.fill(own, min(share, budget - ch.used))
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def key_facts(facts: Facts) -> dict[str, list[str]]:
     """What the retention guard checks for, by the section it belongs to."""
     return {
-        # A file only a shell command printed is listed as room allows (fit.AS_ROOM_ALLOWS): the guard does not insist.
+        # A file only a shell command printed is listed as room allows (fit.Tier.AS_ROOM_ALLOWS): the guard does not insist.
         "Relevant Files": [path for path, acts in facts.files.items() if acts != {"shell-read"}],
         "Critical Context": facts.errors,
         "Constraints & Preferences": facts.constraints,

@@ -23,7 +23,7 @@ from ..markers import NAMES_SEP, quote_block
 from ..redact import cut
 from ..tokens import Counter
 from .facts import FAILED_VERB, Facts
-from .fit import AS_ROOM_ALLOWS, INDEX_LINE, NAMES_PER_LINE, Item, fit, shown
+from .fit import INDEX_LINE, NAMES_PER_LINE, Item, Tier, fit, shown
 from .prompt import parse_sections
 from .vocabulary import showing
 
@@ -149,7 +149,7 @@ class _Items:
 
     def written(self) -> str:
         """What the first tiers (always or nearly always kept) already say."""
-        return "\n".join(it.text for it in self.items if it.tier <= 1)
+        return "\n".join(it.text for it in self.items if it.tier <= Tier.KEY)
 
 
 def _asks(b: _Items) -> None:
@@ -157,32 +157,32 @@ def _asks(b: _Items) -> None:
     # What the kept turns hold verbatim is pointed to, not repeated (a repeated ask can cost a third of a small summary).
     if f.last_request:
         verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_NOTE if f.last_request_harness else KEPT_LAST_ASK
-        b.add("Active Task", verbatim, -1 if f.last_request_verbatim else 0)  # -1: the ask itself, never shed
+        b.add("Active Task", verbatim, Tier.ASK if f.last_request_verbatim else Tier.FIRST)
     elif b.foreign_next:
-        b.add("Active Task", FROM_PRIOR_NEXT + token_cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
+        b.add("Active Task", FROM_PRIOR_NEXT + token_cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), Tier.FIRST)
     goal = f.first_request or (f.last_request if not f.last_request_harness else None)  # harness text is no goal
     if b.prior.get("Goal"):
-        b.add("Goal", "\n".join(b.prior["Goal"]), 0)
+        b.add("Goal", "\n".join(b.prior["Goal"]), Tier.FIRST)
     elif b.foreign_goal:  # the request as the earlier summary states it: the session's goal, before any later ask
-        b.add("Goal", token_cap(b.foreign_goal, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), 0)
+        b.add("Goal", token_cap(b.foreign_goal, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), Tier.FIRST)
     elif goal and goal == f.last_request:
-        b.add("Goal", ONLY_ASK, 0)
+        b.add("Goal", ONLY_ASK, Tier.FIRST)
     elif goal and f.first_request_kept:
-        b.add("Goal", KEPT_FIRST_ASK, 0)
+        b.add("Goal", KEPT_FIRST_ASK, Tier.FIRST)
     elif goal:
-        b.add("Goal", token_cap(goal, counter, b.goal_cap), 0)
+        b.add("Goal", token_cap(goal, counter, b.goal_cap), Tier.FIRST)
     for p in f.pending:
         if p != f.last_request:
-            b.add("Pending User Asks", "- " + token_cap(p, counter, 400), 1)
+            b.add("Pending User Asks", "- " + token_cap(p, counter, 400), Tier.KEY)
 
 
 def _constraints(b: _Items) -> None:
     f = b.facts
-    b.carry("Constraints & Preferences", 1)
+    b.carry("Constraints & Preferences", Tier.KEY)
     verbatim = f.last_request if f.last_request and f.last_request_verbatim else ""  # the Active Task says them already
     for c in f.constraints:
         if c not in verbatim:
-            b.add("Constraints & Preferences", f"- {c}", 1)
+            b.add("Constraints & Preferences", f"- {c}", Tier.KEY)
 
 
 # The heading of another tool's summary that states the person's request (Claude Code: "1. Primary Request and
@@ -226,21 +226,21 @@ def _outside_code(lines: list[str]) -> list[str]:
 
 def _context(b: _Items) -> None:
     f = b.facts
-    b.carry("Critical Context", 2)
+    b.carry("Critical Context", Tier.WORK)
     if f.prior_summary and not b.prior:  # another tool's summary: its lines, as room allows
         goal = set((b.foreign_goal + "\n" + b.foreign_next).split("\n"))  # already the Goal and the Active Task
         for line in _outside_code(f.prior_summary.split("\n")):
             if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
-                b.add("Critical Context", "> " + cut(line.strip(), 400), 3)
+                b.add("Critical Context", "> " + cut(line.strip(), 400), Tier.DETAIL)
     for e in f.errors:
-        b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", 1)  # not "error: error:"
+        b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", Tier.KEY)  # not "error: error:"
     earlier = _earlier_files(b)
     for path, acts in f.files.items():
         acts = acts | earlier.pop(path, set())  # a file the earlier summary lists too: one line, what was done to it since
         # A file a shell command printed (`sed -n '1,80p' F`) is listed as room allows: its action line names it.
-        b.add("Relevant Files", f"- {path} ({_verbs(acts)})", AS_ROOM_ALLOWS if acts == {"shell-read"} else 1)
+        b.add("Relevant Files", f"- {path} ({_verbs(acts)})", Tier.AS_ROOM_ALLOWS if acts == {"shell-read"} else Tier.KEY)
     if f.plan:
-        b.add("In Progress", "Latest plan (verbatim):\n" + "\n".join(f.plan), 1)
+        b.add("In Progress", "Latest plan (verbatim):\n" + "\n".join(f.plan), Tier.KEY)
 
 
 _VERBS = {"read": "read", "write": "written", "edit": "edited"}
@@ -261,7 +261,7 @@ def _earlier_files(b: _Items) -> dict[str, set[str]]:
         if path is not None and verbs and all(v in words for v in verbs):
             out[path] = {words[v] for v in verbs}
         else:
-            b.add("Relevant Files", line, 2)
+            b.add("Relevant Files", line, Tier.WORK)
     return out
 
 
@@ -294,7 +294,7 @@ def _actions(b: _Items) -> None:
     """Completed actions, terse, numbered after the earlier summary's; repeated identical actions (the
     same command, the same outcome) collapse into their latest one."""
     f = b.facts
-    b.carry("Completed Actions", 3)
+    b.carry("Completed Actions", Tier.DETAIL)
     repeats: dict[str, int] = {}
     for a in f.actions:
         repeats[a.line] = repeats.get(a.line, 0) + 1
@@ -310,31 +310,33 @@ def _actions(b: _Items) -> None:
         first = _terse(_unrepeated(first, rest))
         if not first.startswith("`"):  # commands stay verbatim
             first = b.rel(first)
-        tier = 2 if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else 3
+        tier = Tier.WORK if (a.failed or a.kind in ("write", "edit", "editor") or a.command) else Tier.DETAIL
         b.add("Completed Actions", f"{number}. {first}{times}" + (f"\n{rest}" if rest else ""), tier)
     # Blocked: only a failure the agent has not moved past (the last action failed). An earlier failure is in the
     # action list, and the latest action leads it (newest first): no line repeats one.
     if f.actions and f.actions[-1].failed:
-        b.add("Blocked", f"- the last action failed: {_terse(f.actions[-1].line.split(chr(10))[0])}", 2)  # as its action line says it
+        b.add(
+            "Blocked", f"- the last action failed: {_terse(f.actions[-1].line.split(chr(10))[0])}", Tier.WORK
+        )  # as its action line says it
 
 
 def _state(b: _Items) -> None:
     f = b.facts
     for name in ("Key Decisions", "Resolved Questions", "Active State", "In Progress", "Blocked", "Remaining Work", "Pending User Asks"):
-        b.carry(name, 3)
+        b.carry(name, Tier.DETAIL)
     for d in f.decisions:
         if not any(said and d in said for said in (f.last_assistant, f.last_finding)):  # Active State says it already
-            b.add("Key Decisions", f"- {d}", 2)
+            b.add("Key Decisions", f"- {d}", Tier.WORK)
     for q, answer in f.questions:
         if answer:
-            b.add("Resolved Questions", f"- Q: {q} A: {answer}", 2)
+            b.add("Resolved Questions", f"- Q: {q} A: {answer}", Tier.WORK)
     _active_state(b)
     if f.plan:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
         if open_items:
-            b.add("Remaining Work", "\n".join(open_items), 2)
+            b.add("Remaining Work", "\n".join(open_items), Tier.WORK)
     if any(p != f.last_request for p in f.pending):
-        b.add("Remaining Work", "- finish the pending asks above, then the Active Task", 3)
+        b.add("Remaining Work", "- finish the pending asks above, then the Active Task", Tier.DETAIL)
 
 
 def _active_state(b: _Items) -> None:
@@ -342,12 +344,12 @@ def _active_state(b: _Items) -> None:
     next ("Next: ..."); its latest reasoning when it wrote no text in the span (Codex)."""
     f = b.facts
     if f.last_finding:  # the latest statement only says what comes next: the finding before it says where things stand
-        b.add("Active State", token_cap(f.last_finding, b.counter, 300), 2)
+        b.add("Active State", token_cap(f.last_finding, b.counter, 300), Tier.WORK)
     if f.last_reasoning and not f.last_assistant:
-        b.add("Active State", "(the agent's latest reasoning) " + f.last_reasoning, 2)
+        b.add("Active State", "(the agent's latest reasoning) " + f.last_reasoning, Tier.WORK)
     if f.last_assistant:
         lead = "Next: " if f.last_finding else ""
-        b.add("Active State", lead + token_cap(f.last_assistant, b.counter, 600 if not lead else 200), 2)
+        b.add("Active State", lead + token_cap(f.last_assistant, b.counter, 600 if not lead else 200), Tier.WORK)
 
 
 def _work_and_notes(b: _Items) -> None:
@@ -357,14 +359,16 @@ def _work_and_notes(b: _Items) -> None:
     for label, doc in f.documents[-DOCUMENTS:]:
         doc = [n for n in doc if not shown(n, written)]
         if doc:
-            b.add("Remaining Work", f"- named by {b.rel(label)} (a description of work): " + NAMES_SEP.join(doc[:DOCUMENT_NAMES]), 2)
+            b.add(
+                "Remaining Work", f"- named by {b.rel(label)} (a description of work): " + NAMES_SEP.join(doc[:DOCUMENT_NAMES]), Tier.WORK
+            )
     # In lines of a few, not one item: a long list (a pip log's versions and URLs) is kept as far as the room goes,
     # not dropped whole when it does not fit.
     for k in range(0, len(f.identifiers), NAMES_PER_LINE):
         # ", " here, not NAMES_SEP: an identifier may hold a space ("port 5432").
-        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), 2)
+        b.add("Critical Context", "- identifiers: " + ", ".join(f.identifiers[k : k + NAMES_PER_LINE]), Tier.WORK)
     for note in f.notices[-5:]:
-        b.add("Critical Context", "- harness note: " + cut(" ".join(MARKUP.sub(" ", note).split()), 300), 3)
+        b.add("Critical Context", "- harness note: " + cut(" ".join(MARKUP.sub(" ", note).split()), 300), Tier.DETAIL)
 
 
 def _apply_focus(items: list[Item], focus: str | None) -> None:
@@ -374,13 +378,13 @@ def _apply_focus(items: list[Item], focus: str | None) -> None:
         return
     words = [w.lower() for w in re.findall(r"\w+", focus) if len(w) > 2]
     for it in items:
-        if it.tier < 0:
+        if it.tier <= Tier.ASK:
             continue
         low = it.text.lower()
         if words and any(w in low for w in words):
-            it.tier = 0
+            it.tier = Tier.FIRST
         elif it.section == "Completed Actions":
-            it.tier = AS_ROOM_ALLOWS
+            it.tier = Tier.AS_ROOM_ALLOWS
 
 
 def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = None) -> str:
@@ -393,7 +397,7 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     written = b.written()
     names = list(dict.fromkeys(b.rel(n) for n in facts.names if not shown(n, written)))
     if b.root:
-        b.add("Critical Context", f"- project root: {b.root.rstrip('/')} (paths in actions and names are relative to it)", 1)
+        b.add("Critical Context", f"- project root: {b.root.rstrip('/')} (paths in actions and names are relative to it)", Tier.KEY)
     listed = set(names)  # the excerpts show what the index would list, not what the sections show
     excerpts = showing(facts.excerpts, listed, b.rel)
     text = fit(b.items, counter, budget, names, excerpts)

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactctl.formats.openai import message_from_dict
 from compactctl.redact import cut, redact
 from compactctl.summarizers import llm as llm_mod
 
-from .conftest import cli, write_jsonl
+from .conftest import cli, tool_session, write_jsonl
 from .llm_server import Server
 from .secrets_data import FAMILIES, PLANTED
 
@@ -322,3 +323,51 @@ def test_credentials_in_the_base_url_are_never_said_on_stderr(tmp_path):
             err = r.stderr.decode()
             assert r.returncode == code, err
             assert "5ecret" not in err and "summarizer: llm" in err and "127.0.0.1" in err, err
+
+
+def test_focus_and_instructions_are_redacted_before_the_request(server):
+    """From a security review: --focus and --instructions went into the system message, the one text of the request
+    that was never redacted (the user message is, whole, in `_complete`)."""
+    from compactctl.phases.summarize import SummaryRequest
+    from compactctl.summarizers.facts import extract
+    from compactctl.summarizers.llm import LLMSummarizer
+    from compactctl.summarizers.prompt import system_prompt
+    from compactctl.tokens import make_counter
+
+    anthropic = next(s for family, s, _t in PLANTED if family == "anthropic")
+    openai = next(s for family, s, _t in PLANTED if family == "openai")
+    msgs = [message_from_dict(d, "t", i + 1, i) for i, d in enumerate(tool_session(20, 2000))]
+    facts = extract(msgs, 2, len(msgs) - 2, last_request="go on")
+    s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=None)
+    req = SummaryRequest("t", msgs, 2, len(msgs) - 2, 800, facts, f"the key {anthropic}", f"Use OPENAI_API_KEY={openai} if needed.")
+    assert s.summarize(req, make_counter("gpt-4o")).summarizer == "llm:good"
+    body = server.raw[-1].decode()
+    assert anthropic not in body and openai not in body and "[REDACTED" in body
+    for focus in (None, "the auth module and its token refresh"):  # the prompt itself is left as it is
+        assert redact(system_prompt(2000, focus, "Keep every password policy rule.")) == system_prompt(
+            2000, focus, "Keep every password policy rule."
+        )
+
+
+def test_a_prior_summary_is_redacted_before_it_is_trimmed(server):
+    """From a security review: an earlier summary over the budget was trimmed (one without the 13 headings, an agent's
+    own, cut at twice the budget in characters) and only then redacted: a key cut there lost the length its rule
+    needs, and its first characters were sent."""
+    from compactctl.phases.summarize import SummaryRequest
+    from compactctl.summarizers.facts import extract
+    from compactctl.summarizers.llm import LLMSummarizer
+    from compactctl.tokens import make_counter
+
+    github = next(s for family, s, _t in PLANTED if family == "github-pat")
+    budget = 300
+    msgs = [message_from_dict(d, "t", i + 1, i) for i, d in enumerate(tool_session(20, 2000))]
+    facts = extract(msgs, 2, len(msgs) - 2, last_request="go on")
+    opening = "This session is being continued from a previous conversation. "
+    for into in (6, 12, 20):
+        head = (opening + "The deploy step ran fine. " * 40)[: budget * 2 - into - 1] + " "
+        facts.prior_summary = head + github + " was used to push.\n" + "More notes. " * 200
+        s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=None)
+        s.summarize(SummaryRequest("t", msgs, 2, len(msgs) - 2, budget, facts), make_counter("gpt-4o"))
+        body = orjson.loads(server.raw[-1])["messages"][1]["content"]
+        assert "PREVIOUS SUMMARY" in body
+        assert not any(github[:j] in body for j in range(6, len(github))), into

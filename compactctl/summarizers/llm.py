@@ -360,7 +360,9 @@ class LLMSummarizer:
         return hit
 
     def _complete(self, system: str, user: str, max_tokens: int, stats: _CallStats, deadline: float | None = None) -> str:
-        user = redact(user)  # every path to the endpoint passes here: the last safety net
+        # Every path to the endpoint passes here: the last safety net, for both messages (the system one holds
+        # --focus and --instructions).
+        system, user = redact(system), redact(user)
         models = [self.model] + ([self.fallback_model] if self.fallback_model else [])
         requests = {
             model: {
@@ -491,8 +493,10 @@ class LLMSummarizer:
                 last = redact(facts.last_request or "")
                 ask = f"LATEST USER REQUEST (copy it verbatim under Active Task):\n{last}\n\n"
                 if summary:
-                    summary = within(summary, counter, req.budget)  # an answer over its budget is not sent on whole
-                    user = f"PREVIOUS SUMMARY:\n{redact(summary)}\n\nNEW TURNS:\n{part}\n\n{UPDATE_INSTRUCTIONS}\n\n{ask}{SKELETON}"
+                    # An answer (or an earlier summary) over its budget is not sent on whole: redacted before it is trimmed,
+                    # which may cut through a key (one without headings is cut at twice the budget in characters).
+                    summary = within(redact(summary), counter, req.budget)
+                    user = f"PREVIOUS SUMMARY:\n{summary}\n\nNEW TURNS:\n{part}\n\n{UPDATE_INSTRUCTIONS}\n\n{ask}{SKELETON}"
                 else:
                     user = f"TURNS TO SUMMARIZE:\n{part}\n\n{ask}{SKELETON}"
                 summary = self._complete(system, user, req.budget, stats, deadline)

@@ -16,6 +16,8 @@ from .tools import command_of, files_of, first_str, kind_of, parse_args
 
 
 def _short(s: str, n: int = 80) -> str:
+    if "\n" in s:  # redacted while its lines are lines: a YAML passphrase's value ends with its line
+        s = redact(s)
     s = " ".join(s.split())
     return s if len(s) <= n else cut(s, n - 1) + "…"
 

@@ -21,14 +21,18 @@ from __future__ import annotations
 import functools
 import math
 import re
+import string
 from collections import Counter
 
 # The keys whose values are secrets in `key: value`, `key=value`, `"key": "value"` (JSON, YAML, env, ini).
 _KEY = (
     r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
-    r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key)[A-Za-z0-9_.\-]*"
+    r"auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|_authtoken|session[_\-]?key|"
+    r"(?:signing|encryption|master)[_\-]?key)[A-Za-z0-9_.\-]*"
 )
 _NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
+# a quoted value that is only a variable: "${GH_TOKEN}", "$API_KEY", "${{ secrets.DB_PASSWORD }}"
+_NOT_A_VARIABLE = r"(?!\$\{[^}\"'\n]*\}\}?[\"'])(?!\$[A-Za-z_]\w*[\"'])"
 
 # (kind, literal hints (any; matched in the lower-cased text), regex, replacement or None for "[REDACTED KIND]")
 RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
@@ -75,6 +79,7 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("GITLAB TOKEN", ("gl",), r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_\-]{20,}", None),
     ("NPM TOKEN", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", None),
     ("PYPI TOKEN", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", None),
+    ("DOCKER TOKEN", ("dckr_",), r"\bdckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}", None),
     ("HUGGING FACE TOKEN", ("hf_", "api_org_"), r"\b(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})\b", None),
     # -- AI providers
     ("ANTHROPIC KEY", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{20,}", None),
@@ -99,13 +104,29 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("VAULT TOKEN", ("hvs.", "hvb.", "s."), r"\bhv[sb]\.[A-Za-z0-9_\-]{24,}", None),
     ("GRAFANA TOKEN", ("glc_", "glsa_"), r"\b(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})", None),
     ("LINEAR KEY", ("lin_api_",), r"\blin_api_[A-Za-z0-9]{40}\b", None),
+    ("ATLASSIAN TOKEN", ("atatt3", "atctt3"), r"\bAT[AC]TT3[A-Za-z0-9_\-=]{100,}", None),
+    ("SENTRY TOKEN", ("sntry",), r"\bsntr(?:ys|yu|yi)_[A-Za-z0-9+/=_\-]{40,}", None),
     ("NOTION TOKEN", ("secret_", "ntn_"), r"\b(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,})\b", None),
     # -- web credentials
     ("JWT", ("eyj",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", None),
     ("BASIC AUTH", ("basic",), r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{4,}={0,2}", r"\1[REDACTED]"),
     ("BEARER TOKEN", ("bearer",), r"(?i)(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/\-]{12,}=*", r"\1[REDACTED]"),
+    # `Authorization: token <hex>` (GitHub's own form), `ApiKey ...`, or a bare value: one that holds a digit
+    (
+        "AUTH HEADER",
+        ("authorization",),
+        r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:[a-z][a-z\-]*\s+)?)(?!\[REDACTED)(?=[^\s\"',;]*\d)[A-Za-z0-9._~+/:\-]{12,}=*",
+        r"\1[REDACTED]",
+    ),
     # (the user may be empty: redis://:PASSWORD@host)
-    ("URL PASSWORD", ("://",), r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\[REDACTED)[^\s@/\"']+@", r"\1[REDACTED]@"),
+    ("URL PASSWORD", ("://",), r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\[REDACTED)[^\s/\"']+@", r"\1[REDACTED]@"),
+    # a token as the whole user part (https://TOKEN@host): 20+ characters with a digit (`git@`, `x-access-token@` are names)
+    (
+        "URL TOKEN",
+        ("://",),
+        r"(?i)(\b[a-z][a-z0-9+.\-]*://)(?!\[REDACTED)(?=[^\s:/@\"']*\d)[A-Za-z0-9_\-.~%]{20,}@",
+        r"\1[REDACTED]@",
+    ),
     (
         "CURL PASSWORD",
         ("-u", "--user"),
@@ -123,19 +144,40 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     # ({"pass": "...", a Docker config's "auth") or an env assignment (DB_PASS=...)
     ("PASSWORD FIELD", ('"pass"', '"auth"'), r'(?i)("(?:pass|auth)"\s*:\s*")(?!\[REDACTED)[^"\\\n]{3,}(?=")', r"\1[REDACTED]"),
     ("PASSWORD FIELD", ("pass=",), r"(?i)(\b(?:[A-Za-z0-9]+_)*pass=)" + _NOT_A_VALUE + r"[^\s\"',;]{3,}", r"\1[REDACTED]"),
+    (
+        "PASSWORD FLAG",
+        ("login",),
+        r"(\b(?:docker|podman|buildah|skopeo|nerdctl|helm|oras)\b[^\n]*?\blogin\b[^\n]*?\s-p[ =]?[\"']?)(?!\[REDACTED)[^\s\"'$-][^\s\"']{2,}",
+        r"\1[REDACTED]",
+    ),
+    (
+        "PASSWORD FLAG",
+        ("password-stdin",),
+        r"(\b(?:echo|printf)\s+(?:-n\s+)?[\"']?)(?![$\[])[^\s\"'|$]{4,}(?=[\"']?\s*\|[^\n]*--password-stdin)",
+        r"\1[REDACTED]",
+    ),
     ("PASSWORD FLAG", ("sshpass",), r"(\bsshpass\s+-p\s*[\"']?)(?!\[REDACTED)[^\s\"']+", r"\1[REDACTED]"),
     ("PASSWORD FLAG", ("--pass",), r"((?:^|\s)--(?:password|passwd|pass)[ =][\"']?)(?!\[REDACTED)[^\s\"'-][^\s\"']{2,}", r"\1[REDACTED]"),
     # -- key = value and "key": "value" (JSON, YAML, env files, ini, code)
     (
         "SECRET FIELD",
         ("pass", "pwd", "secret", "token", "key", "credential"),
-        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
+        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + _NOT_A_VARIABLE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
         r"\1[REDACTED]",
     ),
     (
         "SECRET FIELD",
         ("pass", "pwd", "secret", "token", "key", "credential"),
-        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + r"[^'\n]{3,}(?=')",
+        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + _NOT_A_VARIABLE + r"[^'\n]{3,}(?=')",
+        r"\1[REDACTED]",
+    ),
+    # a YAML passphrase of several words (`password: correct horse battery`): the rest of its line
+    (
+        "SECRET FIELD",
+        ("pass",),
+        r"(?i)^([ \t]*(?:-[ \t]+)?[A-Za-z0-9_.\-]*(?:password|passwd|passphrase)[A-Za-z0-9_.\-]*[ \t]*:[ \t]+)"
+        + _NOT_A_VALUE
+        + r"(?![\"'|>&*!{\[$#])\S+[ \t]+[^\n]*?(?=[ \t\r]*$)",
         r"\1[REDACTED]",
     ),
     (
@@ -183,10 +225,17 @@ def entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
 
 
+def _not_a_secret(m: re.Match, s: str) -> bool:
+    """A go.sum `h1:` hash, or an image's base64 (a data URI, an image block's data): high entropy, no secret."""
+    before = m.string[max(0, m.start() - 80) : m.start()]
+    return before.endswith("h1:") or (len(s) >= 200 and "image/" in before)
+
+
 def _high_entropy(m: re.Match) -> str:
     s = m.group(2)
     if (
-        any(c.isdigit() for c in s)
+        not _not_a_secret(m, s)
+        and any(c.isdigit() for c in s)
         and any(c.isupper() for c in s)
         and any(c.islower() for c in s)
         and s.count("/") < 2
@@ -205,12 +254,50 @@ _BARE = re.compile(r"(?<![A-Za-z0-9+/=_\-.])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-
 def _bare_high_entropy(m: re.Match) -> str:
     s = m.group(0)
     loud = sum(1 for c in s if c.isupper() or c.isdigit())
-    if loud >= 0.3 * len(s) and any(c.islower() for c in s) and any(c.isdigit() for c in s) and entropy(s) >= ENTROPY_LIMIT:
+    if (
+        loud >= 0.3 * len(s)
+        and any(c.islower() for c in s)
+        and any(c.isdigit() for c in s)
+        and entropy(s) >= ENTROPY_LIMIT
+        and not _not_a_secret(m, s)
+    ):
         return "[REDACTED HIGH-ENTROPY STRING]"
     return s
 
 
+# JSON escapes that hide a secret from the rules: `\u0073k-...` for `sk-...`, `\/` (PHP's, some loggers') inside a key.
+# Only letters, digits and the characters keys are made of are unescaped (a quote or a backslash stays escaped), and only
+# in the words that hold one: each is looked at again unescaped, and replaced (unescaped, redacted) when that finds a
+# secret; a word without one keeps its bytes.
+_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])|\\/")
+_ESCAPED_WORD = re.compile(r"(?<![A-Za-z0-9+/=_\-.~])[A-Za-z0-9+/=_\-.~]*(?:(?:\\u00[2-7][0-9a-fA-F]|\\/)[A-Za-z0-9+/=_\-.~]*)+")
+_PLAIN = frozenset(string.ascii_letters + string.digits + "+-./_=~")
+
+
+def _unescape(m: re.Match) -> str:
+    if m.group(1) is None:
+        return "/"
+    c = chr(int(m.group(1), 16))
+    return c if c in _PLAIN else m.group(0)
+
+
+def _escaped_word(m: re.Match) -> str:
+    word = m.group(0)
+    plain = _ESCAPE.sub(_unescape, word)
+    if plain == word:
+        return word
+    clean = _redact(plain)
+    return clean if clean != plain else word
+
+
 def redact(text: str) -> str:
+    out = _redact(text)
+    if "\\u00" in out or "\\/" in out:
+        out = _ESCAPED_WORD.sub(_escaped_word, out)
+    return out
+
+
+def _redact(text: str) -> str:
     if not text:
         return text
     low = text.lower()

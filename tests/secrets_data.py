@@ -122,6 +122,31 @@ def _planted() -> list[tuple[str, str, str]]:
     add("url-password-no-user", pw, f"REDIS_URL=redis://:{pw}@cache.internal:6379/0")
     b = base64.b64encode(f"ci:{_r(12)}".encode()).decode()
     add("docker-auth", b, '{"auths": {"ghcr.io": {"auth": "' + b + '"}}}')
+    # thirty-third session (a security review): each of these reached the LLM request, whole or in part
+    k = _r(40, "0123456789abcdef")
+    add("auth-header-token", k, f"curl -H 'Authorization: token {k}' https://api.github.com/user")
+    pw = _r(6) + "@" + _r(12)  # an unescaped @ in the password: the part after it was left
+    add("url-password-with-at", pw.split("@")[1], f"psql postgres://app:{pw}@db.internal:5432/prod")
+    k = _r(40, "0123456789abcdef")
+    add("url-token-user", k, f"git clone https://{k}@gitea.example.com/o/r.git")
+    k = _r(24)
+    add("signing-key", k, f"JWT_SIGNING_KEY={k}")
+    pw = _r(14)
+    add("yaml-passphrase-words", pw, f"ssh:\n  passphrase: correct horse {pw}\n  user: deploy")
+    pw = _r(16)
+    add("docker-login-p", pw, f"docker login -u me -p {pw} registry.example.com")
+    pw = _r(16)
+    add("password-stdin-echo", pw, f"echo {pw} | docker login ghcr.io -u me --password-stdin")
+    k = "dckr_pat_" + _r(27, UP + LOW + DIG + "_-")
+    add("docker-pat", k, f"DOCKERHUB_TOKEN {k}")
+    k = "sntrys_" + base64.b64encode(b'{"iat":1700000000.0,"url":"https://sentry.io","org":"acme"}').decode().rstrip("=") + "_" + _r(43)
+    add("sentry-token", k, f"sentry-cli --auth-token {k} releases new 1.0")
+    k = "ATATT3" + _r(180, UP + LOW + DIG + "_-") + "=" + _r(8, UP + DIG)
+    add("atlassian-token", k, f"jira token {k}")
+    k = _r(48, UP + LOW + DIG)
+    add("json-unicode-escaped", k, '{"value": "\\u0073k-proj-' + k + '"}')  # "sk-proj-..." as a JSON escape
+    k = _r(18, UP + LOW + DIG) + "\\/" + _r(10, UP + LOW + DIG) + "\\/" + _r(10, UP + LOW + DIG)
+    add("json-slash-escaped", k, '{"Parameter": {"Name": "/prod/db", "Value": "' + k + '"}}')  # a key with / written as \/
     return out
 
 

@@ -373,6 +373,27 @@ def test_a_prior_summary_is_redacted_before_it_is_trimmed(server):
         assert not any(github[:j] in body for j in range(6, len(github))), into
 
 
+def test_hashes_images_and_variables_are_not_secrets():
+    """From a security review: a go.sum line's `h1:` hash, an image's base64 (a data URI, an Anthropic image block) and a
+    quoted `${VAR}` were redacted as secrets: the summary lost them, or was told a secret was there."""
+    import base64
+    import hashlib
+    import random
+
+    rng = random.Random(33)
+    png = base64.b64encode(bytes(rng.randrange(256) for _ in range(3000))).decode()
+    h1 = base64.b64encode(hashlib.sha256(b"go.mod").digest()).decode()
+    texts = [
+        f"github.com/pkg/errors v0.9.1 h1:{h1}\ngithub.com/pkg/errors v0.9.1/go.mod h1:{h1}",
+        f'<img alt="chart" src="data:image/png;base64,{png}">',
+        f"![screenshot](data:image/jpeg;base64,{png})",
+        '{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "' + png + '"}}',
+        'export TOKEN="${GH_TOKEN}"\nAPI_KEY: "$API_KEY"\npassword: "${{ secrets.DB_PASSWORD }}"',
+    ]
+    for t in texts:
+        assert redact(t) == t, t[:80]
+
+
 def test_a_digest_names_no_value_a_rule_knows_by_its_context(tmp_path):
     """From a security review: a digest's names are checked alone (a name under 16 characters not at all), and a
     password is a secret only by what stands before it (`password: X`, `postgres://app:X@host`): the value was kept as a

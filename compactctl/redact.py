@@ -183,7 +183,11 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     (
         "SECRET FIELD",
         ("pass", "pwd", "secret", "token", "key", "credential"),
-        r"(?i)(" + _KEY + r"[ \t]*(?::|=|:=)[ \t]*)" + _NOT_A_VALUE + r"(?![\"'\s{\[(<$])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)",
+        r"(?i)("
+        + _KEY
+        + r"[ \t]*(?::(?!:)|=|:=)[ \t]*)"
+        + _NOT_A_VALUE
+        + r"(?![\"'\s{\[(<$:])[^\s\"',;)}\]&<>\[(]{4,}(?=[\s\"',;)}\]&]|$)",
         r"\1[REDACTED]",
     ),
 ]

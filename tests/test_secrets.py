@@ -419,3 +419,10 @@ def test_a_digest_names_no_value_a_rule_knows_by_its_context(tmp_path):
     names = re.findall(r"names: [^\"\\]*", r.stdout.decode())
     assert names and "DATABASE_URL" in " ".join(names)
     assert not any(yaml_pw in n or url_pw in n for n in names), names
+
+
+def test_a_pytest_node_id_or_a_scope_is_no_key_value():
+    """From a security review: `tests/test_token.py::test_retry_1 PASSED` (a key word in a file name, then `::`) read as
+    `key: value`: the LLM was sent `tests/test_token.py:[REDACTED] PASSED`, and a digest lost the test's name."""
+    text = "tests/test_token.py::test_retry_1 PASSED [  1%]\nauth/test_secret_store.py::TestKeys::test_rotate FAILED\nToken::value()"
+    assert redact(text) == text

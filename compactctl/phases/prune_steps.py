@@ -364,15 +364,6 @@ def _listed(label: str, items: list[str]) -> list[str]:
     return ["\n" + label, items[0], *(NAMES_SEP + x for x in items[1:])]
 
 
-
-def safe_names(text: str, weight, exclude: str = "", limit: int = NAMES_KEPT, ranked: bool = True) -> list[str]:
-    """The names a digest keeps, never a fragment of a secret: each name long enough to be one passes redaction, and a text
-    with key material (whose base64 lines split into path-like names) is redacted first."""
-    if limit <= 0:
-        return []
-    return pick_safe(candidate_names(text, weight if ranked else None), exclude, limit, text)
-
-
 def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
     """Every name of `text` (of its redacted form when it holds key material), most used first by `weight`
     (None: in order of appearance); `names_of`: names_in or a memoized one."""

@@ -394,33 +394,6 @@ def test_hashes_images_and_variables_are_not_secrets():
         assert redact(t) == t, t[:80]
 
 
-def test_a_digest_names_no_value_a_rule_knows_by_its_context(tmp_path):
-    """From a security review: a digest's names are checked alone (a name under 16 characters not at all), and a
-    password is a secret only by what stands before it (`password: X`, `postgres://app:X@host`): the value was kept as a
-    name, with no key near it in the LLM request for any rule to know it by. A name redaction takes from its line is left
-    out (the recent outputs, kept verbatim, still hold it)."""
-    import re
-
-    yaml_pw = next(s for family, s, _t in PLANTED if family == "yaml-password")
-    url_pw = next(s for family, s, _t in PLANTED if family == "postgres-url")
-    outs = [
-        next(t for family, _s, t in PLANTED if family == "yaml-password") + "\n",
-        next(t for family, _s, t in PLANTED if family == "postgres-url") + "\n",
-    ]
-    rows = [{"role": "system", "content": "agent"}, {"role": "user", "content": "set up the database"}]
-    for i, o in enumerate(outs * 2):
-        call = {"id": f"c{i}", "type": "function", "function": {"name": "terminal", "arguments": f'{{"command": "cat conf{i}.txt"}}'}}
-        rows.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        rows.append({"role": "tool", "tool_call_id": f"c{i}", "content": o + "".join(f"log line {k} ok\n" for k in range(300))})
-        rows.append({"role": "user", "content": f"ok {i}"})
-    src = write_jsonl(tmp_path / "n.jsonl", rows)
-    r = cli("prune", str(src), "--context-window", "1500")
-    assert r.returncode == 0, r.stderr
-    names = re.findall(r"names: [^\"\\]*", r.stdout.decode())
-    assert names and "DATABASE_URL" in " ".join(names)
-    assert not any(yaml_pw in n or url_pw in n for n in names), names
-
-
 def test_a_pytest_node_id_or_a_scope_is_no_key_value():
     """From a security review: `tests/test_token.py::test_retry_1 PASSED` (a key word in a file name, then `::`) read as
     `key: value`: the LLM was sent `tests/test_token.py:[REDACTED] PASSED`, and a digest lost the test's name."""

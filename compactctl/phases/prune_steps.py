@@ -314,9 +314,9 @@ class _Context:
         per = limit // max(self.opts.digest_names, 1)
         quote = per if per >= VOCABULARY_FACTOR and not (doc or used_only) else 0
         parts, candidates, limit = _with_quoted(parts, line, self._unwrapped(text), candidates, limit, quote)
-        names = pick_safe(candidates, exclude=line, limit=limit, source=self._unwrapped(text)) if limit > 0 else []
+        names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
         if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
-            names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT, source=text)
+            names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
         return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
 
 
@@ -372,35 +372,12 @@ def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
     return ranked(names_of(text), weight)
 
 
-def pick_safe(candidates: list[str], exclude: str, limit: int, source: str = "") -> list[str]:
+def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
     """The first `limit` of `candidates` (candidate_names) not in `exclude`, among the first `limit` + 8 of
-    those, the ones that could be a fragment of a secret dropped, and those redaction takes from `source` (the text
-    they are names of): a value known by its context (`password: X`, `:X@host`) is a name alone no rule knows."""
+    those, the ones that could be a fragment of a secret dropped."""
     if limit <= 0:
         return []
-    picked = filter(_safe_name, first_not_in(candidates, exclude, limit + 8))
-    return [n for n in picked if not _redacted_in(n, source)][:limit]
-
-
-_CONTEXT = 240  # characters of its line on each side of a name that redaction looks at (a key before it, a host after)
-_OCCURRENCES = 2  # the first occurrences of a name looked at (a secret's value: where its key stands)
-
-
-def _redacted_in(name: str, source: str) -> bool:
-    """Whether redaction takes `name` from one of its first occurrences in `source` (its line, _CONTEXT characters each
-    side): then it is a secret's value there."""
-    at = source.find(name)
-    for _ in range(_OCCURRENCES):
-        if at < 0:
-            return False
-        a = max(source.rfind("\n", 0, at) + 1, at - _CONTEXT)
-        end = at + len(name)
-        b = source.find("\n", end, end + _CONTEXT)
-        near = source[a : b if b >= 0 else end + _CONTEXT]
-        if not _unchanged_by_redaction(near) and name not in redact(near):
-            return True
-        at = source.find(name, end)
-    return False
+    return list(filter(_safe_name, first_not_in(candidates, exclude, limit + 8)))[:limit]
 
 
 # A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py
@@ -413,13 +390,12 @@ def _safe_name(name: str) -> bool:
     return len(name) < 16 or _PLAIN.fullmatch(name) is not None or _unchanged_by_redaction(name)
 
 
-def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT, source: str = "") -> list[str]:
+def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
     """The quoted phrases a digest keeps (of a text's `literals`, literals_in), in order, never one that redaction
-    would change (a password in a message), alone or where it stands in `source` (`"password": "..."`)."""
+    would change (a password in a message)."""
     if limit <= 0:
         return []
-    kept = (q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q))
-    return [q for q in kept if not _redacted_in(q[1:-1], source)][:limit]
+    return [q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q)][:limit]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -476,7 +452,7 @@ def _written_names(code: str, weight, exclude: str, limit: int) -> list[str]:
     if "\n" in code:
         defined, bound = set(outline.defined_in(code)), set(outline.bound_in(code))
         candidates = sorted(candidates, key=lambda n: 0 if n in defined else 1 if n in bound else 2)  # (stable: ranked within each)
-    return pick_safe(candidates, exclude, limit, code)
+    return pick_safe(candidates, exclude, limit)
 
 
 def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
@@ -487,7 +463,7 @@ def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAME
         k = _word_start(v, keep)  # never through a name ("hookSpeci" kept, "ficOutput" listed): it goes whole after
         found = _written_names(v[k:], weight, v[:k], names)
         if names and ('"' in v or "'" in v):  # the messages and labels the code says ("Team not found"), after its names
-            found += safe_literals(literals_in(v[k:]), exclude=v[:k], limit=ARG_LITERALS_KEPT, source=v)
+            found += safe_literals(literals_in(v[k:]), exclude=v[:k], limit=ARG_LITERALS_KEPT)
         return cut(v, k) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
 
     try:

@@ -74,6 +74,8 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     `archived` attribute lists the originals that were replaced or removed."""
     opts = opts or CompactOptions()
     popts = opts.prune_options()
+    if not popts.check_names and not getattr(summarizer, "local", False):  # what it reads may leave the machine
+        popts = dataclasses.replace(popts, check_names=True)
     t1, ps = prune(t, counter, popts)
     harder = None
 

@@ -325,6 +325,49 @@ def _redact(text: str) -> str:
     return text
 
 
+# The rules that know a secret by what stands around it (a key or a scheme before it, a host after it, `--password-stdin`
+# after an echo): those that keep part of their match (a replacement with \1), and their hints.
+_IN_CONTEXT = [(hints, rx, repl) for _kind, hints, rx, repl in RULES if repl is not None and _kind != "SECRET FIELD"]
+_HINTS_IN_CONTEXT = {h for _kind, hs, _rx, repl in RULES if repl is not None for h in hs}
+_CONTEXT_HINTS = tuple(sorted(h for h in _HINTS_IN_CONTEXT if not any(k != h and k in h for k in _HINTS_IN_CONTEXT)))
+_LONG_NAME = 24  # a name this long may be a quoted high-entropy string, which only its quotes tell
+_AROUND_NAME = 240  # characters of its line on each side of a name that the rules read
+_HINT_BEFORE, _HINT_AFTER = 64, 32  # ... and where one of their hints must be for them to run at all
+_OCCURRENCES = 2  # the first occurrences of a name looked at (where a value stands beside its key)
+
+
+def taken_where_it_stands(name: str, text: str) -> bool:
+    """Whether redaction takes `name` from its line in `text` at one of its first occurrences: a value that no rule
+    knows alone, only by its key (`password: X`, `postgres://app:X@host`, `Bearer X`). Only the rules that read a
+    context run, and only when one of their hints stands near the name (most names: a find and a few substring tests)."""
+    at = text.find(name)
+    for _ in range(_OCCURRENCES):
+        if at < 0:
+            return False
+        end = at + len(name)
+        close = text[max(0, at - _HINT_BEFORE) : end + _HINT_AFTER].lower()
+        if len(name) >= _LONG_NAME or any(h in close for h in _CONTEXT_HINTS):
+            a = max(text.rfind("\n", 0, at) + 1, at - _AROUND_NAME)
+            b = text.find("\n", end, end + _AROUND_NAME)
+            near = text[a : b if b >= 0 else end + _AROUND_NAME]
+            if _in_context(near, len(name) >= _LONG_NAME).count(name) < near.count(name):
+                return True
+        at = text.find(name, end)
+    return False
+
+
+def _in_context(text: str, quoted: bool) -> str:
+    """`text` as the rules that read a context leave it (and the quoted high-entropy strings, when `quoted`)."""
+    low = text.lower()
+    for hints, rx, repl in _IN_CONTEXT:
+        if any(h in low for h in hints):
+            text = _compiled(rx).sub(repl, text)
+    if any(h in low for h in _FIELD_HINTS):
+        for rx, repl in _FIELDS:
+            text = _compiled(rx).sub(repl, text)
+    return _QUOTED.sub(_high_entropy, text) if quoted else text
+
+
 _KEY_RX = re.compile(r"(?i)" + _KEY + r"$")
 _IS_VALUE = re.compile(r"(?i)\s*" + _NOT_A_VALUE + r"\S")
 

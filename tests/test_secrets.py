@@ -399,3 +399,70 @@ def test_a_pytest_node_id_or_a_scope_is_no_key_value():
     `key: value`: the LLM was sent `tests/test_token.py:[REDACTED] PASSED`, and a digest lost the test's name."""
     text = "tests/test_token.py::test_retry_1 PASSED [  1%]\nauth/test_secret_store.py::TestKeys::test_rotate FAILED\nToken::value()"
     assert redact(text) == text
+
+
+def _context_secrets_session(tmp_path, turns: int = 2):
+    """A session whose old outputs hold a YAML password and a Postgres URL's password: values no rule knows alone."""
+    yaml_pw = next(s for family, s, _t in PLANTED if family == "yaml-password")
+    url_pw = next(s for family, s, _t in PLANTED if family == "postgres-url")
+    outs = [next(t for family, _s, t in PLANTED if family == f) + "\n" for f in ("yaml-password", "postgres-url")]
+    rows = [{"role": "system", "content": "agent"}, {"role": "user", "content": "set up the database"}]
+    for i, o in enumerate(outs * turns):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "terminal", "arguments": f'{{"command": "cat conf{i}.txt"}}'}}
+        rows.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        rows.append({"role": "tool", "tool_call_id": f"c{i}", "content": o + "".join(f"log line {k} of run {i} ok\n" for k in range(300))})
+        rows.append({"role": "user", "content": f"ok {i}"})
+    return write_jsonl(tmp_path / "n.jsonl", rows), (yaml_pw, url_pw)
+
+
+def _listed_names(out: bytes) -> list[str]:
+    import re
+
+    return re.findall(r"names: [^\"\\]*", out.decode())
+
+
+def test_a_digest_names_no_value_a_rule_knows_by_its_context_when_an_llm_reads_it(tmp_path, monkeypatch):
+    """From a security review: a digest's names are checked alone (a name under 16 characters not at all), and a
+    password is a secret only by what stands before it (`password: X`, `postgres://app:X@host`): the value was listed as
+    a name, with no key near it in the LLM request for any rule to know it by. Where an LLM will read the digests
+    (--check-names, or an LLM configured) a name redaction takes from its line is left out; offline, where nothing
+    leaves the machine, the check (about 2x prune's time) is not paid and the name stays (the recent outputs, kept
+    verbatim, hold the value anyway)."""
+    src, secrets = _context_secrets_session(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    offline = cli("prune", str(src), "--context-window", "1500")
+    assert offline.returncode == 0, offline.stderr
+    assert any(s in n for s in secrets for n in _listed_names(offline.stdout))  # the check is off: the gap it closes
+    for args, env in ((["--check-names"], None), ([], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})):
+        r = cli("prune", str(src), "--context-window", "1500", *args, env=env)
+        assert r.returncode == 0, r.stderr
+        names = _listed_names(r.stdout)
+        assert names and "DATABASE_URL" in " ".join(names), args
+        assert not any(s in n for s in secrets for n in names), (args, names)
+
+
+def test_compact_with_an_llm_sends_no_value_a_rule_knows_by_its_context(tmp_path, server):
+    """The same session compacted with an LLM summarizer: no request body holds either password (the digests' names
+    are checked because the summarizer sends what it reads)."""
+    src, secrets = _context_secrets_session(tmp_path, turns=10)
+    r = cli("compact", str(src), "--context-window", "1500", "--summarizer", "llm", "--base-url", server.url, "--llm-model", "echo")
+    assert r.returncode == 0, r.stderr
+    bodies = b"".join(server.raw).decode()
+    assert "DATABASE_URL" in bodies  # the digests went out with their names
+    assert not any(s in bodies for s in secrets)
+
+
+def test_a_name_is_looked_at_where_it_stands_only_near_a_rules_hint():
+    """taken_where_it_stands: a value known by its key, a URL's password, a bearer token; not a name beside them, nor a
+    name in a line no context rule's hint is in (that one is never redacted at all)."""
+    from compactctl.redact import taken_where_it_stands
+
+    assert taken_where_it_stands("hunter2x", "db:\n  password: hunter2x\n  host: db.internal")
+    assert not taken_where_it_stands("db.internal", "db:\n  password: hunter2x\n  host: db.internal")
+    assert taken_where_it_stands("s3cr3tPw", "DATABASE_URL=postgres://app:s3cr3tPw@db.internal/app")
+    assert not taken_where_it_stands("DATABASE_URL", "DATABASE_URL=postgres://app:s3cr3tPw@db.internal/app")
+    assert taken_where_it_stands("abcDEF123456ghi", "curl -H 'Authorization: Bearer abcDEF123456ghi' https://api")
+    assert not taken_where_it_stands("parse_config", "def parse_config(path):\n    return load(path)")
+    # the first occurrences are looked at: a value listed later, away from its key, is still known by the first
+    assert taken_where_it_stands("hunter2x", "password: hunter2x\n" + "x\n" * 50 + "hunter2x was used")

@@ -225,6 +225,7 @@ def _prune(
     keep_tool,
     drop_tool,
     digest_names,
+    check_names,
 ):
     return dict(
         protect_tokens=protect_tokens,
@@ -239,6 +240,7 @@ def _prune(
         keep_tools=tuple(keep_tool or ()),
         drop_tools=tuple(drop_tool or ()),
         digest_names=digest_names,
+        check_names=check_names,
     )
 
 
@@ -286,6 +288,15 @@ PRUNE = Group(
             ("--digest-names",),
             "Names (paths, identifiers, values) a digest of an old output or a cut argument keeps; 0: one-liners only (fastest). "
             "The digest that brings the transcript under its target keeps more if the room allows; when none does, 4x this.",
+        ),
+        Opt(
+            "check_names",
+            bool,
+            False,
+            ("--check-names",),
+            "Look at each name a digest or a cut argument keeps where it stands, and leave it out when a redaction rule takes "
+            "it there (password: X). On by itself when an LLM will read the output: compact with an LLM summarizer, prune "
+            "with an LLM configured (OPENAI_API_KEY, a base URL in the environment or a config file). About doubles prune's time.",
         ),
     ],
     _prune,
@@ -402,3 +413,12 @@ SUMMARY = Group(
     ],
     _summary,
 )
+
+
+def llm_configured() -> bool:
+    """Whether `--summarizer auto` would use an LLM, by the environment and the config files: what `prune` knows of a
+    `summarize` that may read its output (not options given to that command alone)."""
+    from .. import config
+
+    s = config.resolve([(o.name, o.type, o.default) for o in SUMMARY.opts])
+    return s["summarizer"].value == "llm" or bool(s["base_url"].value or os.environ.get("OPENAI_API_KEY"))

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import CheckFailed, UsageError
-from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, prune_options
+from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, llm_configured, prune_options
 from .options import with_groups
 from .recall import HINT, REFS, refs_for
 from .shared import Inputs, check_workers, loading, report_line, say, worker_count
@@ -48,6 +48,7 @@ def prune(
     opts.count_tokens = stats
     opts.exact_totals = stats  # without --stats no token figure is shown: count only what pruning needs
     opts.refs = refs_for(refs, io)
+    opts.check_names = opts.check_names or llm_configured()  # a summarize with an LLM may read these digests
     job = PruneJob(opts, counter.encoding, counter.approx, input_bytes(inputs or []), stats)
     io.workers = worker_count(workers)
     run(inputs or ["-"], io, job.build(), "prune", job=job)

@@ -97,6 +97,11 @@ class PruneOptions:
     # The last message is left as it is, even a tool's output over protect_tokens. False (with a plan to follow): such an
     # output is reduced like the older ones, since the plan keeps only whole groups that fit its tail (see _always_kept).
     keep_last: bool = False
+    # Each name a digest or a cut argument lists is also looked at where it stands in its output, and left out when a
+    # redaction rule takes it there (`password: X`, `postgres://app:X@host`: alone, no rule knows it). For an output an
+    # LLM will read: `compact` sets it with an LLM summarizer. It about doubles prune's time, so a run whose output
+    # stays on the machine does not pay it.
+    check_names: bool = False
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES
 from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
 from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, quoted_lines, ranked
 from ..pairs import calls_for_results
-from ..redact import cut, redact
+from ..redact import cut, redact, taken_where_it_stands
 from ..tokens import Counter
 from .prune import (
     ARGS,
@@ -262,7 +262,11 @@ class _Context:
                     c.id,
                     c.name,
                     truncate_arguments(
-                        c.arguments, self.opts.arg_keep, self.weight if self.opts.digest_names else None, self.opts.digest_names
+                        c.arguments,
+                        self.opts.arg_keep,
+                        self.weight if self.opts.digest_names else None,
+                        self.opts.digest_names,
+                        self.opts.check_names,
                     ),
                     dict(c.extra),
                 )
@@ -313,11 +317,19 @@ class _Context:
         # cost more than the names they show, and it would be larger than the reduction needs.
         per = limit // max(self.opts.digest_names, 1)
         quote = per if per >= VOCABULARY_FACTOR and not (doc or used_only) else 0
-        parts, candidates, limit = _with_quoted(parts, line, self._unwrapped(text), candidates, limit, quote)
-        names = pick_safe(candidates, exclude=line, limit=limit) if limit > 0 else []
-        if not doc and not used_only and self.opts.digest_names and ('"' in text or "'" in text):
-            names += safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT)
+        plain = self._unwrapped(text)
+        parts, candidates, limit = _with_quoted(parts, line, plain, candidates, limit, quote)
+        source = plain if self.opts.check_names else ""
+        names = pick_safe(candidates, exclude=line, limit=limit, source=source) if limit > 0 else []
+        if not doc and not used_only:
+            names += self._phrases(text, line, source)
         return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+
+    def _phrases(self, text: str, line: str, source: str) -> list[str]:
+        """The quoted phrases a digest keeps after its names (safe_literals): none when it keeps no names."""
+        if not self.opts.digest_names or ('"' not in text and "'" not in text):
+            return []
+        return safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT, source=source)
 
 
 def _with_outline(parts: list[str], entries: list[outline.Definition], limit: int, grown: bool) -> tuple[list[str], int]:
@@ -372,12 +384,14 @@ def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
     return ranked(names_of(text), weight)
 
 
-def pick_safe(candidates: list[str], exclude: str, limit: int) -> list[str]:
+def pick_safe(candidates: list[str], exclude: str, limit: int, source: str = "") -> list[str]:
     """The first `limit` of `candidates` (candidate_names) not in `exclude`, among the first `limit` + 8 of
-    those, the ones that could be a fragment of a secret dropped."""
+    those, the ones that could be a fragment of a secret dropped, and those redaction takes from where they stand in
+    `source` (the text they are names of): a value known by its key (`password: X`) is a name no rule knows alone."""
     if limit <= 0:
         return []
-    return list(filter(_safe_name, first_not_in(candidates, exclude, limit + 8)))[:limit]
+    picked = filter(_safe_name, first_not_in(candidates, exclude, limit + 8))
+    return [n for n in picked if not taken_where_it_stands(n, source)][:limit] if source else list(picked)[:limit]
 
 
 # A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py
@@ -390,12 +404,13 @@ def _safe_name(name: str) -> bool:
     return len(name) < 16 or _PLAIN.fullmatch(name) is not None or _unchanged_by_redaction(name)
 
 
-def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT) -> list[str]:
+def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_KEPT, source: str = "") -> list[str]:
     """The quoted phrases a digest keeps (of a text's `literals`, literals_in), in order, never one that redaction
-    would change (a password in a message)."""
+    would change (a password in a message), alone or where it stands in `source` (`"password": "..."`)."""
     if limit <= 0:
         return []
-    return [q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q)][:limit]
+    kept = (q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q))
+    return [q for q in kept if not (source and taken_where_it_stands(q[1:-1], source))][:limit]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -442,7 +457,7 @@ QUOTE_NAMES = 12  # ... of its first this many names its line and outline do not
 ARG_LITERALS_KEPT = 8  # quoted phrases a cut argument keeps after its names
 
 
-def _written_names(code: str, weight, exclude: str, limit: int) -> list[str]:
+def _written_names(code: str, weight, exclude: str, limit: int, source: str = "") -> list[str]:
     """The names a cut argument keeps of its cut part: what that code defines first (`function EmptyState`, a top-level
     `const showNoSelection =`: what a later diff, test or report names), then what it binds inside its functions
     (`const showLoading =` in a component's body: what the next edit of the file names), then the others most used first."""
@@ -452,18 +467,20 @@ def _written_names(code: str, weight, exclude: str, limit: int) -> list[str]:
     if "\n" in code:
         defined, bound = set(outline.defined_in(code)), set(outline.bound_in(code))
         candidates = sorted(candidates, key=lambda n: 0 if n in defined else 1 if n in bound else 2)  # (stable: ranked within each)
-    return pick_safe(candidates, exclude, limit)
+    return pick_safe(candidates, exclude, limit, source)
 
 
-def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT) -> str:
+def truncate_arguments(arguments: str, keep: int, weight=None, names: int = NAMES_KEPT, check_names: bool = False) -> str:
     """Cut long string values, keeping the arguments valid JSON; non-JSON text is cut as text.
-    The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays."""
+    The names in the cut part (paths, symbols) follow the cut, so the vocabulary of written code stays;
+    `check_names`: each also looked at where it stands (PruneOptions.check_names)."""
 
     def cut_text(v: str) -> str:
         k = _word_start(v, keep)  # never through a name ("hookSpeci" kept, "ficOutput" listed): it goes whole after
-        found = _written_names(v[k:], weight, v[:k], names)
+        source = v if check_names else ""
+        found = _written_names(v[k:], weight, v[:k], names, source)
         if names and ('"' in v or "'" in v):  # the messages and labels the code says ("Team not found"), after its names
-            found += safe_literals(literals_in(v[k:]), exclude=v[:k], limit=ARG_LITERALS_KEPT)
+            found += safe_literals(literals_in(v[k:]), exclude=v[:k], limit=ARG_LITERALS_KEPT, source=source)
         return cut(v, k) + TRUNCATED + (f" names: {NAMES_SEP.join(found)}" if found else "")
 
     try:

@@ -45,6 +45,10 @@ class SummaryResult:
 
 
 class Summarizer(Protocol):
+    """What writes a summary. One whose class sets `local = True` sends nothing off the machine; any other (an LLM, a
+    library user's own) is taken to send what it reads, and `compact` then checks the names its digests list
+    (PruneOptions.check_names)."""
+
     name: str
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult: ...
@@ -52,6 +56,7 @@ class Summarizer(Protocol):
 
 class OfflineSummarizer:
     name = "offline"
+    local = True
 
     def summarize(self, req: SummaryRequest, counter: Counter) -> SummaryResult:
         from . import offline

@@ -396,3 +396,26 @@ def test_references_are_written_by_default_only_with_an_archive_to_hold_their_or
         for archived, want in ((False, False), (True, True)):
             res = compactctl.Compactor(context_window=8000, archive=archived).compact(rec)
             assert ("[ref " in orjson.dumps(res.record).decode()) is want and bool(res.archived) is archived
+
+
+def test_a_recall_hint_without_an_archive_is_said(tmp_path):
+    """--recall-hint names tools that fetch archived originals: without --archive this run archives none (said, not
+    refused, since an earlier stage of a pipe may have archived them; -q silences it)."""
+    said = "--recall-hint without --archive"
+    for cmd in ("compact", "summarize"):
+        r = cli(cmd, str(LONG), "--context-window", "8000", "--recall-hint", "-o", str(tmp_path / f"{cmd}.jsonl"))
+        assert r.returncode == 0 and said in r.stderr.decode(), (cmd, r.stderr)
+        quiet = cli(cmd, str(LONG), "--context-window", "8000", "--recall-hint", "-q", "-o", str(tmp_path / f"q{cmd}.jsonl"))
+        assert quiet.returncode == 0 and said not in quiet.stderr.decode()
+        kept = cli(
+            cmd,
+            str(LONG),
+            "--context-window",
+            "8000",
+            "--recall-hint",
+            "--archive",
+            str(tmp_path / f"{cmd}-a.jsonl"),
+            "-o",
+            str(tmp_path / f"a{cmd}.jsonl"),
+        )
+        assert kept.returncode == 0 and said not in kept.stderr.decode()

@@ -11,7 +11,7 @@ import typer
 from ..errors import CheckFailed, UsageError
 from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, llm_configured, prune_options
 from .options import with_groups
-from .recall import HINT, REFS, refs_for
+from .recall import HINT, REFS, hint_said, refs_for
 from .shared import Inputs, check_workers, loading, report_line, say, worker_count
 
 
@@ -131,6 +131,7 @@ def summarize(
         from ..runner import Result, run, warn
 
     counter = budget.counter(inputs)
+    hint_said(recall_hint, io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn, status=status.append)
     io.jobs = summary.jobs
@@ -250,6 +251,7 @@ def compact(
     check_workers(workers)
     if engine not in ("local", "ray"):
         raise UsageError("--engine must be local or ray")
+    hint_said(recall_hint, io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn, status=status.append)
     popts = prune_options(prune_raw, budget)

@@ -33,6 +33,13 @@ def refs_for(refs: bool | None, io) -> bool:
     return refs if refs is not None else io.archive is not None
 
 
+def hint_said(recall_hint: bool, io, warn) -> None:
+    """--recall-hint without --archive: the summary names tools for originals this run archives nowhere (said, not
+    refused: an earlier stage of a pipe may archive what it removed)."""
+    if recall_hint and io.archive is None and not io.quiet:
+        warn("--recall-hint without --archive: the summary names `search` and `recall` for originals this run archives nowhere")
+
+
 HINT = Group(
     "recall_hint",
     "References",

@@ -1,8 +1,10 @@
 """The baselines every eval compares compactctl against, at a token budget: head-tail (the naive
-`messages[:N] + messages[-M:]` with tool outputs cut to 500 characters), recent (the first ask and the most recent
-turns) and masking (old tool outputs replaced by a placeholder). Used by continuation scoring (at compactctl's
-output tokens), compacting twice, and the probe eval (at compactctl's target). Each cuts at whole tool-call groups
-and is repaired, so that what it writes is a transcript the APIs accept (an empty one is scored as written)."""
+`messages[:N] + messages[-M:]` with tool outputs cut to 500 characters), head-tail-fill (a head and a tail that fill
+the budget: continuation scoring and compacting twice only), recent (the first ask and the most recent turns) and
+masking (old tool outputs replaced by a placeholder). Used by continuation scoring (at compactctl's output tokens),
+compacting twice, and the probe eval (at compactctl's target). Each cuts at whole tool-call groups (head-tail-fill
+cuts the texts of the group at each of its two boundaries) and is repaired, so that what it writes is a transcript
+the APIs accept (an empty one is scored as written)."""
 
 from __future__ import annotations
 
@@ -77,6 +79,95 @@ def head_tail(t: Transcript, counter: Counter, budget: int, first: int = 3, cut:
     while len(head) > s + (not strict) and _repaired_tokens(t, counter, head) > budget:  # stubs for cut-off calls count
         head = head[:-1]
     return _fit_tail(t, counter, head, msgs[len(head) :], budget)
+
+
+HEAD_SHARE = 0.25  # head-tail-fill's head: a quarter of the budget the system messages leave, as the outside eval's
+
+
+def head_tail_fill(t: Transcript, counter: Counter, budget: int, head_share: float = HEAD_SHARE) -> Transcript:
+    """System + the first messages for `head_share` of the budget the system messages leave + the last messages for
+    the rest (what the head leaves): whole groups, and the group at each boundary with its texts cut to fit (`_cut`:
+    its start kept in the head, its end in the tail); no fixed cut of tool outputs. It fills nearly all the budget
+    when the transcript has more, never over it (the system messages, always kept, aside): a repair that adds (a stub
+    for a call the transcript left without a result) takes its tokens from the room and it is built again."""
+    msgs = t.messages
+    if tokens_of(counter, msgs) <= budget:
+        whole, _ = repair(t, MEASURED)
+        if tokens_of(counter, whole.messages) <= budget:
+            return whole
+    s = _leading_system(msgs)
+    body = msgs[s:]
+    spans = [body[a:b] for a, b in groups(body)]
+    room = budget - tokens_of(counter, msgs[:s])
+    while True:
+        kept = _head_and_tail(spans, room, head_share, counter)
+        out, _ = repair(t.evolve(messages=msgs[:s] + [m for g in kept for m in g]), MEASURED)
+        over = tokens_of(counter, out.messages) - budget
+        if over <= 0 or room <= 0:
+            return out
+        room -= over
+
+
+def _head_and_tail(spans: list[list[Message]], room: int, head_share: float, counter: Counter) -> list[list[Message]]:
+    """The head's groups within `head_share` of `room`, then the tail's within what it leaves. When the tail takes
+    every group after the head whole, the head's cut group (if any) is cut again to all the room the tail left: it
+    is the only group between the two, and a quarter of the room would leave the rest unused."""
+    head, used = _fill(spans, int(room * head_share), counter, from_end=False)
+    rest = spans[len(head) :]
+    tail, tail_used = _fill(rest, room - used, counter, from_end=True)
+    head_cut = bool(head) and head[-1] is not spans[len(head) - 1]
+    if head_cut and len(tail) == len(rest) and (not tail or tail[0] is rest[0]):
+        head, _ = _fill(spans[: len(head)], room - tail_used, counter, from_end=False)
+    return head + tail
+
+
+def _fill(spans: list[list[Message]], room: int, counter: Counter, from_end: bool) -> tuple[list[list[Message]], int]:
+    """Whole groups of `spans` in order (from its end when `from_end`) while they fit `room` tokens, then the next one
+    cut to what is left (`_cut`, if any cut of it fits): (the groups taken, in the transcript's order; their tokens)."""
+    taken: list[list[Message]] = []
+    used = 0
+    for g in reversed(spans) if from_end else spans:
+        c = tokens_of(counter, g)
+        if used + c > room:
+            cut = _cut(g, room - used, counter, keep_end=from_end)
+            if cut:
+                taken.append(cut)
+                used += tokens_of(counter, cut)
+            break
+        taken.append(g)
+        used += c
+    return (taken[::-1] if from_end else taken), used
+
+
+def _cut(group: list[Message], room: int, counter: Counter, keep_end: bool) -> list[Message]:
+    """The largest cut of a group (`_cut_texts`) within `room` tokens, or [] when none fits (a call's arguments are
+    never cut: a call kept with its results emptied still shows what it was)."""
+    longest = max(1, *(len(m.text()) for m in group))
+    best: list[Message] = []
+    lo, hi = 0, longest - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        cut = _cut_texts(group, mid, longest, keep_end)
+        if tokens_of(counter, cut) <= room:
+            best, lo = cut, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _cut_texts(group: list[Message], k: int, longest: int, keep_end: bool) -> list[Message]:
+    """The group with each message's text cut to k / longest of its characters (its end kept, or its start); a cut
+    message keeps only that text (no image, no replayed reasoning), and one left with no text and no call is left
+    out (a result never is)."""
+    out = []
+    for m in group:
+        text = m.text()
+        n = len(text) * k // longest
+        if n == len(text) and not isinstance(m.content, list) and not m.reasoning:
+            out.append(m)
+        elif n or m.tool_calls or m.role == "tool":
+            out.append(m.evolve(content=text[len(text) - n :] if keep_end else text[:n], reasoning=None))
+    return out
 
 
 def first_ask(msgs: list[Message]) -> int | None:

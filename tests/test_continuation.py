@@ -318,7 +318,7 @@ def test_cuts_start_turns_and_baselines_meet_the_budget():
     prefix = t.evolve(messages=t.messages[: cuts[0][1]])
     total = sum(COUNTER.messages(prefix.messages))
     for budget in (total // 5, total // 10):
-        for fn in (baselines.head_tail, baselines.recent, baselines.masking):
+        for fn in (baselines.head_tail, baselines.head_tail_fill, baselines.recent, baselines.masking):
             out = fn(prefix, COUNTER, budget)
             assert sum(COUNTER.messages(out.messages)) <= budget, fn.__name__
             assert check(out) == [], fn.__name__
@@ -346,7 +346,7 @@ def test_baselines_never_exceed_the_budget_when_the_first_ask_alone_does():
         first = sum(COUNTER.messages(t.messages[: s + 1]))
         budget = first // 2
         assert budget > sum(COUNTER.messages(t.messages[:s])) + 60
-        for fn in (baselines.head_tail, baselines.recent, baselines.masking):
+        for fn in (baselines.head_tail, baselines.head_tail_fill, baselines.recent, baselines.masking):
             out = fn(t, COUNTER, budget)
             assert sum(COUNTER.messages(out.messages)) <= budget, (fn.__name__, system)
             assert out.messages[:s] == t.messages[:s], fn.__name__  # the system prompt stays
@@ -371,14 +371,70 @@ def test_baselines_never_exceed_the_budget_when_the_first_ask_alone_does():
     fan += [{"role": "assistant", "content": "Found them."}]
     t = T(fan)
     for budget in range(200, 1200, 25):
-        out = baselines.head_tail(t, COUNTER, budget)
-        assert sum(COUNTER.messages(out.messages)) <= budget, budget
+        for fn in (baselines.head_tail, baselines.head_tail_fill):
+            out = fn(t, COUNTER, budget)
+            assert sum(COUNTER.messages(out.messages)) <= budget, (fn.__name__, budget)
     # end to end: at every cut, no baseline gets more tokens than compactctl's output
     rows = continuation.evaluate([T(rows)], COUNTER, cuts=(0.3, 0.6))["rows"]
     assert rows
     for r in rows:
         ours = r["strategies"]["compactctl"]["tokens_after"]
         assert all(st["tokens_after"] <= ours for st in r["strategies"].values()), r["strategies"]
+
+
+def _long_session() -> list[dict]:
+    """A system message, a short ask, then 40 turns of calls (one in four a pair of parallel calls) with outputs of
+    300 to 6,000 characters, and a last word: a prefix far larger than the budgets below."""
+    rows = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the flaky test in tests/test_sync.py; keep the public API of sync_core as it is."},
+    ]
+    for i in range(40):
+        ids = [f"c{i}", f"d{i}"] if i % 4 == 0 else [f"c{i}"]
+        rows.append(
+            {
+                "role": "assistant",
+                "content": f"Step {i}: looking at module_{i}.",
+                "tool_calls": [
+                    {"id": c, "type": "function", "function": {"name": "terminal", "arguments": f'{{"command": "cat src/module_{c}.py"}}'}}
+                    for c in ids
+                ],
+            }
+        )
+        rows += [{"role": "tool", "tool_call_id": c, "content": f"line {c} of output_{i}\n" * (20 + (i * 37) % 330)} for c in ids]
+    rows.append({"role": "assistant", "content": "Done: test_sync_retry now waits for sync_core.flush (commit 7c1d9e2)."})
+    return rows
+
+
+def test_head_tail_fill_fills_the_budget_and_keeps_both_ends():
+    """head-tail-fill (the first messages for a quarter of the budget, the last for the rest, the group at each boundary
+    cut to fit): never over the budget, nearly all of it used when the prefix is far larger (the naive head-tail, whole
+    groups and outputs cut to 500 characters, left a third of compactctl's tokens unused on short sessions), valid, and
+    it keeps the first messages and the last ones."""
+    rows = _long_session()
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    naive = fill = 0
+    for budget in range(total // 40, total // 3, total // 23):
+        out = baselines.head_tail_fill(t, COUNTER, budget)
+        used = sum(COUNTER.messages(out.messages))
+        assert 0.9 * budget <= used <= budget, (budget, used)
+        assert check(out) == [], budget
+        assert [m.text() for m in out.messages[:2]] == [r["content"] for r in rows[:2]], budget  # the system message and the ask
+        assert out.messages[-1].text() == rows[-1]["content"], budget  # the last word
+        assert baselines.head_tail_fill(t, COUNTER, budget).messages == out.messages  # deterministic
+        naive += sum(COUNTER.messages(baselines.head_tail(t, COUNTER, budget).messages))
+        fill += used
+    assert naive < 0.9 * fill
+    # one huge output between the ask and the last word: it is cut to all the room they leave, not to a quarter
+    one = [*rows[:2], rows[2], *({**r, "content": r["content"] * 40} for r in rows[3:5]), rows[-1]]
+    t = T(one)
+    for budget in (600, 1500, 4000):
+        out = baselines.head_tail_fill(t, COUNTER, budget)
+        assert 0.9 * budget <= sum(COUNTER.messages(out.messages)) <= budget and check(out) == [], budget
+        assert out.messages[1].text() == one[1]["content"] and out.messages[-1].text() == one[-1]["content"], budget
+    # a prefix within the budget is kept whole
+    assert baselines.head_tail_fill(t, COUNTER, 10**6).messages == t.messages
 
 
 def _cells(line: str) -> int:

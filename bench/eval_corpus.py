@@ -6,7 +6,9 @@
 
 Continuation scoring (`compactctl.continuation`): each session is cut at 40%, 60% and 80% of its
 messages; compactctl compacts the prefix with a context window of 0.4 x its tokens (target 20% with the
-default threshold); head-tail, recent and masking get the same output tokens; scored on the paths,
+default threshold); head-tail, head-tail-fill, recent and masking get the same output tokens (head-tail:
+the first 3 messages and the last whole groups, tool outputs cut to 500 characters; head-tail-fill: the first
+messages for a quarter of the budget and the last for the rest, the boundary groups cut to fit); scored on the paths,
 identifiers, commands, URLs and values of the prefix that the continuation writes again. Groups:
   long      the five long Claude Code sessions (claude-code/spotter/<uuid>.jsonl)
   short-cc  short Claude Code sessions (claude-code/agentcmd/*, spotter short/tool_heavy/subagent, spotter */subagents/*)
@@ -217,7 +219,7 @@ def targets_part(names: list[str], ratios: list[float]) -> tuple[dict, list[str]
     from compactctl.tokens import make_counter
 
     counter = make_counter("gpt-4o")
-    shown = ("compactctl", "head-tail", "recent", "masking")
+    shown = ("compactctl", "head-tail", "head-tail-fill", "recent", "masking")
     out: dict = {}
     table: list[list[str]] = []
     for ratio in ratios:

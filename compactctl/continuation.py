@@ -17,7 +17,9 @@ Protocol, per transcript and per cut fraction f (default 0.4, 0.6, 0.8):
      writes (the pruned, repaired fallback) and counted in ``cannot_fit``;
    - baselines get the same output tokens as compactctl's output for that cut (never more):
      ``head-tail`` (system + the first 3 messages + the last whole groups that fit, every tool output
-     cut to 500 characters), ``recent`` (system + the first user ask + the most recent whole groups
+     cut to 500 characters: the naive baseline), ``head-tail-fill`` (system + the first messages for a
+     quarter of the budget + the last ones for the rest, the group at each boundary with its texts cut to
+     fit: a head and tail that fill the budget), ``recent`` (system + the first user ask + the most recent whole groups
      that fit), ``masking`` (tool outputs replaced by a placeholder from the oldest on until the budget
      is met; then the oldest groups are dropped). All are repaired (`phases.repair`) and checked.
 4. scores: kept / needed, over all cuts of a group (facts pooled), by kind, by source (written by the
@@ -28,7 +30,8 @@ Protocol, per transcript and per cut fraction f (default 0.4, 0.6, 0.8):
 Library use::
 
     from compactctl import continuation
-    res = continuation.evaluate_files(["a.jsonl", "b.jsonl"], strategies=("compactctl", "head-tail", "recent", "masking"),
+    res = continuation.evaluate_files(["a.jsonl", "b.jsonl"],
+                                      strategies=("compactctl", "head-tail", "head-tail-fill", "recent", "masking"),
                                       cuts=(0.4, 0.6, 0.8), window_ratio=0.4)
     res["aggregate"]["compactctl"]["kept"]           # share of needed facts kept, all cuts pooled
     print(continuation.tables(res["aggregate"]))     # the markdown tables `compactctl eval` prints
@@ -45,7 +48,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from . import lexical, needed
-from .baselines import head_tail, masking, recent, tokens_of
+from .baselines import head_tail, head_tail_fill, masking, recent, tokens_of
 from .errors import CannotFit
 from .model import SYSTEM_ROLES, Message, Transcript
 from .pairs import groups
@@ -53,7 +56,7 @@ from .phases.rules import check
 from .pipeline import CompactOptions, compact
 from .tokens import Counter, make_counter
 
-STRATEGIES = ("compactctl", "head-tail", "recent", "masking")
+STRATEGIES = ("compactctl", "head-tail", "head-tail-fill", "recent", "masking")
 CUTS = (0.4, 0.6, 0.8)
 SOURCE_LABELS = {"written": "written by person/agent", "output": "only in tool outputs", "injected": "only in harness text"}
 
@@ -149,6 +152,7 @@ def score_cut(
     makers: dict[str, Callable[[], Transcript]] = {
         "compactctl": lambda: ours,
         "head-tail": lambda: head_tail(prefix, counter, budget),
+        "head-tail-fill": lambda: head_tail_fill(prefix, counter, budget),
         "recent": lambda: recent(prefix, counter, budget),
         "masking": lambda: masking(prefix, counter, budget),
     }

@@ -6,7 +6,8 @@ the first kept has to survive the second. Per transcript (continuation.py's prot
 2. carry on: that output, then the messages up to the second cut (80%), as the agent's context would be;
 3. compact that again with the window one compaction of the raw 80% prefix gets (`window_ratio` x its tokens);
 4. score the facts the continuation after the second cut uses (`compactctl.needed`) in: the twice-compacted context,
-   one compaction of the raw 80% prefix (``once``), and head-tail at the twice-compacted tokens.
+   one compaction of the raw 80% prefix (``once``), and head-tail and head-tail-fill (`baselines`) at the
+   twice-compacted tokens.
 
 Library use::
 
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import continuation, needed
-from .baselines import head_tail, tokens_of
+from .baselines import head_tail, head_tail_fill, tokens_of
 from .continuation import prefix_of
 from .model import Transcript
 from .phases.rules import check
@@ -29,7 +30,7 @@ from .pipeline import CompactOptions
 from .tokens import Counter, make_counter
 
 CUTS = (0.4, 0.8)
-KEPT = ("once", "twice", "head-tail")
+KEPT = ("once", "twice", "head-tail", "head-tail-fill")
 
 
 def score(
@@ -56,7 +57,12 @@ def score(
     grown = t.evolve(messages=[*kept_first.messages, *t.messages[early:late]], native=None)
     again, err_again = continuation.run_compactctl(grown, counter, window, summarizer, options)
     tokens = tokens_of(counter, again.messages)
-    outs = {"once": once, "twice": again, "head-tail": head_tail(prefix, counter, tokens)}
+    outs = {
+        "once": once,
+        "twice": again,
+        "head-tail": head_tail(prefix, counter, tokens),
+        "head-tail-fill": head_tail_fill(prefix, counter, tokens),
+    }
     return {
         "transcript": t.id,
         "needed": len(facts),
@@ -96,7 +102,7 @@ def evaluate(
 
 
 def table(by_group: dict[str, dict[str, Any]]) -> str:
-    """One row per group: needed facts kept once, twice and by head-tail at the twice-compacted tokens."""
+    """One row per group: needed facts kept once, twice and by head-tail and head-tail-fill at the twice-compacted tokens."""
     rows = [
         [
             title,
@@ -111,5 +117,6 @@ def table(by_group: dict[str, dict[str, Any]]) -> str:
         ]
         for title, a in by_group.items()
     ]
-    header = ["group", "sessions", "needed facts", "once", "twice", "head-tail (twice's tokens)", "tokens before"]
+    header = ["group", "sessions", "needed facts", "once", "twice", "head-tail (twice's tokens)", "head-tail-fill (twice's tokens)"]
+    header.append("tokens before")
     return continuation.md_table([*header, "tokens once", "tokens twice", "valid (twice)", "cannot fit (any step)"], rows)

@@ -437,6 +437,29 @@ def test_head_tail_fill_fills_the_budget_and_keeps_both_ends():
     assert baselines.head_tail_fill(t, COUNTER, 10**6).messages == t.messages
 
 
+def test_head_tail_fill_is_scored_beside_head_tail():
+    """Continuation scoring runs head-tail-fill at compactctl's output tokens, and every table `eval` prints shows it
+    beside the naive head-tail: the main one, per kind and per source, the words line, per transcript, compacting
+    twice; its column explanation says what it is."""
+    from compactctl import twice
+
+    [t] = api.read([str(SAMPLES / "long_session.jsonl")])
+    res = continuation.evaluate([t], COUNTER, cuts=(0.4, 0.8))
+    for r in res["rows"]:
+        st = r["strategies"]
+        assert st["head-tail-fill"]["valid"] and st["head-tail-fill"]["tokens_after"] <= st["compactctl"]["tokens_after"]
+        assert st["head-tail-fill"]["tokens_after"] >= st["head-tail"]["tokens_after"]
+    text = continuation.tables(res["aggregate"])
+    assert text.count("| head-tail-fill |") == 3 and "head-tail-fill " in text.split("Words the continuation")[1]
+    assert "head-tail-fill" in continuation.per_transcript(res["rows"], continuation.STRATEGIES)
+    row = twice.score(t, COUNTER)
+    assert row is not None and row["tokens"]["head-tail"] <= row["tokens"]["head-tail-fill"] <= row["tokens"]["twice"]
+    assert "head-tail-fill (twice's tokens)" in twice.table({"samples": twice.aggregate([row])})
+    r = cli("eval", str(SAMPLES / "long_session.jsonl"), "--continuation", "--cuts", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert "head-tail-fill, the system message(s), the first messages for a quarter" in r.stdout.decode()
+
+
 def _cells(line: str) -> int:
     return line.strip().count("|") - 1
 

@@ -123,7 +123,7 @@ def eval_(
         typer.Option(
             "--twice",
             help="Continuation: also compact each transcript twice (at the first of --cuts, then, carried on, at the last) "
-            "and score what the continuation after the last uses, against one compaction and head-tail.",
+            "and score what the continuation after the last uses, against one compaction, head-tail and head-tail-fill.",
         ),
     ] = False,
     compacted: Annotated[
@@ -136,7 +136,7 @@ def eval_(
         str | None,
         typer.Option(
             "--strategies",
-            help="Comma-separated. Continuation: compactctl, head-tail, recent, masking (default all). "
+            help="Comma-separated. Continuation: compactctl, head-tail, head-tail-fill, recent, masking (default all). "
             "Probes: compactctl, compactctl-llm, head-tail, masking (default compactctl,head-tail,masking).",
             show_default=False,
         ),

@@ -166,7 +166,12 @@ CONTINUATION_COLUMNS = (
     "(or harness text) before it writes them; tokens before / after: the prefixes' and the outputs' tokens, summed; reduction: 1 - after / before; "
     "at or under target: cuts whose output is within compactctl's target (--threshold x its window); valid: outputs "
     "that pass `repair --check`; cannot fit: cuts compactctl could not bring to its target, scored as what "
-    "`--on-error skip` writes. The baselines get compactctl's output tokens at each cut, never more."
+    "`--on-error skip` writes. The baselines get compactctl's output tokens at each cut, never more: head-tail, the "
+    "system message(s), the first 3 messages and the last whole tool-call groups that fit, every tool output cut to 500 "
+    "characters (the naive baseline); head-tail-fill, the system message(s), the first messages for a quarter of the tokens "
+    "they leave and the last ones for the rest, the group at each boundary with its texts cut to fit (no fixed cut: it "
+    "fills the budget); recent, the system message(s), the first ask and the last whole groups that fit; masking, tool "
+    "outputs replaced by a placeholder from the oldest on, then the oldest groups dropped."
 )
 PROBE_COLUMNS = (
     "Columns: retention: the share of the probes kept (facts of what each strategy removed or rewrote: files, "

@@ -91,6 +91,21 @@ def test_prune_stops_as_soon_as_it_fits_oldest_first():
     assert len(untouched_outputs) >= 6
 
 
+def test_prune_reduces_the_least_used_old_output_first():
+    """Oldest first digested the files the agent read first and keeps working on (their names are in what it wrote),
+    and kept outputs it never named: an old output whose names the agent wrote goes after those it did not name, the
+    newest quarter of them last (too new for their names to have been written)."""
+    rows = session()
+    rows[-1] = {"role": "assistant", "content": "The bug is in handler_0, called by handler_3."}
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=100, target=total - 1000))
+    changed = [i for i, (a, b) in enumerate(zip(t.messages, out.messages, strict=True)) if a is not b]
+    assert st.tokens_after <= total - 1000 and changed[0] == 5  # the oldest output the agent did not name
+    assert 3 not in changed and 9 not in changed  # handler_0's and handler_3's reads stay
+    assert not set(changed) & {15, 17}  # the newest quarter (2 of 8) goes last
+
+
 def test_a_last_output_over_the_tail_is_reduced_and_stays_in_the_tail():
     """A prefix that ends with a large read (the agent about to edit that file): prune left the last message whole
     whatever its size, and the plan, which keeps only whole groups that fit its tail, put the read and its call into

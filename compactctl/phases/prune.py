@@ -9,7 +9,8 @@ from tool names alone:
 2. superseded outputs: a read of a file that is read or written again later, a call repeated later
    with the same arguments;
 3. old images (a short placeholder);
-4. old outputs (outside the protected recent part), oldest first, successful before failed: each
+4. old outputs (outside the protected recent part), successful before failed, the least used first (the fewest names
+   the person or the agent wrote per character; the newest quarter last, oldest first): each
    becomes a digest: what the call did and how it ended, its error lines, the names it holds
    (paths, identifiers, values) ranked by how often the rest of the transcript uses them, then its
    quoted phrases (a test's name, a message; never one redaction would change). The digest that takes the
@@ -194,7 +195,7 @@ def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> 
     ctx = _Context(t, msgs, counter, opts, protect)
     last: tuple[int, int, Message] | None = None
     digests: list[tuple[int, int, Message, PassStats]] = []
-    for _, i, step in sorted(ctx.candidates()):
+    for _, i, step in ctx.candidates():
         if opts.target is not None and total <= opts.target:
             break
         new = ctx.reduce(i, step)
@@ -459,7 +460,7 @@ def _apply_bounded(ctx: _Context, st: PruneStats, exact: dict[int, int], target:
     applied: list[_Applied] = []
     total: int | None = None  # exact, once the later steps begin near the target
     at = None
-    for key, i, step in sorted(ctx.candidates()):
+    for key, i, step in ctx.candidates():
         if total is None and key != at and key >= ARGS:
             total = _total_within(counter, msgs, exact, target + target // NEAR)
         if total is not None and total <= target:

@@ -190,8 +190,27 @@ class _Context:
                     out.append((ARGS, i, ARGS))
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))
-        # Oldest first within a step (the list was built newest first).
-        return [(s, i, k) for s, i, k in sorted(out, key=lambda x: (x[0], x[1]))]
+        # Oldest first within a step (the list was built newest first); old outputs least used first (_by_use).
+        out.sort(key=lambda x: (x[0], x[1]))
+        return self._by_use(out) if o.digest_names else out
+
+    def _by_use(self, candidates: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """`candidates` (sorted) with the old outputs of each rank (OLD_OK, OLD_FAILED) least used first: by how many of
+        their names the person or the agent wrote (self.weight) per character of output, ties oldest first; the newest
+        FRESH_SHARE-th of them after the others, oldest first (their names have had little time to be written)."""
+        keys: dict[tuple[int, int], tuple[int, float]] = {}
+        for rank in (OLD_OK, OLD_FAILED):
+            idx = [i for s, i, _ in candidates if s == rank]
+            fresh = len(idx) - len(idx) // FRESH_SHARE
+            for r, i in enumerate(idx):
+                keys[rank, i] = (1, float(i)) if r >= fresh else (0, self._used_per_char(i))
+        return sorted(candidates, key=lambda x: (x[0], *keys.get((x[0], x[1]), (0, 0.0)), x[1]))
+
+    def _used_per_char(self, i: int) -> float:
+        """How many of output i's names the person or the agent wrote (self.weight), per character of it."""
+        text = self.msgs[i].text()
+        weight = self.weight
+        return sum(1 for n in set(self.names_of(self._unwrapped(text))) if weight.get(n)) / max(len(text), 1)
 
     def _output_step(self, i: int, m: Message, old: bool, later: _Later) -> tuple[int, int, int] | None:
         """The reduction of tool output i, given what later messages did (`later`, which it updates)."""
@@ -452,6 +471,9 @@ def _in_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+# The newest of the old outputs, this share of them (1/FRESH_SHARE), are reduced after the others, oldest first: how much
+# the agent wrote their names is no sign of their use yet.
+FRESH_SHARE = 4
 QUOTED_KEPT = 3  # lines a digest quotes whole, those that show the most of its most used names (names.quoted_lines)
 QUOTE_NAMES = 12  # ... of its first this many names its line and outline do not show
 ARG_LITERALS_KEPT = 8  # quoted phrases a cut argument keeps after its names

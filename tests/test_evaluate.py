@@ -158,3 +158,17 @@ def test_the_tables_say_what_their_columns_mean():
     # --explain says how many were lost in all and what its numbers are
     head = next(x for x in out.splitlines() if x.startswith("Facts compactctl lost"))
     assert "2 of " in head and "#N: message N of the transcript as read, from 0" in head, head
+
+
+def test_a_transcript_compacting_twice_cannot_cut_is_said(tmp_path):
+    """--twice compacts at two points; a transcript with one (an ask and its answer: continuation scores its one cut)
+    was left out of the twice table without a word (the corpus's short group showed 19 of its 20 sessions there)."""
+    pair = tmp_path / "pair.jsonl"
+    pair.write_bytes(b'{"role": "user", "content": "edit app.py"}\n{"role": "assistant", "content": "Edited app.py."}\n')
+    long = SAMPLES / "parallel_calls.jsonl"
+    r = cli("eval", str(pair), str(long), "--continuation", "--twice")
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    assert f"{pair}: not scored by --twice: no two turns to cut at (2 messages)" in err, err
+    assert f"{pair}: not scored by continuation" not in err  # its one cut is scored there
+    assert f"{long}: not scored" not in err

@@ -38,6 +38,7 @@ def measure(
         _uncut(originals, out["continuation"]["rows"], inputs, alone=not probes)
     if twice:
         out["twice"] = _twice(originals, counter, budget, summary, cuts, window_ratio)
+        _unscored(originals, out["twice"]["rows"], "--twice", "no two turns to cut at")
     if probes:
         out["probes"] = _probes(originals, counter, budget, summary, strategies, compacted, ratio)
     return out
@@ -51,17 +52,22 @@ def _named(inputs: list[str]) -> str:
 def _uncut(originals: list, rows: list[dict], inputs: list[str], alone: bool) -> None:
     """Say each transcript continuation scoring could not cut (it was left out without a word, and an input of
     such transcripts alone printed tables of 0 cuts, exit 0): a data error when there is nothing else to show."""
-    from ..runner import warn
-
-    cut = {r["transcript"] for r in rows}
-    if not cut and alone:
+    if not rows and alone:
         raise DataError(
             _named(inputs), None, "nothing to score by continuation: no transcript has a turn to cut at (too short; --probes measures it)"
         )
+    _unscored(originals, rows, "continuation", "no turn to cut at")
+
+
+def _unscored(originals: list, rows: list[dict], what: str, why: str) -> None:
+    """Say each transcript of `originals` that has no row in `rows` (`what` left it out: `why`)."""
+    from ..runner import warn
+
+    scored = {r["transcript"] for r in rows}
     for t in originals:
-        if t.id not in cut:
+        if t.id not in scored:
             n = len(t.messages)
-            warn(f"{t.id}: not scored by continuation: no turn to cut at ({n} message{'s' if n != 1 else ''})")
+            warn(f"{t.id}: not scored by {what}: {why} ({n} message{'s' if n != 1 else ''})")
 
 
 def _fractions(cuts: str) -> list[float]:

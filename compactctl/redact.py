@@ -327,7 +327,7 @@ def _redact(text: str) -> str:
 
 # The rules that know a secret by what stands around it (a key or a scheme before it, a host after it, `--password-stdin`
 # after an echo): those that keep part of their match (a replacement with \1), and their hints.
-_IN_CONTEXT = [(hints, rx, repl) for _kind, hints, rx, repl in RULES if repl is not None and _kind != "SECRET FIELD"]
+_IN_CONTEXT = [(hints, rx, repl) for kind, hints, rx, repl in RULES if repl is not None and kind != "SECRET FIELD"]
 _HINTS_IN_CONTEXT = {h for _kind, hs, _rx, repl in RULES if repl is not None for h in hs}
 _CONTEXT_HINTS = tuple(sorted(h for h in _HINTS_IN_CONTEXT if not any(k != h and k in h for k in _HINTS_IN_CONTEXT)))
 _LONG_NAME = 24  # a name this long may be a quoted high-entropy string, which only its quotes tell

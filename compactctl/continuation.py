@@ -65,17 +65,21 @@ SOURCE_LABELS = {"written": "written by person/agent", "output": "only in tool o
 
 
 def cut_points(msgs: list[Message], fractions: Sequence[float]) -> list[tuple[float, int]]:
-    """(fraction, index) for each fraction: the nearest turn start to fraction x len(msgs)."""
+    """(fraction, index) for each fraction: the nearest turn start to fraction x len(msgs).
+
+    A fraction whose nearest start an earlier fraction already took is left out: the same cut scored twice
+    would count its facts twice in every pooled figure (a short transcript has few turn starts)."""
     n = len(msgs)
     first = next((i for i, m in enumerate(msgs) if m.role not in SYSTEM_ROLES), n)
     starts = [s for s, _ in groups(msgs) if first < s < n and msgs[s].role in ("user", "assistant")]
-    out = []
+    out: list[tuple[float, int]] = []
     for f in fractions:
         if not starts:
             continue
         want = f * n
         best = min(starts, key=lambda s: (abs(s - want), s))
-        out.append((f, best))
+        if all(best != taken for _, taken in out):
+            out.append((f, best))
     return out
 
 

@@ -327,6 +327,19 @@ def test_cuts_start_turns_and_baselines_meet_the_budget():
     assert len(masked.messages) == len(prefix.messages)  # masking a little drops nothing
 
 
+def test_two_fractions_nearest_the_same_turn_start_make_one_cut():
+    # four messages, turn starts at 1, 2 and 3: 0.4 x 4 and 0.6 x 4 are both nearest 2, scored once
+    t = T(
+        [
+            {"role": "user", "content": "first ask"},
+            {"role": "assistant", "content": "first answer"},
+            {"role": "user", "content": "second ask"},
+            {"role": "assistant", "content": "second answer"},
+        ]
+    )
+    assert continuation.cut_points(t.messages, (0.4, 0.6, 0.8)) == [(0.4, 2), (0.8, 3)]
+
+
 def test_baselines_never_exceed_the_budget_when_the_first_ask_alone_does():
     """A first user message larger than the budget (a long pasted issue, a carried-over summary, Codex's
     instructions): head-tail kept it whole and recent kept it as the ask, over the budget (on the corpus: 22 cuts,

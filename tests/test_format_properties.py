@@ -389,3 +389,41 @@ def test_a_system_prompt_without_text_is_no_codex_line(tmp_path, content):
     assert b"developer" not in out
     [back] = _read(str(tmp_path), out, "codex")
     assert check(back) == [] and [m.role for m in back.messages] == ["user"]
+
+
+def test_an_openhands_call_has_the_models_arguments_not_the_actions_fields(tmp_path):
+    """A call was read from the action's fields: OpenHands' defaults the model never sent (`"start": 0, "end": -1`,
+    `"view_range": null`), the harness's flags (`"impl_source": "oh_aci"`, `"confirmation_state"`, `"blocking"`), and
+    no editor `command`. The model response tool_call_metadata keeps has the call as the model wrote it; without one,
+    the action's fields less the harness's and the unset ones."""
+    meta = {
+        "function_name": "str_replace_editor",
+        "tool_call_id": "t1",
+        "model_response": {
+            "choices": [
+                {
+                    "message": {
+                        "tool_calls": [
+                            {"id": "t0", "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'}},
+                            {"id": "t1", "function": {"name": "str_replace_editor", "arguments": '{"command": "view", "path": "/w/p.c"}'}},
+                        ]
+                    }
+                }
+            ]
+        },
+    }
+    read_args = {"path": "/w/p.c", "start": 0, "end": -1, "thought": "look", "impl_source": "oh_aci", "view_range": None}
+    run_args = {"command": "ls", "is_input": False, "blocking": False, "cwd": None, "hidden": False, "confirmation_state": "confirmed"}
+    events = [
+        {"id": 1, "action": "message", "source": "user", "args": {"content": "fix it"}},
+        {"id": 2, "action": "read", "source": "agent", "args": read_args, "tool_call_metadata": meta},
+        {"id": 3, "cause": 2, "observation": "read", "content": "     1\tint x;", "tool_call_metadata": meta},
+        {"id": 4, "action": "run", "source": "agent", "args": run_args},
+        {"id": 5, "cause": 4, "observation": "run", "content": "p.c", "extras": {"exit_code": 0}},
+    ]
+    [t] = _read(str(tmp_path), _lines(events), "openhands")
+    [read], [run] = t.messages[1].tool_calls, t.messages[3].tool_calls
+    assert (read.id, read.name, read.arguments) == ("t1", "str_replace_editor", '{"command": "view", "path": "/w/p.c"}')
+    assert t.messages[1].content == "look" and t.messages[2].tool_call_id == "t1"
+    assert json.loads(run.arguments) == {"command": "ls", "is_input": False}
+    assert check(t) == []

@@ -3,7 +3,9 @@
 Read-only: `message` actions become user / assistant messages, `system` the system message; other
 agent actions (run, run_ipython, read, write, edit, browse, ...) become tool calls (named by their
 tool_call_metadata, or by the action), and an observation becomes the result of the action its
-`cause` points at (with its exit code). Both shapes are read: `args` nested, or flattened into the
+`cause` points at (with its exit code). A call's arguments are the model's, as the model response its
+tool_call_metadata keeps them; without one, the action's own fields less what the harness set (confirmation,
+risk, sandbox flags) and the unset ones (null). Both shapes are read: `args` nested, or flattened into the
 event. Output is OpenAI chat unless `--to` says otherwise.
 """
 
@@ -21,6 +23,20 @@ NAME = "openhands"
 CARRIER_KEYS = ("history",)
 TEXT_ACTIONS = ("message", "finish", "think", "system")
 SKIP = ("null", "agent_state_changed", "change_agent_state", "recall", "condensation")
+# An action's fields the harness sets, not the model: left out of a call read from the action (no model response).
+HARNESS_ARGS = (
+    "thought",
+    "is_confirmed",
+    "confirmation_state",
+    "action_risk",
+    "security_risk",
+    "kernel_init_code",
+    "keep_prompt",
+    "blocking",
+    "is_static",
+    "hidden",
+    "impl_source",
+)
 
 
 def _is_event(o) -> bool:
@@ -115,10 +131,31 @@ def _action(k: int, e: dict, args: dict, links: _Links) -> Message:
     meta = e.get("tool_call_metadata") or {}
     cid = meta.get("tool_call_id") or f"oh_{e.get('id', k)}"
     name = meta.get("function_name") or {"run": "execute_bash", "run_ipython": "execute_ipython_cell"}.get(act) or act
-    call_args = {key: v for key, v in args.items() if key != "thought"}
     links.call_of[e.get("id", k)] = cid
     links.last_call = cid
-    return Message(role="assistant", content=_text(args.get("thought")), tool_calls=[ToolCall(cid, name, orjson.dumps(call_args).decode())])
+    arguments = (
+        _model_arguments(meta.get("model_response"), cid)
+        or orjson.dumps({key: v for key, v in args.items() if key not in HARNESS_ARGS and v is not None}).decode()
+    )
+    return Message(role="assistant", content=_text(args.get("thought")), tool_calls=[ToolCall(cid, name, arguments)])
+
+
+def _model_arguments(response: object, cid: str) -> str | None:
+    """The arguments of call `cid` as the model wrote them (a JSON object's text), from the model response an
+    action's tool_call_metadata keeps; None when it holds no such call. The action's fields are OpenHands' own:
+    defaults the model never sent (`"start": 0, "end": -1`), the harness's flags (`"impl_source": "oh_aci"`,
+    `"confirmation_state"`), and not the editor's `command` the model gave."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    for c in calls if isinstance(calls, list) else ():
+        fn = c.get("function") if isinstance(c, dict) else None
+        if isinstance(fn, dict) and c.get("id") == cid and isinstance(fn.get("arguments"), str):
+            try:
+                return fn["arguments"] if isinstance(orjson.loads(fn["arguments"]), dict) else None
+            except orjson.JSONDecodeError:
+                return None
+    return None
 
 
 def _text_action(k: int, e: dict, args: dict) -> Message:

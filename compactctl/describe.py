@@ -135,9 +135,16 @@ def _describe_plan(s: _Seen) -> str:
 
 
 def _describe_code(s: _Seen) -> str:
+    """The cell's first line, as a shell call's command, and the files it names (files_of)."""
     code = first_str(s.args, "code", "source", "_raw") or ""
     tail = s.err if s.out.exit_code is None else ""
-    return f"{s.tag} ran {len(code.splitlines())} lines of code -> {s.out.status}, {s.size}{tail}"
+    lines = [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    what = f"`{_short(lines[0], 120)}`" if lines else "code"
+    if len(lines) > 1:
+        what += f" (+{len(lines) - 1} line{'s' if len(lines) > 2 else ''})"
+    files = [p for _, p in files_of(s.call) if not lines or p not in lines[0]]
+    named = f" on {', '.join(files[:3])}{f' (+{len(files) - 3} more)' if len(files) > 3 else ''}" if files else ""
+    return f"{s.tag} ran {what}{named} -> {s.out.status}, {s.size}{tail}"
 
 
 def _describe_generic(s: _Seen) -> str:

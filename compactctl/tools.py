@@ -147,12 +147,41 @@ def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
             for m in PATCH_FILE.finditer(text):
                 out.append(("write" if m.group(1) == "Add" else "edit", m.group(2).strip()))
         return out
+    if kind == "code":
+        return code_files(first_str(args, "code", "source", "_raw") or "")
     if kind == "shell":
         cmd = command_of(call) or ""
         if call.extra.get(SWE_AGENT):
             return _swe_agent_files(cmd)
         return [("write" if m.group(1) == "Add" else "edit", m.group(2).strip()) for m in PATCH_FILE.finditer(cmd)] if "*** " in cmd else []
     return []
+
+
+# A code cell's file calls: a Jupyter agent's file helpers (CodeAct's `open_file('/src/App.css')`,
+# `edit_file_by_replace('/src/App.tsx', ...)`) and Python's `open(path, mode)`.
+_CODE_FILE = re.compile(
+    r"""\b(open_file|read_file|view_file|create_file|write_file|edit_file\w*|append_file|insert_content_at_line|open)"""
+    r"""\(\s*(?:\w+\s*=\s*)?(['"])([^'"\n]+)\2(?:\s*,\s*(?:mode\s*=\s*)?['"]([rwaxbt+]+)['"])?"""
+)
+_CODE_ACTION = {"open_file": "read", "read_file": "read", "view_file": "read", "create_file": "write", "write_file": "write"}
+
+
+def code_files(code: str) -> list[tuple[str, str]]:
+    """(action, path) for each file a code cell reads, writes or edits by name, in order, each once: its file helpers
+    (`open_file`, `create_file`, `edit_file_by_replace`, `append_file`...) and `open(path, mode)` (a read, a write with
+    "w" or "x", an edit with "a" or "+")."""
+    if "(" not in code:
+        return []
+    out: dict[str, str] = {}
+    for m in _CODE_FILE.finditer(code):
+        fn, path, mode = m.group(1), m.group(3).strip(), m.group(4) or ""
+        if fn == "open":
+            action = "edit" if "a" in mode or "+" in mode else "write" if "w" in mode or "x" in mode else "read"
+        else:
+            action = _CODE_ACTION.get(fn, "edit")
+        if path and ("/" in path or "." in path):
+            out.setdefault(path, action)
+    return [(a, p) for p, a in out.items()]
 
 
 _EDITOR_COMMAND = re.compile(r"""['"]command['"]:\s*['"](\w+)['"]""")

@@ -88,6 +88,19 @@ def res(cid, text):
             "ERROR:\nNo replacement was performed, old_str `x` did not appear verbatim in /w/a.c.",
             "-> error: ERROR: No replacement was performed, old_str `x`",
         ),
+        # A code cell says its first line and the files it names (CodeAct's file helpers, Python's open)
+        (
+            "execute_ipython_cell",
+            {"code": "# look first\nopen_file('/w/src/App.css')"},
+            "[File: /w/src/App.css (3 lines total)]",
+            "[execute_ipython_cell] ran `open_file('/w/src/App.css')` -> ok",
+        ),
+        (
+            "execute_ipython_cell",
+            {"code": "import json\nwith open('out/data.json', 'w') as f:\n    json.dump(rows, f)"},
+            "",
+            "ran `import json` (+2 lines) on out/data.json -> ok",
+        ),
         ("WebFetch", {"url": "https://x.dev/a"}, "page", "fetched https://x.dev/a"),
         ("mystery", {"q": 1}, "Error: kaput", "-> error: Error: kaput"),
     ],
@@ -96,6 +109,22 @@ def test_describe(name, args, output, expect):
     c = ToolCall("c1", name, orjson.dumps(args).decode())
     line = describe(c, Message(role="tool", content=output, tool_call_id="c1"))
     assert expect in line, line
+
+
+@pytest.mark.parametrize(
+    "code,expect",
+    [
+        ("edit_file_by_replace(\n'/w/src/App.tsx',\nto_replace='a', new_content='b')", [("edit", "/w/src/App.tsx")]),
+        ("open_file('/w/a.py')\nopen_file('/w/a.py', 40)\ncreate_file('/w/b.py')", [("read", "/w/a.py"), ("write", "/w/b.py")]),
+        ("append_file(file_name='notes.md', content='x')", [("edit", "notes.md")]),
+        ("print(open('setup.cfg').read())\nopen('log.txt', mode='a').write('x')", [("read", "setup.cfg"), ("edit", "log.txt")]),
+        ("open(path)\nprint('hello')\nreopen('x.py')", []),  # a variable, a string that is no path, another function
+    ],
+)
+def test_a_code_cells_files(code, expect):
+    from compactctl.tools import files_of
+
+    assert files_of(ToolCall("c1", "execute_ipython_cell", orjson.dumps({"code": code}).decode())) == expect
 
 
 def test_a_long_failed_output_says_the_line_that_says_it_failed():

@@ -11,7 +11,7 @@ from .errors import CannotFit
 from .formats import get_format
 from .lean import dataclass
 from .model import Transcript
-from .phases.plan import Budget
+from .phases.plan import Budget, Plan
 from .phases.prune import PruneOptions, prune
 from .phases.repair import RepairOptions, repair
 from .phases.summarize import SummarizeOptions, Summarizer, summarize
@@ -71,8 +71,54 @@ class CompactOptions:
 
 def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions | None = None) -> tuple[Transcript, Report]:
     """Compact one transcript; returns it and a report (tokens per zone, summarizer; JSON types only), whose
-    `archived` attribute lists the originals that were replaced or removed."""
+    `archived` attribute lists the originals that were replaced or removed.
+
+    Prune runs before the plan, so when a summary must follow it protects only the tail's budget and digests the
+    outputs before it. When the summary then leaves room under the target (it said all it had in fewer tokens than the
+    plan gave it), or the last ask stretched the tail past its budget (so prune digested outputs the plan keeps), the
+    transcript is compacted once more with the tail the first compaction kept and that room as the tail's budget: prune
+    protects it, so the newest outputs stay verbatim (the agent's working set) and the older ones go to the summary
+    (the last ask too, verbatim in it, when it no longer falls in the tail). Kept when it fits; only with a local
+    summarizer (no second call to an LLM). The report's `tail_grown` gives that budget."""
     opts = opts or CompactOptions()
+    out, report, p = _compact(t, counter, summarizer, opts)
+    grown = _grown(report, p, opts) if getattr(summarizer, "local", False) else None
+    if grown is None:
+        return out, report
+    try:
+        out2, report2, _ = _compact(t, counter, summarizer, grown)
+    except CannotFit:
+        return out, report
+    if report2["status"] != "compacted":
+        return out, report
+    report2["tail_grown"] = grown.budget.tail
+    return out2, report2
+
+
+# The tail is grown (compact's second pass) when the room the summary left and the tail the first pass kept come to this
+# much more than the tail's budget (a tenth): less would rerun the pipeline for a message or two.
+GROW_MIN = 0.1
+
+
+def _grown(report: dict[str, Any], p: Plan | None, opts: CompactOptions) -> CompactOptions | None:
+    """The options of compact's second pass (see compact): the tail's budget is the tail the first kept (`p`, its plan)
+    and the room under the target its output left; None when that is not GROW_MIN more than the budget, when nothing
+    was summarized, or when the last ask stretched the tail and must stay in it (last_ask "tail")."""
+    budget = opts.budget
+    if p is None or report["status"] != "compacted" or (p.anchor_forced and budget.last_ask == "tail"):
+        return None
+    tail = report["zones"]["tail"] + max(budget.target - report["tokens_after"], 0)
+    if tail <= budget.tail * (1 + GROW_MIN):
+        return None
+    last_ask = "summary" if p.anchor_forced else budget.last_ask
+    prune = opts.prune
+    if prune is not None and prune.protect_tokens == budget.tail:  # protection that follows the tail's budget
+        prune = dataclasses.replace(prune, protect_tokens=tail)
+    return dataclasses.replace(opts, budget=dataclasses.replace(budget, tail_tokens=tail, last_ask=last_ask), prune=prune)
+
+
+def _compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: CompactOptions) -> tuple[Transcript, Report, Plan | None]:
+    """`compact`'s one pass: the output, its report and the plan it followed (None when summarize planned nothing)."""
     popts = opts.prune_options()
     if not popts.check_names and not getattr(summarizer, "local", False):  # what it reads may leave the machine
         popts = dataclasses.replace(popts, check_names=True)
@@ -120,7 +166,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     counted = get_format(t.format).dropped_records  # line logs only (formats.Format)
     if counted is not None:
         report["records_dropped"] = counted(t3)  # lines never sent to a model (dropped inside the compacted region) or off the path
-    return t3, Report(report, ps.archived + ss.archived + rs.archived)
+    return t3, Report(report, ps.archived + ss.archived + rs.archived), ss.plan
 
 
 def summarize_report(t: Transcript, before: int, after: int, ss, ps=None, rs=None) -> dict[str, Any]:

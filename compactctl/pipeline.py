@@ -43,6 +43,9 @@ class CompactOptions:
     max_strikes: int = 2
     force: bool = False
     strip_unanswered: bool = False
+    # When a local summary leaves room under the target, compact once more with that room given to the verbatim tail
+    # (see compact). False: what the `prune | plan | summarize | repair` chain writes.
+    grow_tail: bool = True
     refs: bool = True  # references to archived originals in pruned messages and summaries (see refs)
     recall_hint: bool = False  # the summary names the recall tools
     instructions: str | None = None  # extra instructions for an LLM summarizer
@@ -82,7 +85,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     summarizer (no second call to an LLM). The report's `tail_grown` gives that budget."""
     opts = opts or CompactOptions()
     out, report, p = _compact(t, counter, summarizer, opts)
-    grown = _grown(report, p, opts) if getattr(summarizer, "local", False) else None
+    grown = _grown(report, p, opts) if opts.grow_tail and getattr(summarizer, "local", False) else None
     if grown is None:
         return out, report
     try:

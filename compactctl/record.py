@@ -95,6 +95,7 @@ class Options:
     min_saving: float = _default(SummarizeOptions, "min_saving")
     force: bool = _default(SummarizeOptions, "force")
     strip_unanswered: bool = _default(RepairOptions, "strip_unanswered")
+    grow_tail: bool = True  # compact's second pass into the room a local summary left (pipeline.compact)
     summarizer: str = "offline"  # the record API and worker processes are offline; pass summarizer= for an LLM
     # output
     to: str | None = None  # write records in this format instead of the input's
@@ -158,6 +159,7 @@ class Options:
             self.min_saving,
             force=self.force,
             strip_unanswered=self.strip_unanswered,
+            grow_tail=self.grow_tail,
             refs=self.with_refs(),
             recall_hint=self.recall_hint,
             instructions=self.instructions,

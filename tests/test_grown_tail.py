@@ -37,6 +37,11 @@ def read(i: int) -> list[dict]:
 def session(last_ask: str = "ok, keep going", reads: int = 6) -> Transcript:
     """Eight turns of prose (nothing prune can reduce, little a summary keeps), `last_ask` as the last of the person's
     turns, then `reads` file reads and the agent's last words."""
+    return T(session_rows(last_ask, reads))
+
+
+def session_rows(last_ask: str = "ok, keep going", reads: int = 6) -> list[dict]:
+    """`session`'s messages as OpenAI chat rows."""
     rows = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser in src/parse.py"}]
     for i in range(8):
         rows.append({"role": "assistant", "content": "I am thinking about how the overall design should go here. " * 40})
@@ -44,7 +49,7 @@ def session(last_ask: str = "ok, keep going", reads: int = 6) -> Transcript:
     for i in range(reads):
         rows += read(i)
     rows.append({"role": "assistant", "content": f"Read them all; editing src/mod{reads - 1}.py next."})
-    return T(rows)
+    return rows
 
 
 def options(t: Transcript, ratio: float, **budget) -> api.CompactOptions:
@@ -119,3 +124,24 @@ def test_a_tail_that_the_room_would_grow_by_little_is_left_as_it_is():
     assert rep1["status"] == "compacted"
     out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), opts)
     assert "tail_grown" not in rep and [m.text() for m in out.messages] == [m.text() for m in first.messages]
+
+
+def test_no_grow_tail_keeps_the_first_pass_in_the_library_and_on_the_command_line(tmp_path):
+    """`grow_tail=False` (`compact --no-grow-tail`): the one pass the prune | plan | summarize | repair chain writes."""
+    import dataclasses
+
+    from .conftest import cli
+
+    t = session()
+    opts = options(t, 0.8)
+    first, _, _ = _compact(t, COUNTER, api.OfflineSummarizer(), opts)
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), dataclasses.replace(opts, grow_tail=False))
+    assert "tail_grown" not in rep and [m.text() for m in out.messages] == [m.text() for m in first.messages]
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b"\n".join(orjson.dumps(m) for m in session_rows()) + b"\n")
+    window = ["--context-window", str(opts.budget.context_window), "-q"]
+    grown, plain = cli("compact", *window, str(src)), cli("compact", *window, "--no-grow-tail", str(src))
+    chain = cli("prune", *window, str(src)).stdout
+    for stage in ("plan", "summarize", "repair"):
+        chain = cli(stage, *window, "-", input=chain).stdout
+    assert plain.stdout == chain and grown.stdout != plain.stdout

@@ -208,6 +208,15 @@ def compact(
     strip_unanswered: Annotated[
         bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")
     ] = False,
+    no_grow_tail: Annotated[
+        bool,
+        typer.Option(
+            "--no-grow-tail",
+            help="Keep the first pass: when the offline summary leaves room under the target, compact otherwise runs "
+            "once more with that room given to the verbatim tail. With it, the bytes of the prune | plan | summarize | "
+            "repair chain.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
     workers: Annotated[
         int | None,
@@ -266,6 +275,7 @@ def compact(
         min_saving=summary.min_saving,
         force=summary.force,
         strip_unanswered=strip_unanswered,
+        grow_tail=not no_grow_tail,
         to=io.fmt_to,
         fmt=io.fmt_from,
         refs=refs_for(refs, io),

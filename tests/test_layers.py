@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "compactctl.redact",  # secrets redacted before an LLM sees a text and before any cut (tools cut too)
             "compactctl.lean",  # dataclass, generating only __init__ at import (start-up, issue 11)
             "compactctl.shell",  # the files a shell command printed (Relevant Files of agents that read through a shell)
+            "compactctl.lane",  # one thread at a time prepares a transcript (--jobs): the runner enters it, the LLM summarizer leaves it
         ],
     ),
     ("model", ["compactctl.model"]),

@@ -19,6 +19,7 @@ import orjson
 from .. import formats
 from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
+from ..lane import Lane
 from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
@@ -202,11 +203,15 @@ def _serial(work, items: Iterable[Item], ctx: _Ctx) -> Iterator[tuple[Meta, Done
 
 def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tuple[Meta, Done]]:
     # Twice as many threads as --jobs: while `jobs` of them wait on LLM calls (the summarizer caps
-    # calls in flight at `jobs`), the others prepare the next transcripts.
+    # calls in flight at `jobs`), the others prepare the next transcripts, one at a time (lane.py): the first
+    # prompts are ready, and their calls go out, before the later transcripts are prepared.
     from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which a run without --jobs never needs
 
+    cpu = Lane()
+
     def one(seq, t):
-        return _process(seq, t, work, ctx)
+        with cpu.held():  # left by the summarizer as its call goes out (lane.leave), else when the work ends
+            return _process(seq, t, work, ctx)
 
     with ThreadPoolExecutor(max_workers=jobs * 2) as pool:
         window: deque = deque()

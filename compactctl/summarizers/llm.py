@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, TypedDict
 
+from .. import lane
 from ..errors import LLMAuthError, UsageError
 from ..jsonl import without_surrogates
 from ..lean import dataclass
@@ -404,6 +405,7 @@ class LLMSummarizer:
 
     def _sent(self, client, model: str, request: dict, call_deadline: float, missing: list[str], stats: _CallStats):
         """The endpoint's response once a call slot is free (None: the model was found missing meanwhile)."""
+        lane.leave()  # a run in threads (--jobs): the next transcript is prepared while this one waits
         self._slot(call_deadline)
         try:
             if self._known_missing(model, missing, stats):

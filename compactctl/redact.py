@@ -356,8 +356,10 @@ def taken_where_it_stands(name: str, text: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def _in_context(text: str, quoted: bool) -> str:
-    """`text` as the rules that read a context leave it (and the quoted high-entropy strings, when `quoted`)."""
+    """`text` as the rules that read a context leave it (and the quoted high-entropy strings, when `quoted`). Cached:
+    the names of a short line all read the line whole, and a digest's names are checked again as its vocabulary grows."""
     low = text.lower()
     for hints, rx, repl in _IN_CONTEXT:
         if any(h in low for h in hints):

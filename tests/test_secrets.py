@@ -466,3 +466,24 @@ def test_a_name_is_looked_at_where_it_stands_only_near_a_rules_hint():
     assert not taken_where_it_stands("parse_config", "def parse_config(path):\n    return load(path)")
     # the first occurrences are looked at: a value listed later, away from its key, is still known by the first
     assert taken_where_it_stands("hunter2x", "password: hunter2x\n" + "x\n" * 50 + "hunter2x was used")
+
+
+def test_a_digests_names_are_checked_where_they_stand_until_it_has_enough(monkeypatch):
+    """pick_safe looks at the first `limit` + 8 candidates, and checks them where they stand only until `limit` are
+    kept (each check reads the text around a name: most of the names check's cost); the names kept are the same."""
+    from compactctl.phases import prune_steps
+
+    source = "password: hunter2x\n" + " ".join(f"name_{k}" for k in range(40))
+    candidates = ["hunter2x"] + [f"name_{k}" for k in range(40)]
+    checked: list[str] = []
+    taken = prune_steps.taken_where_it_stands
+
+    def counted(name: str, text: str) -> bool:
+        checked.append(name)
+        return taken(name, text)
+
+    monkeypatch.setattr(prune_steps, "taken_where_it_stands", counted)
+    assert prune_steps.pick_safe(candidates, "", 5, source) == [f"name_{k}" for k in range(5)]
+    assert checked == ["hunter2x"] + [f"name_{k}" for k in range(5)]
+    assert prune_steps.safe_literals(['"a b"', '"c d"', '"e f"'], "", 2, 'x = "a b", "c d", "e f"') == ['"a b"', '"c d"']
+    assert checked[-2:] == ["a b", "c d"]

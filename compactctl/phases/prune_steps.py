@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -410,7 +411,8 @@ def pick_safe(candidates: list[str], exclude: str, limit: int, source: str = "")
     if limit <= 0:
         return []
     picked = filter(_safe_name, first_not_in(candidates, exclude, limit + 8))
-    return [n for n in picked if not taken_where_it_stands(n, source)][:limit] if source else list(picked)[:limit]
+    kept = (n for n in picked if not taken_where_it_stands(n, source)) if source else picked
+    return list(islice(kept, limit))  # checked until `limit` are kept
 
 
 # A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py
@@ -429,7 +431,7 @@ def safe_literals(literals: list[str], exclude: str = "", limit: int = LITERALS_
     if limit <= 0:
         return []
     kept = (q for q in literals if q[1:-1] not in exclude and _unchanged_by_redaction(q))
-    return [q for q in kept if not (source and taken_where_it_stands(q[1:-1], source))][:limit]
+    return list(islice((q for q in kept if not (source and taken_where_it_stands(q[1:-1], source))), limit))
 
 
 @functools.lru_cache(maxsize=1 << 16)

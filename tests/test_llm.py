@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 
 import pytest
 
@@ -389,3 +391,30 @@ def test_without_an_api_key_the_summarizer_takes_openai_api_key_as_the_openai_cl
     monkeypatch.delenv("OPENAI_API_KEY")
     api.compact(transcript(), COUNTER, LLMSummarizer("good", server.url), api.CompactOptions(BUDGET))  # a local server needs none
     assert server.auth == ["Bearer sk-from-the-environment", "Bearer sk-given", "Bearer not-needed"]
+
+
+def test_the_command_freezes_what_the_openai_import_made(server, tmp_path):
+    """The openai package (imported by the first call: thousands of objects) loads as the command's own imports do
+    (cli.shared.loading): frozen, walked by no later collection, nor by the one at exit (~0.1 s a run). Not in a
+    library's caller, whose collections stay as they are."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "s.jsonl"
+    data.write_text(json.dumps({"messages": tool_session(30, 4000)}) + "\n")
+    check = (
+        "import atexit, gc, sys\n"
+        "def seen():\n"
+        "    openai = sys.modules.get('openai')\n"
+        "    print('openai', openai is not None and not any(o is openai.OpenAI for o in gc.get_objects()), file=sys.stderr)\n"
+        "atexit.register(seen)\n"
+        "from compactctl.entry import main\n"
+        "main()\n"
+    )
+    args = ["compact", str(data), "--context-window", "3000", "--summary-min", "300", "--llm-model", "good"]
+    args += ["--base-url", server.url, "--no-cache", "-q", "-o", str(tmp_path / "o.jsonl")]
+    r = subprocess.run([sys.executable, "-c", check, *args], capture_output=True, env={**os.environ, "OPENAI_API_KEY": "k"})
+    assert r.returncode == 0, r.stderr
+    assert len(server.requests) == 1 and b"openai True" in r.stderr, r.stderr  # in the permanent generation: not listed
+    s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=None)
+    assert s.loading is contextlib.nullcontext

@@ -134,6 +134,7 @@ def summarize(
     hint_said(recall_hint, io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn, status=status.append)
+    _imports_as_the_command(summarizer)
     io.jobs = summary.jobs
 
     sopts = api.SummarizeOptions(
@@ -263,6 +264,7 @@ def compact(
     hint_said(recall_hint, io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn, status=status.append)
+    _imports_as_the_command(summarizer)
     popts = prune_options(prune_raw, budget)
     options = Options.of(
         budget.budget,
@@ -315,3 +317,10 @@ def _say_all(io, lines: list[str]) -> None:
     """The summarizer's status (api.make_summarizer), on stderr as warnings are."""
     for line in lines:
         say(io, f"compactctl: {line}")
+
+
+def _imports_as_the_command(summarizer) -> None:
+    """An LLM summarizer's first call imports the openai package (~0.35 s, thousands of objects): as the command's own
+    imports load (shared.loading), so that what it made is frozen, walked by no later collection nor the one at exit."""
+    if hasattr(summarizer, "loading"):
+        summarizer.loading = loading

@@ -224,6 +224,9 @@ class LLMSummarizer:
         # none (every transcript fits, or the cache answers) never imports it.
         self._client = None
         self._client_lock = threading.Lock()
+        # Where the openai package is imported: the CLI's shared.loading, which freezes what the import made (a
+        # collection no longer walks it, nor the one at exit: ~0.1 s); a library's caller keeps its collections as they are.
+        self.loading: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
         # Models the endpoint answered 404 for in this run: not asked again (with a working fallback, every
         # transcript paid a failed call for them).
         self._missing: set[str] = set()
@@ -255,7 +258,8 @@ class LLMSummarizer:
         malformed --base-url) are a usage error, not an endpoint failure to retry."""
         with self._client_lock:
             if self._client is None:
-                import openai
+                with self.loading():
+                    import openai
 
                 try:
                     self._client = openai.OpenAI(**self._client_args)

@@ -216,6 +216,10 @@ def _any_hint() -> re.Pattern[str]:
 # key = value rules are single-line and their keys are common words: they run only on the lines that
 # hold a key word (a substring test per line is far cheaper than a case-insensitive scan of the text).
 _FIELD_HINTS = ("pass", "pwd", "secret", "token", "key", "credential")
+# ... and where one is, the shape they all need: each key word holds a hint, then [A-Za-z0-9_.\-]* to its end, then
+# `=` or a `:` that is not `::` (after a quote and spaces, at most). A line of test output ("5 passed",
+# "tests/test_token.py::test_parse PASSED") runs none of them.
+_FIELD_SHAPE = re.compile(r"(?i)(?:" + "|".join(map(re.escape, _FIELD_HINTS)) + r")[A-Za-z0-9_.\-]*[\"']?\s*(?:=|:(?!:))")
 SHORT = 256  # redact: a text this short is first searched for any rule's hint at once
 
 # detect-secrets' Base64HighEntropyString idea: a quoted string of 24+ token characters with mixed
@@ -311,10 +315,10 @@ def _redact(text: str) -> str:
             if new is not text and new != text:
                 text = new
                 low = text.lower()
-    if any(h in low for h in _FIELD_HINTS):
+    if any(h in low for h in _FIELD_HINTS) and _FIELD_SHAPE.search(text):
         lines = text.split("\n")
         for i, ll in enumerate(low.split("\n")):
-            if any(h in ll for h in _FIELD_HINTS):
+            if any(h in ll for h in _FIELD_HINTS) and _FIELD_SHAPE.search(lines[i]):
                 for rx, repl in _FIELDS:
                     lines[i] = _compiled(rx).sub(repl, lines[i])
         text = "\n".join(lines)
@@ -364,7 +368,7 @@ def _in_context(text: str, quoted: bool) -> str:
     for hints, rx, repl in _IN_CONTEXT:
         if any(h in low for h in hints):
             text = _compiled(rx).sub(repl, text)
-    if any(h in low for h in _FIELD_HINTS):
+    if any(h in low for h in _FIELD_HINTS) and _FIELD_SHAPE.search(text):
         for rx, repl in _FIELDS:
             text = _compiled(rx).sub(repl, text)
     return _QUOTED.sub(_high_entropy, text) if quoted else text

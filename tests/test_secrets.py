@@ -487,3 +487,47 @@ def test_a_digests_names_are_checked_where_they_stand_until_it_has_enough(monkey
     assert checked == ["hunter2x"] + [f"name_{k}" for k in range(5)]
     assert prune_steps.safe_literals(['"a b"', '"c d"', '"e f"'], "", 2, 'x = "a b", "c d", "e f"') == ['"a b"', '"c d"']
     assert checked[-2:] == ["a b", "c d"]
+
+
+_KEY_WORDS = ["password", "PassWord", "db_pass", "passphrase", "pwd", "secret", "client_secret", "token", "_authToken", "api-key"]
+_KEY_WORDS += ["apikey", "ACCESS_KEY", "private_key", "credentials", "signing-key", "MASTER_KEY", "paſſword", "api_\u212aey", "key"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_KEY_WORDS),
+            st.sampled_from([":", "=", ":=", "::", " : ", '": "', "': '", '"', "'", " ", "\t", "\n", "- ", "-"]),
+            st.sampled_from(["hunter2hunter2", "correct horse battery", "true", "${DB_PASS}", "$TOKEN", "[REDACTED]", "1234"]),
+            st.text(alphabet="abcXYZ019_.-:=\"' \t\n\u017f\u212a\u0130", max_size=8),
+        ),
+        max_size=8,
+    ).map("".join)
+)
+def test_a_text_a_key_value_rule_changes_has_their_shape(text):
+    """The key = value rules (SECRET FIELD) run only where a text has the shape they all need (redact._FIELD_SHAPE: a
+    key word's hint, the rest of the word, `:` or `=`); what they would change always has it."""
+    from compactctl import redact as r
+
+    changed = any(r._compiled(rx).sub(repl, text) != text for rx, repl in r._FIELDS)
+    assert not changed or r._FIELD_SHAPE.search(text), text
+
+
+def test_the_key_value_rules_do_not_run_on_a_line_without_their_shape(monkeypatch):
+    """A line of test output holds their hints ("passed", "test_token") without a key = value: they are not run on it
+    (the final prompt's redaction spent most of its time there). The one line that has the shape is still redacted."""
+    from compactctl import redact as r
+
+    ran: list[str] = []
+    compiled = r._compiled
+
+    def counted(rx: str):
+        if any(rx == f for f, _ in r._FIELDS):
+            ran.append(rx)
+        return compiled(rx)
+
+    monkeypatch.setattr(r, "_compiled", counted)
+    out = redact("tests/test_token.py::test_parse passed [ 50%]\n" * 20 + "5 passed in 0.2s\npassword: hunter2hunter2\n")
+    assert "hunter2hunter2" not in out and out.count("passed") == 21
+    assert len(ran) == len(r._FIELDS)  # the password line alone

@@ -418,3 +418,20 @@ def test_the_command_freezes_what_the_openai_import_made(server, tmp_path):
     assert len(server.requests) == 1 and b"openai True" in r.stderr, r.stderr  # in the permanent generation: not listed
     s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=None)
     assert s.loading is contextlib.nullcontext
+
+
+def test_making_the_client_imports_what_its_first_call_would():
+    """The chat resource's modules are imported where the client is made (in the --jobs lane, frozen by the command),
+    not by the first call's thread, where the other calls waited on the import while the lane went on."""
+    import subprocess
+    import sys
+
+    check = (
+        "import sys\n"
+        "from compactctl.summarizers.llm import LLMSummarizer\n"
+        "s = LLMSummarizer('good', 'http://127.0.0.1:9/v1', 'k', None, timeout=5, retries=0, cache=None)\n"
+        "s.client\n"
+        "print(sorted(m for m in sys.modules if m.startswith('openai.resources.chat')))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert "'openai.resources.chat.completions.completions'" in r.stdout, r.stdout

@@ -262,11 +262,17 @@ class LLMSummarizer:
                     import openai
 
                 try:
-                    self._client = openai.OpenAI(**self._client_args)
+                    client = openai.OpenAI(**self._client_args)
                 except Exception as e:  # noqa: BLE001 - whatever the client's own checks raise
                     raise UsageError(
                         f"the LLM client refused its options (--base-url {shown_url(self.base_url)!r}?): {type(e).__name__}: {redact(str(e))}"
                     ) from e
+                with self.loading():
+                    # The chat resource's modules (~0.035 s) are imported at its first use: here, where the thread that
+                    # makes the client waits for it anyway (in the lane, --jobs), not in the first call's thread, where
+                    # they held back the first calls (the others waited on the import) while the lane went on.
+                    client.chat.completions  # noqa: B018
+                self._client = client
         return self._client
 
     @classmethod

@@ -2519,3 +2519,27 @@ def test_a_codex_output_s_digest_lists_the_names_of_what_the_command_printed_not
     digest = out.messages[3].text()
     assert NAMES_LINE in digest and "src/services/service_0.ts" in digest, digest
     assert "exit_code" not in digest and "duration_seconds" not in digest, digest
+
+
+def test_code_a_later_read_shows_again_is_cut_before_any_output_is_digested():
+    """A patch's long arguments (code the agent wrote: Codex's `apply_patch` through `shell`) whose file a later call
+    printed (`sed -n '1,200p' F`) are the file as it then stood: they are cut with the superseded outputs, before an
+    old output is digested (Codex at the 50% target: the latest reads of the files the agent changed stay verbatim).
+    A patch whose file no later call printed stays after the outputs, as before."""
+
+    def patch(cid: str, path: str) -> dict:
+        body = "".join(f"+def added_{cid}_{k}(): return {k}\n" for k in range(60))
+        cmd = f"apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: {path}\n@@\n{body}*** End Patch\nPATCH"
+        return call(cid, "shell", {"command": ["bash", "-lc", cmd], "workdir": "/repo"})
+
+    for read_again in (True, False):
+        rows = session(2)
+        rows += [patch("p", "src/mod0.py"), res("p", "Success. Updated the following files:\nM src/mod0.py")]
+        shown = "src/mod0.py" if read_again else "src/other.py"
+        rows += [call("s", "shell", {"command": ["bash", "-lc", f"sed -n '1,200p' {shown}"], "workdir": "/repo"})]
+        rows += [res("s", "def handler_0(): pass\n"), {"role": "assistant", "content": "ok"}]
+        t = T(rows)
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) - 300))
+        cut = out.messages[7].tool_calls[0].arguments != t.messages[7].tool_calls[0].arguments
+        assert cut is read_again
+        assert (out.messages[3] is t.messages[3]) is read_again  # the old read of src/mod0.py stays verbatim

@@ -98,6 +98,34 @@ class _Later:
         return SUPERSEDED_RERUN if (call.name, call.arguments) in self.calls else None
 
 
+def _read_paths(call: ToolCall) -> list[str]:
+    """The files a call printed: a read tool's, a shell command's (`sed -n '1,80p' F`, `cat F`: tools.shell_reads)."""
+    return [p for a, p in tools.files_of(call) if a == "read"] + [p for _, p in tools.shell_reads(call)]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name the same file, one of them relative (Codex's `apply_patch` paths are) or both absolute."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _note_reads(read_later: dict[str, set[str]], m: Message, failed: Callable[[ToolCall], bool]) -> None:
+    """Adds the files message m's calls printed (those that did not fail) to `read_later`, by file name."""
+    for p in (p for c in m.tool_calls if not failed(c) for p in _read_paths(c)):
+        read_later.setdefault(_base(p), set()).add(p)
+
+
+def _read_again(call: ToolCall, read_later: dict[str, set[str]]) -> bool:
+    """Whether a call writes or edits files (code the agent wrote: its arguments) that later calls all printed
+    (`read_later`): the file as it then stood shows that code, so its long arguments are cut with the superseded
+    outputs, before any output is digested. `read_later`: those paths by file name."""
+    written = [p for a, p in tools.files_of(call) if a in ("write", "edit")]
+    return bool(written) and all(any(_same_file(p, r) for r in read_later.get(_base(p), ())) for p in written)
+
+
 class _Context:
     """What the steps need to know about a transcript: calls and results, what recurs, what is newer."""
 
@@ -178,6 +206,7 @@ class _Context:
         out: list[tuple[int, int, int]] = []
         o, msgs = self.opts, self.msgs
         later = _Later(self._failed())
+        read_later: dict[str, set[str]] = {}  # the files later calls printed whole or in part (a read tool, `sed -n`), by name
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             old = i < self.protect
@@ -187,8 +216,9 @@ class _Context:
                     out.append(step)
             if m.role == "assistant":
                 later.saw_calls(m)
-                if old and o.args and i not in self.latest_plans and any(len(c.arguments) > o.arg_limit for c in m.tool_calls):
-                    out.append((ARGS, i, ARGS))
+                if old and o.args and i not in self.latest_plans and (args := self._args_step(i, m, read_later)):
+                    out.append(args)
+                _note_reads(read_later, m, later.failed)
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))
         # Oldest first within a step (the list was built newest first); old outputs least used first (_by_use).
@@ -212,6 +242,14 @@ class _Context:
         text = self.msgs[i].text()
         weight = self.weight
         return sum(1 for n in set(self.names_of(self._unwrapped(text))) if weight.get(n)) / max(len(text), 1)
+
+    def _args_step(self, i: int, m: Message, read_later: dict[str, set[str]]) -> tuple[int, int, int] | None:
+        """The cut of assistant message i's long arguments, if it has any: ranked with the superseded outputs when each
+        of them writes files later calls printed (_read_again), else after the old outputs."""
+        long = [c for c in m.tool_calls if len(c.arguments) > self.opts.arg_limit]
+        if not long:
+            return None
+        return (SUPERSEDE if all(_read_again(c, read_later) for c in long) else ARGS, i, ARGS)
 
     def _output_step(self, i: int, m: Message, old: bool, later: _Later) -> tuple[int, int, int] | None:
         """The reduction of tool output i, given what later messages did (`later`, which it updates)."""

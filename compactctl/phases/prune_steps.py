@@ -98,9 +98,9 @@ class _Later:
         return SUPERSEDED_RERUN if (call.name, call.arguments) in self.calls else None
 
 
-def _read_paths(call: ToolCall) -> list[str]:
+def _read_paths(call: ToolCall, later: _Later) -> list[str]:
     """The files a call printed: a read tool's, a shell command's (`sed -n '1,80p' F`, `cat F`: tools.shell_reads)."""
-    return [p for a, p in tools.files_of(call) if a == "read"] + [p for _, p in tools.shell_reads(call)]
+    return [p for a, p in later.touched(call) if a == "read"] + [p for _, p in tools.shell_reads(call)]
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -112,17 +112,17 @@ def _base(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def _note_reads(read_later: dict[str, set[str]], m: Message, failed: Callable[[ToolCall], bool]) -> None:
+def _note_reads(read_later: dict[str, set[str]], m: Message, later: _Later) -> None:
     """Adds the files message m's calls printed (those that did not fail) to `read_later`, by file name."""
-    for p in (p for c in m.tool_calls if not failed(c) for p in _read_paths(c)):
+    for p in (p for c in m.tool_calls if not later.failed(c) for p in _read_paths(c, later)):
         read_later.setdefault(_base(p), set()).add(p)
 
 
-def _read_again(call: ToolCall, read_later: dict[str, set[str]]) -> bool:
+def _read_again(call: ToolCall, read_later: dict[str, set[str]], later: _Later) -> bool:
     """Whether a call writes or edits files (code the agent wrote: its arguments) that later calls all printed
     (`read_later`): the file as it then stood shows that code, so its long arguments are cut with the superseded
     outputs, before any output is digested. `read_later`: those paths by file name."""
-    written = [p for a, p in tools.files_of(call) if a in ("write", "edit")]
+    written = [p for a, p in later.touched(call) if a in ("write", "edit")]
     return bool(written) and all(any(_same_file(p, r) for r in read_later.get(_base(p), ())) for p in written)
 
 
@@ -216,9 +216,9 @@ class _Context:
                     out.append(step)
             if m.role == "assistant":
                 later.saw_calls(m)
-                if old and o.args and i not in self.latest_plans and (args := self._args_step(i, m, read_later)):
+                if old and o.args and i not in self.latest_plans and (args := self._args_step(i, m, read_later, later)):
                     out.append(args)
-                _note_reads(read_later, m, later.failed)
+                _note_reads(read_later, m, later)
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))
         # Oldest first within a step (the list was built newest first); old outputs least used first (_by_use).
@@ -243,13 +243,13 @@ class _Context:
         weight = self.weight
         return sum(1 for n in set(self.names_of(self._unwrapped(text))) if weight.get(n)) / max(len(text), 1)
 
-    def _args_step(self, i: int, m: Message, read_later: dict[str, set[str]]) -> tuple[int, int, int] | None:
+    def _args_step(self, i: int, m: Message, read_later: dict[str, set[str]], later: _Later) -> tuple[int, int, int] | None:
         """The cut of assistant message i's long arguments, if it has any: ranked with the superseded outputs when each
         of them writes files later calls printed (_read_again), else after the old outputs."""
         long = [c for c in m.tool_calls if len(c.arguments) > self.opts.arg_limit]
         if not long:
             return None
-        return (SUPERSEDE if all(_read_again(c, read_later) for c in long) else ARGS, i, ARGS)
+        return (SUPERSEDE if all(_read_again(c, read_later, later) for c in long) else ARGS, i, ARGS)
 
     def _output_step(self, i: int, m: Message, old: bool, later: _Later) -> tuple[int, int, int] | None:
         """The reduction of tool output i, given what later messages did (`later`, which it updates)."""

@@ -26,7 +26,9 @@ def _sdk():
             from mcp.server.fastmcp import FastMCP as MCPServer  # mcp 1.x
             from mcp.server.fastmcp.exceptions import ToolError
         except ImportError as e:
-            raise CompactError("the MCP server needs the optional extra: pip install 'compactctl[mcp]'") from e
+            raise CompactError(
+                "the MCP server needs the mcp package: pip install '.[mcp]' in a compactctl checkout, or pip install mcp"
+            ) from e
     return MCPServer, ToolError
 
 

@@ -1,4 +1,4 @@
-"""Ray Data: compact datasets past one machine (`pip install 'compactctl[ray]'`).
+"""Ray Data: compact datasets past one machine (the `ray` extra: `pip install '.[ray]'` in a checkout).
 
     import ray, compactctl.ray
     ds = ray.data.read_text("s3://bucket/trajectories/")            # one transcript per line: column "text"
@@ -229,7 +229,9 @@ def run_files(
         import ray
         import ray.data
     except ImportError as e:
-        raise UsageError(f"--engine ray needs Ray Data: pip install 'compactctl[ray]' ({e})") from e
+        raise UsageError(
+            f"--engine ray needs Ray Data: pip install '.[ray]' in a compactctl checkout, or pip install 'ray[data]' ({e})"
+        ) from e
     if not quiet:
         os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
     init(address, workers)

@@ -405,6 +405,13 @@ def test_a_recall_hint_without_an_archive_is_said(tmp_path):
     for cmd in ("compact", "summarize"):
         r = cli(cmd, str(LONG), "--context-window", "8000", "--recall-hint", "-o", str(tmp_path / f"{cmd}.jsonl"))
         assert r.returncode == 0 and said in r.stderr.decode(), (cmd, r.stderr)
+        # it names what the summary names: without references (the default with no archive) `search` alone
+        out = (tmp_path / f"{cmd}.jsonl").read_text()
+        assert refs.RECALL_HINT_SEARCH in out and refs.RECALL_HINT not in out
+        assert "names `search` for originals" in r.stderr.decode(), r.stderr
+        with_refs = cli(cmd, str(LONG), "--context-window", "8000", "--recall-hint", "--refs", "-o", str(tmp_path / f"r{cmd}.jsonl"))
+        assert refs.RECALL_HINT in (tmp_path / f"r{cmd}.jsonl").read_text()
+        assert "names `search` and `recall` for originals" in with_refs.stderr.decode(), with_refs.stderr
         quiet = cli(cmd, str(LONG), "--context-window", "8000", "--recall-hint", "-q", "-o", str(tmp_path / f"q{cmd}.jsonl"))
         assert quiet.returncode == 0 and said not in quiet.stderr.decode()
         kept = cli(

@@ -131,7 +131,7 @@ def summarize(
         from ..runner import Result, run, warn
 
     counter = budget.counter(inputs)
-    hint_said(recall_hint, io, warn)
+    hint_said(recall_hint, refs_for(refs, io), io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn, status=status.append)
     _imports_as_the_command(summarizer)
@@ -261,7 +261,7 @@ def compact(
     check_workers(workers)
     if engine not in ("local", "ray"):
         raise UsageError("--engine must be local or ray")
-    hint_said(recall_hint, io, warn)
+    hint_said(recall_hint, refs_for(refs, io), io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
     summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn, status=status.append)
     _imports_as_the_command(summarizer)

@@ -33,11 +33,12 @@ def refs_for(refs: bool | None, io) -> bool:
     return refs if refs is not None else io.archive is not None
 
 
-def hint_said(recall_hint: bool, io, warn) -> None:
+def hint_said(recall_hint: bool, refs: bool, io, warn) -> None:
     """--recall-hint without --archive: the summary names tools for originals this run archives nowhere (said, not
-    refused: an earlier stage of a pipe may archive what it removed)."""
+    refused: an earlier stage of a pipe may archive what it removed). Without references it names `search` alone."""
     if recall_hint and io.archive is None and not io.quiet:
-        warn("--recall-hint without --archive: the summary names `search` and `recall` for originals this run archives nowhere")
+        tools = "`search` and `recall`" if refs else "`search`"
+        warn(f"--recall-hint without --archive: the summary names {tools} for originals this run archives nowhere")
 
 
 HINT = Group(
@@ -139,7 +140,7 @@ def _check_ref(ref: str | None) -> None:
 def mcp(archive: Archive = ...):  # type: ignore[assignment]
     """Serve `search` (argument `query`) and `recall` (argument `ref`) over an archive to an agent: an MCP server on stdio.
 
-    Needs the optional extra: pip install 'compactctl[mcp]'.
+    Needs the mcp package: pip install '.[mcp]' in a compactctl checkout, or pip install mcp.
 
     Example (client config): {"command": "compactctl", "args": ["mcp", "--archive", "/path/removed.jsonl"]} (--archive again: several as one)
     """

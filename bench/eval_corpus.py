@@ -3,6 +3,9 @@
     python bench/eval_corpus.py                                   # everything: bench/results/eval.md and eval.json
     python bench/eval_corpus.py --only continuation --group long  # one group, continuation only (a few seconds to a minute)
     python bench/eval_corpus.py --only continuation --group long,codex --explain 20
+    python bench/eval_corpus.py --only continuation --group codex --window-ratio 1.0 --targets "" --explain-context 30
+        # facts compactctl kept but not in context: where they sat, in what form it kept them, and head-tail-fill
+        # (held-out groups list none of their facts)
 
 Continuation scoring (`compactctl.continuation`): each session is cut at 40%, 60% and 80% of its
 messages; compactctl compacts the prefix with a context window of 0.4 x its tokens (target 20% with the
@@ -137,7 +140,9 @@ def pools(ran: set[str]) -> list[tuple[str, str, set[str]]]:
     return [("all", "all groups", ran - HELD_OUT), ("held-out", "held-out groups", ran & HELD_OUT)]
 
 
-def continuation_part(names: list[str], cuts: list[float], window_ratio: float, explain: int) -> tuple[dict, list[str]]:
+def continuation_part(
+    names: list[str], cuts: list[float], window_ratio: float, explain: int, explain_context: int = 0
+) -> tuple[dict, list[str]]:
     from compactctl import continuation
     from compactctl.tokens import make_counter
 
@@ -170,8 +175,17 @@ def continuation_part(names: list[str], cuts: list[float], window_ratio: float, 
             continuation.per_transcript(res["rows"], continuation.STRATEGIES),
             "",
         ]
-        if explain:
+        if (explain or explain_context) and key in HELD_OUT:
+            md += ["(held out: its facts are not listed)", ""]
+        elif explain:
             md += [f"Facts compactctl lost (first {explain}):", ""] + ["- " + x for x in continuation.explain(res["rows"], explain)] + [""]
+        if explain_context and key not in HELD_OUT:
+            ctx = continuation.explain(res["rows"], explain_context, what="context", versus="head-tail-fill")
+            md += [
+                f"Facts compactctl kept but not in context (first {explain_context}; in what form it kept them, and head-tail-fill):",
+                "",
+            ]
+            md += ["- " + x for x in ctx] + [""]
         print(f"{key}: {len(res['rows'])} cuts in {dt:.1f} s", file=sys.stderr)
     for key, title, keys in pools(set(out)):
         rows = [r for k, rs in pooled.items() if k in keys for r in rs]
@@ -285,6 +299,12 @@ def main() -> None:
         "--targets", default="1.0,1.6", help="other context windows (x the prefix's tokens) for the 'Other targets' table; empty: none"
     )
     ap.add_argument("--explain", type=int, default=0, help="list N facts compactctl lost per group")
+    ap.add_argument(
+        "--explain-context",
+        type=int,
+        default=0,
+        help="list N facts compactctl kept but not in context per group: where they sat, the form its output shows them in",
+    )
     ap.add_argument("--ratio", type=float, default=0.2, help="probe eval budget")
     ap.add_argument("--llm", action="store_true", help="probe eval: also compactctl-llm (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
     a = ap.parse_args()
@@ -299,7 +319,9 @@ def main() -> None:
     out: dict = {}
     md: list[str] = []
     if a.only != "probes":
-        out["continuation"], part = continuation_part(names, [float(x) for x in a.cuts.split(",")], a.window_ratio, a.explain)
+        out["continuation"], part = continuation_part(
+            names, [float(x) for x in a.cuts.split(",")], a.window_ratio, a.explain, a.explain_context
+        )
         md += part
         out["twice"], part = twice_part(names, a.window_ratio)
         md += part

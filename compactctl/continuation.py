@@ -47,13 +47,15 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import lexical, needed
+from . import lexical, needed, refs
 from .baselines import head_tail, head_tail_fill, masking, recent, tokens_of
 from .errors import CannotFit
-from .model import SYSTEM_ROLES, Message, Transcript
+from .markers import DOC_NAMES_LINE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTE_HEAD, QUOTE_INDENT, QUOTED_LINE
+from .model import SUMMARY_MARKER, SYSTEM_ROLES, Message, Transcript
 from .pairs import groups
 from .phases.rules import check
 from .pipeline import CompactOptions, compact
+from .summarizers.fit import INDEX_LINE
 from .tokens import Counter, make_counter
 
 STRATEGIES = ("compactctl", "head-tail", "head-tail-fill", "recent", "masking")
@@ -187,6 +189,8 @@ def score_cut(
         }
         if name == "compactctl":
             scores[name]["recovered"] = recovered(prefix, facts, flags, archived)
+            ctx = scores[name]["in_context"]
+            scores[name]["forms"] = {str(j): output_form(f, out.messages) for j, f in enumerate(facts) if flags[j] and not ctx[j]}
     return row
 
 
@@ -435,25 +439,96 @@ def per_transcript(rows: list[dict], strategies: Sequence[str]) -> str:
     return md_table(["transcript", "cuts", "needed", *strategies, "cannot fit"], body)
 
 
-def explain(rows: list[dict], n: int, strategy: str = "compactctl") -> list[str]:
-    """Up to n facts `strategy` lost, with where they sat in the prefix and where the continuation used them
-    (taken in turn from each cut, so a few cuts do not fill the list)."""
+# ---- explaining what a strategy lost
+
+
+def output_form(f: needed.Fact, messages: Sequence[Message]) -> str:
+    """Where and in what form a fact stands in a compacted transcript (its first occurrence): the output message's
+    index and role, what compaction made of that place (a summary's section, a digest's names, outline, quoted line or
+    excerpt, a digest's own line, a cut argument's names or kept part, or the message as it was) and the line
+    around it."""
+    for i, m in enumerate(messages):
+        places = [("", m.text())] + [(f"call {c.name} ", needed.decode_json_text(c.arguments)) for c in m.tool_calls]
+        for label, text in places:
+            lines = text.split("\n")
+            for j, line in enumerate(lines):
+                folded = needed.fold(line)
+                if needed.occurs(f.kind, f.key, folded):
+                    form = _form(f, m, label, lines, j, text)
+                    return f"#{i} {m.role} {label}{form}: {needed.snippet(f.kind, f.key, folded, 40)!r}"
+    return "across lines"
+
+
+_DIGEST_LINES = {
+    NAMES_LINE: "digest names",
+    DOC_NAMES_LINE: "digest names (task document)",
+    OUTLINE_LINE: "digest outline",
+    QUOTED_LINE: "digest quoted line",
+    EXCERPT_LINE: "digest excerpt",
+}
+
+
+def _form(f: needed.Fact, m: Message, label: str, lines: list[str], j: int, text: str) -> str:
+    """What compaction made of line j of a message's text (or of a call's arguments when `label` names one), where
+    fact `f` stands."""
+    line = lines[j]
+    if SUMMARY_MARKER in text:
+        heading = next((x.strip() for x in reversed(lines[:j]) if x.startswith("#")), "")
+        what = " index" if line.startswith(INDEX_LINE) else " quoted line" if line.startswith(QUOTE_INDENT) and QUOTE_HEAD in text else ""
+        return f"summary{what} [{heading[:60]}]"
+    if label:
+        at = line.find(refs.TRUNCATED)
+        if at >= 0 and needed.occurs(f.kind, f.key, needed.fold(line[at:])):
+            return "cut argument, names"
+        return "cut argument, kept part" if refs.TRUNCATED in text else "argument"
+    for mark, form in _DIGEST_LINES.items():
+        if line.startswith(mark):
+            return form
+    if m.untouched:
+        return "as it was"
+    if refs.REF_RE.search(text):
+        return "digest line" if j == 0 else "reduced message"
+    return "changed message"
+
+
+def explain(rows: list[dict], n: int, strategy: str = "compactctl", what: str = "lost", versus: str | None = None) -> list[str]:
+    """Up to n facts `strategy` lost (`what` "lost"), or kept but not in context ("context": its output shows the fact
+    without a neighbour it had in the prefix), with where they sat in the prefix and where the continuation used them
+    (taken in turn from each cut, so a few cuts do not fill the list). "context" also says in what form the output
+    shows it (`output_form`, compactctl's only); `versus`: how another strategy of the rows did on the same fact
+    (in context, kept, lost)."""
+    if what not in ("lost", "context"):
+        raise ValueError(f"what: 'lost' or 'context', not {what!r}")
     per_cut = []
     for r in rows:
         st = r["strategies"].get(strategy)
         if st is not None:
-            per_cut.append([(r, f) for f, k in zip(r["facts"], st["kept"], strict=True) if not k])
+            ctx = st.get("in_context") or [False] * len(st["kept"])
+            per_cut.append(
+                [(r, j) for j, (k, c) in enumerate(zip(st["kept"], ctx, strict=True)) if (not k if what == "lost" else k and not c)]
+            )
     out: list[str] = []
     depth = 0
     while len(out) < n and any(depth < len(c) for c in per_cut):
         for c in per_cut:
             if depth < len(c) and len(out) < n:
-                r, f = c[depth]
-                where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
-                out.append(
-                    f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
-                    f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
-                    f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}"
-                )
+                out.append(_explained(*c[depth], strategy, what, versus))
         depth += 1
     return out
+
+
+def _explained(r: dict, j: int, strategy: str, what: str, versus: str | None) -> str:
+    f = r["facts"][j]
+    where = ", ".join(f"#{i} {role} ({src})" for i, role, src in f["where"][:3])
+    line = (
+        f"{r['transcript']} cut {r['cut']:.0%} (#{r['cut_index']}): {f['kind']} {f['key']!r} [{f['source']}] "
+        f"in {where}: {f.get('seen', '')!r}; used at #{f['used_at']}"
+        f"{' (re-discovered first)' if f['rediscovered'] else ''}: {f.get('used', '')!r}"
+    )
+    if what == "context":
+        line += f"; kept as {r['strategies'][strategy].get('forms', {}).get(str(j), '?')}"
+    other = r["strategies"].get(versus) if versus else None
+    if other is not None:
+        state = "in context" if (other.get("in_context") or [False] * (j + 1))[j] else "kept" if other["kept"][j] else "lost"
+        line += f"; {versus}: {state}"
+    return line

@@ -103,6 +103,69 @@ def test_in_context_needs_a_neighbour_the_fact_had_in_the_prefix():
     assert agg["x"]["kept"] == 1.0 and agg["x"]["in_context"] == 0.5
 
 
+def test_explain_context_lists_facts_kept_out_of_context_with_the_form_the_output_shows_them_in():
+    """`explain(rows, n, what="context")`: the facts a strategy kept but not next to a neighbour they had in the prefix,
+    with where they sat, what compaction made of the place the output shows them (`output_form`: a digest's names
+    line, a summary's section, a cut argument's names) and, with `versus`, how another strategy did on each."""
+    from compactctl.markers import NAMES_LINE
+    from compactctl.model import SUMMARY_MARKER
+
+    t = T(ROWS)
+    fs = needed.needed_facts(t.messages, 5)
+    by = {f.key: f for f in fs}
+    digest = message_from_dict(
+        {
+            "role": "tool",
+            "tool_call_id": "a",
+            "content": f"[terminal] ran `pytest` -> exit 1\n{NAMES_LINE}DEFAULT_TIMEOUT_MS x [ref 0a1b2c3d]",
+        },
+        "t",
+        1,
+        0,
+    )
+    out = [*t.messages[:3], digest.evolve(content=digest.text())]
+    assert continuation.output_form(by["DEFAULT_TIMEOUT_MS"], out).startswith("#3 tool digest names: ")
+    summary = message_from_dict({"role": "user", "content": f"{SUMMARY_MARKER}\n## Key Decisions\n- names: load_settings"}, "t", 1, 0)
+    assert "summary index [## Key Decisions]" in continuation.output_form(by["load_settings"], [summary])
+    cut = message_from_dict(call("c", "x" * 20 + "...[truncated] [ref 0a1b2c3d] names: load_settings"), "t", 1, 0)
+    assert "call terminal cut argument, names" in continuation.output_form(by["load_settings"], [cut])
+    assert continuation.output_form(by["load_settings"], t.messages[:5]).startswith("#4 assistant as it was: ")
+
+    sample = api.read([str(SAMPLES / "dataset.jsonl")])[0]  # compactctl keeps 4 of its 11 facts at 50% out of context
+    res = continuation.evaluate([sample], COUNTER, strategies=("compactctl", "head-tail-fill"), cuts=(0.5,))
+    [row] = res["rows"]
+    ours = row["strategies"]["compactctl"]
+    out_of_context = [f["key"] for f, k, c in zip(row["facts"], ours["kept"], ours["in_context"], strict=True) if k and not c]
+    assert out_of_context
+    assert set(ours["forms"]) == {str(j) for j, (k, c) in enumerate(zip(ours["kept"], ours["in_context"], strict=True)) if k and not c}
+    listed = continuation.explain(res["rows"], 50, what="context", versus="head-tail-fill")
+    assert len(listed) == len(out_of_context)
+    for line, key in zip(listed, out_of_context, strict=True):
+        assert repr(key) in line and "; kept as " in line and "; head-tail-fill: " in line
+    # A hand-made row: one fact kept in context, one kept out of it, one lost.
+    f3 = [f.as_dict() for f in fs[:3]]
+    row = {
+        "transcript": "t",
+        "cut": 0.5,
+        "cut_index": 5,
+        "facts": f3,
+        "strategies": {
+            "x": {"kept": [True, True, False], "in_context": [True, False, False], "forms": {"1": "#3 tool digest names: 'x'"}},
+            "y": {"kept": [True, True, True], "in_context": [True, True, False]},
+        },
+    }
+    [line] = continuation.explain([row], 5, "x", what="context", versus="y")
+    assert repr(f3[1]["key"]) in line and line.endswith("; kept as #3 tool digest names: 'x'; y: in context")
+    [lost] = continuation.explain([row], 5, "x", versus="y")
+    assert repr(f3[2]["key"]) in lost and lost.endswith("; y: kept")
+    try:
+        continuation.explain([row], 5, "x", what="kept")
+    except ValueError as e:
+        assert "'lost' or 'context'" in str(e)
+    else:
+        raise AssertionError("an unknown `what` must raise")
+
+
 def test_a_fact_seen_later_only_in_tool_output_is_not_needed():
     rows = ROWS[:5] + [
         {"role": "user", "content": "go on"},

@@ -263,6 +263,38 @@ def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_fir
     assert EXCERPT_LINE.strip() not in line and "value_1 " not in line
 
 
+def test_an_excerpt_is_the_run_of_lines_that_shows_the_names_the_agent_wrote():
+    # A read whose first lines the agent never named and whose later lines hold what it wrote about next
+    # (`settle_invoice`, `INVOICE_GRACE_DAYS`): the room left goes to those lines, verbatim, not to the first ones.
+    body = "".join(f"{k + 1:>6}\u2192    value_{k} = compute(row_{k}, 'column {k}')\n" for k in range(900))
+    body = body.replace("value_700 = compute(row_700", "settle_invoice = compute(INVOICE_GRACE_DAYS")
+    rows = session(2)
+    rows[3] = res("r0", body)
+    rows[-1] = {"role": "assistant", "content": "settle_invoice ignores INVOICE_GRACE_DAYS; fixing it next."}
+    t = T(rows)
+    target = sum(COUNTER.messages(t.messages)) - 2000
+    for exact in (True, False):
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, exact_totals=exact))
+        assert target - 60 <= sum(COUNTER.messages(out.messages)) <= target, exact
+        said, _, lines = out.messages[3].text().partition(f"\n{EXCERPT_LINE}")[2].partition("\n")
+        assert said.startswith("lines ") and said.endswith(" of 901, as they were:"), said
+        a, b = (int(x.replace(",", "")) for x in said.split()[1].split("-"))
+        assert a > 1 and "\n" + lines + "\n" in "\n" + body and lines.count("\n") == b - a, exact  # whole lines, verbatim
+        assert "settle_invoice = compute(INVOICE_GRACE_DAYS" in lines and "value_0 " not in lines
+
+
+def test_an_excerpt_of_a_codex_output_shows_its_lines_as_printed():
+    # Codex wraps a command's output as JSON text: the excerpt is of the output itself, its lines as the tool printed
+    # them, not of the JSON string (one line of escaped text).
+    body = "".join(f"line {k}: value_{k} = compute(row_{k})\n" for k in range(600))
+    t = first_read(orjson.dumps({"output": body, "metadata": {"exit_code": 0, "duration_seconds": 0.1}}).decode())
+    target = sum(COUNTER.messages(t.messages)) - 2500
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target))
+    said, _, lines = out.messages[3].text().partition(f"\n{EXCERPT_LINE}")[2].partition("\n")
+    assert said.startswith("the first ") and said.endswith(" of 601 lines, as they were:"), said
+    assert body.startswith(lines + "\n") and lines.count("\n") > 100 and "\\n" not in lines
+
+
 def test_an_excerpt_one_line_too_long_gives_way_to_one_line_shorter_at_every_target():
     # Long lines: a cut moved back by the few tokens it is over can end at the same line's end again. It used to stop
     # there with no excerpt at all (a read of 30 KB left 6,000 tokens of its room unused, where one line fewer fit).

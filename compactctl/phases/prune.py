@@ -15,7 +15,8 @@ from tool names alone:
    (paths, identifiers, values) ranked by how often the rest of the transcript uses them, then its
    quoted phrases (a test's name, a message; never one redaction would change). The digest that takes the
    transcript under its target, then the earlier ones, keep as many more names as the room left holds; room
-   still left goes to the outputs' first lines, verbatim, under their digests (an excerpt);
+   still left goes to the outputs' lines, verbatim, under their digests (an excerpt): the run of lines that shows the
+   most names the person or the agent wrote, else the first lines;
 5. old tool-call arguments over `arg_limit` characters (code the agent wrote): long strings are cut to
    `arg_keep` characters, the JSON stays valid, and the names of the cut part (paths, symbols) are kept;
    the latest todo / plan call is never cut;
@@ -232,7 +233,7 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
         return _keep_vocabulary(ctx, digests, count) if ctx.opts.vocabulary else 0
     added = _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
     # What the last digest cannot use (it keeps all its names) goes to the earlier ones, the last reduced first;
-    # what is left when every digest keeps all its names, to their outputs' first lines, in the same order.
+    # what is left when every digest keeps all its names, to excerpts of their outputs' lines, in the same order.
     for i, step, old, stats in reversed(digests):
         if target - total - added < MIN_ROOM:
             break
@@ -318,12 +319,12 @@ def _put(ctx: _Context, i: int, new: Message, added: int, stats: PassStats, coun
     return added
 
 
-# The room a digest that keeps all its names leaves is given to its output's first lines when it holds this many tokens.
+# The room a digest that keeps all its names leaves is given to its output's lines (an excerpt) when it holds this many tokens.
 EXCERPT_MIN_ROOM = 48
 
 
 def _with_excerpt(ctx: _Context, i: int, old: Message, room: int, stats: PassStats, count: bool) -> int:
-    """Digest i keeps all its names and `room` tokens are still free: its output's first lines follow it (_excerpt).
+    """Digest i keeps all its names and `room` tokens are still free: lines of its output follow it (_excerpt).
     Replaces ctx.msgs[i] and returns the tokens it added (0 when no line fits)."""
     cur = ctx.msgs[i]
     if EXCERPT_LINE in cur.text():
@@ -341,7 +342,7 @@ def _excerpt_said(text: str) -> str:
 
 
 def _excerpt(ctx: _Context, i: int, old: Message, digest: Message, tokens: int, limit: int) -> tuple[Message, int]:
-    """`digest` (of `old`, message i, `tokens` long) followed by as many of `old`'s first lines, verbatim, as keep
+    """`digest` (of `old`, message i, `tokens` long) followed by as many of `old`'s lines, verbatim, as keep
     it within `limit` tokens: the room the target leaves once every digest keeps all its names. The first try sizes
     the cut at the characters a token of the whole output took; each exact count after moves it by what is left (or
     over) at those of the excerpt; the longest that fits is kept (the digest alone when no line fits)."""

@@ -9,10 +9,11 @@ the stopping point are prune's (phases/prune.py), which imports this module only
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Callable
-from itertools import islice
+from itertools import accumulate, islice
 from typing import Any
 
 import orjson
@@ -145,6 +146,7 @@ class _Context:
         self._literals: dict[str, list[str]] = {}
         self._outlines: dict[str, list[outline.Definition]] = {}
         self._plain: dict[str, str] = {}
+        self._uses: dict[str, list[int]] = {}
         keep = {k.lower() for k in opts.keep_tools}
         # --keep-tool outputs, and the person's answers to the agent's questions (their words, in a tool result)
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
@@ -287,17 +289,30 @@ class _Context:
             self.msgs[i] = cur
 
     def excerpt(self, i: int, old: Message, n: int) -> Message | None:
-        """Message i (a digest of `old`) followed by `old`'s first lines, verbatim: the whole lines of its first `n`
-        characters (cut by redact.cut: never a piece of a secret), or None when no line is that short."""
-        text = old.text()
+        """Message i (a digest of `old`) followed by lines of `old`'s output as the tool printed it (_unwrapped),
+        verbatim, at most `n` characters of them: the run of whole lines that shows the most names the person or the
+        agent wrote (self.weight: what the agent acts on, as a digest's quoted lines are chosen), else its first lines
+        (the whole lines of its first `n` characters, cut by redact.cut: never a piece of a secret); None when no line is
+        that short."""
+        text = self._unwrapped(old.text())
+        cur = self.msgs[i]
+        run = _used_run(text, self._line_uses(text), n)
+        if run is not None:
+            a, b, lines = run
+            said = f"lines {a + 1:,}-{b:,} of {len(lines):,}, as they were:"
+            return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{chr(10).join(lines[a:b])}"))
         head = cut(text, n)
         if len(head) < len(text) and "\n" in head:
             head = head[: head.rfind("\n")]
         if not head.strip():
             return None
-        cur = self.msgs[i]
         said = f"the first {head.count(chr(10)) + 1:,} of {text.count(chr(10)) + 1:,} lines, as they were:"
         return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{head}"))
+
+    def _line_uses(self, text: str) -> list[int]:
+        """Per line of an output as printed, how many names the person or the agent wrote (self.weight) it shows
+        (each name once a line; memoized: an excerpt is sized by a few tries)."""
+        return _memo(self._uses, text, lambda: line_uses(text, [x for x in set(self.names_of(text)) if self.weight.get(x)]))
 
     def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
         """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
@@ -421,6 +436,47 @@ def _quoted(plain: str, candidates: list[str], per: int) -> list[str]:
     if not QUOTED_KEPT or "PRIVATE KEY" in plain or "PRIVATE_KEY" in plain:
         return []
     return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
+
+
+def line_uses(text: str, names: list[str]) -> list[int]:
+    """Per line of `text`, how many of `names` it shows (each once a line; a name found as a substring)."""
+    starts = [0, *accumulate(len(line) + 1 for line in text.split("\n"))][:-1]
+    uses = [0] * len(starts)
+    for name in names:
+        at, last = text.find(name), -1
+        while at >= 0:
+            line = bisect.bisect_right(starts, at) - 1
+            if line != last:
+                uses[line] += 1
+                last = line
+            at = text.find(name, at + len(name))
+    return uses
+
+
+def _used_run(text: str, uses: list[int], n: int) -> tuple[int, int, list[str]] | None:
+    """(a, b, lines): the run of whole lines a..b-1 of `text`, at most `n` characters, that shows the most uses (`uses`:
+    per line, line_uses), the first such run, grown to `n` characters after it and then before it; None when the best
+    run is the first lines (or shows none), the excerpt an output's first lines make, or when the text holds key
+    material (a block of lines a run may cut into)."""
+    if len(uses) < 2 or not any(uses) or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+        return None
+    lines = text.split("\n")
+    best, a, chars, shown = (0, 0, 0), 0, -1, 0
+    for b, line in enumerate(lines):
+        chars, shown = chars + len(line) + 1, shown + uses[b]
+        while a <= b and chars > n:
+            chars, shown, a = chars - len(lines[a]) - 1, shown - uses[a], a + 1
+        if a <= b and shown > best[0]:
+            best = (shown, a, b + 1)
+    _, a, b = best
+    if not a:
+        return None
+    chars = sum(len(line) + 1 for line in lines[a:b]) - 1
+    while b < len(lines) and chars + len(lines[b]) + 1 <= n:
+        chars, b = chars + len(lines[b]) + 1, b + 1
+    while a and chars + len(lines[a - 1]) + 1 <= n:
+        chars, a = chars + len(lines[a - 1]) + 1, a - 1
+    return a, b, lines
 
 
 def _unwrapped(text: str) -> str:

@@ -2575,3 +2575,32 @@ def test_code_a_later_read_shows_again_is_cut_before_any_output_is_digested():
         cut = out.messages[7].tool_calls[0].arguments != t.messages[7].tool_calls[0].arguments
         assert cut is read_again
         assert (out.messages[3] is t.messages[3]) is read_again  # the old read of src/mod0.py stays verbatim
+
+
+def test_what_later_calls_printed_is_looked_for_only_after_the_oldest_long_write(monkeypatch):
+    """The files later calls printed (_note_reads) decide only whether an old message's long arguments that write
+    files are cut with the superseded outputs: they are looked for after the oldest such message, and not at all in
+    a transcript with none (issue 11: the calls' reads were noted in every transcript)."""
+    noted: list[int] = []
+    real = prune_steps._note_reads
+
+    def note(read_later, m, later):
+        noted.append(next(k for k, x in enumerate(t.messages) if x is m))
+        real(read_later, m, later)
+
+    body = "".join(f"+def added_{k}(): return {k}\n" for k in range(60))
+    patch = f"apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/mod0.py\n@@\n{body}*** End Patch\nPATCH"
+    later = [
+        call("p", "shell", {"command": ["bash", "-lc", patch], "workdir": "/repo"}),
+        res("p", "Success. Updated the following files:\nM src/mod0.py"),
+        call("s", "shell", {"command": ["bash", "-lc", "sed -n '1,200p' src/mod0.py"], "workdir": "/repo"}),
+        res("s", "def handler_0(): pass\n"),
+        {"role": "assistant", "content": "ok"},
+    ]
+    monkeypatch.setattr(prune_steps, "_note_reads", note)
+    for rows, expected in ((session(4), []), (session(2) + later, [11, 9])):
+        noted.clear()
+        t = T(rows)
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) - 300))
+        assert noted == expected
+    assert out.messages[7].tool_calls[0].arguments != t.messages[7].tool_calls[0].arguments  # the patch is still cut

@@ -115,8 +115,11 @@ def _base(path: str) -> str:
 
 def _note_reads(read_later: dict[str, set[str]], m: Message, later: _Later) -> None:
     """Adds the files message m's calls printed (those that did not fail) to `read_later`, by file name."""
-    for p in (p for c in m.tool_calls if not later.failed(c) for p in _read_paths(c, later)):
-        read_later.setdefault(_base(p), set()).add(p)
+    for c in m.tool_calls:
+        paths = _read_paths(c, later)
+        if paths and not later.failed(c):  # (a call that printed no file: its outcome is not needed)
+            for p in paths:
+                read_later.setdefault(_base(p), set()).add(p)
 
 
 def _read_again(call: ToolCall, read_later: dict[str, set[str]], later: _Later) -> bool:
@@ -209,6 +212,7 @@ class _Context:
         o, msgs = self.opts, self.msgs
         later = _Later(self._failed())
         read_later: dict[str, set[str]] = {}  # the files later calls printed whole or in part (a read tool, `sed -n`), by name
+        writer = self._first_writer(later)  # read_later matters only after it
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             old = i < self.protect
@@ -220,7 +224,8 @@ class _Context:
                 later.saw_calls(m)
                 if old and o.args and i not in self.latest_plans and (args := self._args_step(i, m, read_later, later)):
                     out.append(args)
-                _note_reads(read_later, m, later)
+                if i > writer:
+                    _note_reads(read_later, m, later)
             if old and o.images and i != self.keep_user and isinstance(m.content, list) and any(is_image_part(p) for p in m.content):
                 out.append((IMAGE, i, IMAGE))
         # Oldest first within a step (the list was built newest first); old outputs least used first (_by_use).
@@ -244,6 +249,20 @@ class _Context:
         text = self.msgs[i].text()
         weight = self.weight
         return sum(1 for n in set(self.names_of(self._unwrapped(text))) if weight.get(n)) / max(len(text), 1)
+
+    def _first_writer(self, later: _Later) -> int:
+        """The oldest message whose long arguments may be cut with the superseded outputs (_args_step: one of its long
+        calls writes or edits files): what calls printed matters only after it. len(msgs) when there is none."""
+        limit, n = self.opts.arg_limit, len(self.msgs)
+        if not self.opts.args:
+            return n
+        writes = ("write", "edit")
+        for i, m in enumerate(islice(self.msgs, self.protect)):
+            if m.role != "assistant" or i in self.latest_plans:
+                continue
+            if any(len(c.arguments) > limit and any(a in writes for a, _ in later.touched(c)) for c in m.tool_calls):
+                return i
+        return n
 
     def _args_step(self, i: int, m: Message, read_later: dict[str, set[str]], later: _Later) -> tuple[int, int, int] | None:
         """The cut of assistant message i's long arguments, if it has any: ranked with the superseded outputs when each

@@ -57,7 +57,7 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
 
 
 def _describe_shell(s: _Seen) -> str:
-    cmd = f"`{_short(command_of(s.call) or '?', 160)}`"
+    cmd = f"`{_short(command_of(s.call, s.args) or '?', 160)}`"
     tallied = tally(s.out.text)
     counted = f"; {_short(tallied, 120)}" if tallied else ""  # a test run's tally: what a report of it says again
     if s.out.exit_code is not None:
@@ -71,7 +71,7 @@ def _describe_shell(s: _Seen) -> str:
 
 
 def _describe_file(s: _Seen) -> str | None:
-    files = files_of(s.call, result=s.result)
+    files = files_of(s.call, result=s.result, args=s.args)
     if not files:
         return None
     action, path = files[0]
@@ -142,7 +142,7 @@ def _describe_code(s: _Seen) -> str:
     what = f"`{_short(lines[0], 120)}`" if lines else "code"
     if len(lines) > 1:
         what += f" (+{len(lines) - 1} line{'s' if len(lines) > 2 else ''})"
-    files = [p for _, p in files_of(s.call) if not lines or p not in lines[0]]
+    files = [p for _, p in files_of(s.call, args=s.args) if not lines or p not in lines[0]]
     named = f" on {', '.join(files[:3])}{f' (+{len(files) - 3} more)' if len(files) > 3 else ''}" if files else ""
     return f"{s.tag} ran {what}{named} -> {s.out.status}, {s.size}{tail}"
 

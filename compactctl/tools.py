@@ -98,10 +98,10 @@ def text_action_call(m: Message, answered: bool = False) -> ToolCall | None:
     return ToolCall(None, "bash", orjson.dumps({"command": action}).decode(), {SWE_AGENT: True} if swe else {})
 
 
-def command_of(call: ToolCall) -> str | None:
-    """The shell command a call ran, if it ran one."""
+def command_of(call: ToolCall, args: dict[str, Any] | None = None) -> str | None:
+    """The shell command a call ran, if it ran one; `args`: its arguments, when parsed already (parse_args)."""
     kind = kind_of(call.name)
-    args = parse_args(call)
+    args = parse_args(call) if args is None else args
     if kind == "shell" or (kind == "generic" and "command" in args and isinstance(args.get("command"), (str, list))):
         cmd = args.get("command", args.get("cmd", args.get("_raw")))
         if isinstance(cmd, list):
@@ -118,12 +118,14 @@ WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "dir_path", "directory") 
 PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 
 
-def files_of(call: ToolCall, cwd: str | None = None, result: Message | None = None) -> list[tuple[str, str]]:
+def files_of(
+    call: ToolCall, cwd: str | None = None, result: Message | None = None, args: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
     """(action, path) for each file the call read, wrote or edited; a relative path joined to the call's working
     directory, or to the session's (`cwd`) when the call names none (Codex's `apply_patch` takes relative paths).
     An edit that names no file (SWE-agent's `edit` and `insert` change the file its editor has open) edited the
-    file its result's footer says is open."""
-    args = parse_args(call)
+    file its result's footer says is open. `args`: the call's arguments, when parsed already (parse_args)."""
+    args = parse_args(call) if args is None else args
     found = _files_of(call, kind_of(call.name), args)
     if not found and is_open_file_edit(call):
         opened = open_file(result)
@@ -150,7 +152,7 @@ def _files_of(call: ToolCall, kind: str, args: dict) -> list[tuple[str, str]]:
     if kind == "code":
         return code_files(first_str(args, "code", "source", "_raw") or "")
     if kind == "shell":
-        cmd = command_of(call) or ""
+        cmd = command_of(call, args) or ""
         if call.extra.get(SWE_AGENT):
             return _swe_agent_files(cmd)
         return [("write" if m.group(1) == "Add" else "edit", m.group(2).strip()) for m in PATCH_FILE.finditer(cmd)] if "*** " in cmd else []
@@ -245,12 +247,16 @@ def workdir_of(call: ToolCall) -> str | None:
     return first_str(parse_args(call), *WORKDIR_KEYS)
 
 
-def shell_reads(call: ToolCall, cwd: str | None = None) -> list[tuple[str, str]]:
+def shell_reads(call: ToolCall, cwd: str | None = None, args: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     """("shell-read", path) for each file a shell call printed (`cat F`, `sed -n '1,80p' F`: see shell.files_read),
-    a relative path joined to the call's working directory (Codex's `workdir`), else to the session's (`cwd`)."""
-    cmd = command_of(call) if kind_of(call.name) in ("shell", "generic") else None
+    a relative path joined to the call's working directory (Codex's `workdir`), else to the session's (`cwd`).
+    `args`: the call's arguments, when parsed already (parse_args)."""
+    if kind_of(call.name) not in ("shell", "generic"):
+        return []
+    args = parse_args(call) if args is None else args
+    cmd = command_of(call, args)
     if not cmd:
         return []
     from .shell import files_read
 
-    return [("shell-read", p) for p in files_read(cmd, first_str(parse_args(call), *WORKDIR_KEYS) or cwd)]
+    return [("shell-read", p) for p in files_read(cmd, first_str(args, *WORKDIR_KEYS) or cwd)]

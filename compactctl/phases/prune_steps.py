@@ -75,9 +75,13 @@ class _Later:
         self.failed = failed
         self._touched: dict[int, list[tuple[str, str]]] = {}  # id(call) -> tools.files_of(call): asked for twice, by
         # supersedes (for its result) and then by saw_calls (for the turn that made it, the next one looked at)
+        self._args: dict[int, dict[str, Any]] = {}  # id(call) -> tools.parse_args(call): what the others read
+
+    def args(self, call: ToolCall) -> dict[str, Any]:
+        return _memo(self._args, id(call), lambda: tools.parse_args(call))
 
     def touched(self, call: ToolCall) -> list[tuple[str, str]]:
-        return _memo(self._touched, id(call), lambda: tools.files_of(call))
+        return _memo(self._touched, id(call), lambda: tools.files_of(call, args=self.args(call)))
 
     def saw_calls(self, m: Message) -> None:
         for c in m.tool_calls:
@@ -85,7 +89,7 @@ class _Later:
             if touched and self.failed(c):
                 continue  # (a failed command run again is the latest state: it supersedes the same command's output)
             self.calls.add((c.name, c.arguments))
-            if any(a == "read" for a, _ in touched) and not tools.parse_args(c).keys().isdisjoint(RANGE_KEYS):
+            if any(a == "read" for a, _ in touched) and not self.args(c).keys().isdisjoint(RANGE_KEYS):
                 touched = [(a, p) for a, p in touched if a != "read"]
             self.files.update(p for a, p in touched if a != "edit")  # (an edit changes part of a file: the rest of a read stays current)
 
@@ -101,7 +105,7 @@ class _Later:
 
 def _read_paths(call: ToolCall, later: _Later) -> list[str]:
     """The files a call printed: a read tool's, a shell command's (`sed -n '1,80p' F`, `cat F`: tools.shell_reads)."""
-    return [p for a, p in later.touched(call) if a == "read"] + [p for _, p in tools.shell_reads(call)]
+    return [p for a, p in later.touched(call) if a == "read"] + [p for _, p in tools.shell_reads(call, args=later.args(call))]
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -169,8 +169,11 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
 
 # A test run's tally: a line that counts tests, passes, failures ("297 tests, 0 failures", "12 passed, 1 skipped in 0.5s",
 # "Tests: 5 passed, 5 total", "test result: ok. 5 passed; 0 failed"), looked for in the last TALLY_TAIL characters.
+# `\d(?<!\w\w)\d*` is `\b\d+` (a digit is a word character: the boundary is before it) written to start with the digit, which
+# the regex engine then looks for alone, skipping the rest of a text: tally's search of an output's tail takes ~half the time.
 _TALLY = re.compile(
-    r"\b\d+ (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b", re.I
+    r"\d(?<!\w\w)\d* (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b",
+    re.I,
 )
 TALLY_TAIL = 2000
 _TALLY_WORDS = ("test", "pass", "fail", "error", "skip", "pending", "total", "example", "spec")  # one is in every tally

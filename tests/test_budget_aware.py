@@ -2388,6 +2388,21 @@ def test_a_test_runs_tally_is_on_its_line(output, said):
     assert line.endswith(f"; {said}") if said else ";" not in line
 
 
+def test_the_tally_pattern_matches_where_its_plain_word_boundary_form_does():
+    """outputs._TALLY starts with its digit (`\\d(?<!\\w\\w)\\d*`, a faster search): it matches where `\\b\\d+ ...` does,
+    at the same place, whatever is before the number (a word character, a Unicode digit, nothing) and in any case."""
+    import random
+
+    plain = re.compile(r"\b\d+ " + outputs._TALLY.pattern.split(" ", 1)[1], re.I)
+    pieces = [*"0_aZ \n-.\u0663\u00b2\u00e9", "12", "x1", "tests", "Passed", "FAILURES", "\u017fkipped", "total"]
+    rnd = random.Random(11)
+    texts = ["12 passed", "x12 passed", "_3 tests", "v1.2 tests", "3 testsuite", "==== 1 FAILED ====", "\u0663 errors", "7 \u017fpecs"]
+    texts += ["".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10))) for _ in range(20_000)]
+    for text in texts:
+        new, old = outputs._TALLY.search(text), plain.search(text)
+        assert (new and new.span()) == (old and old.span()), text
+
+
 def test_compacting_again_merges_what_the_earlier_summary_says_with_what_came_since():
     """Compacted at 40% of a session, carried on and compacted again, a summary listed "router.ex (read)" from the
     earlier summary and then "router.ex (edited)", said "project root: ..." twice and repeated in its new index the

@@ -75,6 +75,7 @@ def test_compact_is_valid_rereads_and_keeps_the_last_ask(path, tmp_path):
         assert out is not None and rep is not None
         assert api.check(out) == []
         assert rep["tokens_after"] <= budget.target or rep["status"] != "compacted"
+        assert rep["tokens_after"] == sum(COUNTER.messages(out.messages))  # counted after repair: its stubs too
         written = tmp_path / f"out{k}.jsonl"
         written.write_bytes(api.write(out))
         [back] = api.read([str(written)])

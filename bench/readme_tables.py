@@ -161,6 +161,8 @@ def main() -> None:
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bench" / "results" / "eval.json"
     d = json.loads(path.read_text())
     cont = d["continuation"]
+    if "all" not in cont or "twice" not in d or "targets" not in d:
+        raise SystemExit(f"{path}: not a full `make eval` run (the README's tables need every group, twice and targets)")
     c = cont["all"]["aggregate"]["compactctl"]
     print(f"Tuned groups ({c['needed']:,} facts in {c['cuts']} cuts):\n")
     print("\n".join(main_table(cont, TUNED, "compactctl at the start")), end="\n\n")
@@ -169,7 +171,7 @@ def main() -> None:
     print(kinds_line(cont), end="\n\n")
     print(
         f"Recovery: {c['recovered']} recovered, in context or recoverable {pct(c['with_recovery'])}; re-discovered "
-        f"{pct(c['rediscovered'] / c['needed'])}, kept of the rest {pct(c['kept_not_rediscovered'])} "
+        f"{pct(c['rediscovered'] / c['needed'])}, kept of the rest {pct(c['kept_not_rediscovered'])}; "
         + ", ".join(f"{s} {pct(cont['all']['aggregate'][s]['kept_not_rediscovered'])}" for s in ("head-tail", "head-tail-fill", "masking")),
         end="\n\n",
     )

@@ -484,6 +484,8 @@ def _form(f: needed.Fact, m: Message, label: str, lines: list[str], j: int, text
     for mark, form in _DIGEST_LINES.items():
         if line.startswith(mark):
             return form
+    if any(x.startswith(EXCERPT_LINE) for x in lines[:j]):
+        return "digest excerpt"
     if m.untouched:
         return "as it was"
     if refs.REF_RE.search(text):

@@ -17,6 +17,7 @@ from compactctl.markers import EXCERPT_LINE, NAMES_LINE, QUOTED_LINE
 from compactctl.model import Message, ToolCall, Transcript, is_summary, last_user_index
 from compactctl.phases import prune_steps
 from compactctl.phases.prune import SUPERSEDED, PruneOptions, truncate_arguments
+from compactctl.redact import redact
 from compactctl.summarizers import fit, offline
 from compactctl.summarizers.constraints import constraint_sentences
 from compactctl.summarizers.facts import Facts, extract
@@ -281,6 +282,52 @@ def test_an_excerpt_is_the_run_of_lines_that_shows_the_names_the_agent_wrote():
         a, b = (int(x.replace(",", "")) for x in said.split()[1].split("-"))
         assert a > 1 and "\n" + lines + "\n" in "\n" + body and lines.count("\n") == b - a, exact  # whole lines, verbatim
         assert "settle_invoice = compute(INVOICE_GRACE_DAYS" in lines and "value_0 " not in lines
+
+
+def test_an_excerpt_starts_at_its_named_line_and_shows_what_follows_it():
+    # The run is its named lines grown after them, then before: the body of a function the agent named, the error after
+    # a test's name, not only the lines that lead up to it.
+    body = "".join(f"{k + 1:>6}\u2192    value_{k} = compute(row_{k}, 'column {k}')\n" for k in range(900))
+    body = body.replace("value_300 = compute(row_300", "def settle_invoice(INVOICE_GRACE_DAYS")
+    rows = session(2)
+    rows[3] = res("r0", body)
+    rows[-1] = {"role": "assistant", "content": "settle_invoice ignores INVOICE_GRACE_DAYS; fixing it next."}
+    t = T(rows)
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) - 6000))
+    said, _, lines = out.messages[3].text().partition(f"\n{EXCERPT_LINE}")[2].partition("\n")
+    assert said.startswith("lines 301-"), said  # the named line first
+    assert lines.startswith("   301\u2192    def settle_invoice(") and "value_340 " in lines
+
+
+def test_an_excerpt_never_shows_a_secret_apart_from_the_line_that_names_it():
+    # A value redaction recognizes only with the line before it (`Authorization: Basic` and the token on the next line):
+    # a run that would start at the token, or hold it, gives way to the first lines, cut by redact.cut.
+    lines = [f"request trace step {k} ok" for k in range(400)]
+    lines[378:380] = ["Authorization: Basic", "   YWRtaW46aHVudGVyMg=="]
+    lines[392] = "settle_invoice(INVOICE_GRACE_DAYS) -> retry"
+    body = "\n".join(lines) + "\n"
+    assert "YWRtaW46aHVudGVyMg==" not in redact(body) and redact("   YWRtaW46aHVudGVyMg==") == "   YWRtaW46aHVudGVyMg=="
+    rows = session(2)
+    rows[3] = res("r0", body)
+    rows[-1] = {"role": "assistant", "content": "settle_invoice ignores INVOICE_GRACE_DAYS; fixing it next."}
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    for over in range(5500, 7500, 250):
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=total - over))
+        shown = out.messages[3].text()
+        assert "YWRtaW46aHVudGVyMg==" not in shown or "Authorization: Basic\n   YWRtaW46aHVudGVyMg==" in shown, over
+    uses = prune_steps.line_uses(body, ["settle_invoice"])
+    runs = [prune_steps._used_run(body, uses, n) for n in range(200, 1200, 25)]
+    assert any(r is None for r in runs) and any(r is not None for r in runs)  # near the token: first lines instead
+    assert all(not (r[0] <= 379 < r[1]) for r in runs if r is not None)  # never the token's line
+
+
+def test_line_uses_scans_the_most_used_names_only_past_its_work_bound():
+    weight = {f"name_{k}": float(k) for k in range(5000)}
+    text = "x" * 1_000_000
+    most = prune_steps._most_used(set(weight), weight, len(text))
+    assert len(most) == prune_steps.LINE_USES_WORK // len(text) and most[0] == "name_4999"
+    assert sorted(prune_steps._most_used(set(weight), weight, 100)) == sorted(x for x in weight if weight[x])  # all used
 
 
 def test_an_excerpt_of_a_codex_output_shows_its_lines_as_printed():

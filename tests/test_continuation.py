@@ -107,7 +107,7 @@ def test_explain_context_lists_facts_kept_out_of_context_with_the_form_the_outpu
     """`explain(rows, n, what="context")`: the facts a strategy kept but not next to a neighbour they had in the prefix,
     with where they sat, what compaction made of the place the output shows them (`output_form`: a digest's names
     line, a summary's section, a cut argument's names) and, with `versus`, how another strategy did on each."""
-    from compactctl.markers import NAMES_LINE
+    from compactctl.markers import EXCERPT_LINE, NAMES_LINE
     from compactctl.model import SUMMARY_MARKER
 
     t = T(ROWS)
@@ -125,6 +125,10 @@ def test_explain_context_lists_facts_kept_out_of_context_with_the_form_the_outpu
     )
     out = [*t.messages[:3], digest.evolve(content=digest.text())]
     assert continuation.output_form(by["DEFAULT_TIMEOUT_MS"], out).startswith("#3 tool digest names: ")
+    excerpt = digest.evolve(
+        content=f"[terminal] ran `pytest` -> exit 1\n{EXCERPT_LINE}lines 4-5 of 9, as they were:\nx = DEFAULT_TIMEOUT_MS"
+    )
+    assert continuation.output_form(by["DEFAULT_TIMEOUT_MS"], [*t.messages[:3], excerpt]).startswith("#3 tool digest excerpt: ")
     summary = message_from_dict({"role": "user", "content": f"{SUMMARY_MARKER}\n## Key Decisions\n- names: load_settings"}, "t", 1, 0)
     assert "summary index [## Key Decisions]" in continuation.output_form(by["load_settings"], [summary])
     cut = message_from_dict(call("c", "x" * 20 + "...[truncated] [ref 0a1b2c3d] names: load_settings"), "t", 1, 0)

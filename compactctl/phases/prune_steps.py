@@ -335,7 +335,7 @@ class _Context:
     def _line_uses(self, text: str) -> list[int]:
         """Per line of an output as printed, how many names the person or the agent wrote (self.weight) it shows
         (each name once a line; memoized: an excerpt is sized by a few tries)."""
-        return _memo(self._uses, text, lambda: line_uses(text, [x for x in set(self.names_of(text)) if self.weight.get(x)]))
+        return _memo(self._uses, text, lambda: line_uses(text, _most_used(set(self.names_of(text)), self.weight, len(text))))
 
     def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
         """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
@@ -461,6 +461,18 @@ def _quoted(plain: str, candidates: list[str], per: int) -> list[str]:
     return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
 
 
+# Characters line_uses may scan in all (a scan of the text a name): past it, the most used names only (~25 ms).
+LINE_USES_WORK = 1 << 26
+
+
+def _most_used(names: set[str], weight: dict[str, float], chars: int) -> list[str]:
+    """The names the person or the agent wrote (weight), as many of the most used as line_uses scans `chars`
+    characters for within LINE_USES_WORK (all of them on any real output: the largest of the corpus needs 2M)."""
+    used = [x for x in names if weight.get(x)]
+    most = max(1, LINE_USES_WORK // max(chars, 1))
+    return used if len(used) <= most else sorted(used, key=lambda x: (-weight[x], x))[:most]
+
+
 def line_uses(text: str, names: list[str]) -> list[int]:
     """Per line of `text`, how many of `names` it shows (each once a line; a name found as a substring)."""
     starts = [0, *accumulate(len(line) + 1 for line in text.split("\n"))][:-1]
@@ -476,11 +488,17 @@ def line_uses(text: str, names: list[str]) -> list[int]:
     return uses
 
 
+# Lines on each side of an excerpt's run that redaction must leave as they are: a secret's value can stand on the line
+# after its key (`Authorization: Basic` then the token), which a run starting at the value would show unrecognized.
+RUN_MARGIN = 3
+
+
 def _used_run(text: str, uses: list[int], n: int) -> tuple[int, int, list[str]] | None:
     """(a, b, lines): the run of whole lines a..b-1 of `text`, at most `n` characters, that shows the most uses (`uses`:
-    per line, line_uses), the first such run, grown to `n` characters after it and then before it; None when the best
-    run is the first lines (or shows none), the excerpt an output's first lines make, or when the text holds key
-    material (a block of lines a run may cut into)."""
+    per line, line_uses): the first such run, from its first named line to its last, grown to `n` characters after it
+    and then before it; None when that run starts at the first line (the excerpt an output's first lines make) or
+    shows none, when the text holds key material (a block of lines a run may cut into), or when redaction would change
+    the run or the RUN_MARGIN lines around it (a run must never show a piece of a secret alone)."""
     if len(uses) < 2 or not any(uses) or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         return None
     lines = text.split("\n")
@@ -492,13 +510,20 @@ def _used_run(text: str, uses: list[int], n: int) -> tuple[int, int, list[str]] 
         if a <= b and shown > best[0]:
             best = (shown, a, b + 1)
     _, a, b = best
-    if not a:
+    if b == 0:
         return None
-    chars = sum(len(line) + 1 for line in lines[a:b]) - 1
-    while b < len(lines) and chars + len(lines[b]) + 1 <= n:
+    while not uses[a]:
+        a += 1
+    while not uses[b - 1]:
+        b -= 1
+    chars, end = sum(len(line) + 1 for line in lines[a:b]) - 1, len(lines) - (not lines[-1])  # (not the final newline's "")
+    while b < end and chars + len(lines[b]) + 1 <= n:
         chars, b = chars + len(lines[b]) + 1, b + 1
     while a and chars + len(lines[a - 1]) + 1 <= n:
         chars, a = chars + len(lines[a - 1]) + 1, a - 1
+    around = "\n".join(lines[max(0, a - RUN_MARGIN) : b + RUN_MARGIN])
+    if not a or redact(around) != around:
+        return None
     return a, b, lines
 
 

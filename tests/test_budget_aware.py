@@ -264,15 +264,21 @@ def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_fir
     assert EXCERPT_LINE.strip() not in line and "value_1 " not in line
 
 
-def test_an_excerpt_is_the_run_of_lines_that_shows_the_names_the_agent_wrote():
-    # A read whose first lines the agent never named and whose later lines hold what it wrote about next
-    # (`settle_invoice`, `INVOICE_GRACE_DAYS`): the room left goes to those lines, verbatim, not to the first ones.
-    body = "".join(f"{k + 1:>6}\u2192    value_{k} = compute(row_{k}, 'column {k}')\n" for k in range(900))
-    body = body.replace("value_700 = compute(row_700", "settle_invoice = compute(INVOICE_GRACE_DAYS")
+def _read_named_at(k: int, named: str) -> tuple[Transcript, str]:
+    """A session whose first output is a 900-line numbered read with `named` (what the agent then writes about:
+    `settle_invoice`, `INVOICE_GRACE_DAYS`) in place of line k + 1's start; (the transcript, the read's text)."""
+    body = "".join(f"{j + 1:>6}\u2192    value_{j} = compute(row_{j}, 'column {j}')\n" for j in range(900))
+    body = body.replace(f"value_{k} = compute(row_{k}", named)
     rows = session(2)
     rows[3] = res("r0", body)
     rows[-1] = {"role": "assistant", "content": "settle_invoice ignores INVOICE_GRACE_DAYS; fixing it next."}
-    t = T(rows)
+    return T(rows), body
+
+
+def test_an_excerpt_is_the_run_of_lines_that_shows_the_names_the_agent_wrote():
+    # A read whose first lines the agent never named and whose later lines hold what it wrote about next
+    # (`settle_invoice`, `INVOICE_GRACE_DAYS`): the room left goes to those lines, verbatim, not to the first ones.
+    t, body = _read_named_at(700, "settle_invoice = compute(INVOICE_GRACE_DAYS")
     target = sum(COUNTER.messages(t.messages)) - 2000
     for exact in (True, False):
         out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, exact_totals=exact))
@@ -287,12 +293,7 @@ def test_an_excerpt_is_the_run_of_lines_that_shows_the_names_the_agent_wrote():
 def test_an_excerpt_starts_at_its_named_line_and_shows_what_follows_it():
     # The run is its named lines grown after them, then before: the body of a function the agent named, the error after
     # a test's name, not only the lines that lead up to it.
-    body = "".join(f"{k + 1:>6}\u2192    value_{k} = compute(row_{k}, 'column {k}')\n" for k in range(900))
-    body = body.replace("value_300 = compute(row_300", "def settle_invoice(INVOICE_GRACE_DAYS")
-    rows = session(2)
-    rows[3] = res("r0", body)
-    rows[-1] = {"role": "assistant", "content": "settle_invoice ignores INVOICE_GRACE_DAYS; fixing it next."}
-    t = T(rows)
+    t, _ = _read_named_at(300, "def settle_invoice(INVOICE_GRACE_DAYS")
     out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=sum(COUNTER.messages(t.messages)) - 6000))
     said, _, lines = out.messages[3].text().partition(f"\n{EXCERPT_LINE}")[2].partition("\n")
     assert said.startswith("lines 301-"), said  # the named line first

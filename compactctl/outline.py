@@ -68,7 +68,8 @@ class Definition:
         return f"{self.name}{self.args} {lines}"
 
     def bare(self) -> Definition:
-        """The definition without its parameters (what a digest at its default size lists)."""
+        """The definition without its parameters (what a digest followed by its excerpt, or one that fits its target
+        only so, lists: prune_steps._Context.bare_digest)."""
         return Definition(self.name, self.start, self.end) if self.args else self
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from compactctl import api, outline
 from compactctl.describe import describe
-from compactctl.markers import QUOTED_LINE
+from compactctl.markers import EXCERPT_LINE, QUOTED_LINE
 from compactctl.phases.prune import PruneOptions
 from compactctl.summarizers.facts import action_for
 
@@ -127,18 +127,78 @@ def test_a_digest_of_a_numbered_read_gives_its_lines_and_outline_and_no_name_twi
     digest = out.messages[3].text()
     first, outline_line, *rest = digest.split("\n")
     assert first.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314")
-    assert outline_line == "  outline: MyApp.Sessions 1-14 list 4-8 load 10-13"  # a range follows each name; no comma (a token each)
+    # A range follows each name, its parameters (when they say something) the name; no comma (a token each).
+    assert outline_line == "  outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13"
     quoted = [ln for ln in rest if ln.startswith(QUOTED_LINE)]  # lines for names the outline does not show
     names = next(ln for ln in rest if ln.startswith("  names: "))
     assert rest.index(names) == len(quoted) and "MyApp.Sessions" not in names + "".join(quoted)
     # The summary's action line keeps the read's line and its outline (where each definition is; the index takes the names).
     action = action_for(t.messages[2].tool_calls[0], out.messages[3])
-    assert action.line.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list 4-8 load 10-13")
-    # A digest that keeps more names than its default (the room its target leaves, a summary to follow) gives the
-    # parameters too; at its default size it stays as small as it was (a transcript that fit by pruning still does).
+    assert action.line.startswith("[Read] read /repo/lib/my_app/sessions.ex lines 1-314; outline: MyApp.Sessions 1-14 list(opts) 4-8")
+    # So does a digest that keeps more names than its default (the room its target leaves, a summary to follow).
     total = sum(COUNTER.messages(t.messages))
     roomy, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=total - 200))
     assert "  outline: MyApp.Sessions 1-14 list(opts) 4-8 load 10-13" in roomy.messages[3].text()
+
+
+# A module whose functions take parameters the agent passes when it calls them (what the next edit or report names).
+TMUX = """defmodule Spotter.Services.Tmux do
+  def capture_pane(pane_id, opts) do
+    System.cmd("tmux", ["capture-pane", "-p", "-t", pane_id], opts)
+  end
+
+  def send_keys(pane_id, keys) do
+    System.cmd("tmux", ["send-keys", "-t", pane_id, keys])
+  end
+
+  def launch_review_session(project_id, cwd) do
+    System.cmd("tmux", ["new-session", "-d", "-c", cwd, project_id])
+  end
+end"""
+
+
+def test_a_digest_at_its_default_size_gives_each_definition_its_parameters():
+    """A read of a module digested at its default size listed its definitions bare ("capture_pane 2-4") and the
+    parameters' names in its names line, none beside the definition that takes it: the agent calling
+    `capture_pane(pane_id, opts)` next saw the name and the words, not the signature. Its outline gives them."""
+    t = read_session(numbered(TMUX + "\n" + "\n".join(f"# filler line {i}" for i in range(300))))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    digest = out.messages[3].text()
+    outline_line = next(ln for ln in digest.split("\n") if ln.startswith("  outline: "))
+    assert outline_line == (
+        "  outline: Spotter.Services.Tmux 1-13 capture_pane(pane_id, opts) 2-4 send_keys(pane_id, keys) 6-8"
+        " launch_review_session(project_id, cwd) 10-12"
+    )
+    assert "pane_id" not in digest.replace(outline_line, "")  # (what the outline shows, its names line does not repeat)
+
+
+def _fitted(t, target: int, **kw):
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, **kw))
+    return out.messages[3].text(), st
+
+
+def test_an_excerpt_of_a_read_follows_its_outline_bare():
+    """With room for the read's lines after its digest (an excerpt: its target leaves it), a read with no more names
+    than a digest keeps at its default size lists its definitions bare, as it did: the excerpt's lines show them whole,
+    the room its parameters took goes to more of them. Left without an excerpt, it keeps them."""
+    t = read_session(numbered(TMUX + "\n" + "\n".join(f"# filler line {i}" for i in range(300))))
+    total = sum(COUNTER.messages(t.messages))
+    plain, _ = _fitted(t, 1)  # over any target: the digest as it is, a summary to follow (its names 4x)
+    roomy, _ = _fitted(t, total - 1_500)  # room for its lines
+    assert "capture_pane(pane_id, opts) 2-4" in plain and EXCERPT_LINE not in plain
+    assert EXCERPT_LINE in roomy and "  outline: Spotter.Services.Tmux 1-13 capture_pane 2-4 send_keys 6-8" in roomy
+    assert "def capture_pane(pane_id, opts) do" in roomy and "pane_id" in roomy.split("  names: ")[1]
+
+
+def test_a_read_that_fits_its_target_with_a_bare_outline_needs_no_summary():
+    """Its definitions' parameters make a digest larger than it was: a transcript that fit its target by pruning alone
+    with the outline bare still does (the outline bare again, not a summary to follow, its digests' names 4x)."""
+    t = read_session(numbered(TMUX + "\n" + "\n".join(f"# filler line {i}" for i in range(300))))
+    with_params, st = _fitted(t, 1, vocabulary=False)  # over any target: every reduction, the digest as it is
+    assert "capture_pane(pane_id, opts) 2-4" in with_params and st.tokens_after > 1
+    bare, st2 = _fitted(t, st.tokens_after - 1)  # a token under it
+    assert st2.tokens_after <= st.tokens_after - 1 and "  outline: Spotter.Services.Tmux 1-13 capture_pane 2-4 send_keys 6-8" in bare
+    assert "pane_id" in bare.split("  names: ")[1]  # (the names line lists what the outline no longer shows)
 
 
 def test_an_outline_never_carries_a_secret_shaped_name():

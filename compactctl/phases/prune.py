@@ -230,6 +230,9 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
     target = ctx.opts.target
     assert target is not None
     if total > target:
+        bare = _without_signatures(ctx, digests, total - target, count)
+        if bare is not None:
+            return bare
         return _keep_vocabulary(ctx, digests, count) if ctx.opts.vocabulary else 0
     added = _use_room(ctx, *last, target - total, _pass_stats(st, last[1]), count)
     # What the last digest cannot use (it keeps all its names) goes to the earlier ones, the last reduced first;
@@ -239,11 +242,33 @@ def _settle(ctx: _Context, st: PruneStats, total: int, last: tuple[int, int, Mes
             break
         if i != last[0]:
             added += _use_room(ctx, i, step, old, target - total - added, stats, count)
-    for i, _, old, stats in reversed(digests):
+    for i, step, old, stats in reversed(digests):
         if target - total - added < EXCERPT_MIN_ROOM:
             break
-        added += _with_excerpt(ctx, i, old, target - total - added, stats, count)
+        added += _with_excerpt(ctx, i, step, old, target - total - added, stats, count)
     return added
+
+
+def _without_signatures(ctx: _Context, digests: list[tuple[int, int, Message, PassStats]], over: int, count: bool) -> int | None:
+    """Every reduction left the transcript `over` tokens over its target: when its digests' outlines without their
+    definitions' parameters (ctx.bare_digest: as a digest at its default size listed them before it showed them) take
+    it within, they do, and no summary needs to follow (a transcript that fit by pruning alone still does). Returns
+    the tokens that adds (negative); None when they would not take it within (the digests stay as they are). Counts
+    the digests it remakes whatever `count` (their stats' token figures only with it)."""
+    if sum(ctx.signature_chars(old) for _, step, old, _ in digests if step == OLD_OK) < over:
+        return None  # (a token is at least a character: leaving out the parameters cannot save enough)
+    bare: list[tuple[int, Message, int, PassStats]] = []
+    saved = 0
+    for i, step, old, stats in digests:
+        cur = ctx.msgs[i]
+        new = ctx.bare_digest(i, step, old, cur) if step == OLD_OK else cur
+        if new is not cur:
+            delta = ctx.counter.message(new) - ctx.counter.message(cur)
+            bare.append((i, new, delta, stats))
+            saved -= delta
+    if saved < over:
+        return None
+    return sum(_put(ctx, i, new, delta, stats, count) for i, new, delta, stats in bare)
 
 
 # How many times its names a digest keeps when every reduction leaves the transcript over its target (a summary must follow).
@@ -323,14 +348,18 @@ def _put(ctx: _Context, i: int, new: Message, added: int, stats: PassStats, coun
 EXCERPT_MIN_ROOM = 48
 
 
-def _with_excerpt(ctx: _Context, i: int, old: Message, room: int, stats: PassStats, count: bool) -> int:
-    """Digest i keeps all its names and `room` tokens are still free: lines of its output follow it (_excerpt).
-    Replaces ctx.msgs[i] and returns the tokens it added (0 when no line fits)."""
+def _with_excerpt(ctx: _Context, i: int, step: int, old: Message, room: int, stats: PassStats, count: bool) -> int:
+    """Digest i keeps all its names and `room` tokens are still free: lines of its output follow it (_excerpt), after
+    the digest ctx.excerpt_digest makes (its outline bare when the excerpt shows the definitions' lines instead).
+    Replaces ctx.msgs[i] and returns the tokens it added (0 when no line fits: the digest stays as it was)."""
     cur = ctx.msgs[i]
     if EXCERPT_LINE in cur.text():
         return 0
     base = ctx.counter.message(cur)
-    new, tokens = _excerpt(ctx, i, old, cur, base, base + room)
+    digest = ctx.excerpt_digest(i, step, old, cur)
+    new, tokens = _excerpt(ctx, i, old, digest, base if digest is cur else ctx.counter.message(digest), base + room)
+    if new is digest:
+        return 0
     return _put(ctx, i, new, tokens - base, stats, count)
 
 

@@ -301,15 +301,34 @@ class _Context:
             later.texts.add(text)
         return step
 
-    def reduce_from(self, old: Message, i: int, step: int, names: int) -> Message | None:
+    def reduce_from(self, old: Message, i: int, step: int, names: int, signatures: bool = True) -> Message | None:
         """What `step` makes of message i's original `old` with `names` names, tagged as the first change
-        (message i may be a reduction of it already; it is left as it is)."""
+        (message i may be a reduction of it already; it is left as it is); `signatures`: as `_with_names` takes it."""
         cur = self.msgs[i]
         self.msgs[i] = old
         try:
-            return self.reduce(i, step, names)
+            return self.reduce(i, step, names, signatures)
         finally:
             self.msgs[i] = cur
+
+    def excerpt_digest(self, i: int, step: int, old: Message, cur: Message) -> Message:
+        """The digest an excerpt of output i (`old`) follows: `cur`, its digest, or, when the output holds no more
+        names than a digest keeps at its default size, bare_digest (the excerpt's lines show definitions whole: the
+        room goes to them)."""
+        return cur if len(self.names_of(old.text())) > self.opts.digest_names else self.bare_digest(i, step, old, cur)
+
+    def bare_digest(self, i: int, step: int, old: Message, cur: Message) -> Message:
+        """Digest `cur` of output i (`old`, at its default size) with its outline's definitions bare, without their
+        parameters (its names line lists theirs); `cur` when its outline shows none."""
+        if OUTLINE_LINE not in cur.text() or not self.signature_chars(old):
+            return cur
+        new = self.reduce_from(old, i, step, self.opts.digest_names, signatures=False)
+        return cur if new is None else new
+
+    def signature_chars(self, old: Message) -> int:
+        """The characters the parameters of output `old`'s definitions take (what a digest's outline shows of them at
+        most): 0 for an output with no outline, or none with parameters."""
+        return sum(len(d.args) for d in self._outline_of(old.text()))
 
     def excerpt(self, i: int, old: Message, n: int) -> Message | None:
         """Message i (a digest of `old`) followed by lines of `old`'s output as the tool printed it (_unwrapped),
@@ -337,16 +356,16 @@ class _Context:
         (each name once a line; memoized: an excerpt is sized by a few tries)."""
         return _memo(self._uses, text, lambda: line_uses(text, _most_used(set(self.names_of(text)), self.weight, len(text))))
 
-    def reduce(self, i: int, step: int, names: int | None = None) -> Message | None:
+    def reduce(self, i: int, step: int, names: int | None = None, signatures: bool = True) -> Message | None:
         """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
-        (default: opts.digest_names)."""
+        (default: opts.digest_names); `signatures`: as `_with_names` takes it."""
         m = self.msgs[i]
-        new = self._reduced(i, m, step, names)
+        new = self._reduced(i, m, step, names, signatures)
         if new is None:
             return None
         return _tagged(m, new, self.opts) if isinstance(new, Message) else self._replaced(m, new)
 
-    def _reduced(self, i: int, m: Message, step: int, names: int | None) -> Message | list[str] | None:
+    def _reduced(self, i: int, m: Message, step: int, names: int | None, signatures: bool = True) -> Message | list[str] | None:
         """Message i (`m`) after `step`, untagged, or the parts of the text that replaces its content (a digest)."""
         if step == IMAGE:
             if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
@@ -380,7 +399,7 @@ class _Context:
         if step == SUPERSEDE:
             parts = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
         else:
-            parts = self._with_names(line, text, step == OLD_DOC, names, used_only=is_demonstration(m))
+            parts = self._with_names(line, text, step == OLD_DOC, names, used_only=is_demonstration(m), signatures=signatures)
         return parts if sum(map(len, parts)) < len(text) else None
 
     def _replaced(self, m: Message, parts: list[str]) -> Message:
@@ -394,7 +413,9 @@ class _Context:
             self.counter.text_from(text, parts)  # memoized: counter.message(the new message) finds it
         return m.evolve(content=_same_shape(m.content, text))
 
-    def _with_names(self, line: str, text: str, doc: bool, keep: int | None = None, used_only: bool = False) -> list[str]:
+    def _with_names(
+        self, line: str, text: str, doc: bool, keep: int | None = None, used_only: bool = False, signatures: bool = True
+    ) -> list[str]:
         """The parts of a digest: its line and the names of the output it replaces (a document's: 4x, in order; any
         other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default;
         `used_only` (a demonstration, model.is_demonstration): only names the person or the agent wrote too (the
@@ -403,7 +424,7 @@ class _Context:
         limit = keep if keep is not None else default
         parts = [line]
         if not doc and limit > 0 and (entries := self._outline_of(text)):
-            parts, limit = _with_outline(parts, entries, limit, limit > default)
+            parts, limit = _with_outline(parts, entries, limit, signatures)
             line = "".join(parts)  # what the names need not repeat
         candidates = self._candidate_names(text, not doc)
         if used_only:
@@ -428,14 +449,15 @@ class _Context:
         return safe_literals(self._literals_of(text), exclude=line, limit=LITERALS_KEPT, source=source)
 
 
-def _with_outline(parts: list[str], entries: list[outline.Definition], limit: int, grown: bool) -> tuple[list[str], int]:
+def _with_outline(parts: list[str], entries: list[outline.Definition], limit: int, signatures: bool) -> tuple[list[str], int]:
     """A numbered file read's digest parts with its outline: its longest definitions (half of `limit` names at most), in
-    file order, each with its lines ("name 12-40 other(a, b) 45"), and the names left to list. Their parameters only in
-    a digest `grown` past its default names (the room its target leaves, a summary to follow), like the lines it
-    quotes: at its default size a digest stays as small as it was, so a transcript that fit by pruning alone still does."""
+    file order, each with its lines ("name 12-40 other(a, b) 45"), and the names left to list. With `signatures`, each
+    with its parameters at any size (what a call of it passes, beside its name: a names list shows their names alone);
+    without, bare: a digest its excerpt follows (_Context.excerpt_digest), one that fits its target only so
+    (prune._without_signatures)."""
     k = min(len(entries), max(1, limit // 2))
     chosen = sorted(sorted(entries, key=lambda d: d.start - d.end)[:k], key=lambda d: d.start)
-    shown = chosen if grown else [d.bare() for d in chosen]
+    shown = chosen if signatures else [d.bare() for d in chosen]
     return parts + _listed(OUTLINE_LINE, list(map(str, shown))), limit - k
 
 

@@ -139,6 +139,25 @@ def test_legacy_function_call_survives_repair_and_compact(tmp_path):
     assert not api.repair(T(out))[1].changed
 
 
+def test_a_tool_result_without_id_that_answers_a_legacy_call_becomes_its_function_result():
+    # Pairing gives an id-less `tool` result to the nearest earlier call; for a legacy function_call the APIs want
+    # a `function` message of its name there (a review found repair moving it beside the call as a `tool` message).
+    rows = [
+        {"role": "user", "content": "ask 0"},
+        {"role": "assistant", "content": None, "function_call": {"name": "write", "arguments": '{"sig": "S1"}'}},
+        {"role": "assistant", "content": "done 0"},
+        {"role": "user", "content": "go on"},
+        {"role": "tool", "content": "orphan output"},
+    ]
+    assert "result-id" in {v.rule for v in api.check(T(rows))}
+    out = rows_of(api.repair(T(rows))[0])
+    assert out[2] == {"role": "function", "content": "orphan output", "name": "write"}
+    assert validate(out) == [] and api.check(T(out)) == []
+    right_after = [*rows[:2], rows[4], rows[2]]
+    out = rows_of(api.repair(T(right_after))[0])
+    assert out[2] == {"role": "function", "content": "orphan output", "name": "write"} and validate(out) == []
+
+
 def test_legacy_function_call_converts_to_anthropic_with_ids():
     rows = [
         {"role": "user", "content": "weather?"},

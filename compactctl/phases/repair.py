@@ -350,6 +350,10 @@ class _Repair:
             archive(self.t, rmsg, "repair", self.st.archived)
             self.st.result_ids_set += 1
             return rmsg.evolve(tool_call_id=c.id)
+        if legacy and not rmsg.extra.get(LEGACY):  # a `tool` result (no id) paired with it: a `function` result, named
+            archive(self.t, rmsg, "repair", self.st.archived)
+            self.st.result_ids_set += 1
+            return rmsg.evolve(tool_call_id=None, name=c.name, extra={**rmsg.extra, LEGACY: True})
         if legacy and rmsg.name != c.name and (c.name == UNNAMED or mended_name(str(rmsg.name)) == c.name):
             archive(self.t, rmsg, "repair", self.st.archived)  # a `function` result names its call: as it is now
             return rmsg.evolve(name=c.name)

@@ -156,6 +156,8 @@ def check(t: Transcript) -> list[Violation]:
                     t.id, p.result, "result-id", f"tool result has tool_call_id {msgs[p.result].tool_call_id!r}, not its call's id {c.id!r}"
                 )
             )
+        elif is_legacy(c) and not msgs[p.result].extra.get(LEGACY):
+            out.append(Violation(t.id, p.result, "result-id", "a legacy function_call's result is a tool message, not a function message"))
     earlier: set = set()  # call ids of earlier turns
     for i, m in enumerate(msgs):
         if m.role == "assistant" and m.tool_calls:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice, repeat
 
 from .outline import without_numbers, without_runs
+from .redact import redact
 
 _NAME = re.compile(
     r"https?://[^\s<>\"'`)\]}]+"  # URLs
@@ -59,10 +60,24 @@ def _names_of_token(tok: str) -> tuple[str, ...]:
             for s in (m.group(0).rstrip(".,;:") for m in _NAME.finditer(tok))
             if len(s) >= 3 and s.lower() not in _SKIP and not _PROSE_PAIR.match(s) and not _MODE.match(s)
         )
+        if found and len(tok) >= SECRET_TOKEN_MIN:
+            found = _outside_secrets(tok, found)
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         _CACHE[tok] = found
     return found
+
+
+# A token this long may be a secret that redaction knows whole (a Slack, GitLab or SendGrid token, an AWS secret
+# key), whose names are its pieces (split at its - . / + ~): alone, no rule knows a piece, so a digest or the summary's
+# index that listed it would hold part of a secret that no later redaction recognizes.
+SECRET_TOKEN_MIN = 20
+
+
+def _outside_secrets(tok: str, found: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of token `tok` that redaction leaves in it (all of them, for most tokens)."""
+    clean = redact(tok)
+    return found if clean == tok else tuple(s for s in found if s in clean)
 
 
 # A line of `ls -l`: mode, links, owner, group, size, date ("-rw-r--r--@ 1 me staff 6148 Oct 20 14:55 .DS_Store").
@@ -104,7 +119,9 @@ def _names(text: str) -> list[str]:
         for esc in _ESCAPES:
             if esc in text:
                 text = text.replace(esc, " ")
-    for c in _SEPARATORS if "://" in text else _SEPARATORS_NO_URL:
+        if "\\/" in text:  # JSON's escaped slash: a path's, or a secret's that redaction knows whole only as one token
+            text = text.replace("\\/", "/")
+    for c in _SEPARATORS if "://" in text or ":AA" in text else _SEPARATORS_NO_URL:  # (:AA: a Telegram bot token's, whole)
         if c in text:
             text = text.replace(c, " ")
     out: dict[str, None] = {}

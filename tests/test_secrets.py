@@ -531,3 +531,50 @@ def test_the_key_value_rules_do_not_run_on_a_line_without_their_shape(monkeypatc
     out = redact("tests/test_token.py::test_parse passed [ 50%]\n" * 20 + "5 passed in 0.2s\npassword: hunter2hunter2\n")
     assert "hunter2hunter2" not in out and out.count("passed") == 21
     assert len(ran) == len(r._FIELDS)  # the password line alone
+
+
+# Secrets that redaction knows as one token, whose names are pieces (names_in splits at - . / + ~, and a JSON text's
+# `\/`): from a read-only review, where a digest listed `KnHfDNxSIvPZZ63fFKcZjR4I` of a Slack token.
+_WHOLE_TOKEN_FAMILIES = ("slack", "gitlab", "sendgrid", "azure-ad-secret", "telegram", "json-slash-escaped")
+
+
+@pytest.mark.parametrize("family", _WHOLE_TOKEN_FAMILIES)
+def test_no_name_of_a_digest_or_of_the_summary_is_a_piece_of_a_secret(tmp_path, family):
+    """Offline and with --check-names, at a target where the output is digested and at one where it is summarized:
+    neither the digests' names nor the summary's index hold 10 characters of the secret."""
+    secret, text = next((s, t) for fam, s, t in PLANTED if fam == family)
+    plain = secret.replace("\\/", "/")
+    pieces = {plain[k : k + 10] for k in range(len(plain) - 9)}
+    msgs = tool_session(8, 1500)
+    for i, m in enumerate(msgs):
+        if m["role"] == "tool" and i < 8:
+            m["content"] = "\n".join(["request trace ok"] * 5 + [f"  connected with {text} as bot"] + ["request trace ok"] * 5)
+    src = write_jsonl(tmp_path / "s.jsonl", msgs)
+    for window in ("1500", "2500", "6000"):
+        for args in ([], ["--check-names"]):
+            r = cli("compact", str(src), "--context-window", window, "-q", *args)
+            assert r.returncode == 0, r.stderr
+            texts = [str(orjson.loads(line).get("content")) for line in r.stdout.splitlines()]
+            # what a later compaction's request would hold, but the recent outputs kept verbatim (the secret whole)
+            out = redact("\n".join(texts).replace(secret, "").replace(plain, ""))
+            assert not any(p in out for p in pieces), (window, args)
+
+
+def test_a_token_whose_last_character_is_a_hyphen_is_still_redacted():
+    """SendGrid, Telegram and Square rules ended at a word boundary, which a final `-` (in their alphabets) never
+    gives before a space: such a token was left whole (a review's SendGrid key)."""
+    for secret in (
+        "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",
+        "1234567890:AAhT3mPq9Lr2XvB7nK4sW8yZ1cF6dJ0gE5-",
+        "sq0atp-k3J9xQ2mV7pL4nR8tW1yB6cF0dG5h-",
+    ):
+        assert secret not in redact(f"using {secret} now"), secret
+
+
+def test_names_in_lists_no_piece_of_a_token_redaction_takes_whole():
+    from compactctl.names import names_in
+
+    text = "bot xoxb-398259791907-4833788762328-KnHfDNxSIvPZZ63fFKcZjR4I ready; see src\\/app\\/main.py and Spotter.Repo"
+    found = names_in(text)
+    assert "KnHfDNxSIvPZZ63fFKcZjR4I" not in found and not any("KnHf" in n for n in found)
+    assert "src/app/main.py" in found and "Spotter.Repo" in found  # (JSON's escaped slash read as a path's)

@@ -254,7 +254,7 @@ def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_fir
         digest, _, shown = text.partition(f"\n{EXCERPT_LINE}")
         assert NAMES_LINE in digest and refs.found(digest)  # the digest first, whole, with its reference
         said, _, lines = shown.partition("\n")
-        assert said.startswith("the first ") and said.endswith(" of 901 lines, as they were:")
+        assert said.startswith("the first ") and said.endswith(" of 900 lines, as they were:")
         assert body.startswith(lines + "\n")  # whole lines, verbatim, from the first
         assert int(said.split()[2].replace(",", "")) == lines.count("\n") + 1 > 500
         assert out.messages[5] is t.messages[5]  # only as far as needed
@@ -284,7 +284,7 @@ def test_an_excerpt_is_the_run_of_lines_that_shows_the_names_the_agent_wrote():
         out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target, exact_totals=exact))
         assert target - 60 <= sum(COUNTER.messages(out.messages)) <= target, exact
         said, _, lines = out.messages[3].text().partition(f"\n{EXCERPT_LINE}")[2].partition("\n")
-        assert said.startswith("lines ") and said.endswith(" of 901, as they were:"), said
+        assert said.startswith("lines ") and said.endswith(" of 900, as they were:"), said  # (901 once: the last newline)
         a, b = (int(x.replace(",", "")) for x in said.split()[1].split("-"))
         assert a > 1 and "\n" + lines + "\n" in "\n" + body and lines.count("\n") == b - a, exact  # whole lines, verbatim
         assert "settle_invoice = compute(INVOICE_GRACE_DAYS" in lines and "value_0 " not in lines
@@ -339,7 +339,7 @@ def test_an_excerpt_of_a_codex_output_shows_its_lines_as_printed():
     target = sum(COUNTER.messages(t.messages)) - 2500
     out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10, target=target))
     said, _, lines = out.messages[3].text().partition(f"\n{EXCERPT_LINE}")[2].partition("\n")
-    assert said.startswith("the first ") and said.endswith(" of 601 lines, as they were:"), said
+    assert said.startswith("the first ") and said.endswith(" of 600 lines, as they were:"), said
     assert body.startswith(lines + "\n") and lines.count("\n") > 100 and "\\n" not in lines
 
 

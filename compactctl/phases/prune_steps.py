@@ -341,14 +341,14 @@ class _Context:
         run = _used_run(text, self._line_uses(text), n)
         if run is not None:
             a, b, lines = run
-            said = f"lines {a + 1:,}-{b:,} of {len(lines):,}, as they were:"
+            said = f"lines {a + 1:,}-{b:,} of {_line_count(text):,}, as they were:"
             return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{chr(10).join(lines[a:b])}"))
         head = cut(text, n)
         if len(head) < len(text) and "\n" in head:
             head = head[: head.rfind("\n")]
         if not head.strip():
             return None
-        said = f"the first {head.count(chr(10)) + 1:,} of {text.count(chr(10)) + 1:,} lines, as they were:"
+        said = f"the first {head.count(chr(10)) + 1:,} of {_line_count(text):,} lines, as they were:"
         return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{head}"))
 
     def _line_uses(self, text: str) -> list[int]:
@@ -547,6 +547,11 @@ def _used_run(text: str, uses: list[int], n: int) -> tuple[int, int, list[str]] 
     if not a or redact(around) != around:
         return None
     return a, b, lines
+
+
+def _line_count(text: str) -> int:
+    """The lines of an output as `wc -l` would count them, plus a last one without its newline."""
+    return text.count("\n") + (not text.endswith("\n"))
 
 
 def _unwrapped(text: str) -> str:

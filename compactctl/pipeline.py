@@ -92,7 +92,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
         out2, report2, _ = _compact(t, counter, summarizer, grown)
     except CannotFit:
         return out, report
-    if report2["status"] != "compacted":
+    if report2["status"] != "compacted" or out2.messages == out.messages:  # (the same messages: the tail grew by none)
         return out, report
     report2["tail_grown"] = grown.budget.tail
     return out2, report2

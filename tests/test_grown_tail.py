@@ -8,7 +8,7 @@ import orjson
 from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, is_summary
-from compactctl.pipeline import _compact
+from compactctl.pipeline import _compact, _grown
 from compactctl.summarizers.prompt import parse_sections
 from compactctl.tokens import make_counter
 
@@ -145,3 +145,21 @@ def test_no_grow_tail_keeps_the_first_pass_in_the_library_and_on_the_command_lin
     for stage in ("plan", "summarize", "repair"):
         chain = cli(stage, *window, "-", input=chain).stdout
     assert plain.stdout == chain and grown.stdout != plain.stdout
+
+
+def test_a_second_pass_that_keeps_the_same_messages_is_not_reported_as_grown():
+    """From a review: `tail_grown` was reported when the room admitted no message more (the same output, byte for
+    byte): eight turns of prose, each larger than the room a summary leaves."""
+    rows = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser in src/parse.py"}]
+    for i in range(8):
+        rows.append(
+            {"role": "assistant", "content": f"Design note {i}: " + "I am thinking about how the overall design should go here. " * 40}
+        )
+        rows.append({"role": "user", "content": "ok, keep going"})
+    t = T(rows)
+    opts = options(t, 0.3)
+    first, rep1, p = _compact(t, COUNTER, api.OfflineSummarizer(), opts)
+    grown = _grown(rep1, p, opts)
+    assert grown is not None and _compact(t, COUNTER, api.OfflineSummarizer(), grown)[0].messages == first.messages
+    out, rep = api.compact(t, COUNTER, api.OfflineSummarizer(), opts)
+    assert "tail_grown" not in rep and out.messages == first.messages

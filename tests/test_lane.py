@@ -108,3 +108,21 @@ def test_with_jobs_the_first_call_goes_out_before_the_later_transcripts_are_prep
     assert first_call < 3 and events[:first_call] == [e for e in events[:first_call] if e.startswith("start")], events
     # the lane was left as the call went out: the next transcript was prepared, and its call made, while it waited
     assert events.index("call", first_call + 1) < events.index("answered"), events
+
+
+def test_what_a_transcripts_work_warns_is_said_with_its_notes_in_input_order(capsys):
+    """From a review: a summarizer's warning (an LLM summary that failed) was printed from its --jobs thread at once,
+    in the order the calls ended; it joins the transcript's notes, which the parent prints in input order."""
+    from compactctl.runner.base import warn
+
+    def work(t: Transcript) -> Result:
+        k = int(t.id[1:])
+        lane.leave()
+        time.sleep(0.05 * (5 - k))  # the later transcripts end first
+        warn(f"{t.id}: LLM summary failed")
+        return Result(t)
+
+    capsys.readouterr()
+    said = [note for _meta, done in _threads(work, items(transcripts(5)), CTX, 4) for note in done.notes]
+    assert capsys.readouterr().err == ""  # nothing said from the threads
+    assert said == [f"compactctl: t{k}: LLM summary failed" for k in range(5)]

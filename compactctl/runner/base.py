@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import field
 from typing import Any
 
@@ -80,8 +81,17 @@ class _Ctx:
     check_written: bool = False  # say of each transcript written which API rules its output breaks (convert)
 
 
+# While a transcript is worked on (engines._process), what `warn` says of it joins its notes, printed in input order
+# with them: a summarizer's warning from one of --jobs threads too, not at once in the order the calls ended.
+SAYING: ContextVar[Callable[[str], None] | None] = ContextVar("compactctl_saying", default=None)
+
+
 def warn(msg: str) -> None:
-    print(noted(msg), file=sys.stderr)
+    say = SAYING.get()
+    if say is not None:
+        say(msg)
+    else:
+        print(noted(msg), file=sys.stderr)
 
 
 def no_transcript(name: str, target: str) -> str:

@@ -24,7 +24,7 @@ from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
 from ..phases.rules import empty_log
-from .base import Done, Result, _Ctx, noted, say_notes, warn
+from .base import SAYING, Done, Result, _Ctx, noted, say_notes, warn
 from .inputs import Item, Lazy, _Rejects
 
 
@@ -157,7 +157,11 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     """`item` made ready to write. What --on-error skip says of it (skipped, written as read) is in its notes, which
     the parent prints in input order, wherever the work ran."""
     said: list[str] = []
-    done = _process_saying(seq, item, work, ctx, lambda msg: said.append(noted(msg)))
+    token = SAYING.set(lambda msg: said.append(noted(msg)))
+    try:
+        done = _process_saying(seq, item, work, ctx, lambda msg: said.append(noted(msg)))
+    finally:
+        SAYING.reset(token)
     if said:
         done.notes = said + done.notes
     return done

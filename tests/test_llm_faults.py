@@ -426,3 +426,45 @@ def test_a_ctrl_c_the_caller_handled_does_not_cancel_the_summaries_it_asks_for_a
         pool.submit(api.compact, transcript(), COUNTER, s, api.CompactOptions(BUDGET)).result()
     _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     assert rep["summarizer"] == "llm:slow", rep["warnings"]
+
+
+def test_the_breaker_counts_failures_in_a_row_in_the_order_the_calls_went_out():
+    """From a review: with --jobs, three transcripts whose calls fail (among healthy ones sent between them) opened
+    the breaker when the failures happened to end together, and healthy transcripts after them were summarized
+    offline: 3 different outputs in 6 runs. Now what calls sent before a failure gave is waited for."""
+    import threading
+
+    from compactctl.summarizers.llm import Breaker
+
+    def run(outcomes: list[bool], order: list[int]) -> Breaker:
+        b = Breaker(threshold=3)
+        sent = [threading.Event() for _ in outcomes]
+        end = [threading.Event() for _ in outcomes]
+        done = [threading.Event() for _ in outcomes]
+
+        def one(k: int) -> None:
+            with b.call():
+                sent[k].set()
+                end[k].wait(5)
+                b.record(outcomes[k])
+            done[k].set()
+
+        threads = []
+        for k in range(len(outcomes)):  # sent in order
+            threads.append(threading.Thread(target=one, args=(k,)))
+            threads[-1].start()
+            sent[k].wait(5)
+        for k in order:  # ended in this order
+            end[k].set()
+            done[k].wait(5)
+        for th in threads:
+            th.join(5)
+        return b
+
+    sparse = [False, True, False, True, False, True]
+    assert run(sparse, [0, 2, 4, 1, 3, 5]).allow()  # the failures ended together: not in a row
+    assert run(sparse, list(range(6))).allow()
+    outage = [False] * 4
+    assert not run(outage, [3, 1, 0, 2]).allow()
+    late = [True, False, False, False]
+    assert not run(late, [1, 2, 3, 0]).allow()  # three in a row after a success, whatever the order they end in

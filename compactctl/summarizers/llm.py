@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING, TypedDict
 
@@ -95,27 +95,52 @@ def _install_sigint() -> None:
 
 @dataclass
 class Breaker:
-    """A circuit breaker: after `threshold` failures in a row, no call for `cooldown` seconds."""
+    """A circuit breaker: after `threshold` failures in a row, no call for `cooldown` seconds. "In a row" is in the
+    order the calls went out (`call`): with --jobs, what the calls that went out before a failure gave is waited for,
+    so a few transcripts whose calls fail do not open it by ending together (a review saw 3 different outputs in 6
+    runs: healthy transcripts after them summarized offline); an outage (every call failing) opens it as before."""
 
     threshold: int = 3
     cooldown: float = 60.0
-    failures: int = 0
     open_until: float = 0.0
+    sent: int = 0  # calls gone out, each one's ticket its place in that order
+    seen: int = 0  # tickets whose outcome, and every earlier one's, is counted
+    in_row: int = 0  # failures in a row up to `seen`
+    outcomes: dict[int, bool | None] = field(default_factory=dict)  # of tickets after `seen` (None: neither)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    mine: threading.local = field(default_factory=threading.local)  # this thread's call's ticket, until recorded
 
     def allow(self) -> bool:
         with self.lock:
             return time.monotonic() >= self.open_until
 
-    def record(self, ok: bool) -> None:
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Around one call: its ticket; a call that records nothing (a 404, a cancel) counts as neither outcome."""
         with self.lock:
-            if ok:
-                self.failures = 0
-                return
-            self.failures += 1
-            if self.failures >= self.threshold:
-                self.open_until = time.monotonic() + self.cooldown
-                self.failures = 0
+            self.sent += 1
+            self.mine.ticket = self.sent
+        try:
+            yield
+        finally:
+            if getattr(self.mine, "ticket", None) is not None:
+                self.record(None)
+
+    def record(self, ok: bool | None) -> None:
+        ticket, self.mine.ticket = getattr(self.mine, "ticket", None), None
+        with self.lock:
+            self.outcomes[self.sent + 1 if ticket is None else ticket] = ok  # (no ticket: a call of its own, next)
+            if ticket is None:
+                self.sent += 1
+            while self.seen + 1 in self.outcomes:
+                self.seen += 1
+                outcome = self.outcomes.pop(self.seen)
+                if outcome is None:
+                    continue
+                self.in_row = 0 if outcome else self.in_row + 1
+                if self.in_row >= self.threshold:
+                    self.open_until = time.monotonic() + self.cooldown
+                    self.in_row = 0
 
 
 _breakers: dict[str, Breaker] = {}
@@ -450,20 +475,21 @@ class LLMSummarizer:
             key = self._key(request)
             if not self.breaker.allow():
                 raise Transient("circuit open: the endpoint failed repeatedly; pausing LLM calls")
-            try:
-                resp = self._sent(client, model, request, call_deadline, missing, stats)
-                if resp is None:  # answered 404 while this call waited for its slot
+            with self.breaker.call():
+                try:
+                    resp = self._sent(client, model, request, call_deadline, missing, stats)
+                    if resp is None:  # answered 404 while this call waited for its slot
+                        continue
+                except Cancelled:
+                    raise
+                except Transient as e:
+                    self.breaker.record(False)
+                    stats["warnings"].append(f"{model}: {e}")
                     continue
-            except Cancelled:
-                raise
-            except Transient as e:
-                self.breaker.record(False)
-                stats["warnings"].append(f"{model}: {e}")
-                continue
-            except Exception as e:  # noqa: BLE001 - 429/5xx/timeouts, and a 200 whose body is not JSON
-                self._failed(model, e, missing, stats)
-                continue
-            answer = self._answer(resp, model, stats)
+                except Exception as e:  # noqa: BLE001 - 429/5xx/timeouts, and a 200 whose body is not JSON
+                    self._failed(model, e, missing, stats)
+                    continue
+                answer = self._answer(resp, model, stats)
             if answer is None:
                 continue
             text, whole = answer

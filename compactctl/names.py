@@ -7,11 +7,12 @@ argument keeps) and by the offline summarizer (the identifier index of what the 
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from itertools import islice, repeat
+from itertools import accumulate, islice, repeat
 
 from .outline import without_numbers, without_runs
 from .redact import redact
@@ -226,20 +227,23 @@ def quotable(raw: str) -> str | None:
     return line if lo <= len(line) <= hi else None
 
 
-def quoted_lines(text: str, names: list[str], keep: int, top: int = 12) -> list[str]:
+# Characters the searches of one quoted_lines call may scan (each of its names from the text's start to its first
+# occurrence, the whole text for one it does not hold): past it, its most used names only (~50 ms of str.find). A digest
+# of a long output with many names (a log, a minified file: 60,000 and more) asks for all of them; a real output's
+# needs are far below (the largest of the corpus and the benchmark: 480K).
+QUOTE_WORK = 1 << 26
+
+
+def quoted_lines(text: str, names: list[str], keep: int, top: int = 12, index: LineIndex | None = None) -> list[str]:
     """Up to `keep` lines of `text` (quotable) that show the most of its first `top` `names` (most used first, the
-    first weighing most) per character, each at its first line: the names with their neighbours."""
-    first = names[:top]
+    first weighing most) per character, each at its first line: the names with their neighbours. Of those names, as
+    many as QUOTE_WORK characters of search find (all of them, but on a long text with thousands of names). `index`:
+    a LineIndex of `text` kept across calls (made here without one)."""
+    if index is None or index.text is not text:
+        index = LineIndex(text)
+    first = index.searched(names[:top], QUOTE_WORK)
     weight = [(1 + k) ** -0.5 for k in range(len(first))]
-    cands: dict[str, list[int]] = {}
-    for n in first:
-        at = text.find(n)
-        if at < 0:
-            continue
-        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
-        line = quotable(text[start : end if end >= 0 else len(text)])
-        if line is not None and line not in cands:
-            cands[line] = [k for k, m in enumerate(first) if m in line]
+    cands = index.candidates(first)
     lines = sorted(cands)  # ties go to the first in this order
     covered: set[int] = set()
 
@@ -253,6 +257,121 @@ def quoted_lines(text: str, names: list[str], keep: int, top: int = 12) -> list[
         if len(chosen) == keep:
             break
     return chosen
+
+
+# Names added to a LineIndex since a line's names were found that are looked for in it one by one (more: a new scan).
+_FEW_NEW = 32
+
+
+class LineIndex:
+    """What quoted_lines learns of one text, kept across its calls (a digest is made at several sizes, with more names
+    each time): where each name first occurs, the line there as a digest quotes it, the names each such line shows.
+    Each name is searched for once, each line is read once, and a line's names are found by one scan of it (the
+    prefixes of the names at each of its places), not by a search of it for each name."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._at: dict[str, int] = {}  # a name's first position, -1 when the text does not hold it
+        self._not_before: dict[str, int] = {}  # a name the text does not hold before this position (a search cut short)
+        self._starts: list[int] = []  # where each line starts, and len(text) + 1 (once a line is needed)
+        self._quotable: dict[int, str | None] = {}  # a line's quotable() form, by its index
+        self._names: list[str] = []  # the names lines are read for, in the order they came (only appended to)
+        self._known: set[str] = set()
+        self._prefixes: set[str] = set()  # every prefix of those names
+        self._shows: dict[str, tuple[int, set[str]]] = {}  # a line -> (len(_names) then, the names of _names it holds)
+
+    def searched(self, names: list[str], work: int) -> list[str]:
+        """The first of `names` whose searches (_cost) take `work` characters at most: all of them, most often."""
+        for k, name in enumerate(names):
+            cost = self._cost(name, work)
+            if cost is None:
+                return names[:k]
+            work -= cost
+        return names
+
+    def _cost(self, name: str, room: int) -> int | None:
+        """The characters a search for `name` scans (to the end of its first occurrence, the whole text when there is
+        none); None when that is more than `room` (the search stops there: a later call may go on from it)."""
+        text = self.text
+        at = self._at.get(name)
+        if at is None:
+            end = min(room, len(text))
+            done = self._not_before.get(name)
+            if done is not None and end <= done:
+                return None
+            at = text.find(name, 0 if done is None else max(0, done - len(name) + 1), end)
+            if at < 0 and end < len(text):
+                self._not_before[name] = end
+                return None
+            self._at[name] = at
+        cost = at + len(name) if at >= 0 else len(text)
+        return cost if cost <= room else None
+
+    def candidates(self, first: list[str]) -> dict[str, list[int]]:
+        """The quotable lines where names of `first` (searched) first occur, each with the indexes in `first` of the
+        names it shows (ascending), in the order of the names."""
+        where: dict[str, list[int]] = {}
+        for k, name in enumerate(first):
+            where.setdefault(name, []).append(k)
+        self._add(list(where))
+        cands: dict[str, list[int]] = {}
+        for name in first:
+            at = self._at[name]
+            if at < 0:
+                continue
+            line = self._line(at)
+            if line is not None and line not in cands:
+                cands[line] = sorted(k for x in self._names_in_line(line) if x in where for k in where[x])
+        return cands
+
+    def _line(self, at: int) -> str | None:
+        """quotable() of the line of the text that holds position `at` (each line read once)."""
+        starts = self._starts
+        if not starts:
+            starts += accumulate(len(line) + 1 for line in self.text.split("\n"))
+            starts.insert(0, 0)
+        k = bisect.bisect_right(starts, at) - 1
+        if k not in self._quotable:
+            self._quotable[k] = quotable(self.text[starts[k] : starts[k + 1] - 1])
+        return self._quotable[k]
+
+    def _add(self, names: list[str]) -> None:
+        """Lines are read for `names` too."""
+        for name in names:
+            if name not in self._known:
+                self._known.add(name)
+                self._names.append(name)
+                if len(name) <= QUOTED_CHARS[1]:  # a longer one is in no quotable line
+                    self._prefixes.update(name[:j] for j in range(1, len(name) + 1))
+
+    def _names_in_line(self, line: str) -> set[str]:
+        """The names lines are read for that `line` holds (as `name in line` finds them)."""
+        seen = self._shows.get(line)
+        if seen is not None and seen[0] == len(self._names):
+            return seen[1]
+        if seen is not None and len(self._names) - seen[0] <= _FEW_NEW:
+            found = seen[1] | {x for x in self._names[seen[0] :] if x in line}
+        else:
+            found = _substrings_in(line, self._prefixes, self._known)
+        self._shows[line] = (len(self._names), found)
+        return found
+
+
+def _substrings_in(line: str, prefixes: set[str], names: set[str]) -> set[str]:
+    """The `names` that are substrings of `line` (`prefixes`: every prefix of every name): from each place of the line,
+    as long as it reads as a prefix of one."""
+    found = {""} if "" in names else set()
+    n = len(line)
+    for i in range(n):
+        j = i + 1
+        while j <= n:
+            piece = line[i:j]
+            if piece not in prefixes:
+                break
+            if piece in names:
+                found.add(piece)
+            j += 1
+    return found
 
 
 def greedy(gain: Callable[[int], float], n: int) -> Iterator[int]:

@@ -22,7 +22,7 @@ from .. import outline, outputs, refs, tools
 from ..describe import describe
 from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES_SEP, OUTLINE_LINE, QUOTED_LINE
 from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
-from ..names import count_names, first_not_in, is_task_document, literals_in, names_in, quoted_lines, ranked
+from ..names import LineIndex, count_names, first_not_in, is_task_document, literals_in, names_in, quoted_lines, ranked
 from ..pairs import calls_for_results
 from ..redact import cut, redact, taken_where_it_stands
 from ..tokens import Counter
@@ -154,6 +154,7 @@ class _Context:
         self._outlines: dict[str, list[outline.Definition]] = {}
         self._plain: dict[str, str] = {}
         self._uses: dict[str, list[int]] = {}
+        self._lines: LineIndex | None = None
         keep = {k.lower() for k in opts.keep_tools}
         # --keep-tool outputs, and the person's answers to the agent's questions (their words, in a tool result)
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
@@ -184,6 +185,13 @@ class _Context:
     def _unwrapped(self, text: str) -> str:
         """An output as the tool printed it (_unwrapped), memoized: its names and the lines it quotes read it."""
         return _memo(self._plain, text, lambda: _unwrapped(text))
+
+    def _line_index(self, plain: str) -> LineIndex:
+        """A names.LineIndex of an output as printed (_unwrapped), the last one's kept: a digest is made again at other
+        sizes (prune._use_room), one output after another."""
+        if self._lines is None or self._lines.text is not plain:
+            self._lines = LineIndex(plain)
+        return self._lines
 
     def _outline_of(self, text: str) -> list[outline.Definition]:
         """outline.definitions(text) without a secret-shaped name (a test's title may hold a password), memoized."""
@@ -435,7 +443,8 @@ class _Context:
         per = limit // max(self.opts.digest_names, 1)
         quote = per if per >= VOCABULARY_FACTOR and not (doc or used_only) else 0
         plain = self._unwrapped(text)
-        parts, candidates, limit = _with_quoted(parts, line, plain, candidates, limit, quote)
+        lines = self._line_index(plain) if quote else None
+        parts, candidates, limit = _with_quoted(parts, line, lines, candidates, limit, quote)
         source = plain if self.opts.check_names else ""
         names = pick_safe(candidates, exclude=line, limit=limit, source=source) if limit > 0 else []
         if not doc and not used_only:
@@ -461,13 +470,15 @@ def _with_outline(parts: list[str], entries: list[outline.Definition], limit: in
     return parts + _listed(OUTLINE_LINE, list(map(str, shown))), limit - k
 
 
-def _with_quoted(parts: list[str], said: str, plain: str, candidates: list[str], limit: int, per: int) -> tuple[list[str], list[str], int]:
-    """A digest's parts with the lines it quotes of its output as printed (`plain`, _unwrapped; a line each; `per` x
-    QUOTED_KEPT of them) for names its parts so far
+def _with_quoted(
+    parts: list[str], said: str, plain: LineIndex | None, candidates: list[str], limit: int, per: int
+) -> tuple[list[str], list[str], int]:
+    """A digest's parts with the lines it quotes of its output as printed (`plain`: a LineIndex of it, _unwrapped; a
+    line each; `per` x QUOTED_KEPT of them) for names its parts so far
     (`said`: its line, an outline) do not show, the candidate names those lines do not show, and how many of them its
     names line lists: `limit` less the names the lines show. `per` 0: none (a document's digest lists its names in
     order; a demonstration's keeps only the interface's commands)."""
-    quoted = _quoted(plain, first_not_in(candidates, said, QUOTE_NAMES * per), per) if limit > 0 and per else []
+    quoted = _quoted(plain, first_not_in(candidates, said, QUOTE_NAMES * per), per) if plain is not None and limit > 0 and per else []
     if not quoted:
         return parts, candidates, limit
     shown = set(names_in("\n".join(quoted)))
@@ -475,12 +486,14 @@ def _with_quoted(parts: list[str], said: str, plain: str, candidates: list[str],
     return parts + [f"\n{QUOTED_LINE}{q}" for q in quoted], rest, limit - len(shown.intersection(candidates[:limit]))
 
 
-def _quoted(plain: str, candidates: list[str], per: int) -> list[str]:
+def _quoted(plain: LineIndex, candidates: list[str], per: int) -> list[str]:
     """The lines a digest quotes whole (names.quoted_lines, `per` x QUOTED_KEPT at most) of its output as printed
-    (`plain`: Codex's JSON, Gemini's lines unwrapped), never one redaction would change, none of a text with key material."""
-    if not QUOTED_KEPT or "PRIVATE KEY" in plain or "PRIVATE_KEY" in plain:
+    (`plain`: a LineIndex of it, Codex's JSON, Gemini's lines unwrapped), never one redaction would change, none of a
+    text with key material."""
+    text = plain.text
+    if not QUOTED_KEPT or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
         return []
-    return [q for q in quoted_lines(plain, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per) if _unchanged_by_redaction(q)]
+    return [q for q in quoted_lines(text, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per, plain) if _unchanged_by_redaction(q)]
 
 
 # Characters line_uses may scan in all (a scan of the text a name): past it, the most used names only (~25 ms).

@@ -45,8 +45,12 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ),
     (
         "PRIVATE KEY",
-        ("private key",),  # an unterminated block (cut or truncated): the BEGIN line and its body
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[ \t]*\r?\n?[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z\-]+:[^\n]*))*",
+        # An unterminated block (cut or truncated, or an excerpt's first lines): the BEGIN line and its body, its lines
+        # apart by a newline or a JSON text's `\n`, and one blank line allowed between them (an encrypted key's RFC 1421
+        # headers, Proc-Type and DEK-Info, end with one: the body after it, and its short last line, is the key's).
+        ("private key",),
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[ \t]*(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*){0,2}(?:[A-Za-z0-9+/=]{8,}|[A-Za-z\-]+:(?:(?!\\n)[^\n])*))*",
         None,
     ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),

@@ -578,3 +578,68 @@ def test_names_in_lists_no_piece_of_a_token_redaction_takes_whole():
     found = names_in(text)
     assert "KnHfDNxSIvPZZ63fFKcZjR4I" not in found and not any("KnHf" in n for n in found)
     assert "src/app/main.py" in found and "Spotter.Repo" in found  # (JSON's escaped slash read as a path's)
+
+
+def _encrypted_key(last: int = 24) -> tuple[str, list[str]]:
+    """An encrypted PKCS#1 key as openssl writes it: RFC 1421 headers, a blank line, 64-character base64 lines and a
+    short last one (24 characters for an EC key on secp224r1 or prime192v1). Generated: no key literal in the repo."""
+    import random
+
+    rng = random.Random(4211)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    body = ["".join(rng.choice(alphabet) for _ in range(64)) for _ in range(2)]
+    body.append("".join(rng.choice(alphabet[:62]) for _ in range(last - 2)) + "==")
+    iv = "".join(rng.choice("0123456789ABCDEF") for _ in range(32))
+    head = ["-----BEGIN EC PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED", f"DEK-Info: AES-128-CBC,{iv}", ""]
+    return "\n".join([*head, *body, "-----END EC PRIVATE KEY-----"]), body
+
+
+@pytest.mark.parametrize("form", ["unterminated", "cut-at-its-end-line", "json-escaped-unterminated"])
+def test_no_body_line_of_an_encrypted_key_survives_redaction(form):
+    """The rule for a key block without its END line (a cut output, or an excerpt's first lines) stopped at the blank
+    line after the RFC 1421 headers; the body lines after it were left to the 32-character high-entropy rule, and a
+    short last line (24 characters) survived: into a digest's head excerpt, its names and the summary's index
+    (a read-only review)."""
+    key, body = _encrypted_key()
+    text = {
+        "unterminated": key.rsplit("-----END", 1)[0],
+        "cut-at-its-end-line": key[: key.index("-----END") + 9],
+        "json-escaped-unterminated": '{"private_key": "' + key.rsplit("-----END", 1)[0].replace("\n", "\\n") + '", "x": 1}',
+    }[form]
+    out = redact(f"$ cat key.pem\n{text}")
+    for line in body:
+        assert line.rstrip("=") not in out, (form, out)
+
+
+def test_a_compacted_session_holds_no_line_of_an_encrypted_key(tmp_path):
+    """End to end: the key in an old tool output, whole or cut before its END line; at windows where that output is
+    digested (with a head excerpt) or summarized, no body line of it is in what compaction wrote."""
+    from compactctl.names import names_in
+
+    key, body = _encrypted_key()
+    assert body[-1].rstrip("=") in names_in(key)  # what the summary's index would list unredacted
+    for text in (key, key.rsplit("-----END", 1)[0]):
+        msgs = tool_session(8, 1500)
+        msgs[3]["content"] = text + "\n" + "\n".join(f"render_report_{k} ok" for k in range(40))
+        src = write_jsonl(tmp_path / "s.jsonl", msgs)
+        for window in ("1500", "2500", "4000", "6000", "8000"):
+            r = cli("compact", str(src), "--context-window", window, "-q")
+            assert r.returncode == 0, r.stderr
+            # what compaction wrote (digests, excerpts, the summary); an output kept as it was is the user's own
+            derived = [str(orjson.loads(x).get("content")) for x in r.stdout.splitlines()]
+            derived = [c for c in derived if c != msgs[3]["content"]]
+            for line in body:
+                assert not any(line.rstrip("=") in c for c in derived), (window, line)
+
+
+def test_the_summarys_index_names_no_line_of_a_private_key():
+    """rank_names read names from the raw text, where names_in redacts each long token alone: a key's 24-character
+    last line is a secret only under its BEGIN line, and the index listed it (a read-only review)."""
+    from compactctl.model import Message
+    from compactctl.summarizers.vocabulary import rank_names
+
+    key, body = _encrypted_key()
+    for text in (key, key.rsplit("-----END", 1)[0]):
+        ranked = rank_names([Message(role="tool", content=f"{text}\nrender_report ok", tool_call_id="c1")])
+        assert "render_report" in ranked
+        assert not any(n in line for n in ranked for line in body if len(n) >= 8), ranked

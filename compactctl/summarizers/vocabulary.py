@@ -58,7 +58,8 @@ def rank_literals(messages: list[Message]) -> list[str]:
 def _weighed(messages: list[Message]) -> Iterator[tuple[float, Message, str]]:
     """Each message's weight (1, plus up to 1 the more recent it is), the message and its text with its calls'
     arguments, references and the harness's markup left out; another task's demonstration is not the vocabulary of
-    this work and is left out."""
+    this work and is left out. A text that holds a private key is redacted first: names_in redacts a long token alone,
+    and a key's short last line is a secret only where it stands, under its BEGIN line."""
     n = max(len(messages), 1)
     for k, m in enumerate(messages):
         if is_demonstration(m):
@@ -66,6 +67,8 @@ def _weighed(messages: list[Message]) -> Iterator[tuple[float, Message, str]]:
         text = _with_arguments(m)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
+        if "PRIVATE KEY" in text:
+            text = redact(text)
         yield 1.0 + k / n, m, refs.without(text)
 
 

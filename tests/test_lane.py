@@ -126,3 +126,35 @@ def test_what_a_transcripts_work_warns_is_said_with_its_notes_in_input_order(cap
     said = [note for _meta, done in _threads(work, items(transcripts(5)), CTX, 4) for note in done.notes]
     assert capsys.readouterr().err == ""  # nothing said from the threads
     assert said == [f"compactctl: t{k}: LLM summary failed" for k in range(5)]
+
+
+def test_a_fatal_error_in_a_thread_starts_no_more_work_and_ends_the_calls_in_flight():
+    """From a review: an error in one --jobs thread (the endpoint refused the key) ended the run only once every queued
+    transcript had been prepared and its LLM call answered (8 calls over 20 s at 5 s each, their output thrown away).
+    Now the queued ones are not started and the calls in flight give up (llm.CANCEL), which is clear again after."""
+    import pytest
+
+    from compactctl.summarizers import llm
+
+    started: list[str] = []
+    gave_up: list[str] = []
+
+    def work(t: Transcript) -> Result:
+        started.append(t.id)
+        lane.leave()
+        if t.id == "t0":
+            time.sleep(0.2)  # the others are waiting on their calls by now
+            raise RuntimeError("the endpoint refused the credentials")
+        if llm.CANCEL.wait(10):  # a call in flight: given up on CANCEL
+            gave_up.append(t.id)
+            raise llm.Cancelled("interrupted")
+        return Result(t)
+
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="refused"):
+        for _ in _threads(work, items(transcripts(8)), CTX, 2):
+            pass
+    assert time.monotonic() - t0 < 5  # not the 10 s the calls in flight would have waited
+    # the 4 threads' transcripts, and one more that the failed one's thread took before the error reached the reader
+    assert len(started) <= 5 and sorted(gave_up) == sorted(set(started) - {"t0"}), (started, gave_up)
+    assert not llm.CANCEL.is_set()

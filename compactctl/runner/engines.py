@@ -217,7 +217,8 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
         with cpu.held():  # left by the summarizer as its call goes out (lane.leave), else when the work ends
             return _process(seq, t, work, ctx)
 
-    with ThreadPoolExecutor(max_workers=jobs * 2) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs * 2)
+    try:
         window: deque = deque()
         for seq, t, rej, notes in items:
             window.append(((seq, t.source, t.id, rej, notes), pool.submit(one, seq, t)))
@@ -227,6 +228,26 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
         while window:
             m, f = window.popleft()
             yield m, f.result()
+    except BaseException:  # an error (a thread's, or reading), Ctrl-C, or the reader stopped (GeneratorExit)
+        _abandon(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _abandon(pool) -> None:
+    """A run in threads that ends early starts none of the transcripts still queued, and the LLM calls in flight give up
+    (llm.CANCEL, as on Ctrl-C) rather than being waited for and their answers thrown away; CANCEL is cleared again once
+    the threads are done when it was set here (a library caller's next run)."""
+    llm = sys.modules.get("compactctl.summarizers.llm")  # not imported: no call was made
+    cancel: threading.Event | None = getattr(llm, "CANCEL", None)
+    ours = cancel is not None and not cancel.is_set()
+    if cancel is not None and ours:
+        cancel.set()
+    try:
+        pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        if cancel is not None and ours:
+            cancel.clear()
 
 
 _W: dict[str, Any] = {}

@@ -98,7 +98,9 @@ class Breaker:
     """A circuit breaker: after `threshold` failures in a row, no call for `cooldown` seconds. "In a row" is in the
     order the calls went out (`call`): with --jobs, what the calls that went out before a failure gave is waited for,
     so a few transcripts whose calls fail do not open it by ending together (a review saw 3 different outputs in 6
-    runs: healthy transcripts after them summarized offline); an outage (every call failing) opens it as before."""
+    runs: healthy transcripts after them summarized offline); an outage (every call failing) opens it as before. When
+    it opens, the calls already out still give their answers: which transcripts fall back offline depends on timing
+    (deciding each call on the outcomes of all earlier ones would cap the calls in flight at `threshold`)."""
 
     threshold: int = 3
     cooldown: float = 60.0

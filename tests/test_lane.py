@@ -158,3 +158,19 @@ def test_a_fatal_error_in_a_thread_starts_no_more_work_and_ends_the_calls_in_fli
     # the 4 threads' transcripts, and one more that the failed one's thread took before the error reached the reader
     assert len(started) <= 5 and sorted(gave_up) == sorted(set(started) - {"t0"}), (started, gave_up)
     assert not llm.CANCEL.is_set()
+
+
+def test_what_a_transcripts_work_warned_before_an_error_is_not_lost():
+    """From a review: once warnings joined a transcript's notes, one said before the work failed (an LLM summary that
+    failed, then an error with --on-error fail) was lost with the Done that never came; the error carries it."""
+    import pytest
+
+    from compactctl.runner.base import SAID_WITH, warn
+
+    def work(t: Transcript) -> Result:
+        warn(f"{t.id}: LLM summary failed")
+        raise RuntimeError("the endpoint refused the credentials")
+
+    with pytest.raises(RuntimeError) as e:
+        list(_threads(work, items(transcripts(1)), CTX, 2))
+    assert getattr(e.value, SAID_WITH) == ["compactctl: t0: LLM summary failed"]

@@ -18,7 +18,7 @@ from .. import formats
 from ..errors import CompactError, Exit
 from ..jsonl import STDIN, expand_inputs
 from ..model import Transcript
-from .base import Done, IOOptions, Result, RunStats, _Ctx, say_notes, warn
+from .base import SAID_WITH, Done, IOOptions, Result, RunStats, _Ctx, say_notes, warn
 from .engines import PruneJob, SharedSession, _materialize, _processes, _serial, _threads
 from .inputs import LAZY_FORMATS, Item, Lazy, _items, _peek, _Rejects, kind_of
 from .sinks import _Sinks, _targets, check_collisions
@@ -142,6 +142,7 @@ def run(
         raise _described(e, files, io) from None
     except Exception as e:
         say_notes(rejects.take_notes())  # read before the error
+        say_notes(getattr(e, SAID_WITH, []))  # what the failed transcript's work said before it
         sinks.fail(interrupted=False, error=e)
         _say_nothing_written(e, io, len(read_seqs))
         raise

@@ -84,6 +84,9 @@ class _Ctx:
 # While a transcript is worked on (engines._process), what `warn` says of it joins its notes, printed in input order
 # with them: a summarizer's warning from one of --jobs threads too, not at once in the order the calls ended.
 SAYING: ContextVar[Callable[[str], None] | None] = ContextVar("compactctl_saying", default=None)
+# The attribute of an error that ended a transcript's work holding what the work said before it (its notes, in order):
+# the run prints them before it ends on the error.
+SAID_WITH = "compactctl_said"
 
 
 def warn(msg: str) -> None:

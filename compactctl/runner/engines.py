@@ -24,7 +24,7 @@ from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
 from ..phases.rules import empty_log
-from .base import SAYING, Done, Result, _Ctx, noted, say_notes, warn
+from .base import SAID_WITH, SAYING, Done, Result, _Ctx, noted, say_notes, warn
 from .inputs import Item, Lazy, _Rejects
 
 
@@ -160,6 +160,9 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     token = SAYING.set(lambda msg: said.append(noted(msg)))
     try:
         done = _process_saying(seq, item, work, ctx, lambda msg: said.append(noted(msg)))
+    except Exception as e:  # what it said before the error is said with it (SAID_WITH), not lost
+        setattr(e, SAID_WITH, said + getattr(e, SAID_WITH, []))
+        raise
     finally:
         SAYING.reset(token)
     if said:

@@ -252,9 +252,14 @@ def _indent(s: str) -> int:
     return len(s.expandtabs(4))
 
 
-_LISTED = re.compile(r"([^\s(]+)(?:" + _ARGS.pattern + r")? \d+(?:-\d+)?(?= |$)")  # a name, its parameters, its lines
+_LISTED = re.compile(r"([^\s(]+)(" + _ARGS.pattern + r")? \d+(?:-\d+)?(?= |$)")  # a name, its parameters, its lines
 
 
 def listed(entries: str) -> list[str]:
     """The names of an outline as a digest lists it (`str` of each Definition, a space between them)."""
     return [m.group(1) for m in _LISTED.finditer(entries)]
+
+
+def listed_parameters(entries: str) -> list[tuple[str, str]]:
+    """(name, parameters) of each definition an outline lists with its parameters, as a digest lists them."""
+    return [(m.group(1), m.group(2)) for m in _LISTED.finditer(entries) if m.group(2)]

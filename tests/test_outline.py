@@ -111,6 +111,8 @@ def test_an_entry_gives_the_parameters_on_its_line_when_they_say_something():
     # A digest's outline line lists them so; its names read back without the parameters.
     assert outline.listed(" ".join(map(str, found))) == ["fetch", "run", "wide", "split"]
     assert outline.listed("reads a file 10 handle(e) 1-3 MyApp.Sessions 1-14") == ["file", "handle", "MyApp.Sessions"]
+    # ... and with them, for the summary's index (the definitions listed bare have none).
+    assert outline.listed_parameters(" ".join(map(str, found))) == [("fetch", "(url, *, timeout=(3, 10))")]
 
 
 def read_session(text: str):

@@ -20,7 +20,7 @@ from ..names import is_task_document, literals_in, names_in
 from ..pairs import match
 from ..redact import cut, redact
 from .constraints import constraint_sentences, sentences
-from .vocabulary import Excerpt, excerpts, index_names
+from .vocabulary import Excerpt, excerpts, index_names, signatures
 
 DECISION = re.compile(
     r"\b(?:I'll|I will|I'm going to|let's|we'll|decided|decision|instead(?: of)?|chose|choosing|going with|"
@@ -78,6 +78,7 @@ class Facts:
     notices: list[str] = field(default_factory=list)  # what the harness said (task notifications, hook output): facts, not asks
     names: list[str] = field(default_factory=list)  # the span's vocabulary, most used and most recent first, then its quoted phrases
     excerpts: list[Excerpt] = field(default_factory=list)  # lines of the span (a digest's quoted lines too) that show its names
+    signatures: dict[str, str] = field(default_factory=dict)  # a function of the span's file reads -> its parameters
     documents: list[tuple[str, list[str]]] = field(default_factory=list)  # (what showed it, its names): outputs that describe work
     cwd: str | None = None  # the session's working directory as the harness last stated it (Codex's `<cwd>`)
 
@@ -435,6 +436,7 @@ def extract(
             last_final = i
     f.names = index_names(messages, start, end, prior)
     f.excerpts = excerpts(messages[start:end], f.names)
+    f.signatures = signatures(messages[start:end])
     f.cwd = ex.cwd
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):

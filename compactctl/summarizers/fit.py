@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..lean import dataclass
 from ..markers import NAMES_SEP, QUOTE_HEAD, QUOTE_INDENT
-from ..names import greedy
+from ..names import greedy, names_in
 from ..redact import redact
 from ..tokens import Counter
 from .prompt import SECTIONS, escape_body
@@ -90,12 +90,40 @@ def index_items(names: list[str], order: int, first: int = NAMES_PER_LINE) -> li
     ]
 
 
-_INDEX_NAME = re.compile(r'"[^"]*"|[^ ]+')  # a name, or a quoted phrase (it holds spaces; never a double quote)
+# A quoted phrase (it holds spaces; never a double quote), a name with its parameters (`with_signatures`; they may hold
+# spaces), or a name.
+_INDEX_NAME = re.compile(r'"[^"]*"|[^\s"(]+\((?:[^()\n]|\([^()\n]*\))*\)|[^ ]+')
 
 
 def index_line_names(line: str) -> list[str]:
     """The names an index line lists (its quoted phrases whole)."""
     return _INDEX_NAME.findall(line[len(INDEX_LINE) :])
+
+
+# What a name's parameters may cost in the index beyond the names they show (which it then does not list again): the
+# two parentheses, about.
+SIGNATURE_EXTRA = 2
+
+
+def with_signatures(names: list[str], signatures: dict[str, str], counter: Counter) -> list[str]:
+    """The index's names with a function's parameters beside its name (`capture_pane(pane_id)`, from `signatures`:
+    what a call of it passes, where a list shows the two names apart) when they cost at most SIGNATURE_EXTRA tokens
+    more than the names of the list they show, which it then leaves out: the same room, the names in the shape the
+    code uses them. Never a signature redaction would change."""
+    listed = set(names)
+    entries: dict[str, str] = {}
+    for name in names:
+        args = signatures.get(name)
+        if not args or redact(name + args) != name + args:
+            continue
+        inner = {n for n in names_in(args) if n != name and n in listed}
+        extra = counter.text(name + args) - counter.text(name) - sum(counter.text(NAMES_SEP + n) for n in inner)
+        if extra <= SIGNATURE_EXTRA:
+            entries[name] = name + args
+    if not entries:
+        return names
+    said = "\n".join(entries.values())
+    return [entries.get(n, n) for n in names if n in entries or not shown(n, said)]
 
 
 def index_fit(names: list[str], counter: Counter, room: int) -> int:

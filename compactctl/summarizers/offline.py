@@ -23,7 +23,7 @@ from ..markers import NAMES_SEP, quote_block
 from ..redact import cut
 from ..tokens import Counter
 from .facts import FAILED_VERB, Facts
-from .fit import INDEX_LINE, NAMES_PER_LINE, Item, Tier, fit, shown
+from .fit import INDEX_LINE, NAMES_PER_LINE, Item, Tier, fit, shown, with_signatures
 from .prompt import parse_sections
 from .vocabulary import showing
 
@@ -393,7 +393,8 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
         build(b)
     _apply_focus(b.items, focus)
     # The identifier index: the vocabulary of the replaced turns, most used first, in its share of the room.
-    # It lists only names the rest of the summary does not show: a first fit tells what that is.
+    # It lists only names the rest of the summary does not show: a first fit tells what that is. The second writes a
+    # function's parameters beside its name where that costs about the tokens of its parentheses (fit.with_signatures).
     written = b.written()
     names = list(dict.fromkeys(b.rel(n) for n in facts.names if not shown(n, written)))
     if b.root:
@@ -403,4 +404,4 @@ def summarize(facts: Facts, counter: Counter, budget: int, focus: str | None = N
     text = fit(b.items, counter, budget, names, excerpts)
     carried = {it.text for it in b.items if it.text.startswith(INDEX_LINE)}  # an earlier summary's index lines
     rest = "\n".join(ln for ln in text.split("\n") if not ln.startswith(INDEX_LINE) or ln in carried)
-    return fit(b.items, counter, budget, [n for n in names if not shown(n, rest)], excerpts)
+    return fit(b.items, counter, budget, with_signatures([n for n in names if not shown(n, rest)], facts.signatures, counter), excerpts)

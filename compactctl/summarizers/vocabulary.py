@@ -95,6 +95,26 @@ def _defined(text: str) -> frozenset[str]:
     return frozenset(d.name for d in outline.definitions(text)) if "\n" in text else frozenset()
 
 
+def signatures(messages: list[Message]) -> dict[str, str]:
+    """The parameters of each function the messages' file reads define (`capture_pane` -> "(pane_id)"): from a
+    numbered read's definitions, or from the outline line of the digest prune made of it; the newest read first. The
+    index writes them beside the name (`fit.with_signatures`): what a call of it passes."""
+    out: dict[str, str] = {}
+    for m in reversed(messages):
+        if not is_output(m):
+            continue
+        text = m.text()
+        if OUTLINE_LINE in text:
+            pairs = [
+                p for ln in text.split("\n") if ln.startswith(OUTLINE_LINE) for p in outline.listed_parameters(ln[len(OUTLINE_LINE) :])
+            ]
+        else:
+            pairs = [(d.name, d.args) for d in outline.definitions(text) if d.args] if "\n" in text else []
+        for name, args in pairs:
+            out.setdefault(name, args)
+    return out
+
+
 # ---- excerpts: the index's names with their neighbours
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
@@ -265,6 +265,30 @@ class Counter:
                     run += p
             n = self._remember(s, n + self._run(run))
         return n
+
+    def runs_over(self, parts: Iterable[str], most: int) -> bool:
+        """Whether "".join(parts) is sure to count more than `most` tokens, from its leading runs (text_from's): True when
+        the runs that end before its last one add up to more (each is part of the text's count), False when they do
+        not (the text may still count more). Reads `parts` only as far as it takes: a digest with thousands of names
+        tried at a size it cannot fit is settled by its first names, not counted whole (prune._use_room)."""
+        if self.approx:
+            chars = 0
+            for p in parts:
+                chars += len(p)
+                if (chars + 3) // 4 > most:
+                    return True
+            return False
+        n = 0
+        run = ""
+        for p in parts:
+            if p[:1] in _SPLIT and run[-1:] in _ALNUM:
+                n += self._run(run)
+                if n > most:
+                    return True
+                run = p
+            else:
+                run += p
+        return False
 
     def _run(self, s: str) -> int:
         """The count of a run of text_from, memoized (RUNS_MAX runs at most)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 import orjson
 import pytest
@@ -22,6 +23,7 @@ from compactctl.summarizers import fit, offline
 from compactctl.summarizers.constraints import constraint_sentences
 from compactctl.summarizers.facts import Facts, extract
 from compactctl.summarizers.prompt import parse_sections
+from compactctl.tokens import Counter as Counter_
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES
@@ -237,6 +239,49 @@ def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds(
         assert out.messages[3].text().count("handler_") >= 2 * names64
         assert out.messages[5] is t.messages[5]  # only as far as needed
     assert st.tokens_after is None or st.tokens_after == after
+
+
+def test_a_digest_tried_at_a_size_it_cannot_fit_is_settled_by_its_first_names(monkeypatch):
+    """The room is tried with all of a long output's names first, then with half as many and so on: each size that
+    cannot fit is settled by the count of its first names (Counter.runs_over), not checked (pick_safe) and counted
+    whole. A log of 200,000 lines (300,000 names, a 7 MB digest tried at ~19 sizes) took ~5 s in this search alone.
+    Work units, not time: names checked and characters of runs tokenized; and the same digest as with the bound off."""
+    body = "\n".join(f"tests/t_{k}.py::test_case_{k} PASSED compute_{k}(row_{k})" for k in range(20_000))
+    t = first_read(body)
+    total = sum(COUNTER.messages(t.messages))
+    out64, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=10))
+    size64 = total - COUNTER.message(t.messages[3]) + COUNTER.message(out64.messages[3])
+    opts = PruneOptions(protect_tokens=10, target=size64 + 400)  # room for ~100 more names, of 80,000
+    everything = len(prune_steps.names_in(body))
+    checked: list[str] = []
+    tokenized = [0]
+    safe, run, over = prune_steps._safe_name, Counter_._run, Counter_.runs_over
+    bound = [True]
+
+    def counted_run(self, s):
+        if s not in self._runs:
+            tokenized[0] += len(s)
+        return run(self, s)
+
+    monkeypatch.setattr(prune_steps, "_safe_name", lambda n: checked.append(n) or safe(n))
+    monkeypatch.setattr(Counter_, "_run", counted_run)
+    monkeypatch.setattr(Counter_, "runs_over", lambda self, parts, most: over(self, parts, most) if bound[0] else any(False for _ in parts))
+    for exact in (True, False):
+        checked.clear()
+        tokenized[0] = 0
+        bound[0] = True
+        out, _ = api.prune(t, make_counter("gpt-4o"), replace(opts, exact_totals=exact))
+        kept = len(out.messages[3].text().partition(NAMES_LINE)[2].split())
+        assert 128 < kept < everything // 100, exact
+        assert len(checked) < everything // 10, (exact, len(checked), everything)  # was 148,799: all of them, half, ...
+        assert tokenized[0] < len(body) // 10, (
+            exact,
+            tokenized[0],
+            len(body),
+        )  # was 1.7 MB (the digest with all its names, 1.1 MB, and halves)
+        bound[0] = False  # the bound off: the same digest
+        same, _ = api.prune(t, make_counter("gpt-4o"), replace(opts, exact_totals=exact))
+        assert api.write(same) == api.write(out), exact
 
 
 def test_room_left_once_every_digest_keeps_all_its_names_goes_to_the_outputs_first_lines():

@@ -80,6 +80,25 @@ def test_text_from_parts_is_the_count_of_the_text(parts, enc):
     assert make_counter(encoding=enc, tokenizer="approx").text_from(text, parts) == (len(text) + 3) // 4
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(PIECES, min_size=0, max_size=6).map("".join), min_size=0, max_size=40),
+    st.integers(-1, 60),
+    st.sampled_from(sorted(COUNTERS)),
+    st.booleans(),
+)
+def test_runs_over_is_sure_and_reads_only_as_far_as_it_takes(parts, most, enc, approx):
+    """Counter.runs_over: True only when the text counts more than `most` (a digest's size that cannot fit, settled by
+    its first parts); the parts after the one that settles it are not read."""
+    c = make_counter(encoding=enc, tokenizer="approx") if approx else COUNTERS[enc]
+    read: list[str] = []
+    if c.runs_over((read.append(p) or p for p in parts), most):
+        assert c.text_from("".join(parts), parts) > most
+        assert not c.runs_over(read[:-1], most)  # the last part it read settled it
+    else:
+        assert read == parts
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(PIECES, min_size=300, max_size=1200).map("".join), st.integers(-5, 600))
 def test_text_bound_is_exact_or_at_least_the_need(text, need):

@@ -305,7 +305,8 @@ MIN_ROOM = 16
 def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: PassStats, count: bool = True) -> int:
     """The last reduction took the transcript under its target with `room` tokens to spare: a digest
     keeps as many more names as that room holds (the reduction goes only as far as the target needs).
-    Replaces ctx.msgs[i] and returns the tokens it added (0 when it stays as it was)."""
+    Replaces ctx.msgs[i] and returns the tokens it added (0 when it stays as it was). A size tried that is
+    sure not to fit by its first parts is not made whole (`most`: _Context._with_names)."""
     if step not in (OLD_OK, OLD_FAILED, OLD_DOC) or room < MIN_ROOM or not ctx.opts.digest_names:
         return 0
     counter, cur = ctx.counter, ctx.msgs[i]
@@ -314,7 +315,7 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
     hi = len(ctx.names_of(old.text()))
     best, best_tokens = cur, base
     if hi > lo:  # all of them, when the room holds them (no search)
-        new = ctx.reduce_from(old, i, step, hi)
+        new = ctx.reduce_from(old, i, step, hi, most=base + room)
         tokens = counter.message(new) if new is not None else room + base + 1
         if new is not None and tokens - base <= room:
             best, best_tokens, lo = new, tokens, hi
@@ -322,7 +323,7 @@ def _use_room(ctx: _Context, i: int, step: int, old: Message, room: int, stats: 
             hi -= 1
     while lo < hi:  # the most names whose digest fits base + room
         mid = (lo + hi + 1) // 2
-        new = ctx.reduce_from(old, i, step, mid)
+        new = ctx.reduce_from(old, i, step, mid, most=base + room)
         tokens = counter.message(new) if new is not None else room + base + 1
         if new is not None and tokens - base <= room:
             best, best_tokens, lo = new, tokens, mid

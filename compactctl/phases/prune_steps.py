@@ -12,8 +12,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable
-from itertools import accumulate, islice
+from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate, chain, islice
 from typing import Any
 
 import orjson
@@ -309,13 +309,14 @@ class _Context:
             later.texts.add(text)
         return step
 
-    def reduce_from(self, old: Message, i: int, step: int, names: int, signatures: bool = True) -> Message | None:
+    def reduce_from(self, old: Message, i: int, step: int, names: int, signatures: bool = True, most: int | None = None) -> Message | None:
         """What `step` makes of message i's original `old` with `names` names, tagged as the first change
-        (message i may be a reduction of it already; it is left as it is); `signatures`: as `_with_names` takes it."""
+        (message i may be a reduction of it already; it is left as it is); `signatures`, `most`: as `_with_names` takes
+        them."""
         cur = self.msgs[i]
         self.msgs[i] = old
         try:
-            return self.reduce(i, step, names, signatures)
+            return self.reduce(i, step, names, signatures, most)
         finally:
             self.msgs[i] = cur
 
@@ -364,17 +365,20 @@ class _Context:
         (each name once a line; memoized: an excerpt is sized by a few tries)."""
         return _memo(self._uses, text, lambda: line_uses(text, _most_used(set(self.names_of(text)), self.weight, len(text))))
 
-    def reduce(self, i: int, step: int, names: int | None = None, signatures: bool = True) -> Message | None:
+    def reduce(self, i: int, step: int, names: int | None = None, signatures: bool = True, most: int | None = None) -> Message | None:
         """Message i after `step`, tagged as its first change (_tagged); `names`: the names its digest keeps
-        (default: opts.digest_names); `signatures`: as `_with_names` takes it."""
+        (default: opts.digest_names); `signatures`, `most`: as `_with_names` takes them."""
         m = self.msgs[i]
-        new = self._reduced(i, m, step, names, signatures)
+        new = self._reduced(i, m, step, names, signatures, most)
         if new is None:
             return None
         return _tagged(m, new, self.opts) if isinstance(new, Message) else self._replaced(m, new)
 
-    def _reduced(self, i: int, m: Message, step: int, names: int | None, signatures: bool = True) -> Message | list[str] | None:
-        """Message i (`m`) after `step`, untagged, or the parts of the text that replaces its content (a digest)."""
+    def _reduced(
+        self, i: int, m: Message, step: int, names: int | None, signatures: bool = True, most: int | None = None
+    ) -> Message | list[str] | None:
+        """Message i (`m`) after `step`, untagged, or the parts of the text that replaces its content (a digest); None
+        when it is no reduction, or a digest sure to count more than `most` tokens (_with_names)."""
         if step == IMAGE:
             if not isinstance(m.content, list) or not any(is_image_part(p) for p in m.content):
                 return None
@@ -405,10 +409,10 @@ class _Context:
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
         line = describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
         if step == SUPERSEDE:
-            parts = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
+            parts: list[str] | None = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
         else:
-            parts = self._with_names(line, text, step == OLD_DOC, names, used_only=is_demonstration(m), signatures=signatures)
-        return parts if sum(map(len, parts)) < len(text) else None
+            parts = self._with_names(line, text, step == OLD_DOC, names, is_demonstration(m), signatures, most)
+        return parts if parts is not None and sum(map(len, parts)) < len(text) else None
 
     def _replaced(self, m: Message, parts: list[str]) -> Message:
         """`m` with its content replaced by the text of `parts`, tagged as its first change (as _tagged does: its
@@ -422,12 +426,21 @@ class _Context:
         return m.evolve(content=_same_shape(m.content, text))
 
     def _with_names(
-        self, line: str, text: str, doc: bool, keep: int | None = None, used_only: bool = False, signatures: bool = True
-    ) -> list[str]:
+        self,
+        line: str,
+        text: str,
+        doc: bool,
+        keep: int | None = None,
+        used_only: bool = False,
+        signatures: bool = True,
+        most: int | None = None,
+    ) -> list[str] | None:
         """The parts of a digest: its line and the names of the output it replaces (a document's: 4x, in order; any
         other's: ranked by use, then its quoted phrases), one part each; `keep`: how many names, when not the default;
         `used_only` (a demonstration, model.is_demonstration): only names the person or the agent wrote too (the
-        interface's commands), no quoted phrase."""
+        interface's commands), no quoted phrase. `most`: None instead when its parts up to its names are sure to count
+        more than `most` tokens (Counter.runs_over), its names checked (pick_safe) only as far as that takes: a digest
+        of a long output tried with all of its names (prune._use_room) checked and counted hundreds of thousands."""
         default = self.opts.digest_names * DOC_NAMES_FACTOR if doc else self.opts.digest_names
         limit = keep if keep is not None else default
         parts = [line]
@@ -446,10 +459,15 @@ class _Context:
         lines = self._line_index(plain) if quote else None
         parts, candidates, limit = _with_quoted(parts, line, lines, candidates, limit, quote)
         source = plain if self.opts.check_names else ""
-        names = pick_safe(candidates, exclude=line, limit=limit, source=source) if limit > 0 else []
+        label = DOC_NAMES_LINE if doc else NAMES_LINE
+        safe = safe_names(candidates, exclude=line, limit=limit, source=source)
+        names: list[str] = []
+        if most is not None and self.counter.runs_over(chain(parts, _listing(label, safe, names)), most):
+            return None
+        names += safe  # (all of them, or those the bound left unread)
         if not doc and not used_only:
             names += self._phrases(text, line, source)
-        return parts + _listed(DOC_NAMES_LINE if doc else NAMES_LINE, names) if names else parts
+        return parts + _listed(label, names) if names else parts
 
     def _phrases(self, text: str, line: str, source: str) -> list[str]:
         """The quoted phrases a digest keeps after its names (safe_literals): none when it keeps no names."""
@@ -578,6 +596,17 @@ def _listed(label: str, items: list[str]) -> list[str]:
     return ["\n" + label, items[0], *(NAMES_SEP + x for x in items[1:])]
 
 
+def _listing(label: str, items: Iterable[str], into: list[str]) -> Iterator[str]:
+    """_listed's parts, each item read from `items` only when its part is (and appended to `into`)."""
+    for x in items:
+        if into:
+            yield NAMES_SEP + x
+        else:
+            yield "\n" + label
+            yield x
+        into.append(x)
+
+
 def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
     """Every name of `text` (of its redacted form when it holds key material), most used first by `weight`
     (None: in order of appearance); `names_of`: names_in or a memoized one."""
@@ -590,11 +619,16 @@ def pick_safe(candidates: list[str], exclude: str, limit: int, source: str = "")
     """The first `limit` of `candidates` (candidate_names) not in `exclude`, among the first `limit` + 8 of
     those, the ones that could be a fragment of a secret dropped, and those redaction takes from where they stand in
     `source` (the text they are names of): a value known by its key (`password: X`) is a name no rule knows alone."""
+    return list(safe_names(candidates, exclude, limit, source))
+
+
+def safe_names(candidates: list[str], exclude: str, limit: int, source: str = "") -> Iterator[str]:
+    """pick_safe's names, each checked as it is read."""
     if limit <= 0:
-        return []
+        return iter(())
     picked = filter(_safe_name, first_not_in(candidates, exclude, limit + 8))
     kept = (n for n in picked if not taken_where_it_stands(n, source)) if source else picked
-    return list(islice(kept, limit))  # checked until `limit` are kept
+    return islice(kept, limit)  # checked until `limit` are kept
 
 
 # A number or a lower-case hex digest (a commit, a checksum): no redaction rule changes one (tests/test_secrets.py

@@ -47,7 +47,8 @@ BOUND_CHARS_PER_TOKEN = 3  # text_bound's first part: characters a needed token
 _CUT = re.compile(r"[A-Za-z0-9](?=[ \n])")
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")  # _CUT's, as sets: text_from's test
 _SPLIT = frozenset(" \n")
-RUNS_MAX = 1 << 16  # runs Counter.text_from keeps counted (short texts: a name with its separator)
+RUNS_MAX = 1 << 16  # runs Counter.text_from keeps counted (short texts: a name with its separator), or twice those of
+# the longest text it counted, when more: a digest tried at several sizes (prune._use_room) counts the same runs again
 
 # Known context windows (tokens). Unknown models need --context-window.
 CONTEXT_WINDOWS = {
@@ -188,6 +189,7 @@ class Counter:
         self._fast: FastCounter | None = None
         self._fast_chars = 0
         self._runs: dict[str, int] = {}  # text_from's runs, counted
+        self._runs_max = RUNS_MAX
 
     def expect(self, input_bytes: int) -> None:
         """Inputs this large are counted by tiktoken's encoder from the start (JSON escapes and
@@ -253,17 +255,19 @@ class Counter:
             return self.text(s)
         n = self._memo.get(s)
         if n is None:
-            n = 0
+            n = runs = 0
             run = ""
             counted = self._runs.get
             for p in parts:
                 if p[:1] in _SPLIT and run[-1:] in _ALNUM:
                     c = counted(run)
                     n += c if c is not None else self._run(run)
+                    runs += 1
                     run = p
                 else:
                     run += p
             n = self._remember(s, n + self._run(run))
+            self._hold(runs + 1)
         return n
 
     def runs_over(self, parts: Iterable[str], most: int) -> bool:
@@ -278,23 +282,33 @@ class Counter:
                 if (chars + 3) // 4 > most:
                     return True
             return False
-        n = 0
+        n = runs = 0
         run = ""
+        over = False
         for p in parts:
             if p[:1] in _SPLIT and run[-1:] in _ALNUM:
                 n += self._run(run)
+                runs += 1
                 if n > most:
-                    return True
+                    over = True
+                    break
                 run = p
             else:
                 run += p
-        return False
+        self._hold(runs)
+        return over
+
+    def _hold(self, runs: int) -> None:
+        """The run memo holds twice `runs` (those of a text just counted) from now on, when that is more than it held:
+        the same digest counted again at another size finds its runs (a memo cleared as it fills counts them all again)."""
+        if 2 * runs > self._runs_max:
+            self._runs_max = 2 * runs
 
     def _run(self, s: str) -> int:
-        """The count of a run of text_from, memoized (RUNS_MAX runs at most)."""
+        """The count of a run of text_from, memoized (RUNS_MAX runs at most, or twice those of the longest text: _hold)."""
         n = self._runs.get(s)
         if n is None:
-            if len(self._runs) >= RUNS_MAX:
+            if len(self._runs) >= self._runs_max:
                 self._runs.clear()
             n = self._runs[s] = self._count(s) if s else 0
         return n

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compactctl import tokens
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Message, ToolCall, Transcript
 from compactctl.phases import prune as P
@@ -78,6 +79,25 @@ def test_text_from_parts_is_the_count_of_the_text(parts, enc):
     assert c.text_from(text, parts) == exact
     assert c.text(text) == exact  # memoized
     assert make_counter(encoding=enc, tokenizer="approx").text_from(text, parts) == (len(text) + 3) // 4
+
+
+def test_the_run_memo_holds_a_text_counted_again(monkeypatch):
+    """A digest with more names than the run memo held (RUNS_MAX) counted again at other sizes (prune._use_room's
+    search) tokenizes its runs once more at most: the memo holds twice the runs of the longest text since. (It was
+    cleared as it filled, and every try counted every name again: with a 1M window, a log's digest of 75,000 names
+    tried at 19 sizes.)"""
+    monkeypatch.setattr(tokens, "RUNS_MAX", 100)
+    c = make_counter(encoding="o200k_base")
+    parts = ["[terminal] ran make", "\n  names: ", "name_0", *(f" name_{k}" for k in range(1, 300))]
+    tokenized: list[str] = []
+    count = c._count
+    monkeypatch.setattr(c, "_count", lambda s: tokenized.append(s) or count(s), raising=False)
+    whole = c.text_from("".join(parts), parts)
+    for size in (300, 150, 225, 187, 300):  # the sizes a search tries
+        c._memo.clear()  # (texts are memoized whole too: counted from their runs here)
+        assert c.text_from("".join(parts[:size]), parts[:size]) == len(c.encode("".join(parts[:size])))
+    assert c.runs_over(parts, whole - 5) and not c.runs_over(parts, whole)
+    assert len(tokenized) <= 2 * 301  # its 301 runs counted first, and those the memo let go of as it filled then
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -244,8 +244,9 @@ def test_the_last_digest_keeps_as_many_names_as_the_room_under_the_target_holds(
 def test_a_digest_tried_at_a_size_it_cannot_fit_is_settled_by_its_first_names(monkeypatch):
     """The room is tried with all of a long output's names first, then with half as many and so on: each size that
     cannot fit is settled by the count of its first names (Counter.runs_over), not checked (pick_safe) and counted
-    whole. A log of 200,000 lines (300,000 names, a 7 MB digest tried at ~19 sizes) took ~5 s in this search alone.
-    Work units, not time: names checked and characters of runs tokenized; and the same digest as with the bound off."""
+    whole, nor are its candidates read past those. A log of 200,000 lines (300,000 names, a 7 MB digest tried at ~19
+    sizes) took ~5 s in this search alone. Work units, not time: names checked, characters of runs tokenized, candidate
+    names read; and the same digest as with the bound off."""
     body = "\n".join(f"tests/t_{k}.py::test_case_{k} PASSED compute_{k}(row_{k})" for k in range(20_000))
     t = first_read(body)
     total = sum(COUNTER.messages(t.messages))
@@ -263,22 +264,33 @@ def test_a_digest_tried_at_a_size_it_cannot_fit_is_settled_by_its_first_names(mo
             tokenized[0] += len(s)
         return run(self, s)
 
+    class Read(list):
+        """The ranked candidates of a digest, counting the names read from them."""
+
+        read = 0
+
+        def __iter__(self):
+            for x in list.__iter__(self):
+                Read.read += 1
+                yield x
+
+    rank = prune_steps.ranked
+    monkeypatch.setattr(prune_steps, "ranked", lambda names, weight: Read(rank(names, weight)))
     monkeypatch.setattr(prune_steps, "_safe_name", lambda n: checked.append(n) or safe(n))
     monkeypatch.setattr(Counter_, "_run", counted_run)
     monkeypatch.setattr(Counter_, "runs_over", lambda self, parts, most: over(self, parts, most) if bound[0] else any(False for _ in parts))
     for exact in (True, False):
         checked.clear()
-        tokenized[0] = 0
+        tokenized[0] = Read.read = 0
         bound[0] = True
         out, _ = api.prune(t, make_counter("gpt-4o"), replace(opts, exact_totals=exact))
         kept = len(out.messages[3].text().partition(NAMES_LINE)[2].split())
         assert 128 < kept < everything // 100, exact
-        assert len(checked) < everything // 10, (exact, len(checked), everything)  # was 148,799: all of them, half, ...
-        assert tokenized[0] < len(body) // 10, (
-            exact,
-            tokenized[0],
-            len(body),
-        )  # was 1.7 MB (the digest with all its names, 1.1 MB, and halves)
+        # Without the bound, 148,799 names checked (all of them, half, ...) and 1.7 MB of runs tokenized (the digest with
+        # all its names is 1.1 MB, then halves); with it, but each size's candidates read whole, 751,680 names read.
+        assert len(checked) < everything // 10, (exact, len(checked), everything)
+        assert tokenized[0] < len(body) // 10, (exact, tokenized[0], len(body))
+        assert Read.read < 2 * everything, (exact, Read.read, everything)
         bound[0] = False  # the bound off: the same digest
         same, _ = api.prune(t, make_counter("gpt-4o"), replace(opts, exact_totals=exact))
         assert api.write(same) == api.write(out), exact

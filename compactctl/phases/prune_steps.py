@@ -155,6 +155,7 @@ class _Context:
         self._plain: dict[str, str] = {}
         self._uses: dict[str, list[int]] = {}
         self._lines: LineIndex | None = None
+        self._keyed = False  # whether self._lines's text holds key material
         keep = {k.lower() for k in opts.keep_tools}
         # --keep-tool outputs, and the person's answers to the agent's questions (their words, in a tool result)
         self.kept = {i for i, c in self.call_of.items() if c.name.lower() in keep or tools.kind_of(c.name) == "ask"}
@@ -186,12 +187,14 @@ class _Context:
         """An output as the tool printed it (_unwrapped), memoized: its names and the lines it quotes read it."""
         return _memo(self._plain, text, lambda: _unwrapped(text))
 
-    def _line_index(self, plain: str) -> LineIndex:
+    def _line_index(self, plain: str) -> LineIndex | None:
         """A names.LineIndex of an output as printed (_unwrapped), the last one's kept: a digest is made again at other
-        sizes (prune._use_room), one output after another."""
+        sizes (prune._use_room), one output after another. None for one with key material (a digest quotes none of its
+        lines; looked for once, not at each size: a scan of the whole output)."""
         if self._lines is None or self._lines.text is not plain:
             self._lines = LineIndex(plain)
-        return self._lines
+            self._keyed = "PRIVATE KEY" in plain or "PRIVATE_KEY" in plain
+        return None if self._keyed else self._lines
 
     def _outline_of(self, text: str) -> list[outline.Definition]:
         """outline.definitions(text) without a secret-shaped name (a test's title may hold a password), memoized."""
@@ -457,10 +460,10 @@ class _Context:
         quote = per if per >= VOCABULARY_FACTOR and not (doc or used_only) else 0
         plain = self._unwrapped(text)
         lines = self._line_index(plain) if quote else None
-        parts, candidates, limit = _with_quoted(parts, line, lines, candidates, limit, quote)
+        parts, rest, limit = _with_quoted(parts, line, lines, candidates, limit, quote)
         source = plain if self.opts.check_names else ""
         label = DOC_NAMES_LINE if doc else NAMES_LINE
-        safe = safe_names(candidates, exclude=line, limit=limit, source=source)
+        safe = safe_names(rest, exclude=line, limit=limit, source=source)
         names: list[str] = []
         if most is not None and self.counter.runs_over(chain(parts, _listing(label, safe, names)), most):
             return None
@@ -490,28 +493,28 @@ def _with_outline(parts: list[str], entries: list[outline.Definition], limit: in
 
 def _with_quoted(
     parts: list[str], said: str, plain: LineIndex | None, candidates: list[str], limit: int, per: int
-) -> tuple[list[str], list[str], int]:
+) -> tuple[list[str], Iterable[str], int]:
     """A digest's parts with the lines it quotes of its output as printed (`plain`: a LineIndex of it, _unwrapped; a
     line each; `per` x QUOTED_KEPT of them) for names its parts so far
-    (`said`: its line, an outline) do not show, the candidate names those lines do not show, and how many of them its
+    (`said`: its line, an outline) do not show, the candidate names those lines do not show (read as far as the names
+    line needs: of a long output, a few of hundreds of thousands), and how many of them its
     names line lists: `limit` less the names the lines show. `per` 0: none (a document's digest lists its names in
     order; a demonstration's keeps only the interface's commands)."""
     quoted = _quoted(plain, first_not_in(candidates, said, QUOTE_NAMES * per), per) if plain is not None and limit > 0 and per else []
     if not quoted:
         return parts, candidates, limit
     shown = set(names_in("\n".join(quoted)))
-    rest = [n for n in candidates if n not in shown]
+    rest = (n for n in candidates if n not in shown)
     return parts + [f"\n{QUOTED_LINE}{q}" for q in quoted], rest, limit - len(shown.intersection(candidates[:limit]))
 
 
 def _quoted(plain: LineIndex, candidates: list[str], per: int) -> list[str]:
     """The lines a digest quotes whole (names.quoted_lines, `per` x QUOTED_KEPT at most) of its output as printed
-    (`plain`: a LineIndex of it, Codex's JSON, Gemini's lines unwrapped), never one redaction would change, none of a
-    text with key material."""
-    text = plain.text
-    if not QUOTED_KEPT or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+    (`plain`: a LineIndex of it, Codex's JSON, Gemini's lines unwrapped, none for a text with key material:
+    _Context._line_index), never one redaction would change."""
+    if not QUOTED_KEPT:
         return []
-    return [q for q in quoted_lines(text, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per, plain) if _unchanged_by_redaction(q)]
+    return [q for q in quoted_lines(plain.text, candidates, QUOTED_KEPT * per, QUOTE_NAMES * per, plain) if _unchanged_by_redaction(q)]
 
 
 # Characters line_uses may scan in all (a scan of the text a name): past it, the most used names only (~25 ms).
@@ -622,11 +625,11 @@ def pick_safe(candidates: list[str], exclude: str, limit: int, source: str = "")
     return list(safe_names(candidates, exclude, limit, source))
 
 
-def safe_names(candidates: list[str], exclude: str, limit: int, source: str = "") -> Iterator[str]:
-    """pick_safe's names, each checked as it is read."""
+def safe_names(candidates: Iterable[str], exclude: str, limit: int, source: str = "") -> Iterator[str]:
+    """pick_safe's names, each checked as it is read, and each candidate read only then."""
     if limit <= 0:
         return iter(())
-    picked = filter(_safe_name, first_not_in(candidates, exclude, limit + 8))
+    picked = filter(_safe_name, islice((n for n in candidates if n not in exclude), limit + 8))  # (first_not_in's)
     kept = (n for n in picked if not taken_where_it_stands(n, source)) if source else picked
     return islice(kept, limit)  # checked until `limit` are kept
 

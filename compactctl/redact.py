@@ -40,17 +40,22 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     (
         "PRIVATE KEY",
         ("private key",),
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        # the body never crosses another BEGIN line: from each of many BEGIN lines without an END, the search for one
+        # ran to the text's end (quadratic)
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?!-----BEGIN)[\s\S])*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
         None,
     ),
     (
         "PRIVATE KEY",
-        # An unterminated block (cut or truncated, or an excerpt's first lines): the BEGIN line and its body, its lines
-        # apart by a newline or a JSON text's `\n`, and one blank line allowed between them (an encrypted key's RFC 1421
+        # An unterminated block (cut or truncated, or an excerpt's first lines): the BEGIN line and its body. Its lines
+        # are apart by a newline or JSON's escaped one (escaped once or more), may begin with a numbered read's line
+        # number (`     5→`, `cat -n`), and a blank line or two may stand between them (an encrypted key's RFC 1421
         # headers, Proc-Type and DEK-Info, end with one: the body after it, and its short last line, is the key's).
+        # Only those headers are read as the key's: an `Error:` line after an empty block is the tool's.
         ("private key",),
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[ \t]*(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*){0,2}(?:[A-Za-z0-9+/=]{8,}|[A-Za-z\-]+:(?:(?!\\n)[^\n])*))*",
+        r"(?:[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)(?:[ \t]*\d+(?:→|\t))?[ \t]*){0,3}"
+        r"(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):(?:(?!\\n)[^\n])*))*",
         None,
     ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
@@ -309,6 +314,32 @@ def redact(text: str) -> str:
     return out
 
 
+# The END line of a private key whose BEGIN line is not in the text (`tail -3 key.pem`, an output cut before it), and
+# one of its body lines (a numbered read's line number first, as in the rules above).
+_KEY_END = re.compile(r"^[ \t]*(?:\d+(?:→|\t))?[ \t]*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", re.M)
+_KEY_LINE = re.compile(r"[ \t]*(?:\d+(?:→|\t))?[ \t]*(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):.*)?[ \t\r]*")
+KEY_LINES_MAX = 256  # body lines looked at above an END line (an 8192-bit RSA key has about 100)
+
+
+def _key_tails(text: str) -> str:
+    """The body lines above each END line of a private key that the rules left (its BEGIN line is not in the text:
+    they take a whole or an unterminated block), and the END line, redacted: a key's last lines are its own only
+    by the END line after them. Walked back line by line (a regex looking back through them would retry from every
+    line of a long base64 output)."""
+    out, last = [], 0
+    for m in _KEY_END.finditer(text):
+        start, k = m.start(), 0
+        while start > last and k < KEY_LINES_MAX:
+            prev = text.rfind("\n", last, start - 1) + 1 if start - 1 > last else last
+            if not _KEY_LINE.fullmatch(text, prev, start - 1):
+                break
+            start, k = prev, k + 1
+        if k:
+            out.append(text[last:start] + "[REDACTED PRIVATE KEY]")
+            last = m.end()
+    return "".join(out) + text[last:] if out else text
+
+
 def _redact(text: str) -> str:
     if not text:
         return text
@@ -326,6 +357,8 @@ def _redact(text: str) -> str:
                 for rx, repl in _FIELDS:
                     lines[i] = _compiled(rx).sub(repl, lines[i])
         text = "\n".join(lines)
+    if "-----end" in low and "private key" in low:
+        text = _key_tails(text)
     if len(text) >= 26:
         text = _QUOTED.sub(_high_entropy, text)
     if len(text) >= 32:

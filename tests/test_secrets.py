@@ -643,3 +643,45 @@ def test_the_summarys_index_names_no_line_of_a_private_key():
         ranked = rank_names([Message(role="tool", content=f"{text}\nrender_report ok", tool_call_id="c1")])
         assert "render_report" in ranked
         assert not any(n in line for n in ranked for line in body if len(n) >= 8), ranked
+
+
+@pytest.mark.parametrize("form", ["numbered-read", "cat-n", "double-escaped-json", "two-blank-lines", "tail-only"])
+def test_no_body_line_of_a_key_survives_in_other_forms(form):
+    """A second review of the rule above: a numbered read (`     5→`, `cat -n`) put a number before each body line, so
+    the rule stopped at the BEGIN line; a JSON text escaped twice, two blank lines, and the last lines of a key without
+    its BEGIN line (`tail -3 key.pem`) left the short last line too."""
+    key, body = _encrypted_key()
+    lines = key.split("\n")
+    cut = "\n".join(lines[:-1])  # before its END line
+    text = {
+        "numbered-read": "\n".join(f"{k + 1:>6}→{ln}" for k, ln in enumerate(lines[:-1])),
+        "cat-n": "\n".join(f"{k + 1:>6}\t{ln}" for k, ln in enumerate(lines[:-1])),
+        "double-escaped-json": cut.replace("\n", "\\\\n"),
+        "two-blank-lines": cut.replace("\n\n", "\n\n\n"),
+        "tail-only": "\n".join(lines[-3:]),
+    }[form]
+    out = redact(f"$ cat key.pem\n{text}\n$ ls")
+    for line in body:
+        assert line.rstrip("=") not in out, (form, out)
+    assert out.endswith("\n$ ls")
+
+
+def test_the_lines_after_an_empty_key_block_are_the_tools():
+    """Only RFC 1421 headers are read as a key's: the widened rule took `Error:`, `Loaded:` and `Active:` lines after an
+    empty block (a second review)."""
+    log = '{"msg":"key file: -----BEGIN RSA PRIVATE KEY-----\\n\\nError: tls: failed to find any PEM data in key input"}'
+    assert "Error: tls: failed to find any PEM data" in redact(log)
+    status = "-----BEGIN PRIVATE KEY-----\n\nLoaded: loaded (/lib/systemd/system/nginx.service)\nActive: failed"
+    assert "Loaded: loaded" in redact(status) and "Active: failed" in redact(status)
+
+
+def test_many_key_blocks_without_an_end_line_are_redacted_in_linear_time():
+    """The whole-key rule searched for an END line from every BEGIN line to the text's end: 1,000 such blocks in 1 MB
+    took 5 s, 4,000 in 4 MB 80 s. Now its body stops at the next BEGIN line (~0.05 s for 2,000 here)."""
+    import time
+
+    text = ("\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n" + "zz " * 300) * 2000
+    t0 = time.process_time()
+    out = redact(text)
+    assert time.process_time() - t0 < 2.0  # quadratic: ~20 s
+    assert "MIIBOgIBAAJBAK" not in out

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _HELD = threading.local()  # the lane the current thread is in, if any
+_RUN = threading.local()  # the stop event of the run in threads the current thread works for, if any
 
 
 class Lane:
@@ -49,3 +50,21 @@ def leave() -> None:
     if lane is not None:
         _HELD.lane = None
         lane._next()
+
+
+@contextmanager
+def working_for(stop: threading.Event) -> Iterator[None]:
+    """The current thread works for a run in threads (its `stop` event) until the block ends: see `stopped`."""
+    _RUN.stop = stop
+    try:
+        yield
+    finally:
+        _RUN.stop = None
+
+
+def stopped() -> bool:
+    """Whether the run in threads the current thread works for has ended early (an error in another of its threads,
+    or its reader stopped: runner.engines._abandon); an LLM call waiting for its answer then gives up, as on Ctrl-C.
+    Per run, not process-wide: another run in the same process (a library caller's) goes on."""
+    stop = getattr(_RUN, "stop", None)
+    return stop is not None and stop.is_set()

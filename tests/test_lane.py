@@ -131,7 +131,8 @@ def test_what_a_transcripts_work_warns_is_said_with_its_notes_in_input_order(cap
 def test_a_fatal_error_in_a_thread_starts_no_more_work_and_ends_the_calls_in_flight():
     """From a review: an error in one --jobs thread (the endpoint refused the key) ended the run only once every queued
     transcript had been prepared and its LLM call answered (8 calls over 20 s at 5 s each, their output thrown away).
-    Now the queued ones are not started and the calls in flight give up (llm.CANCEL), which is clear again after."""
+    Now the queued ones are not started and the calls in flight give up (lane.stopped, as an LLM call's wait reads
+    it); llm.CANCEL, process-wide, is not touched."""
     import pytest
 
     from compactctl.summarizers import llm
@@ -145,9 +146,12 @@ def test_a_fatal_error_in_a_thread_starts_no_more_work_and_ends_the_calls_in_fli
         if t.id == "t0":
             time.sleep(0.2)  # the others are waiting on their calls by now
             raise RuntimeError("the endpoint refused the credentials")
-        if llm.CANCEL.wait(10):  # a call in flight: given up on CANCEL
-            gave_up.append(t.id)
-            raise llm.Cancelled("interrupted")
+        end = time.monotonic() + 10
+        while time.monotonic() < end:  # a call in flight, as LLMSummarizer._call waits on one
+            if lane.stopped():
+                gave_up.append(t.id)
+                raise llm.Cancelled("interrupted")
+            time.sleep(0.02)
         return Result(t)
 
     t0 = time.monotonic()
@@ -174,3 +178,76 @@ def test_what_a_transcripts_work_warned_before_an_error_is_not_lost():
     with pytest.raises(RuntimeError) as e:
         list(_threads(work, items(transcripts(1)), CTX, 2))
     assert getattr(e.value, SAID_WITH) == ["compactctl: t0: LLM summary failed"]
+
+
+def test_a_run_that_ends_early_leaves_another_run_in_the_process_alone():
+    """A second review: the early end set the process-wide llm.CANCEL, so a library caller's other run in the same
+    process had its LLM calls cancelled, and a Ctrl-C during that end was cleared with it. Each run has its own stop
+    event, which its threads read (lane.stopped); llm.CANCEL is left to Ctrl-C."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from compactctl.runner.engines import _abandon
+    from compactctl.summarizers import llm
+
+    stop, other = threading.Event(), threading.Event()
+    waiting = threading.Barrier(3)
+    seen: dict[str, bool] = {}
+
+    def call(run: str, event: threading.Event) -> None:  # an LLM call in flight, as LLMSummarizer._call waits on one
+        with lane.working_for(event):
+            waiting.wait(5)
+            end = time.monotonic() + 1
+            while not lane.stopped() and time.monotonic() < end:
+                time.sleep(0.01)
+            seen[run] = lane.stopped() or llm.CANCEL.is_set()
+
+    mine, theirs = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+    mine.submit(call, "this run", stop)
+    f = theirs.submit(call, "another run", other)
+    waiting.wait(5)
+    _abandon(mine, stop)
+    f.result(5)
+    theirs.shutdown()
+    assert seen == {"this run": True, "another run": False}
+    assert not llm.CANCEL.is_set() and not lane.stopped()
+
+
+class _WarnsThenFails:
+    """A job (runner.engines._processes builds its work in each worker) whose work warns, then fails with a DataError."""
+
+    def build(self):
+        from compactctl.errors import DataError
+        from compactctl.runner.base import warn
+
+        def work(t: Transcript) -> Result:
+            warn(f"{t.id}: something said before the error")
+            raise DataError(t.id, 1, "no message to send")
+
+        return work
+
+
+def test_what_a_worker_process_warned_before_an_error_is_not_lost():
+    """A second review: under --workers, an error the work raises comes back as (code, text), without the notes said
+    before it; they come back with it now. And an error object raised again says its own transcript's notes once."""
+    import pytest
+
+    from compactctl.errors import CompactError
+    from compactctl.runner.base import SAID_WITH
+    from compactctl.runner.engines import _processes
+
+    with pytest.raises(CompactError) as e:
+        list(_processes(_WarnsThenFails(), items(transcripts(2)), CTX, 2))
+    assert getattr(e.value, SAID_WITH) == ["compactctl: t0: something said before the error"]
+
+    again = RuntimeError("the same object, raised by two runs")
+
+    def work(t: Transcript) -> Result:
+        from compactctl.runner.base import warn
+
+        warn(f"{t.id}: LLM summary failed")
+        raise again
+
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            list(_threads(work, items(transcripts(1)), CTX, 1))
+    assert getattr(again, SAID_WITH) == ["compactctl: t0: LLM summary failed"]

@@ -19,7 +19,7 @@ import orjson
 from .. import formats
 from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
-from ..lane import Lane
+from ..lane import Lane, working_for
 from ..lean import dataclass
 from ..model import Message, Transcript, content_print, fingerprint, transcript_print
 from ..phases import Archived
@@ -161,7 +161,8 @@ def _process(seq: int, item: Transcript | Lazy, work, ctx: _Ctx) -> Done:
     try:
         done = _process_saying(seq, item, work, ctx, lambda msg: said.append(noted(msg)))
     except Exception as e:  # what it said before the error is said with it (SAID_WITH), not lost
-        setattr(e, SAID_WITH, said + getattr(e, SAID_WITH, []))
+        with contextlib.suppress(Exception):  # (an exception that takes no attribute: a frozen dataclass's)
+            setattr(e, SAID_WITH, said)  # this transcript's: an error object raised again in a later run says it once
         raise
     finally:
         SAYING.reset(token)
@@ -215,9 +216,10 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
     from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which a run without --jobs never needs
 
     cpu = Lane()
+    stop = threading.Event()  # set when the run ends early (_abandon)
 
     def one(seq, t):
-        with cpu.held():  # left by the summarizer as its call goes out (lane.leave), else when the work ends
+        with working_for(stop), cpu.held():  # the lane is left by the summarizer as its call goes out (lane.leave)
             return _process(seq, t, work, ctx)
 
     pool = ThreadPoolExecutor(max_workers=jobs * 2)
@@ -232,25 +234,17 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
             m, f = window.popleft()
             yield m, f.result()
     except BaseException:  # an error (a thread's, or reading), Ctrl-C, or the reader stopped (GeneratorExit)
-        _abandon(pool)
+        _abandon(pool, stop)
         raise
     pool.shutdown(wait=True)
 
 
-def _abandon(pool) -> None:
-    """A run in threads that ends early starts none of the transcripts still queued, and the LLM calls in flight give up
-    (llm.CANCEL, as on Ctrl-C) rather than being waited for and their answers thrown away; CANCEL is cleared again once
-    the threads are done when it was set here (a library caller's next run)."""
-    llm = sys.modules.get("compactctl.summarizers.llm")  # not imported: no call was made
-    cancel: threading.Event | None = getattr(llm, "CANCEL", None)
-    ours = cancel is not None and not cancel.is_set()
-    if cancel is not None and ours:
-        cancel.set()
-    try:
-        pool.shutdown(wait=True, cancel_futures=True)
-    finally:
-        if cancel is not None and ours:
-            cancel.clear()
+def _abandon(pool, stop: threading.Event) -> None:
+    """A run in threads that ends early starts none of the transcripts still queued, and its LLM calls in flight give
+    up (`stop`, which lane.stopped reads in their threads) rather than being waited for and their answers thrown away.
+    Its own event, not llm.CANCEL: another run in the process goes on, and a Ctrl-C meanwhile stays said."""
+    stop.set()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 _W: dict[str, Any] = {}
@@ -307,7 +301,7 @@ def _init_worker(job, ctx: _Ctx, stop) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str]:
+def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str, list[str]]:
     work, ctx, stop = _W["work"], _W["ctx"], _W["stop"]
     done: list[Done] = []
     try:
@@ -318,8 +312,8 @@ def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tupl
         return done
     except SharedSession:
         raise  # pickles as it is (its __reduce__): the run names the other inputs' formats in it
-    except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code and text
-        return ("error", int(e.exit_code), str(e))
+    except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code, text and notes
+        return ("error", int(e.exit_code), str(e), getattr(e, SAID_WITH, []))
 
 
 def _size(t: Transcript | Lazy) -> int:
@@ -352,6 +346,7 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             if isinstance(got, tuple):
                 err = CompactError(got[2])
                 err.exit_code = got[1]
+                setattr(err, SAID_WITH, got[3])
                 raise err
             yield from zip(metas, got, strict=True)
 

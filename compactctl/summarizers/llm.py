@@ -341,7 +341,7 @@ class LLMSummarizer:
 
         threading.Thread(target=target, daemon=True, name="compactctl-llm").start()
         while not done.wait(0.1):
-            if CANCEL.is_set():
+            if CANCEL.is_set() or lane.stopped():
                 raise Cancelled("interrupted")
             if time.monotonic() >= deadline:
                 raise Transient(f"no complete answer within the deadline ({self.call_deadline:.0f} s)")
@@ -351,7 +351,7 @@ class LLMSummarizer:
 
     def _slot(self, deadline: float) -> None:
         while not self._slots.acquire(timeout=0.1):
-            if CANCEL.is_set():
+            if CANCEL.is_set() or lane.stopped():
                 raise Cancelled("interrupted")
             if time.monotonic() >= deadline:
                 raise Transient("the deadline passed while waiting for a free LLM slot")

@@ -255,19 +255,18 @@ class Counter:
             return self.text(s)
         n = self._memo.get(s)
         if n is None:
-            n = runs = 0
+            self._hold(len(parts))  # (no more runs than parts) before counting: the memo is not cleared halfway
+            n = 0
             run = ""
             counted = self._runs.get
             for p in parts:
                 if p[:1] in _SPLIT and run[-1:] in _ALNUM:
                     c = counted(run)
                     n += c if c is not None else self._run(run)
-                    runs += 1
                     run = p
                 else:
                     run += p
             n = self._remember(s, n + self._run(run))
-            self._hold(runs + 1)
         return n
 
     def runs_over(self, parts: Iterable[str], most: int) -> bool:
@@ -299,10 +298,19 @@ class Counter:
         return over
 
     def _hold(self, runs: int) -> None:
-        """The run memo holds twice `runs` (those of a text just counted) from now on, when that is more than it held:
-        the same digest counted again at another size finds its runs (a memo cleared as it fills counts them all again)."""
+        """The run memo holds twice `runs` (those of a text about to be counted) until shed_runs, when that is more than
+        it held: the same digest counted again at another size finds its runs (a memo cleared as it fills counts them
+        all again)."""
         if 2 * runs > self._runs_max:
             self._runs_max = 2 * runs
+
+    def shed_runs(self) -> None:
+        """Back to RUNS_MAX runs held (prune, at the end of a transcript): a counter that lives for a dataset (a
+        worker, a library's) does not keep twice the runs of the largest digest it ever counted."""
+        if self._runs_max > RUNS_MAX:
+            self._runs_max = RUNS_MAX
+            if len(self._runs) > RUNS_MAX:
+                self._runs = {}
 
     def _run(self, s: str) -> int:
         """The count of a run of text_from, memoized (RUNS_MAX runs at most, or twice those of the longest text: _hold)."""

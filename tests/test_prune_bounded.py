@@ -97,7 +97,25 @@ def test_the_run_memo_holds_a_text_counted_again(monkeypatch):
         c._memo.clear()  # (texts are memoized whole too: counted from their runs here)
         assert c.text_from("".join(parts[:size]), parts[:size]) == len(c.encode("".join(parts[:size])))
     assert c.runs_over(parts, whole - 5) and not c.runs_over(parts, whole)
-    assert len(tokenized) <= 2 * 301  # its 301 runs counted first, and those the memo let go of as it filled then
+    assert len(tokenized) <= 301  # its 301 runs counted once: held before the first count (not cleared halfway)
+
+
+def test_the_run_memo_is_back_to_its_size_after_a_transcript(monkeypatch):
+    """A second review: the memo's bound only rose, so a counter that lives for a dataset (a worker, a library's)
+    kept twice the runs of the largest digest it ever counted (24 MB after one 150,000-name digest). prune sheds it
+    when a transcript is done."""
+    from compactctl.model import Transcript
+    from compactctl.phases.prune import PruneOptions, prune
+
+    monkeypatch.setattr(tokens, "RUNS_MAX", 100)
+    c = make_counter(encoding="o200k_base")
+    parts = ["[terminal] ran make", "\n  names: ", "name_0", *(f" name_{k}" for k in range(1, 300))]
+    c.text_from("".join(parts), parts)
+    assert c._runs_max >= 600 and len(c._runs) > 100
+    rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    t = Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+    prune(t, c, PruneOptions(target=1000))
+    assert c._runs_max == 100 and len(c._runs) <= 100
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -168,6 +168,13 @@ DROP, DEDUP, SUPERSEDE, IMAGE, OLD_OK, OLD_FAILED, ARGS, OLD_DOC = range(8)
 
 
 def prune(t: Transcript, counter: Counter, opts: PruneOptions | None = None) -> tuple[Transcript, PruneStats]:
+    try:
+        return _prune(t, counter, opts)
+    finally:
+        counter.shed_runs()  # what a long output's digest needed held while its sizes were tried
+
+
+def _prune(t: Transcript, counter: Counter, opts: PruneOptions | None) -> tuple[Transcript, PruneStats]:
     opts = opts or PruneOptions()
     st = PruneStats()
     msgs = list(t.messages)

@@ -109,9 +109,11 @@ def with_signatures(names: list[str], signatures: dict[str, str], counter: Count
     """The index's names with a function's parameters beside its name (`capture_pane(pane_id)`, from `signatures`:
     what a call of it passes, where a list shows the two names apart) when they cost at most SIGNATURE_EXTRA tokens
     more than the names of the list they show, which it then leaves out: the same room, the names in the shape the
-    code uses them. Never a signature redaction would change."""
+    code uses them. Never a signature redaction would change. An entry stands at the best rank of the names it shows:
+    a most used name shown in the parameters of a function used less is not pushed out of a small index with it."""
     listed = set(names)
     entries: dict[str, str] = {}
+    hosts: dict[str, list[str]] = {}  # a name -> the functions whose entries show it (itself, or in their parameters)
     for name in names:
         args = signatures.get(name)
         if not args or redact(name + args) != name + args:
@@ -120,10 +122,23 @@ def with_signatures(names: list[str], signatures: dict[str, str], counter: Count
         extra = counter.text(name + args) - counter.text(name) - sum(counter.text(NAMES_SEP + n) for n in inner)
         if extra <= SIGNATURE_EXTRA:
             entries[name] = name + args
+            for n in (name, *inner):
+                hosts.setdefault(n, []).append(name)
     if not entries:
         return names
     said = "\n".join(entries.values())
-    return [entries.get(n, n) for n in names if n in entries or not shown(n, said)]
+    out: list[str] = []
+    placed: set[str] = set()
+    for n in names:
+        if n not in hosts:
+            if not shown(n, said):
+                out.append(n)
+            continue
+        for host in hosts[n]:
+            if host not in placed:
+                placed.add(host)
+                out.append(entries[host])
+    return out
 
 
 def index_fit(names: list[str], counter: Counter, room: int) -> int:

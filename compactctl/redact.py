@@ -31,6 +31,8 @@ _KEY = (
     r"(?:signing|encryption|master)[_\-]?key)[A-Za-z0-9_.\-]*"
 )
 _NOT_A_VALUE = r"(?!(?:true|false|null|none|nil|undefined|\d{1,12}(?:\.\d+)?)\b|\[REDACTED)"
+# a string literal's prefix in code (Python's bytes, raw or unicode: `secret=b"..."`; not f, whose value is mostly code)
+_STR_PREFIX = r"(?:[bB][rR]?|[rR][bB]?|[uU])?"
 # a quoted value that is only a variable: "${GH_TOKEN}", "$API_KEY", "${{ secrets.DB_PASSWORD }}"
 _NOT_A_VARIABLE = r"(?!\$\{[^}\"'\n]*\}\}?[\"'])(?!\$[A-Za-z_]\w*[\"'])"
 
@@ -171,13 +173,13 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     (
         "SECRET FIELD",
         ("pass", "pwd", "secret", "token", "key", "credential"),
-        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*\")" + _NOT_A_VALUE + _NOT_A_VARIABLE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
+        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*" + _STR_PREFIX + r"\")" + _NOT_A_VALUE + _NOT_A_VARIABLE + r"(?:[^\"\\\n]|\\.){3,}(?=\")",
         r"\1[REDACTED]",
     ),
     (
         "SECRET FIELD",
         ("pass", "pwd", "secret", "token", "key", "credential"),
-        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*')" + _NOT_A_VALUE + _NOT_A_VARIABLE + r"[^'\n]{3,}(?=')",
+        r"(?i)(" + _KEY + r"[\"']?\s*[:=]\s*" + _STR_PREFIX + r"')" + _NOT_A_VALUE + _NOT_A_VARIABLE + r"[^'\n]{3,}(?=')",
         r"\1[REDACTED]",
     ),
     # a YAML passphrase of several words (`password: correct horse battery`): the rest of its line

@@ -685,3 +685,16 @@ def test_many_key_blocks_without_an_end_line_are_redacted_in_linear_time():
     out = redact(text)
     assert time.process_time() - t0 < 2.0  # quadratic: ~20 s
     assert "MIIBOgIBAAJBAK" not in out
+
+
+def test_a_secret_in_a_bytes_or_raw_string_literal_is_redacted():
+    """`secret=b"..."` (Python's bytes, raw or unicode literal) was left whole: the key = value rules wanted the quote
+    right after `=` (a second review saw it in a function's default, which the summary's index may show)."""
+    for text in ('secret=b"Tr0ub4dor&3x"', 'password = b"hunter2xyz"', 'api_key=r"abcdEFGH1234zz"', "token=rb'abcdefgh12'"):
+        out = redact(text)
+        assert "[REDACTED]" in out and not any(w in out for w in ("Tr0ub4dor", "hunter2", "abcdEFGH", "abcdefgh12")), out
+    from compactctl.summarizers import fit
+    from compactctl.tokens import make_counter
+
+    sigs = {"open_db": '(host="db", secret=b"Tr0ub4dor&3x")'}
+    assert fit.with_signatures(["open_db", "host"], sigs, make_counter("gpt-4o")) == ["open_db", "host"]

@@ -342,6 +342,16 @@ def _key_tails(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
+def _fields(text: str, low: str) -> str:
+    """The key = value rules, on the lines that have their shape (a key word, then `=` or `:`)."""
+    lines = text.split("\n")
+    for i, ll in enumerate(low.split("\n")):
+        if any(h in ll for h in _FIELD_HINTS) and _FIELD_SHAPE.search(lines[i]):
+            for rx, repl in _FIELDS:
+                lines[i] = _compiled(rx).sub(repl, lines[i])
+    return "\n".join(lines)
+
+
 def _redact(text: str) -> str:
     if not text:
         return text
@@ -353,12 +363,7 @@ def _redact(text: str) -> str:
                 text = new
                 low = text.lower()
     if any(h in low for h in _FIELD_HINTS) and _FIELD_SHAPE.search(text):
-        lines = text.split("\n")
-        for i, ll in enumerate(low.split("\n")):
-            if any(h in ll for h in _FIELD_HINTS) and _FIELD_SHAPE.search(lines[i]):
-                for rx, repl in _FIELDS:
-                    lines[i] = _compiled(rx).sub(repl, lines[i])
-        text = "\n".join(lines)
+        text = _fields(text, low)
     if "-----end" in low and "private key" in low:
         text = _key_tails(text)
     if len(text) >= 26:

@@ -36,6 +36,11 @@ _STR_PREFIX = r"(?:[bB][rR]?|[rR][bB]?|[uU])?"
 # a quoted value that is only a variable: "${GH_TOKEN}", "$API_KEY", "${{ secrets.DB_PASSWORD }}"
 _NOT_A_VARIABLE = r"(?!\$\{[^}\"'\n]*\}\}?[\"'])(?!\$[A-Za-z_]\w*[\"'])"
 
+# What may stand before a key's line where a tool printed it: a numbered read's line number (`     5→`, `cat -n`), grep's
+# `path:12:` / `path-12-` / `12:`, a diff's `-` / `+`.
+# Never two runs of blanks side by side in the patterns that use it: a failing match then took the square (or the
+# cube) of a blank run's length.
+_KEY_PFX = r"(?:\d+(?:→|\t)|[^\s:]*[:-](?:\d+[:-])?)"
 # (kind, literal hints (any; matched in the lower-cased text), regex, replacement or None for "[REDACTED KIND]")
 RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     # -- key material
@@ -55,9 +60,9 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
         # headers, Proc-Type and DEK-Info, end with one: the body after it, and its short last line, is the key's).
         # Only those headers are read as the key's: an `Error:` line after an empty block is the tool's.
         ("private key",),
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)(?:[ \t]*\d+(?:→|\t))?[ \t]*){0,3}"
-        r"(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):(?:(?!\\n)[^\n])*))*",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:"
+        r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?){0,3}"  # apart: blanks, breaks, prefixes
+        r"(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):[ \t]*[^\s\\]+(?:[ \t]+[^\s\\]+)*))*",  # a line
         None,
     ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
@@ -318,8 +323,9 @@ def redact(text: str) -> str:
 
 # The END line of a private key whose BEGIN line is not in the text (`tail -3 key.pem`, an output cut before it), and
 # one of its body lines (a numbered read's line number first, as in the rules above).
-_KEY_END = re.compile(r"^[ \t]*(?:\d+(?:→|\t))?[ \t]*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", re.M)
-_KEY_LINE = re.compile(r"[ \t]*(?:\d+(?:→|\t))?[ \t]*(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):.*)?[ \t\r]*")
+_KEY_END = re.compile(r"^[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", re.M)
+# (a line stripped first: three runs of blanks in a row, one of them optional, took the cube of a blank line's length)
+_KEY_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):.*)?")
 KEY_LINES_MAX = 256  # body lines looked at above an END line (an 8192-bit RSA key has about 100)
 
 
@@ -333,7 +339,7 @@ def _key_tails(text: str) -> str:
         start, k = m.start(), 0
         while start > last and k < KEY_LINES_MAX:
             prev = text.rfind("\n", last, start - 1) + 1 if start - 1 > last else last
-            if not _KEY_LINE.fullmatch(text, prev, start - 1):
+            if not _KEY_LINE.fullmatch(text[prev : start - 1].strip(" \t\r")):
                 break
             start, k = prev, k + 1
         if k:

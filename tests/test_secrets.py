@@ -698,3 +698,32 @@ def test_a_secret_in_a_bytes_or_raw_string_literal_is_redacted():
 
     sigs = {"open_db": '(host="db", secret=b"Tr0ub4dor&3x")'}
     assert fit.with_signatures(["open_db", "host"], sigs, make_counter("gpt-4o")) == ["open_db", "host"]
+
+
+@pytest.mark.parametrize("form", ["grep-n-A", "grep-r-B", "diff-removed-cut", "diff-removed-tail"])
+def test_no_body_line_of_a_key_survives_grep_or_a_diff(form):
+    """A third review: grep's `12-` / `path-12-` prefixes and a diff's `-` stopped both key rules (there before this
+    session): every body line of a key that grep showed, or that a diff removed, was left."""
+    key, body = _encrypted_key()
+    lines = key.split("\n")
+    text = {
+        "grep-n-A": "\n".join(f"{k + 1}{':' if k == 0 else '-'}{ln}" for k, ln in enumerate(lines[:-1])),
+        "grep-r-B": "\n".join(f"./certs/k.pem-{ln}" for ln in lines[-4:-1]) + f"\n./certs/k.pem:{lines[-1]}",
+        "diff-removed-cut": "\n".join(f"-{ln}" for ln in lines[:-1]),
+        "diff-removed-tail": "\n".join(f"-{ln}" for ln in lines[-3:]),
+    }[form]
+    out = redact(f"$ run\n{text}\n$ ls")
+    for line in body:
+        assert line.rstrip("=") not in out, (form, out)
+
+
+def test_blank_runs_near_a_key_line_cost_linear_time():
+    """A third review: the key-tail pattern had three runs of blanks in a row, one optional, so a line of blanks above
+    an END line took the cube of its length (4,000 spaces: 52 s); the END pattern two (4,000: 0.1 s, 40,000: ~11 s)."""
+    import time
+
+    end = "-----END RSA PRIVATE KEY-----"
+    for text in (" " * 40_000 + "x\n" + end, "private key\n" + " " * 40_000 + "-----ENDX", "\n".join([" " * 700 + "!", end] * 10)):
+        t0 = time.process_time()
+        redact(text)
+        assert time.process_time() - t0 < 1.0

@@ -213,7 +213,7 @@ def test_a_run_that_ends_early_leaves_another_run_in_the_process_alone():
 
 
 class _WarnsThenFails:
-    """A job (runner.engines._processes builds its work in each worker) whose work warns, then fails with a DataError."""
+    """A job (runner.engines._processes builds its work in each worker) whose work warns, and fails on t2 (DataError)."""
 
     def build(self):
         from compactctl.errors import DataError
@@ -221,7 +221,9 @@ class _WarnsThenFails:
 
         def work(t: Transcript) -> Result:
             warn(f"{t.id}: something said before the error")
-            raise DataError(t.id, 1, "no message to send")
+            if t.id == "t2":
+                raise DataError(t.id, 1, "no message to send")
+            return Result(t)
 
         return work
 
@@ -235,9 +237,13 @@ def test_what_a_worker_process_warned_before_an_error_is_not_lost():
     from compactctl.runner.base import SAID_WITH
     from compactctl.runner.engines import _processes
 
+    got: list[tuple[str, list[str]]] = []
     with pytest.raises(CompactError) as e:
-        list(_processes(_WarnsThenFails(), items(transcripts(2)), CTX, 2))
-    assert getattr(e.value, SAID_WITH) == ["compactctl: t0: something said before the error"]
+        for meta, done in _processes(_WarnsThenFails(), items(transcripts(3)), CTX, 2):
+            got.append((meta[2], done.notes))
+    assert getattr(e.value, SAID_WITH) == ["compactctl: t2: something said before the error"]
+    # the transcripts of its batch done before it come first, with their notes, as a run in one process gives them
+    assert got == [(f"t{k}", [f"compactctl: t{k}: something said before the error"]) for k in range(2)]
 
     again = RuntimeError("the same object, raised by two runs")
 

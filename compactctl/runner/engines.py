@@ -301,7 +301,7 @@ def _init_worker(job, ctx: _Ctx, stop) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str, list[str]]:
+def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str, list[str], list[Done]]:
     work, ctx, stop = _W["work"], _W["ctx"], _W["stop"]
     done: list[Done] = []
     try:
@@ -312,8 +312,9 @@ def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tupl
         return done
     except SharedSession:
         raise  # pickles as it is (its __reduce__): the run names the other inputs' formats in it
-    except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code, text and notes
-        return ("error", int(e.exit_code), str(e), getattr(e, SAID_WITH, []))
+    except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code, text and notes,
+        # and the batch's transcripts done before it (written, with their notes, as a run in one process writes them)
+        return ("error", int(e.exit_code), str(e), getattr(e, SAID_WITH, []), done)
 
 
 def _size(t: Transcript | Lazy) -> int:
@@ -344,6 +345,7 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             metas, fut = window.popleft()
             got = fut.result()
             if isinstance(got, tuple):
+                yield from zip(metas, got[4], strict=False)  # those before the error (fewer), as in one process
                 err = CompactError(got[2])
                 err.exit_code = got[1]
                 setattr(err, SAID_WITH, got[3])

@@ -338,7 +338,7 @@ def _key_tails(text: str) -> str:
     for m in _KEY_END.finditer(text):
         start, k = m.start(), 0
         while start > last and k < KEY_LINES_MAX:
-            prev = text.rfind("\n", last, start - 1) + 1 if start - 1 > last else last
+            prev = max(text.rfind("\n", last, start - 1) + 1, last)  # the line before, not before what is done
             if not _KEY_LINE.fullmatch(text[prev : start - 1].strip(" \t\r")):
                 break
             start, k = prev, k + 1

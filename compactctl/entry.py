@@ -1,5 +1,5 @@
 """The `compactctl` command's entry point: answers `--version` without loading anything, then hands
-over to the typer app (compactctl.cli)."""
+over to compactctl.cli.main (which loads the typer app)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def main() -> None:
         return
     import gc
 
-    # Start-up (issue 11): no collection while typer and the command line load (nothing they make is garbage),
-    # then what they made is frozen: no later collection walks it, nor the one at exit (~10 ms a process).
+    # Start-up (issue 11): no collection while the command line loads (nothing it makes is garbage), then what it
+    # made is frozen: no later collection walks it, nor the one at exit (~10 ms a process). cli.main loads the rest
+    # (typer, the commands) the same way (shared.loading).
     gc.disable()
     try:
         from .cli import main as cli_main

@@ -1,18 +1,20 @@
 """Option groups shared by the subcommands, injected by one decorator so that every phase takes the
-same budget and model options, with the same defaults, as `compact`."""
+same budget and model options, with the same defaults, as `compact`. Options are data (Opt): typer's signature
+of a command is built from them (`typed`, once typer is loaded) and so is the fast path's table (fast.py), which
+parses the phase commands' command lines without importing typer (issue 11: start-up)."""
 
 from __future__ import annotations
 
 import functools
-import inspect
 import typing
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ..lean import dataclass
+
+if TYPE_CHECKING:
+    import inspect
 
 # Every option value of the running command, flat (before the groups are built): what the output depends on.
 PARAMS: ContextVar[dict[str, Any] | None] = ContextVar("compactctl_params", default=None)
@@ -23,7 +25,8 @@ _CTX = "compactctl_ctx"  # the keyword of the click context the wrapper of a com
 
 @dataclass
 class Opt:
-    """One command-line option of a group: its parameter name, type, default, flags and help."""
+    """One command-line option (of a group, or a command's own): its parameter name, type, default, flags and
+    help. No flags (decls empty): the command's positional argument."""
 
     name: str
     type: Any
@@ -49,38 +52,48 @@ def _parameters(g: Group) -> list[inspect.Parameter]:
     """A group's parameters, built once and shared by the commands that take it (typer copies the
     option info it reads), which saves start-up time."""
     if id(g) not in _built:
-        _built[id(g)] = _build_parameters(g)
+        _built[id(g)] = [_parameter(o, g.title) for o in g.opts]
     return _built[id(g)]
 
 
-def _build_parameters(g: Group) -> list[inspect.Parameter]:
-    return [
-        inspect.Parameter(
-            o.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=o.default,
-            annotation=Annotated[
-                o.type, typer.Option(*o.decls, help=o.help, rich_help_panel=g.title, show_default=o.default not in (None, False))
-            ],
-        )
-        for o in g.opts
-    ]
+def _parameter(o: Opt, panel: str | None) -> inspect.Parameter:
+    """The option as typer reads it: a keyword parameter annotated with typer.Option (typer.Argument without flags)."""
+    import inspect
+
+    import typer
+
+    shown = o.default not in (None, False)
+    info = (
+        typer.Option(*o.decls, help=o.help, rich_help_panel=panel, show_default=shown)
+        if o.decls
+        else typer.Argument(help=o.help, show_default=shown)
+    )
+    return inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=Annotated[o.type, info])
 
 
-def with_groups(*groups: Group):
+@dataclass
+class Spec:
+    """What a command built by with_groups takes, as data: its own options (`own`, first) and its groups."""
+
+    own: tuple[Opt, ...]
+    groups: tuple[Group, ...]
+
+    @property
+    def opts(self) -> list[Opt]:
+        """Every option the command takes, in the order typer passes them (its signature's)."""
+        return [*self.own, *(o for g in self.groups for o in g.opts)]
+
+
+SPEC = "compactctl_spec"  # the attribute of a with_groups command that holds its Spec
+
+
+def with_groups(*groups: Group, own: tuple[Opt, ...] = ()):
+    """The command takes these groups, each built into one object (Group.build) under the group's name, and its own
+    options `own`, each as a keyword of its own. Its parameters not named by either (typer's Annotated) are kept.
+    The typer signature is built by `typed` when the app is (typer_app.py): importing a command imports no typer."""
     checked = [o for g in groups for o in g.opts]
 
     def deco(fn):
-        sig = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
-        own = [
-            p.replace(annotation=_annotated(hints.get(p.name, p.annotation)))
-            for p in sig.parameters.values()
-            if p.name not in {g.name for g in groups}
-        ]
-        extra = [p for g in groups for p in _parameters(g)]
-        context = inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)  # typer passes it
-
         @functools.wraps(fn)
         def wrapper(**kw):
             ctx = kw.pop(_CTX, None)
@@ -90,12 +103,36 @@ def with_groups(*groups: Group):
                 kw[g.name] = g.build(**{o.name: kw.pop(o.name) for o in g.opts})
             return fn(**kw)
 
-        params = own + extra + [context]
-        wrapper.__signature__ = sig.replace(parameters=params)
-        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        setattr(wrapper, SPEC, Spec(tuple(own), groups))
         return wrapper
 
     return deco
+
+
+def typed(command: Callable) -> Callable:
+    """Give a with_groups command the signature typer reads: its own parameters, its own options and its groups'
+    (typer.Option annotations), and the click context. Others are returned as they are. The function's annotation of
+    an own option must be the Opt's type (mypy checks the body against it; this, that the two agree)."""
+    spec = getattr(command, SPEC, None)
+    if spec is None or "__signature__" in vars(command):
+        return command
+    import inspect
+
+    import typer
+
+    fn = command.__wrapped__  # type: ignore[attr-defined]  # functools.wraps
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn, include_extras=True, localns={"typer": typer})
+    for o in spec.own:
+        if hints.get(o.name, o.type) != o.type:
+            raise TypeError(f"{fn.__name__}: {o.name} is annotated {hints[o.name]}, its option says {o.type}")
+    named = {g.name for g in spec.groups} | {o.name for o in spec.own}
+    kept = [p.replace(annotation=_annotated(hints.get(p.name, p.annotation))) for p in sig.parameters.values() if p.name not in named]
+    context = inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)  # typer passes it
+    params = kept + [_parameter(o, None) for o in spec.own] + [p for g in spec.groups for p in _parameters(g)] + [context]
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
 
 
 def _annotated(hint: Any) -> Any:
@@ -113,9 +150,10 @@ def _flag(o: Opt) -> str:
     return max((d.split("/")[0] for d in o.decls), key=len)
 
 
-def check(opts: list[Opt], values: dict[str, Any], ctx: typer.Context | None = None) -> None:
+def check(opts: list[Opt], values: dict[str, Any], ctx: Any = None) -> None:
     """The effective values of these options, wherever each came from (the command line, or the
-    default map the config files and the environment filled), checked against config.LIMITS."""
+    default map the config files and the environment filled), checked against config.LIMITS. `ctx`: the click
+    context, or the fast path's stand-in (fast.Parsed), which answers the same two questions."""
     from .. import config
 
     given = ctx.meta.get(SETTINGS, {}) if ctx is not None else {}

@@ -1,35 +1,42 @@
 """The five phases' commands: prune, plan, summarize, repair, and compact (all of them). Each parses its options
-(the shared groups, with_groups), calls the library and writes through the runner."""
+(the shared groups and its own, declared as data: with_groups), calls the library and writes through the runner.
+No typer here: a phase command's run parses its command line without it (fast.py)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
-
-import typer
 
 from ..errors import CheckFailed, UsageError
-from .groups import BUDGET, IO, PRUNE, SUMMARY, input_bytes, llm_configured, prune_options
-from .options import with_groups
-from .recall import HINT, REFS, hint_said, refs_for
-from .shared import Inputs, check_workers, loading, report_line, say, worker_count
+from .groups import BUDGET, HINT, IO, PRUNE, REFS, SUMMARY, hint_said, input_bytes, llm_configured, prune_options, refs_for
+from .options import Opt, with_groups
+from .shared import INPUTS, check_workers, loading, report_line, say, worker_count
+
+_REPORTS_AS_JSON = Opt("as_json", bool, False, ("--json",), "Print each report as JSON on stderr.")
 
 
-@with_groups(IO, BUDGET, PRUNE, REFS)
-def prune(
-    inputs: Inputs = None,
-    stats: Annotated[bool, typer.Option("--stats", help="Print what each pass saved, as JSON on stderr.")] = False,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            "-w",
-            "--workers",
-            help="Worker processes for a dataset (several transcripts; default: the machine's cores). "
+@with_groups(
+    IO,
+    BUDGET,
+    PRUNE,
+    REFS,
+    own=(
+        INPUTS,
+        Opt("stats", bool, False, ("--stats",), "Print what each pass saved, as JSON on stderr."),
+        Opt(
+            "workers",
+            int | None,
+            None,
+            ("-w", "--workers"),
+            "Worker processes for a dataset (several transcripts; default: the machine's cores). "
             "Output, --stats and --archive stay in input order, the same bytes as with 1.",
-            show_default=False,
         ),
-    ] = None,
+    ),
+)
+def prune(
     *,
+    inputs: list[str] | None,
+    stats: bool,
+    workers: int | None,
     io,
     budget,
     prune_raw,
@@ -54,18 +61,25 @@ def prune(
     run(inputs or ["-"], io, job.build(), "prune", job=job)
 
 
-@with_groups(IO, BUDGET)
-def plan(
-    inputs: Inputs = None,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help='Print the plan as JSON on stdout instead of the annotated transcript ("fits": true). One that cannot fit '
+@with_groups(
+    IO,
+    BUDGET,
+    own=(
+        INPUTS,
+        Opt(
+            "as_json",
+            bool,
+            False,
+            ("--json",),
+            'Print the plan as JSON on stdout instead of the annotated transcript ("fits": true). One that cannot fit '
             'is printed too: "fits": false, the tokens it needs against the target, and the error.',
         ),
-    ] = False,
+    ),
+)
+def plan(
     *,
+    inputs: list[str] | None,
+    as_json: bool,
     io,
     budget,
 ):
@@ -109,11 +123,11 @@ def plan(
         raise unfit[-1]
 
 
-@with_groups(IO, BUDGET, SUMMARY, REFS, HINT)
+@with_groups(IO, BUDGET, SUMMARY, REFS, HINT, own=(INPUTS, _REPORTS_AS_JSON))
 def summarize(
-    inputs: Inputs = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
     *,
+    inputs: list[str] | None,
+    as_json: bool,
     io,
     budget,
     summary,
@@ -156,14 +170,20 @@ def summarize(
     run(inputs or ["-"], io, work, "summarize", on_start=lambda: _say_all(io, status))
 
 
-@with_groups(IO, BUDGET)
+@with_groups(
+    IO,
+    BUDGET,
+    own=(
+        INPUTS,
+        Opt("check", bool, False, ("--check",), "Only validate: print each violation, exit 6 if any."),
+        Opt("strip_unanswered", bool, False, ("--strip-unanswered",), "Remove calls that have no result instead of adding a stub result."),
+    ),
+)
 def repair(
-    inputs: Inputs = None,
-    check: Annotated[bool, typer.Option("--check", help="Only validate: print each violation, exit 6 if any.")] = False,
-    strip_unanswered: Annotated[
-        bool, typer.Option("--strip-unanswered", help="Remove calls that have no result instead of adding a stub result.")
-    ] = False,
     *,
+    inputs: list[str] | None,
+    check: bool,
+    strip_unanswered: bool,
     io,
     budget,
 ):
@@ -203,44 +223,54 @@ def repair(
         say(io, f"ok: {stats.transcripts} transcript(s), no violations{skipped}")
 
 
-@with_groups(IO, BUDGET, PRUNE, SUMMARY, REFS, HINT)
-def compact(
-    inputs: Inputs = None,
-    strip_unanswered: Annotated[
-        bool, typer.Option("--strip-unanswered", help="Repair by removing unanswered calls instead of stubbing them.")
-    ] = False,
-    no_grow_tail: Annotated[
-        bool,
-        typer.Option(
-            "--no-grow-tail",
-            help="Keep the first pass: when the offline summary leaves room under the target, compact otherwise runs "
+@with_groups(
+    IO,
+    BUDGET,
+    PRUNE,
+    SUMMARY,
+    REFS,
+    HINT,
+    own=(
+        INPUTS,
+        Opt("strip_unanswered", bool, False, ("--strip-unanswered",), "Repair by removing unanswered calls instead of stubbing them."),
+        Opt(
+            "no_grow_tail",
+            bool,
+            False,
+            ("--no-grow-tail",),
+            "Keep the first pass: when the offline summary leaves room under the target, compact otherwise runs "
             "once more with that room given to the verbatim tail. With it, the bytes of the prune | plan | summarize | "
             "repair chain.",
         ),
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON on stderr.")] = False,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            "-w",
-            "--workers",
-            help="Worker processes for offline compaction (default: the machine's cores). "
+        _REPORTS_AS_JSON,
+        Opt(
+            "workers",
+            int | None,
+            None,
+            ("-w", "--workers"),
+            "Worker processes for offline compaction (default: the machine's cores). "
             "Output stays in input order. With an LLM summarizer, --jobs applies instead.",
-            show_default=False,
         ),
-    ] = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets one JSONL "
+        Opt(
+            "engine",
+            str,
+            "local",
+            ("--engine",),
+            "local (this machine: --workers processes) or ray (Ray Data: -o DIR/ gets one JSONL "
             "file per input; datasets of one transcript per line).",
         ),
-    ] = "local",
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="With --engine ray: the cluster to join (default: start a local Ray).")
-    ] = None,
+        Opt("ray_address", str | None, None, ("--ray-address",), "With --engine ray: the cluster to join (default: start a local Ray)."),
+    ),
+)
+def compact(
     *,
+    inputs: list[str] | None,
+    strip_unanswered: bool,
+    no_grow_tail: bool,
+    as_json: bool,
+    workers: int | None,
+    engine: str,
+    ray_address: str | None,
     io,
     budget,
     prune_raw,

@@ -1,4 +1,5 @@
-"""`recall` and `mcp`: getting removed originals back from an archive; the --refs/--recall-hint options."""
+"""`recall` and `mcp`: getting removed originals back from an archive (the --refs/--recall-hint options that
+make the references are in groups.py)."""
 
 from __future__ import annotations
 
@@ -8,53 +9,6 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
-from .options import Group, Opt
-
-REFS = Group(
-    "refs",
-    "References",
-    [
-        Opt(
-            "refs",
-            bool,
-            None,
-            ("--refs/--no-refs",),
-            "Tag each pruned output, cut argument and summarized span with a reference "
-            "to its archived original, e.g. 'ref 3f9a2c1b' in brackets (recall and the MCP server return the original). "
-            "Default: on with --archive, which holds the originals, off without.",
-        ),
-    ],
-    lambda refs: refs,
-)
-
-
-def refs_for(refs: bool | None, io) -> bool:
-    """--refs or --no-refs as given, else references only where --archive holds the originals they point at."""
-    return refs if refs is not None else io.archive is not None
-
-
-def hint_said(recall_hint: bool, refs: bool, io, warn) -> None:
-    """--recall-hint without --archive: the summary names tools for originals this run archives nowhere (said, not
-    refused: an earlier stage of a pipe may archive what it removed). Without references it names `search` alone."""
-    if recall_hint and io.archive is None and not io.quiet:
-        tools = "`search` and `recall`" if refs else "`search`"
-        warn(f"--recall-hint without --archive: the summary names {tools} for originals this run archives nowhere")
-
-
-HINT = Group(
-    "recall_hint",
-    "References",
-    [
-        Opt(
-            "recall_hint",
-            bool,
-            False,
-            ("--recall-hint",),
-            "Tell the model in the summary that the `search` and `recall` tools (compactctl mcp --archive ...) fetch archived originals.",
-        ),
-    ],
-    lambda recall_hint: recall_hint,
-)
 
 Archive = Annotated[
     list[str],

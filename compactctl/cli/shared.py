@@ -8,14 +8,14 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from ..errors import CompactError, Exit, UsageError
+from .options import Opt
 
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
-# orjson and the runner when it runs, so `--help` and completion load only typer and the option tables.
+# orjson and the runner when it runs, so `--help` and completion load only typer and the option tables,
+# and a phase command's run (the fast path, fast.py) only the option tables.
 
 _RUN_BY_MAIN = False  # cli.main() runs this process (see loading)
 
@@ -29,7 +29,8 @@ def run_by_main() -> None:
 @contextmanager
 def exit_codes() -> Iterator[None]:
     """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr; so does a
-    standard output its reader closed (`| head`): an unwritable output, exit 4, whichever path was writing."""
+    standard output its reader closed (`| head`): an unwritable output, exit 4, whichever path was writing.
+    SystemExit, not typer.Exit (which click turns into the same SystemExit): the fast path has no typer."""
     try:
         yield
     except CompactError as e:
@@ -38,12 +39,12 @@ def exit_codes() -> Iterator[None]:
         except OSError:  # stderr's reader left (`2>&1 | head`): the error's own code, not typer's exit 1 for a broken pipe
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())  # nor a failed flush at exit
-        raise typer.Exit(int(e.exit_code)) from e
+        raise SystemExit(int(e.exit_code)) from e
     except BrokenPipeError as e:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more goes to it, not even at exit
         with contextlib.suppress(OSError):
             print("compactctl: error: standard output: its reader closed it (broken pipe)", file=sys.stderr)
-        raise typer.Exit(int(Exit.IO)) from e
+        raise SystemExit(int(Exit.IO)) from e
 
 
 class Stderr:
@@ -96,10 +97,10 @@ def loading() -> Iterator[None]:
         gc.enable()
 
 
-Inputs = Annotated[
-    list[str] | None,
-    typer.Argument(help="JSONL files, directories (recursive *.jsonl, *.json, *.traj), or - for stdin (the default).", show_default=False),
-]
+# The commands' positional argument, as data (options.Opt without flags).
+INPUTS = Opt(
+    "inputs", list[str] | None, None, (), "JSONL files, directories (recursive *.jsonl, *.json, *.traj), or - for stdin (the default)."
+)
 
 
 def check_workers(workers: int | None) -> None:

@@ -1,5 +1,6 @@
-"""The command line: the process's `main` (signals, exit codes). The typer app and its commands are in typer_app.py,
-loaded only when needed: `compactctl.cli.app` and `compactctl.cli.app_for` are the app's."""
+"""The command line: the process's `main` (signals, exit codes). A phase command run with an ordinary command line
+takes the fast path (fast.py: no typer); anything else, the typer app (typer_app.py, loaded only then:
+`compactctl.cli.app` and `compactctl.cli.app_for` are the app's)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def main() -> None:
         signal.signal(signal.SIGINT, _interrupted)
         signal.signal(signal.SIGTERM, _interrupted)
     try:
+        with shared.loading():
+            from . import fast
+
+            parsed = fast.parse(sys.argv[1:])
+        if parsed is not None:
+            fast.run(parsed)  # exits as the app would
         with shared.loading():
             from .typer_app import app, app_for
         # rich (~0.1 s to import) formats help and usage errors only for a terminal; piped, they are plain.

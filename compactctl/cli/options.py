@@ -153,7 +153,7 @@ def _flag(o: Opt) -> str:
 def check(opts: list[Opt], values: dict[str, Any], ctx: Any = None) -> None:
     """The effective values of these options, wherever each came from (the command line, or the
     default map the config files and the environment filled), checked against config.LIMITS. `ctx`: the click
-    context, or the fast path's stand-in (fast.Parsed), which answers the same two questions."""
+    context, or the fast path's stand-in (fast.Context), which answers the same two questions."""
     from .. import config
 
     given = ctx.meta.get(SETTINGS, {}) if ctx is not None else {}

@@ -70,11 +70,13 @@ def test_the_fast_table_is_what_typer_declares(name):
 
 class Captured(Exception):
     """Raised in place of options.check: what the command received (keywords with their types, each value's source,
-    the settings of the default map), before it does anything."""
+    the settings of the default map), before it does anything. Values as their repr: --min-saving nan is NaN on both
+    paths, and NaN is equal to nothing."""
 
 
 def _capture(checked, kw, ctx):
-    raise Captured([(k, type(v), v) for k, v in kw.items()], {k: ctx.get_parameter_source(k).name for k in kw}, ctx.meta.get(SETTINGS))
+    given = {k: repr(s) for k, s in ctx.meta.get(SETTINGS, {}).items()}
+    raise Captured([(k, type(v), repr(v)) for k, v in kw.items()], {k: ctx.get_parameter_source(k).name for k in kw}, given)
 
 
 def _under_typer(argv: list[str]) -> tuple:
@@ -218,6 +220,7 @@ def _same(argv: list[str], place: Path, config=(), env=(), broken=False) -> bool
     argv=["prune", "-q", "--context-window", "1_000"], config=["unknown-key", "context-window"], env=["COMPACTCTL_ARG_LIMIT"], broken=False
 )
 @example(argv=["plan", "--output=", "--on-error", "skip"], config=[], env=["COMPACTCTL_LLM_CONTEXT"], broken=False)
+@example(argv=["compact", "--min-saving", "nan"], config=[], env=[], broken=False)
 def test_the_fast_path_gives_the_command_what_typer_gives(place, argv, config, env, broken):
     event("fast path" if _same(argv, place, config, env, broken) else "declined")
 

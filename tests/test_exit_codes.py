@@ -406,3 +406,11 @@ def test_a_signal_to_the_process_group_ends_a_run_with_workers_at_once(tmp_path,
         for f in tmp_path.iterdir():  # what an interrupted run keeps for --resume
             if f != src:
                 f.unlink()
+
+
+def test_an_app_run_not_standalone_returns_the_exit_code():
+    """app(standalone_mode=False), as a program that embeds the app runs it: a CompactError's exit code is returned
+    (typer.Exit, as click returns it), not raised as SystemExit (the fast path's, which has no typer)."""
+    r = CliRunner().invoke(app, ["compact", LONG, "--workers", "0"], standalone_mode=False)
+    assert r.exit_code == 0 and r.return_value == Exit.USAGE
+    assert "compactctl: error: --workers 0: must be at least 1" in r.stderr

@@ -6,7 +6,7 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,10 +27,11 @@ def run_by_main() -> None:
 
 
 @contextmanager
-def exit_codes() -> Iterator[None]:
+def exit_codes(ending: Callable[[int], BaseException] = SystemExit) -> Iterator[None]:
     """A CompactError becomes its documented exit code (errors.Exit), with its message on stderr; so does a
     standard output its reader closed (`| head`): an unwritable output, exit 4, whichever path was writing.
-    SystemExit, not typer.Exit (which click turns into the same SystemExit): the fast path has no typer."""
+    `ending` makes the exception that ends the run: the app's typer.Exit (click turns it into SystemExit, or returns
+    its code with standalone_mode=False), the fast path's SystemExit (it has no typer)."""
     try:
         yield
     except CompactError as e:
@@ -39,12 +40,12 @@ def exit_codes() -> Iterator[None]:
         except OSError:  # stderr's reader left (`2>&1 | head`): the error's own code, not typer's exit 1 for a broken pipe
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())  # nor a failed flush at exit
-        raise SystemExit(int(e.exit_code)) from e
+        raise ending(int(e.exit_code)) from e
     except BrokenPipeError as e:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more goes to it, not even at exit
         with contextlib.suppress(OSError):
             print("compactctl: error: standard output: its reader closed it (broken pipe)", file=sys.stderr)
-        raise SystemExit(int(Exit.IO)) from e
+        raise ending(int(Exit.IO)) from e
 
 
 class Stderr:

@@ -29,14 +29,14 @@ class _App(TyperGroup):
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         settings: dict = {}
         if "default_map" not in extra and not extra.get("resilient_parsing"):  # not while completing
-            with exit_codes(), loading():
+            with exit_codes(typer.Exit), loading():
                 extra["default_map"], settings = _default_map(list(args))
         ctx = super().make_context(info_name, args, parent, **extra)
         ctx.meta[SETTINGS] = settings  # where each value of the default map came from, for the checks' messages
         return ctx
 
     def invoke(self, ctx: Any) -> Any:
-        with exit_codes():
+        with exit_codes(typer.Exit):
             return super().invoke(ctx)
 
 

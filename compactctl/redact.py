@@ -348,6 +348,16 @@ def _key_tails(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
+# What tells that a text holds key material, whose lines are secrets only where they stand (a key's short last line
+# under its BEGIN line): names read from such a text (redaction checks long ones alone), the lines a digest quotes from
+# it, the runs of lines and the head an excerpt shows of it are read from it redacted, or not at all.
+_KEY_MARKS = ("PRIVATE KEY", "PRIVATE_KEY")
+
+
+def holds_key(text: str) -> bool:
+    return any(k in text for k in _KEY_MARKS)
+
+
 def _fields(text: str, low: str) -> str:
     """The key = value rules, on the lines that have their shape (a key word, then `=` or `:`)."""
     lines = text.split("\n")

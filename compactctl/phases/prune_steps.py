@@ -24,7 +24,7 @@ from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, NAMES
 from ..model import Message, ToolCall, Transcript, is_demonstration, is_image_part, is_output, last_user_index
 from ..names import LineIndex, count_names, first_not_in, is_task_document, literals_in, names_in, quoted_lines, ranked
 from ..pairs import calls_for_results
-from ..redact import cut, redact, taken_where_it_stands
+from ..redact import cut, holds_key, redact, taken_where_it_stands
 from ..tokens import Counter
 from .prune import (
     ARGS,
@@ -193,7 +193,7 @@ class _Context:
         lines; looked for once, not at each size: a scan of the whole output)."""
         if self._lines is None or self._lines.text is not plain:
             self._lines = LineIndex(plain)
-            self._keyed = "PRIVATE KEY" in plain or "PRIVATE_KEY" in plain
+            self._keyed = holds_key(plain)
         return None if self._keyed else self._lines
 
     def _outline_of(self, text: str) -> list[outline.Definition]:
@@ -355,8 +355,11 @@ class _Context:
             a, b, lines = run
             said = f"lines {a + 1:,}-{b:,} of {_line_count(text):,}, as they were:"
             return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{chr(10).join(lines[a:b])}"))
-        head = cut(text, n)
-        if len(head) < len(text) and "\n" in head:
+        # (of a text with key material, its redacted form: the head showed a private key verbatim; a digest quotes no
+        # line of such a text, nor shows a run of its lines)
+        shown = redact(text) if holds_key(text) else text
+        head = cut(shown, n)
+        if len(head) < len(shown) and "\n" in head:
             head = head[: head.rfind("\n")]
         if not head.strip():
             return None
@@ -555,7 +558,7 @@ def _used_run(text: str, uses: list[int], n: int) -> tuple[int, int, list[str]] 
     and then before it; None when that run starts at the first line (the excerpt an output's first lines make) or
     shows none, when the text holds key material (a block of lines a run may cut into), or when redaction would change
     the run or the RUN_MARGIN lines around it (a run must never show a piece of a secret alone)."""
-    if len(uses) < 2 or not any(uses) or "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+    if len(uses) < 2 or not any(uses) or holds_key(text):
         return None
     lines = text.split("\n")
     best, a, chars, shown = (0, 0, 0), 0, -1, 0
@@ -613,7 +616,7 @@ def _listing(label: str, items: Iterable[str], into: list[str]) -> Iterator[str]
 def candidate_names(text: str, weight, names_of=names_in) -> list[str]:
     """Every name of `text` (of its redacted form when it holds key material), most used first by `weight`
     (None: in order of appearance); `names_of`: names_in or a memoized one."""
-    if "PRIVATE KEY" in text or "PRIVATE_KEY" in text:
+    if holds_key(text):
         text = redact(text)
     return ranked(names_of(text), weight)
 

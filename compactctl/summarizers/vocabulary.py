@@ -12,7 +12,7 @@ from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTED_LINE, quote_block
 from ..model import Message, is_demonstration, is_output, is_summary
 from ..names import literals_in, names_in, quotable
-from ..redact import redact
+from ..redact import holds_key, redact
 
 
 def index_names(messages: list[Message], start: int, end: int, prior: int | None = None) -> list[str]:
@@ -67,7 +67,7 @@ def _weighed(messages: list[Message]) -> Iterator[tuple[float, Message, str]]:
         text = _with_arguments(m)
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)  # the harness's tags (`<command-name>`, `<local-command-stdout>`) name nothing
-        if "PRIVATE KEY" in text:
+        if holds_key(text):
             text = redact(text)
         yield 1.0 + k / n, m, refs.without(text)
 

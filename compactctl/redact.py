@@ -41,6 +41,16 @@ _NOT_A_VARIABLE = r"(?!\$\{[^}\"'\n]*\}\}?[\"'])(?!\$[A-Za-z_]\w*[\"'])"
 # Never two runs of blanks side by side in the patterns that use it: a failing match then took the square (or the
 # cube) of a blank run's length.
 _KEY_PFX = r"(?:\d+(?:→|\t)|[^\s:]*[:-](?:\d+[:-])?)"
+# What stands between two lines of a key: blanks, a newline or JSON's escaped one (escaped once or more), a prefix above,
+# up to three times (blank lines: an encrypted key's RFC 1421 headers end with one).
+_KEY_APART = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?){0,3}"
+_LINE_END = r"(?=[ \t]*(?:[\r\n\"']|\\|\Z))"  # a line's end: a break (JSON's escaped one too), a closing quote
+# A key's last line may be short (an ed25519 OpenSSH key's: 6 characters, the comment's end and the padding): one under
+# 8 characters is a key's only as a whole line after its other lines, on a line of its own (a word after them on their
+# line, or `Error:` on the next, is the tool's). Its prefix is a numbered read's line number or a diff's `-` at most:
+# grep's `path:` would read a YAML key (`kind:`) as one, and its value as the line.
+_SHORT_LINE = r"(?:\d+(?:→|\t)[ \t]*|-)?[A-Za-z0-9+/=]{2,7}" + _LINE_END
+_KEY_SHORT_LAST = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*){1,3}" + _SHORT_LINE
 # (kind, literal hints (any; matched in the lower-cased text), regex, replacement or None for "[REDACTED KIND]")
 RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     # -- key material
@@ -58,11 +68,15 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
         # are apart by a newline or JSON's escaped one (escaped once or more), may begin with a numbered read's line
         # number (`     5→`, `cat -n`), and a blank line or two may stand between them (an encrypted key's RFC 1421
         # headers, Proc-Type and DEK-Info, end with one: the body after it, and its short last line, is the key's).
-        # Only those headers are read as the key's: an `Error:` line after an empty block is the tool's.
+        # Only those headers are read as the key's: an `Error:` line after an empty block is the tool's. Its last line
+        # may be short (_KEY_SHORT_LAST).
         ("private key",),
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:"
-        r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?){0,3}"  # apart: blanks, breaks, prefixes
-        r"(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):[ \t]*[^\s\\]+(?:[ \t]+[^\s\\]+)*))*",  # a line
+        + _KEY_APART
+        + r"(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):[ \t]*[^\s\\]+(?:[ \t]+[^\s\\]+)*))*"  # a line
+        + r"(?:"
+        + _KEY_SHORT_LAST
+        + r")?",
         None,
     ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
@@ -326,22 +340,31 @@ def redact(text: str) -> str:
 _KEY_END = re.compile(r"^[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", re.M)
 # (a line stripped first: three runs of blanks in a row, one of them optional, took the cube of a blank line's length)
 _KEY_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):.*)?")
+# The line right above the END line may be short (an ed25519 key's last line: 6 characters).
+_KEY_LAST_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?(?:[A-Za-z0-9+/=]{2,}|(?:Proc-Type|DEK-Info|Comment):.*)?")
 KEY_LINES_MAX = 256  # body lines looked at above an END line (an 8192-bit RSA key has about 100)
+
+
+def _lines_above(text: str, last: int, start: int, first: re.Pattern[str], rest: re.Pattern[str]) -> tuple[int, int]:
+    """(where they start, how many): the lines right above position `start` (a line's start) that `first` (the first
+    above), then `rest` fullmatch, stripped; KEY_LINES_MAX at most, none before position `last`. Walked back line by
+    line: a regex looking back through them would retry from every line of a long base64 output."""
+    k = 0
+    while start > last and k < KEY_LINES_MAX:
+        prev = max(text.rfind("\n", last, start - 1) + 1, last)  # the line before, not before what is done
+        if not (rest if k else first).fullmatch(text[prev : start - 1].strip(" \t\r")):
+            break
+        start, k = prev, k + 1
+    return start, k
 
 
 def _key_tails(text: str) -> str:
     """The body lines above each END line of a private key that the rules left (its BEGIN line is not in the text:
     they take a whole or an unterminated block), and the END line, redacted: a key's last lines are its own only
-    by the END line after them. Walked back line by line (a regex looking back through them would retry from every
-    line of a long base64 output)."""
+    by the END line after them."""
     out, last = [], 0
     for m in _KEY_END.finditer(text):
-        start, k = m.start(), 0
-        while start > last and k < KEY_LINES_MAX:
-            prev = max(text.rfind("\n", last, start - 1) + 1, last)  # the line before, not before what is done
-            if not _KEY_LINE.fullmatch(text[prev : start - 1].strip(" \t\r")):
-                break
-            start, k = prev, k + 1
+        start, k = _lines_above(text, last, m.start(), _KEY_LAST_LINE, _KEY_LINE)
         if k:
             out.append(text[last:start] + "[REDACTED PRIVATE KEY]")
             last = m.end()

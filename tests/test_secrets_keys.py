@@ -6,16 +6,69 @@ built from its format's spec with random bytes (tests/keys_data.py), and shown i
 from __future__ import annotations
 
 import random
+import time
 
 import orjson
+import pytest
+
+from compactctl.redact import cut, redact
 
 from .conftest import cli, tool_session, write_jsonl
-from .keys_data import leaked, openssh_ed25519, pieces
+from .keys_data import leaked, openssh_ed25519, pieces, shapes
 
 _rng = random.Random(5150)
 KEYS = {
     "openssh-ed25519": openssh_ed25519(_rng),
 }
+SHAPES = sorted(shapes(KEYS["openssh-ed25519"][0]))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_no_piece_of_a_key_file_survives_redaction(key, shape):
+    """No 8-character piece of the key's secret lines (and no short last line whole) is left, in any shape a tool shows
+    the file in; the lines after it are the tool's and stay; redaction is idempotent."""
+    text, secret = KEYS[key]
+    out = redact(f"$ cat ~/.ssh/id\n{shapes(text)[shape]}\n$ ls -la")
+    assert not leaked(out, pieces(secret)), (key, shape, out)
+    assert out.startswith("$ cat ~/.ssh/id\n") and out.endswith("\n$ ls -la"), out
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_a_key_file_cut_anywhere_leaves_no_piece(key):
+    """The file cut at every few characters (an output cap, an excerpt's end), and redact.cut through it."""
+    text, secret = KEYS[key]
+    secret_pieces = pieces(secret)
+    for n in range(0, len(text), 3):
+        assert not leaked(redact(text[:n]), secret_pieces), (key, n)
+        assert not leaked(cut(redact("$ cat id\n" + text), n), secret_pieces), (key, n)
+
+
+def test_an_ed25519_keys_short_last_line_goes_with_its_key():
+    """Its last line (6 characters here: the comment's end and the padding) was left where the rules stop at a line under
+    8 characters: the block cut before its END line, and its last lines without the BEGIN line (`tail -3`)."""
+    text, secret = KEYS["openssh-ed25519"]
+    assert len(secret[-1]) == 6
+    lines = text.rstrip("\n").split("\n")
+    for shown in ("\n".join(lines[:-1]), "\n".join(lines[-3:]), "\n".join(lines[-2:])):
+        out = redact(f"$ run\n{shown}\n$ ls")
+        assert secret[-1] not in out and out.endswith("\n$ ls"), out
+    # a word after a cut key that is not a whole line of base64 is the tool's
+    out = redact("\n".join(lines[:-2]) + "\nError: the key is cut")
+    assert out.endswith("\nError: the key is cut"), out
+
+
+# the keys of the end-to-end tests: one of each kind
+E2E = ("openssh-ed25519",)
+
+
+def _session_with(texts: list[str]) -> list[dict]:
+    msgs = tool_session(12, 1500)
+    for k, text in enumerate(texts):
+        at = 3 + 2 * k  # the old outputs, which compaction digests or summarizes
+        msgs[at]["content"] = text + "\n" + "\n".join(f"render_report_{j} ok" for j in range(40))
+    return msgs
 
 
 def _derived(stdout: bytes, kept: set[str]) -> str:
@@ -41,3 +94,55 @@ def test_an_excerpt_of_an_output_that_holds_a_key_shows_none_of_it(tmp_path):
         excerpts += "excerpt: the first" in derived
         assert not leaked(derived, pieces(secret)), window
     assert excerpts  # (what the test is about)
+
+
+@pytest.mark.parametrize("form", ["whole", "cut-before-last-line", "numbered-read", "json-escaped"])
+def test_a_compacted_session_holds_no_piece_of_a_key_file(tmp_path, form):
+    """End to end, offline: each key file in an old tool output; compact at windows where it is digested (names, head
+    excerpt) or summarized (the summary's index), and prune; nothing they wrote holds an 8-character piece of it."""
+    texts = [shapes(KEYS[k][0])[form] for k in E2E]
+    secret_pieces = pieces([s for k in KEYS for s in KEYS[k][1]])
+    msgs = _session_with(texts)
+    src = write_jsonl(tmp_path / "s.jsonl", msgs)
+    kept = {m["content"] for m in msgs if m["role"] == "tool"}
+    runs = [("compact", w) for w in ("1500", "2500", "4000", "6000", "8000")] + [("prune", w) for w in ("1500", "3000")]
+    for command, window in runs:
+        for extra in ([], ["--check-names"]):
+            r = cli(command, str(src), "--context-window", window, "-q", *extra)
+            assert r.returncode == 0, r.stderr
+            assert not leaked(_derived(r.stdout, kept), secret_pieces), (command, window, extra)
+
+
+def test_no_piece_of_a_key_file_reaches_the_llm_request(tmp_path, server):
+    """The same, summarized by an LLM: no request body holds a piece (the echo model sends the request back as the
+    summary: the output is checked too)."""
+    texts = [shapes(KEYS[k][0])[form] for k in E2E for form in ("whole", "numbered-read-cut")]
+    secret_pieces = pieces([s for k in KEYS for s in KEYS[k][1]])
+    msgs = _session_with(texts)
+    src = write_jsonl(tmp_path / "s.jsonl", msgs)
+    kept = {m["content"] for m in msgs if m["role"] == "tool"}
+    for window in ("1500", "2500", "4000"):
+        r = cli("compact", str(src), "--context-window", window, "--summarizer", "llm", "--base-url", server.url, "--llm-model", "echo")
+        assert r.returncode == 0, r.stderr
+        assert not leaked(_derived(r.stdout, kept), secret_pieces), window
+    assert server.raw
+    for body in server.raw:
+        assert not leaked(orjson.loads(body)["messages"][1]["content"], secret_pieces)
+
+
+# -- adversarial inputs: each of the rules added here in linear time
+
+_ADVERSARIAL = {
+    "blanks": " " * 100_000,
+    "BEGIN lines without an END": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n" * 10_000,
+    "short lines after BEGIN": "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "AbCd\n" * 200_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ADVERSARIAL))
+def test_the_key_rules_take_linear_time_on_adversarial_inputs(name):
+    """Each under ~0.1 s on a 2-core machine; the bound is generous (a quadratic took minutes on these)."""
+    text = _ADVERSARIAL[name]
+    t0 = time.process_time()
+    redact(text)
+    assert time.process_time() - t0 < 2.0, name

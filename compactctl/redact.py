@@ -79,6 +79,26 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
         + r")?",
         None,
     ),
+    (
+        "PRIVATE KEY",
+        # A PuTTY key file's private part (PuTTY-User-Key-File-2 and -3): after `Private-Lines: N`, its base64 lines (the
+        # last one short: 24 characters for an RSA key) and the `Private-MAC:` line, whole or cut, apart as a PEM key's
+        # lines may be. The public key, the comment and the Argon2 parameters before it tell which key it was and stay
+        # (as does the header: the rule leaves what it redacted as it is).
+        ("private-lines",),
+        # (the header kept with a line break at most: a prefix of the next line may run through a JSON text's escaped
+        # lines, and would keep them)
+        r"(Private-Lines:[ \t]*\d+(?:[ \t]*(?:\r?\n|(?:\\+r)?\\+n))?)[ \t]*(?:"
+        + _KEY_PFX
+        + r"[ \t]*)?(?:(?:[A-Za-z0-9+/=]{8,}(?:"  # ("Private-MAC" is no line: 7 letters, then a hyphen)
+        + _KEY_APART
+        + r"[A-Za-z0-9+/=]{8,})*(?:"
+        + _KEY_SHORT_LAST
+        + r")?)(?:"
+        + _KEY_APART
+        + r"Private-MAC:[ \t]*[0-9a-fA-F]*)?|Private-MAC:[ \t]*[0-9a-fA-F]*)",
+        r"\1[REDACTED PRIVATE KEY]",
+    ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
     # -- cloud providers
     ("AWS KEY", ("akia", "asia", "abia", "acca", "a3t"), r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", None),
@@ -335,9 +355,13 @@ def redact(text: str) -> str:
     return out
 
 
-# The END line of a private key whose BEGIN line is not in the text (`tail -3 key.pem`, an output cut before it), and
-# one of its body lines (a numbered read's line number first, as in the rules above).
-_KEY_END = re.compile(r"^[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", re.M)
+# The END line of a private key whose BEGIN line is not in the text (`tail -3 key.pem`, an output cut before it), or the
+# MAC line of a PuTTY key file without its `Private-Lines:` line (a diff's added line's `+` before either: for the body
+# lines, it is one of base64's characters); and one of its body lines (a numbered read's line number first, as in the
+# rules above).
+_KEY_END = re.compile(
+    r"^[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?\+?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(Private-MAC:)[ \t]*[0-9a-fA-F]+)", re.M
+)
 # (a line stripped first: three runs of blanks in a row, one of them optional, took the cube of a blank line's length)
 _KEY_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):.*)?")
 # The line right above the END line may be short (an ed25519 key's last line: 6 characters).
@@ -361,20 +385,25 @@ def _lines_above(text: str, last: int, start: int, first: re.Pattern[str], rest:
 def _key_tails(text: str) -> str:
     """The body lines above each END line of a private key that the rules left (its BEGIN line is not in the text:
     they take a whole or an unterminated block), and the END line, redacted: a key's last lines are its own only
-    by the END line after them."""
+    by the END line after them. A PuTTY key's MAC line is its END line, and redacted alone too (`grep Private-MAC`:
+    for an encrypted key it is keyed by the passphrase)."""
     out, last = [], 0
     for m in _KEY_END.finditer(text):
         start, k = _lines_above(text, last, m.start(), _KEY_LAST_LINE, _KEY_LINE)
         if k:
             out.append(text[last:start] + "[REDACTED PRIVATE KEY]")
             last = m.end()
+        elif m.group(1):
+            out.append(text[last : m.end(1)] + " [REDACTED PRIVATE KEY]")
+            last = m.end()
     return "".join(out) + text[last:] if out else text
 
 
 # What tells that a text holds key material, whose lines are secrets only where they stand (a key's short last line
-# under its BEGIN line): names read from such a text (redaction checks long ones alone), the lines a digest quotes from
-# it, the runs of lines and the head an excerpt shows of it are read from it redacted, or not at all.
-_KEY_MARKS = ("PRIVATE KEY", "PRIVATE_KEY")
+# under its BEGIN line, a PuTTY key's MAC, a hex string, under its private lines): names read from such a text
+# (redaction checks long ones alone), the lines a digest quotes from it, the runs of lines and the head an excerpt shows
+# of it are read from it redacted, or not at all.
+_KEY_MARKS = ("PRIVATE KEY", "PRIVATE_KEY", "Private-Lines:", "Private-MAC:")
 
 
 def holds_key(text: str) -> bool:
@@ -403,7 +432,7 @@ def _redact(text: str) -> str:
                 low = text.lower()
     if any(h in low for h in _FIELD_HINTS) and _FIELD_SHAPE.search(text):
         text = _fields(text, low)
-    if "-----end" in low and "private key" in low:
+    if ("-----end" in low and "private key" in low) or "private-mac:" in low:
         text = _key_tails(text)
     if len(text) >= 26:
         text = _QUOTED.sub(_high_entropy, text)

@@ -14,11 +14,14 @@ import pytest
 from compactctl.redact import cut, redact
 
 from .conftest import cli, tool_session, write_jsonl
-from .keys_data import leaked, openssh_ed25519, pieces, shapes
+from .keys_data import leaked, openssh_ed25519, pieces, ppk, shapes
 
 _rng = random.Random(5150)
 KEYS = {
     "openssh-ed25519": openssh_ed25519(_rng),
+    "ppk-v2-rsa": ppk(_rng, 2),
+    "ppk-v3-rsa": ppk(_rng, 3),
+    "ppk-v3-ed25519": ppk(_rng, 3, "ssh-ed25519", 48),
 }
 SHAPES = sorted(shapes(KEYS["openssh-ed25519"][0]))
 
@@ -45,6 +48,24 @@ def test_a_key_file_cut_anywhere_leaves_no_piece(key):
         assert not leaked(cut(redact("$ cat id\n" + text), n), secret_pieces), (key, n)
 
 
+def test_the_ppk_lines_around_the_private_ones_are_kept():
+    """Only the private part (its lines and the MAC) is the secret: the public key, the comment and the Argon2
+    parameters stay for the summary to say which key it was."""
+    text, _secret = KEYS["ppk-v3-ed25519"]
+    out = redact(text)
+    for kept in ("PuTTY-User-Key-File-3: ssh-ed25519", "Comment: ssh-ed25519-key-20240611", "Argon2-Passes: 21", "Private-Lines: 1"):
+        assert kept in out
+    assert "[REDACTED PRIVATE KEY]" in out
+
+
+def test_a_ppk_files_mac_alone_is_redacted():
+    """`grep Private-MAC *.ppk`: an encrypted key's MAC is keyed by its passphrase (one to try guesses against)."""
+    _text, secret = KEYS["ppk-v3-rsa"]
+    for line in (f"id.ppk:Private-MAC: {secret[-1]}", f"Private-MAC: {secret[-1]}"):
+        out = redact(f"$ grep -r Private-MAC .\n{line}\n$ ls")
+        assert secret[-1][:8] not in out and "Private-MAC: [REDACTED PRIVATE KEY]\n$ ls" in out, out
+
+
 def test_an_ed25519_keys_short_last_line_goes_with_its_key():
     """Its last line (6 characters here: the comment's end and the padding) was left where the rules stop at a line under
     8 characters: the block cut before its END line, and its last lines without the BEGIN line (`tail -3`)."""
@@ -60,7 +81,7 @@ def test_an_ed25519_keys_short_last_line_goes_with_its_key():
 
 
 # the keys of the end-to-end tests: one of each kind
-E2E = ("openssh-ed25519",)
+E2E = ("openssh-ed25519", "ppk-v2-rsa", "ppk-v3-ed25519")
 
 
 def _session_with(texts: list[str]) -> list[dict]:
@@ -134,8 +155,11 @@ def test_no_piece_of_a_key_file_reaches_the_llm_request(tmp_path, server):
 
 _ADVERSARIAL = {
     "blanks": " " * 100_000,
+    "blank lines after a header": "Private-Lines: 9\n" + " \n" * 50_000,
+    "ppk headers without lines": "Private-Lines: 14\nPrivate-MAC: \n" * 10_000,
     "BEGIN lines without an END": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n" * 10_000,
     "short lines after BEGIN": "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "AbCd\n" * 200_000,
+    "short lines": "AbCd\n" * 200_000 + "Private-MAC: 00ff",
 }
 
 

@@ -399,15 +399,56 @@ def _key_tails(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
-# What tells that a text holds key material, whose lines are secrets only where they stand (a key's short last line
-# under its BEGIN line, a PuTTY key's MAC, a hex string, under its private lines): names read from such a text
-# (redaction checks long ones alone), the lines a digest quotes from it, the runs of lines and the head an excerpt shows
-# of it are read from it redacted, or not at all.
+# The base64 of a whole PEM file (`base64 key.pem`, a Kubernetes secret's `tls.key: LS0tLS1CRUdJTi...`, a kubeconfig's
+# `client-key-data`): its middle lines were left to the high-entropy rule, but its first and last hold mostly the BEGIN
+# and END text (their entropy is low) and part of the key beside it, and were left. Known by the characters that only
+# "-----BEGIN ", "-----END " and "KEY-----" make, at each of the three alignments of a base64 text (a wrapped line's end
+# may cut one of them, never both that stand on a key's BEGIN or END line), a blob is redacted whole: its run of base64,
+# the wrapped lines of base64 after it, and, when the run is its line's, the lines of base64 above it. A certificate's
+# too: its base64 tells a summary nothing, and a bundle's key may come after it.
+_PEM_BASE64 = re.compile(
+    r"LS0tLS1CRUdJTi|0tLS0tQkVHSU4g|tLS0tLUJFR0lOI|LS0tLS1FTkQg|0tLS0tRU5EI|tLS0tLUVORC|S0VZLS0tLS|tFWS0tLS0t|LRVktLS0tL"
+)
+_BASE64 = string.ascii_letters + string.digits + "+/="
+# the rest of its run, and each wrapped line after it: a whole line (after one break and a prefix) of base64, the last
+# one maybe short
+_BREAK = r"[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?"
+_WRAPPED = re.compile(
+    r"[A-Za-z0-9+/=]*(?:" + _BREAK + r"[A-Za-z0-9+/]{8,}={0,2}" + _LINE_END + r")*"
+    r"(?:[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*" + _SHORT_LINE + r")?"
+)
+_PREFIX = re.compile(r"(?:" + _KEY_PFX + r")?")
+_WRAPPED_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?[A-Za-z0-9+/]{8,}={0,2}")
+
+
+def _pem_base64(text: str) -> str:
+    """Each blob of base64 that holds the base64 of a PEM file's BEGIN or END line, redacted whole."""
+    out, last = [], 0
+    while (m := _PEM_BASE64.search(text, last)) is not None:
+        before = text[last : m.start()]
+        start = m.start() - (len(before) - len(before.rstrip(_BASE64)))  # its run's start
+        if start > last and text[start - 1] == "\\" and text[start] in "nrt":
+            start += 1  # (the letter of a JSON text's escaped break, not the run's)
+        line = max(text.rfind("\n", last, start) + 1, last)
+        if _PREFIX.fullmatch(text[line:start].strip(" \t\r")):  # the run is its line's: the lines above may be the blob's
+            above, k = _lines_above(text, last, line, _WRAPPED_LINE, _WRAPPED_LINE)
+            start = above if k else start
+        rest = _WRAPPED.match(text, m.end())  # (it matches the empty string: never None)
+        end = rest.end() if rest else m.end()
+        out.append(text[last:start] + "[REDACTED PEM BASE64]")
+        last = end
+    return "".join(out) + text[last:] if out else text
+
+
+# What tells that a text holds key material, whose lines are secrets only where they stand: a key's short last line under
+# its BEGIN line, a PuTTY key's MAC (a hex string) under its private lines, the lines of a base64 PEM blob that hold
+# mostly its BEGIN or END text. Names read from such a text (redaction checks long ones alone), the lines a digest
+# quotes from it and the runs of lines it shows are read from it redacted, or not at all.
 _KEY_MARKS = ("PRIVATE KEY", "PRIVATE_KEY", "Private-Lines:", "Private-MAC:")
 
 
 def holds_key(text: str) -> bool:
-    return any(k in text for k in _KEY_MARKS)
+    return any(k in text for k in _KEY_MARKS) or ("LS0t" in text and _PEM_BASE64.search(text) is not None)
 
 
 def _fields(text: str, low: str) -> str:
@@ -434,6 +475,8 @@ def _redact(text: str) -> str:
         text = _fields(text, low)
     if ("-----end" in low and "private key" in low) or "private-mac:" in low:
         text = _key_tails(text)
+    if "ls0t" in low:  # (in each of _PEM_BASE64's, lower-cased)
+        text = _pem_base64(text)
     if len(text) >= 26:
         text = _QUOTED.sub(_high_entropy, text)
     if len(text) >= 32:

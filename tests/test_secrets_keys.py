@@ -14,7 +14,7 @@ import pytest
 from compactctl.redact import cut, redact
 
 from .conftest import cli, tool_session, write_jsonl
-from .keys_data import leaked, openssh_ed25519, pieces, ppk, shapes
+from .keys_data import leaked, openssh_ed25519, pem_base64, pieces, ppk, shapes
 
 _rng = random.Random(5150)
 KEYS = {
@@ -22,6 +22,12 @@ KEYS = {
     "ppk-v2-rsa": ppk(_rng, 2),
     "ppk-v3-rsa": ppk(_rng, 3),
     "ppk-v3-ed25519": ppk(_rng, 3, "ssh-ed25519", 48),
+    "pem-base64-76": pem_base64(_rng),
+    "pem-base64-64": pem_base64(_rng, width=64),
+    "pem-base64-one-line": pem_base64(_rng, width=0),
+    "pem-base64-aligned-1": pem_base64(_rng, b"\n"),
+    "pem-base64-aligned-2": pem_base64(_rng, b"#\n"),
+    "pem-base64-aligned-2-one-line": pem_base64(_rng, b"#\n", width=0),
 }
 SHAPES = sorted(shapes(KEYS["openssh-ed25519"][0]))
 
@@ -66,6 +72,14 @@ def test_a_ppk_files_mac_alone_is_redacted():
         assert secret[-1][:8] not in out and "Private-MAC: [REDACTED PRIVATE KEY]\n$ ls" in out, out
 
 
+def test_a_kubernetes_secret_keeps_its_other_fields():
+    text, secret = KEYS["pem-base64-one-line"]
+    manifest = f"apiVersion: v1\nkind: Secret\ndata:\n  tls.key: {text.strip()}\nkind: Secret\ntype: kubernetes.io/tls\n"
+    out = redact(manifest)
+    assert not leaked(out, pieces(secret))
+    assert out.endswith("  tls.key: [REDACTED PEM BASE64]\nkind: Secret\ntype: kubernetes.io/tls\n"), out
+
+
 def test_an_ed25519_keys_short_last_line_goes_with_its_key():
     """Its last line (6 characters here: the comment's end and the padding) was left where the rules stop at a line under
     8 characters: the block cut before its END line, and its last lines without the BEGIN line (`tail -3`)."""
@@ -81,7 +95,7 @@ def test_an_ed25519_keys_short_last_line_goes_with_its_key():
 
 
 # the keys of the end-to-end tests: one of each kind
-E2E = ("openssh-ed25519", "ppk-v2-rsa", "ppk-v3-ed25519")
+E2E = ("openssh-ed25519", "ppk-v2-rsa", "ppk-v3-ed25519", "pem-base64-76", "pem-base64-aligned-1")
 
 
 def _session_with(texts: list[str]) -> list[dict]:
@@ -159,7 +173,12 @@ _ADVERSARIAL = {
     "ppk headers without lines": "Private-Lines: 14\nPrivate-MAC: \n" * 10_000,
     "BEGIN lines without an END": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n" * 10_000,
     "short lines after BEGIN": "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "AbCd\n" * 200_000,
+    "base64 BEGIN forms": "LS0tLS1CRUdJTi 0tLS0tQkVHSU4g tLS0tLUJFR0lOI LS0tLS1FTkQg\n" * 10_000,
+    "a 5 MB line of base64": "LS0tLS1CRUdJTi" + "QUJDRA" * 850_000,
+    "a 5 MB line of base64 without a form": "QUJDRA" * 850_000 + "\n-----END RSA PRIVATE KEY-----",
     "short lines": "AbCd\n" * 200_000 + "Private-MAC: 00ff",
+    "END forms under short lines": ("AQID\n" * 50 + "LS0tLS1FTkQg\n") * 4_000,
+    "blanks before an END form": (" " * 5_000 + "\n") * 20 + "LS0tLS1FTkQgUlNB",
 }
 
 

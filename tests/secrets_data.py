@@ -11,6 +11,8 @@ import base64
 import random
 import string
 
+from . import keys_data
+
 _rng = random.Random(1414)
 UP, LOW, DIG = string.ascii_uppercase, string.ascii_lowercase, string.digits
 
@@ -147,6 +149,16 @@ def _planted() -> list[tuple[str, str, str]]:
     add("json-unicode-escaped", k, '{"value": "\\u0073k-proj-' + k + '"}')  # "sk-proj-..." as a JSON escape
     k = _r(18, UP + LOW + DIG) + "\\/" + _r(10, UP + LOW + DIG) + "\\/" + _r(10, UP + LOW + DIG)
     add("json-slash-escaped", k, '{"Parameter": {"Name": "/prod/db", "Value": "' + k + '"}}')  # a key with / written as \/
+    # a review after the thirty-eighth session: key files the key rules left in part (tests/keys_data.py)
+    rng = random.Random(_rng.random())
+    text, secret = keys_data.ppk(rng, 2)
+    add("putty-ppk", secret[-2], f"$ cat ~/.ssh/id.ppk\n{text}")  # its short last private line
+    text, secret = keys_data.ppk(rng, 3, "ssh-ed25519", 48)
+    add("putty-ppk-v3-mac", secret[-1], text)
+    text, secret = keys_data.pem_base64(rng, width=0)
+    add("pem-base64", secret[0][:40], f"  tls.key: {text.strip()}\n")
+    text, secret = keys_data.openssh_ed25519(rng)
+    add("openssh-ed25519-cut", secret[-1], text.rsplit("-----END", 1)[0])  # its short last line
     return out
 
 

@@ -51,7 +51,8 @@ _LINE_END = r"(?=[ \t]*(?:[\r\n\"']|\\|\Z))"  # a line's end: a break (JSON's es
 # grep's `path:` would read a YAML key (`kind:`) as one, and its value as the line.
 _SHORT_LINE = r"(?:\d+(?:→|\t)[ \t]*|-)?[A-Za-z0-9+/=]{2,7}" + _LINE_END
 _KEY_SHORT_LAST = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*){1,3}" + _SHORT_LINE
-# (kind, literal hints (any; matched in the lower-cased text), regex, replacement or None for "[REDACTED KIND]")
+# (kind, literal hints (any; matched in the lower-cased text, and one written with upper-case letters, for a rule whose
+# regex is case-sensitive, must stand so in the text too), regex, replacement or None for "[REDACTED KIND]")
 RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     # -- key material
     (
@@ -147,7 +148,8 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("DISCORD WEBHOOK", ("discord",), r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{30,}", None),
     ("TELEGRAM TOKEN", (":aa",), r"\b\d{8,10}:AA[0-9A-Za-z_\-]{33}(?:\b|(?![A-Za-z0-9_\-]))", None),
     ("SENDGRID KEY", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?:\b|(?![A-Za-z0-9_\-]))", None),
-    ("TWILIO KEY", ("sk", "ac"), r"\b(?:SK|AC)[0-9a-f]{32}\b", None),
+    # (its hints as written: "sk" and "ac" are in most English texts, "SK" and "AC" in few)
+    ("TWILIO KEY", ("SK", "AC"), r"\b(?:SK|AC)[0-9a-f]{32}\b", None),
     ("MAILGUN KEY", ("key-",), r"\bkey-[0-9a-zA-Z]{32}\b", None),
     ("SHOPIFY TOKEN", ("shp",), r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", None),
     ("SQUARE TOKEN", ("sq0",), r"\bsq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}(?:\b|(?![A-Za-z0-9_\-]))", None),
@@ -245,8 +247,17 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
 
 # The rules not of key = value shape, and each one's regex compiled at its first use (compiling all of
 # them costs ~5.5 ms; most runs meet the hints of a few, or of none: a process pays for what it uses).
+# (kind, hints lower-cased, the hints written with upper-case letters, regex, replacement)
 _RULES = [
-    (kind, hints, rx, repl if repl is not None else f"[REDACTED {kind}]") for kind, hints, rx, repl in RULES if kind != "SECRET FIELD"
+    (
+        kind,
+        tuple(h.lower() for h in hints),
+        tuple(h for h in hints if h != h.lower()),
+        rx,
+        repl if repl is not None else f"[REDACTED {kind}]",
+    )
+    for kind, hints, rx, repl in RULES
+    if kind != "SECRET FIELD"
 ]
 _FIELDS = [(rx, repl) for kind, _h, rx, repl in RULES if kind == "SECRET FIELD" and repl is not None]  # each has one
 
@@ -260,7 +271,7 @@ def _compiled(rx: str) -> re.Pattern[str]:
 def _any_hint() -> re.Pattern[str]:
     """Every rule's hints as one search (it finds a match exactly when one of them occurs): on a short text
     (a name a digest keeps) one search settles that no rule applies, where a substring test per hint costs more."""
-    return re.compile("|".join(re.escape(h) for h in sorted({h for _k, hs, _rx, _r in _RULES for h in hs})))
+    return re.compile("|".join(re.escape(h) for h in sorted({h for _k, hs, _x, _rx, _r in _RULES for h in hs})))
 
 
 # key = value rules are single-line and their keys are common words: they run only on the lines that
@@ -461,16 +472,24 @@ def _fields(text: str, low: str) -> str:
     return "\n".join(lines)
 
 
-def _redact(text: str) -> str:
-    if not text:
-        return text
-    low = text.lower()
-    for _kind, hints, rx, repl in _RULES if len(low) > SHORT or _any_hint().search(low) else ():
-        if any(h in low for h in hints):
+def _by_rules(text: str, low: str) -> tuple[str, str]:
+    """`text` (and `low`, its lower-cased form) after the rules not of key = value shape whose hints it holds (a short
+    text is first searched for any of them at once)."""
+    if len(low) <= SHORT and _any_hint().search(low) is None:
+        return text, low
+    for _kind, hints, exact, rx, repl in _RULES:
+        if any(h in low for h in hints) and (not exact or any(h in text for h in exact)):
             new = _compiled(rx).sub(repl, text)
             if new is not text and new != text:
                 text = new
                 low = text.lower()
+    return text, low
+
+
+def _redact(text: str) -> str:
+    if not text:
+        return text
+    text, low = _by_rules(text, text.lower())
     if any(h in low for h in _FIELD_HINTS) and _FIELD_SHAPE.search(text):
         text = _fields(text, low)
     if ("-----end" in low and "private key" in low) or "private-mac:" in low:

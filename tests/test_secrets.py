@@ -727,3 +727,40 @@ def test_blank_runs_near_a_key_line_cost_linear_time():
         t0 = time.process_time()
         redact(text)
         assert time.process_time() - t0 < 1.0
+
+
+def test_the_twilio_rule_runs_only_where_its_prefix_stands_in_capitals(monkeypatch):
+    """Its hints were "sk" and "ac", matched in the lower-cased text: most English texts ("ask", "back", "track") ran
+    its regex (the costliest of the rules on the corpus). Its regex wants SK or AC as written, and so do its hints now;
+    what it redacts is the same."""
+    from compactctl import redact as r
+
+    twilio = next(rx for kind, _h, rx, _r in r.RULES if kind == "TWILIO KEY")
+    ran: list[str] = []
+    compiled = r._compiled
+
+    def counted(rx: str):
+        if rx == twilio:
+            ran.append(rx)
+        return compiled(rx)
+
+    monkeypatch.setattr(r, "_compiled", counted)
+    prose = "Ask the backend team to track each task and pack the stack. " * 10
+    assert redact(prose) == prose and not ran
+    for sid in ("AC" + "0123456789abcdef" * 2, "SK" + "fedcba9876543210" * 2):
+        assert redact(f"the account {sid} is live") == "the account [REDACTED TWILIO KEY] is live"
+    assert len(ran) == 2
+
+
+def test_a_rules_hints_stand_in_every_text_its_regex_matches():
+    """A rule runs only where one of its hints stands (lower-cased, and as written for one with capitals): on every
+    planted text, in three cases, and beside a Twilio key, no rule's regex matches where its hints would keep it from
+    running (a hint narrowed too far loses a secret)."""
+    from compactctl import redact as r
+
+    texts = [t for _f, _s, t in PLANTED] + ["sid AC" + "0123456789abcdef" * 2, "(SK" + "0123456789abcdef" * 2 + ")"]
+    texts += [t.lower() for t in texts] + [t.upper() for t in texts]
+    for kind, hints, exact, rx, _repl in r._RULES:
+        for t in texts:
+            if r._compiled(rx).search(t):
+                assert any(h in t.lower() for h in hints) and (not exact or any(h in t for h in exact)), (kind, t)

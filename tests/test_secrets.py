@@ -764,3 +764,23 @@ def test_a_rules_hints_stand_in_every_text_its_regex_matches():
         for t in texts:
             if r._compiled(rx).search(t):
                 assert any(h in t.lower() for h in hints) and (not exact or any(h in t for h in exact)), (kind, t)
+
+
+def test_the_vault_rule_does_not_run_on_every_sentence(monkeypatch):
+    """Its hints held "s." (a sentence's last plural), the prefix of legacy tokens its regex does not take."""
+    from compactctl import redact as r
+
+    vault = next(rx for kind, _h, rx, _r in r.RULES if kind == "VAULT TOKEN")
+    ran: list[str] = []
+    compiled = r._compiled
+
+    def counted(rx: str):
+        if rx == vault:
+            ran.append(rx)
+        return compiled(rx)
+
+    monkeypatch.setattr(r, "_compiled", counted)
+    prose = "The tests pass. The docs build. All files are formatted. " * 10
+    assert redact(prose) == prose and not ran
+    token = "hvs." + "CAESIJ" * 5
+    assert redact(f"VAULT_TOKEN {token}") == "VAULT_TOKEN [REDACTED VAULT TOKEN]" and ran

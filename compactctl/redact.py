@@ -269,11 +269,17 @@ def _compiled(rx: str) -> re.Pattern[str]:
     return re.compile(rx)
 
 
+def _alternatives(hints: set[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(h) for h in sorted(hints)))
+
+
 @functools.cache
-def _any_hint() -> re.Pattern[str]:
-    """Every rule's hints as one search (it finds a match exactly when one of them occurs): on a short text
-    (a name a digest keeps) one search settles that no rule applies, where a substring test per hint costs more."""
-    return re.compile("|".join(re.escape(h) for h in sorted({h for _k, hs, _x, _rx, _r in _RULES for h in hs})))
+def _any_hint() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Every rule's hints as one search of the lower-cased text, those written with capitals (_RULES) as one of the text:
+    one of them finds a match whenever a rule's hints let it run. On a short text (a name a digest keeps) they settle
+    that no rule applies, where a substring test per hint costs more."""
+    exact = {h for _k, _hs, x, _rx, _r in _RULES for h in x}
+    return _alternatives({h for _k, hs, x, _rx, _r in _RULES if not x for h in hs}), _alternatives(exact)
 
 
 # key = value rules are single-line and their keys are common words: they run only on the lines that
@@ -456,7 +462,7 @@ def _pem_base64(text: str) -> str:
 # What tells that a text holds key material, whose lines are secrets only where they stand: a key's short last line under
 # its BEGIN line, a PuTTY key's MAC (a hex string) under its private lines, the lines of a base64 PEM blob that hold
 # mostly its BEGIN or END text. Names read from such a text (redaction checks long ones alone), the lines a digest
-# quotes from it and the runs of lines it shows are read from it redacted, or not at all.
+# quotes from it, the runs of lines and the head an excerpt shows of it are read from it redacted, or not at all.
 _KEY_MARKS = ("PRIVATE KEY", "PRIVATE_KEY", "Private-Lines:", "Private-MAC:")
 
 
@@ -477,7 +483,7 @@ def _fields(text: str, low: str) -> str:
 def _by_rules(text: str, low: str) -> tuple[str, str]:
     """`text` (and `low`, its lower-cased form) after the rules not of key = value shape whose hints it holds (a short
     text is first searched for any of them at once)."""
-    if len(low) <= SHORT and _any_hint().search(low) is None:
+    if len(low) <= SHORT and _any_hint()[0].search(low) is None and _any_hint()[1].search(text) is None:
         return text, low
     for _kind, hints, exact, rx, repl in _RULES:
         if any(h in low for h in hints) and (not exact or any(h in text for h in exact)):

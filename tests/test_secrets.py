@@ -750,6 +750,10 @@ def test_the_twilio_rule_runs_only_where_its_prefix_stands_in_capitals(monkeypat
     for sid in ("AC" + "0123456789abcdef" * 2, "SK" + "fedcba9876543210" * 2):
         assert redact(f"the account {sid} is live") == "the account [REDACTED TWILIO KEY] is live"
     assert len(ran) == 2
+    # a short text (a long token names_in checks alone: 150,000 in a 15 MB log) that holds "ac" runs no rule's hint test
+    hint, exact = r._any_hint()
+    assert hint.search("trace=0f3c9a7e_stack") is None and exact.search("trace=0f3c9a7e_stack") is None
+    assert exact.search("sid AC0123") is not None
 
 
 def test_a_rules_hints_stand_in_every_text_its_regex_matches():

@@ -68,6 +68,8 @@ def _toml(path: Path) -> dict:
         raise UsageError(f"cannot read {path}: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: {e}") from e
+    except UnicodeDecodeError as e:  # TOML is UTF-8; tomllib decodes the whole file first
+        raise UsageError(f"{path}: invalid TOML: not UTF-8 (byte {e.start})") from e
 
 
 def user_file(environ: Mapping[str, str] | None = None) -> Path:

@@ -455,3 +455,10 @@ def test_a_file_value_of_the_wrong_toml_type_is_refused_and_the_environments_tex
     (tmp_path / "compactctl.toml").write_text('no-dedup = "yes"\n')  # the command line says it, exit 2
     r = run_in(tmp_path, "prune", str(write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hi"}])), env=_cfg_env(tmp_path))
     assert r.returncode == 2 and b"no-dedup = 'yes' is not valid" in r.stderr, r.stderr
+
+
+def test_a_config_file_that_is_not_utf8_is_a_usage_error(tmp_path):
+    """TOML is UTF-8: another encoding was a UnicodeDecodeError's traceback (exit 1), for every command (a review)."""
+    (tmp_path / "compactctl.toml").write_bytes(b'model = "caf\xe9"\n')
+    with pytest.raises(UsageError, match=r"compactctl.toml: invalid TOML: not UTF-8 \(byte 12\)"):
+        _resolve(tmp_path, {})

@@ -122,6 +122,7 @@ CONFIG = {
     "model": '"gpt-4"',
     "min-saving": "1",  # an integer where a number goes: 1.0
     "unknown-key": "1",  # warned about, on stderr (compared)
+    "drop-tool": "[]",  # an empty list: a list to the command, not None
 }
 ENV = {
     "COMPACTCTL_ARG_LIMIT": "100",
@@ -133,6 +134,7 @@ ENV = {
     "COMPACTCTL_REFS": "no",
     "COMPACTCTL_LLM_CONTEXT": "abc",  # not a number: a usage error naming the variable
     "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    "COMPACTCTL_KEEP_TOOL": ",",  # an empty list
 }
 
 POSITIONAL = ["a.jsonl", "-", "dir/", "x=y", "", " ", "ä.jsonl"]
@@ -223,6 +225,8 @@ def _same(argv: list[str], place: Path, config=(), env=(), broken=False) -> bool
 )
 @example(argv=["plan", "--output=", "--on-error", "skip"], config=[], env=["COMPACTCTL_LLM_CONTEXT"], broken=False)
 @example(argv=["compact", "--min-saving", "nan"], config=[], env=[], broken=False)
+@example(argv=["prune", "--context-window", "0x10", "--protect-tokens", "0o7"], config=[], env=[], broken=False)  # int(v), not int(v, 0)
+@example(argv=["compact", "a.jsonl"], config=["drop-tool"], env=["COMPACTCTL_KEEP_TOOL"], broken=False)  # empty lists
 def test_the_fast_path_gives_the_command_what_typer_gives(place, argv, config, env, broken):
     event("fast path" if _same(argv, place, config, env, broken) else "declined")
 

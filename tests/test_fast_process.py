@@ -150,3 +150,35 @@ def test_the_fast_path_writes_and_exits_as_the_app(args, tmp_path, monkeypatch):
     assert loaded == []
     ref = in_app(tmp_path, *args, monkeypatch=monkeypatch)
     assert (r.returncode, r.stdout, r.stderr) == (ref.returncode, ref.stdout, ref.stderr)
+
+
+def _closed(fd: int, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`compactctl ARGS` started with its standard output (fd 1) or error (fd 2) closed, as `>&-` / `2>&-` start it."""
+    keep = {1: {"stderr": subprocess.PIPE}, 2: {"stdout": subprocess.PIPE}}[fd]
+    cmd = [sys.executable, "-m", "compactctl", *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=_env(tmp_path), timeout=300, preexec_fn=lambda: os.close(fd), **keep)
+
+
+@pytest.mark.parametrize("spelling", [["-q", "-o", "out.jsonl"], ["-qo", "out.jsonl"]], ids=["fast path", "typer"])
+def test_a_closed_stdout_is_no_matter_to_a_run_that_writes_a_file(tmp_path, spelling):
+    """Both paths alike (a review found the fast path ran where typer's looked at the closed stdout: a traceback)."""
+    write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hi"}])
+    r = _closed(1, tmp_path, "compact", "s.jsonl", *spelling)
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "s.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("command", [["compact", "s.jsonl"], ["compact", "s.jsonl", "-q", "--", "more.jsonl"]], ids=["fast path", "typer"])
+def test_a_closed_stdout_that_a_run_writes_to_is_an_output_error(tmp_path, command):
+    write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hi"}])
+    write_jsonl(tmp_path / "more.jsonl", [{"role": "user", "content": "again"}])
+    r = _closed(1, tmp_path, *command)
+    assert r.returncode == Exit.IO
+    assert r.stderr.decode().splitlines()[-1] == "compactctl: error: standard output: cannot write (Bad file descriptor)"
+
+
+def test_a_closed_stderr_keeps_the_exit_code(tmp_path):
+    (tmp_path / "bad.jsonl").write_text("x\n")
+    assert _closed(2, tmp_path, "compact", "bad.jsonl").returncode == Exit.DATA
+    assert _closed(2, tmp_path, "compact", "bad.jsonl", "-qo", "o.jsonl").returncode == Exit.DATA
+    assert not (tmp_path / "o.jsonl").exists()

@@ -48,6 +48,8 @@ def main() -> None:
 
     shared.run_by_main()
     sys.stderr = shared.Stderr(sys.stderr)  # a reader of stderr that leaves (`2>&1 | head`) ends nothing
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        sys.stdout = shared.ClosedStdout()
 
     if sys.argv[1:2] != ["mcp"]:  # the MCP server reads stdin in a thread: SIGTERM ends it outright, as before
         signal.signal(signal.SIGINT, _interrupted)

@@ -170,10 +170,10 @@ def keywords(p: Parsed, defaults: dict[str, Any]) -> tuple[dict[str, Any], dict[
 
 def _from_map(o: Opt, value: Any) -> Any:
     """A default map's value (config._coerce gave it the option's type) as typer passes it: a member of an Enum, a
-    repeatable option's list."""
+    repeatable option's list (None for an empty one where the default is None: typer's generate_list_convertor)."""
     base, many = kind(o.type)
     if many:
-        return list(value)
+        return None if o.default is None and not value else list(value)
     return base(value) if isinstance(base, type) and issubclass(base, Enum) else value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 import sys
@@ -56,7 +57,10 @@ class Stderr:
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self._gone = False
+        self._gone = stream is None  # started with stderr closed (`2>&-`): what it says goes nowhere
+
+    def isatty(self) -> bool:
+        return not self._gone and self._stream.isatty()
 
     def write(self, text: str) -> int:
         if not self._gone:
@@ -80,6 +84,31 @@ class Stderr:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+class ClosedStdout:
+    """sys.stdout of a process started with its standard output closed (`>&-`; Python makes it None). A run that
+    writes elsewhere (-o FILE) runs as with any stdout; a write to it fails as a write to a closed descriptor does,
+    an OSError that the output's writer reports (exit 4, "standard output: cannot write (Bad file descriptor)"),
+    however the command line was spelled: before, the first look at it (`isatty`) was a traceback, exit 1."""
+
+    encoding = "utf-8"
+
+    @property
+    def buffer(self) -> ClosedStdout:
+        return self
+
+    def write(self, data: Any) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        pass  # nothing was written, nothing to flush (the writer flushes stdout after writing a file, too)
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def isatty(self) -> bool:
+        return False
 
 
 @contextmanager

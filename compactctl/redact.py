@@ -40,7 +40,9 @@ _NOT_A_VARIABLE = r"(?!\$\{[^}\"'\n]*\}\}?[\"'])(?!\$[A-Za-z_]\w*[\"'])"
 # `path:12:` / `path-12-` / `12:`, a diff's `-` / `+`.
 # Never two runs of blanks side by side in the patterns that use it: a failing match then took the square (or the
 # cube) of a blank run's length.
-_KEY_PFX = r"(?:\d+(?:→|\t)|[^\s:]*[:-](?:\d+[:-])?)"
+# A path holds no backslash (after a JSON text's escaped line break, a path that could hold one was scanned to the
+# text's end for a colon, from each line: quadratic) and is 255 characters at most.
+_KEY_PFX = r"(?:\d+(?:→|\t)|[^\s:\\]{0,255}[:-](?:\d+[:-])?)"
 # What stands between two lines of a key: blanks, a newline or JSON's escaped one (escaped once or more), a prefix above,
 # up to three times (blank lines: an encrypted key's RFC 1421 headers end with one).
 _KEY_APART = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?){0,3}"

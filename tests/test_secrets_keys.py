@@ -189,3 +189,28 @@ def test_the_key_rules_take_linear_time_on_adversarial_inputs(name):
     t0 = time.process_time()
     redact(text)
     assert time.process_time() - t0 < 2.0, name
+
+
+# -- JSON-escaped line breaks (a review of the commits above): after each `\n` (backslash-n, a JSON text's or a one-line
+# env file's), a grep path prefix ran to the text's end looking for its colon: quadratic (1 MB: 225 s)
+
+_WRAP_LINE = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM0"  # 76 characters
+_ESCAPED_BREAKS = {
+    "base64 PEM, escaped lines": lambda k: "LS0tLS1CRUdJTiBSU0Eg" + ("\\n" + _WRAP_LINE) * (k // 78),
+    "ppk, escaped lines": lambda k: "Private-Lines: 9" + ("\\n" + _WRAP_LINE) * (k // 78),
+    "cut PEM, escaped lines": lambda k: "-----BEGIN RSA PRIVATE KEY-----" + ("\\n" + _WRAP_LINE) * (k // 78),
+    "base64 PEM forms, escaped twice": lambda k: ("LS0tLS1CRUdJTi" + "\\\\n" + "A" * 10) * (k // 27),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ESCAPED_BREAKS))
+def test_the_key_rules_take_linear_time_on_escaped_line_breaks(name):
+    """1 MB well under the bound (~0.1 s; it took minutes), and 4x the text takes about 4x the time, not 16x."""
+    times = []
+    for size in (1 << 18, 1 << 20):
+        text = _ESCAPED_BREAKS[name](size)
+        t0 = time.process_time()
+        redact(text)
+        times.append(time.process_time() - t0)
+    assert times[1] < 3.0, (name, times)
+    assert times[1] < 10 * times[0] + 0.2, (name, times)

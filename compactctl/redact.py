@@ -18,6 +18,7 @@ through a long word, or after a key word, is looked at, so compaction keeps its 
 
 from __future__ import annotations
 
+import base64
 import functools
 import math
 import re
@@ -425,21 +426,66 @@ def _key_tails(text: str) -> str:
 # and END text (their entropy is low) and part of the key beside it, and were left. Known by the characters that only
 # "-----BEGIN ", "-----END " and "KEY-----" make, at each of the three alignments of a base64 text (a wrapped line's end
 # may cut one of them, never both that stand on a key's BEGIN or END line), a blob is redacted whole: its run of base64,
-# the wrapped lines of base64 after it, and, when the run is its line's, the lines of base64 above it. A certificate's
-# too: its base64 tells a summary nothing, and a bundle's key may come after it.
+# and its own wrapped lines: those after it of the run's width (then a shorter last one that ends the blob: its bytes
+# end a PEM line's dashes, or the text ends, cut), and, when the run is its line's and may be one of them (the marker
+# where its form stands in a base64 quantum), those above it of one width, a wrap's. Not a word or a hash beside it.
+# A certificate's too: its base64 tells a summary nothing, and a bundle's key may come after it.
 _PEM_BASE64 = re.compile(
     r"LS0tLS1CRUdJTi|0tLS0tQkVHSU4g|tLS0tLUJFR0lOI|LS0tLS1FTkQg|0tLS0tRU5EI|tLS0tLUVORC|S0VZLS0tLS|tFWS0tLS0t|LRVktLS0tL"
 )
+# each form's position in a base64 quantum (of 4 characters)
+_FORM_AT = {"LS0": 0, "0tL": 2, "tLS": 3, "S0V": 0, "tFW": 2, "LRV": 3}
 _BASE64 = string.ascii_letters + string.digits + "+/="
-# the rest of its run, and each wrapped line after it: a whole line (after one break and a prefix) of base64, the last
-# one maybe short
-_BREAK = r"[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?"
-_WRAPPED = re.compile(
-    r"[A-Za-z0-9+/=]*(?:" + _BREAK + r"[A-Za-z0-9+/]{8,}={0,2}" + _LINE_END + r")*"
-    r"(?:[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*" + _SHORT_LINE + r")?"
-)
+_BREAK = re.compile(r"[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?")
+_BASE64_LINE = re.compile(r"[A-Za-z0-9+/]*={0,2}" + _LINE_END)
+_AT_END = re.compile(r"\s*\Z")
+_RUN = re.compile(r"[A-Za-z0-9+/=]*")
 _PREFIX = re.compile(r"(?:" + _KEY_PFX + r")?")
-_WRAPPED_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?[A-Za-z0-9+/]{8,}={0,2}")
+_WRAPPED_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?([A-Za-z0-9+/]{16,})")
+_HEX = frozenset(string.hexdigits)
+WRAP_MIN = 16  # a wrap's width at least (base64's 76, PEM's 64)
+
+
+def _ends_pem(line: str) -> bool:
+    """Whether a base64 line (at a quantum's start) decodes to a PEM file's end: its last line's dashes."""
+    try:
+        tail = base64.b64decode(line, validate=True).rstrip(b"\r\n")
+    except ValueError:
+        return False
+    return tail.endswith(b"-----") or (tail != b"" and tail.strip(b"-") == b"")
+
+
+def _wrapped_end(text: str, at: int, width: int) -> int:
+    """The end of a blob whose run (`width` characters) ends at `at`: each next line of `width` characters of base64
+    (after a break and a prefix) is one of its wrapped lines; a shorter one is its last, when it ends the blob or the
+    text."""
+    while (b := _BREAK.match(text, at)) is not None and (ln := _BASE64_LINE.match(text, b.end())) is not None:
+        n = ln.end() - b.end()
+        if n == width:
+            at = ln.end()
+            continue
+        if 0 < n < width and (_AT_END.match(text, ln.end()) or (width % 4 == 0 and _ends_pem(ln.group(0).strip()))):
+            at = ln.end()
+        break
+    return at
+
+
+def _blob_above(text: str, last: int, start: int, width: int, took: bool) -> int:
+    """Where the lines right above position `start` (a line's start) that are a blob's wrapped lines start, none before
+    position `last`: lines of base64 of one width (WRAP_MIN at least, a multiple of 4, and the width of the run's
+    line below, `width`, when lines were wrapped after it, `took`; at least it when not), no hash (hex only)."""
+    wrap = 0
+    for _ in range(KEY_LINES_MAX):
+        prev = max(text.rfind("\n", last, start - 1) + 1, last)  # the line before, not before what is done
+        if start <= last or (m := _WRAPPED_LINE.fullmatch(text[prev : start - 1].strip(" \t\r"))) is None:
+            break
+        n = len(m.group(1))
+        if wrap == 0 and (n % 4 or n < width or (took and n != width)):
+            break
+        if (wrap and n != wrap) or _HEX.issuperset(m.group(1)):
+            break
+        start, wrap = prev, n
+    return start
 
 
 def _pem_base64(text: str) -> str:
@@ -450,12 +496,14 @@ def _pem_base64(text: str) -> str:
         start = m.start() - (len(before) - len(before.rstrip(_BASE64)))  # its run's start
         if start > last and text[start - 1] == "\\" and text[start] in "nrt":
             start += 1  # (the letter of a JSON text's escaped break, not the run's)
+        run_end = _RUN.match(text, m.end()).end()  # type: ignore[union-attr]  # (it matches the empty string)
+        end = _wrapped_end(text, run_end, run_end - start)
         line = max(text.rfind("\n", last, start) + 1, last)
-        if _PREFIX.fullmatch(text[line:start].strip(" \t\r")):  # the run is its line's: the lines above may be the blob's
-            above, k = _lines_above(text, last, line, _WRAPPED_LINE, _WRAPPED_LINE)
-            start = above if k else start
-        rest = _WRAPPED.match(text, m.end())  # (it matches the empty string: never None)
-        end = rest.end() if rest else m.end()
+        # the run is its line's, and its line may be a wrapped line (the form where it stands in a quantum): the lines
+        # above may be the blob's
+        if line > last and _PREFIX.fullmatch(text[line:start].strip(" \t\r")) and (m.start() - start) % 4 == _FORM_AT[m.group(0)[:3]]:
+            above = _blob_above(text, last, line, run_end - start, end > run_end)
+            start = above if above < line else start
         out.append(text[last:start] + "[REDACTED PEM BASE64]")
         last = end
     return "".join(out) + text[last:] if out else text

@@ -214,3 +214,32 @@ def test_the_key_rules_take_linear_time_on_escaped_line_breaks(name):
         times.append(time.process_time() - t0)
     assert times[1] < 3.0, (name, times)
     assert times[1] < 10 * times[0] + 0.2, (name, times)
+
+
+# -- what is not a key's (the same review): only a key file's own lines go
+
+_HASHES = "\n".join(f"{k:040x}" for k in (0x3F2A9C, 0x77E01B5D, 0x9A0C44E1F))  # `git log --format=%H`'s lines
+
+
+def _not_redacted(out: str, *kept: str) -> None:
+    for word in kept:
+        assert word in out, (word, out)
+
+
+@pytest.mark.parametrize("key", ["pem-base64-76", "pem-base64-64", "pem-base64-one-line", "pem-base64-aligned-2"])
+def test_a_base64_pem_blob_takes_only_its_own_lines(key):
+    """The lines next to a blob that are words (file names) or hashes are not its wrapped lines: only lines of its width
+    go (and a shorter last one that ends it)."""
+    text, secret = KEYS[key]
+    blob = text.strip("\n")
+    tail = "\n".join(blob.split("\n")[-3:])  # (its last lines: the END form's line walks above)
+    for shown in (
+        f"$ ls; base64 -w0 pub.pem\nDockerfile\nMakefile\nrequirements\n{blob}\n$ ls\nDockerfile\nMakefile\nsrc",
+        f"{blob}\nDockerfile\nMakefile\nsrc",
+        f"$ git log --format=%H\n{_HASHES}\n{blob}\n$ ls",
+        f"$ git log --format=%H\n{_HASHES}\n{tail}\n$ ls",
+    ):
+        out = redact(shown)
+        assert not leaked(out, pieces(secret)), out
+        assert "[REDACTED PEM BASE64]" in out
+        _not_redacted(out, *[w for w in ("Dockerfile", "Makefile", "requirements", "src", *_HASHES.split("\n")) if w in shown])

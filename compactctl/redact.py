@@ -54,6 +54,17 @@ _LINE_END = r"(?=[ \t]*(?:[\r\n\"']|\\|\Z))"  # a line's end: a break (JSON's es
 # grep's `path:` would read a YAML key (`kind:`) as one, and its value as the line.
 _SHORT_LINE = r"(?:\d+(?:→|\t)[ \t]*|-)?[A-Za-z0-9+/=]{2,7}" + _LINE_END
 _KEY_SHORT_LAST = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*){1,3}" + _SHORT_LINE
+# A PuTTY key file's private lines: 64 characters of base64, the last one shorter (whole quanta, padded) or cut by the
+# text's end; its MAC: HMAC-SHA-1's 40 hex digits (PuTTY-User-Key-File-2) or HMAC-SHA-256's 64 (-3), a whole word, or
+# cut by the text's end.
+_PPK_LINE = r"\+?[A-Za-z0-9+/]{64}" + _LINE_END  # (a diff's added line's `+` first, at most)
+_PPK_LAST = (
+    r"\+?(?:(?:(?:[A-Za-z0-9+/]{4}){0,15}(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)"
+    + _LINE_END
+    + r")|[A-Za-z0-9+/=]{1,64}(?=[ \t]*\Z))"
+)
+_MAC_HEX = r"(?:[0-9a-fA-F]{64}|[0-9a-fA-F]{40}|[0-9a-fA-F]{1,63}(?=[ \t]*\Z))(?![0-9A-Za-z])"
+_PPK_MAC = r"Private-MAC:[ \t]*" + _MAC_HEX
 # (kind, literal hints (any; matched in the lower-cased text, and one written with upper-case letters, for a rule whose
 # regex is case-sensitive, must stand so in the text too), regex, replacement or None for "[REDACTED KIND]")
 RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
@@ -90,17 +101,28 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
         # lines may be. The public key, the comment and the Argon2 parameters before it tell which key it was and stay
         # (as does the header: the rule leaves what it redacted as it is).
         ("private-lines",),
-        # (the header kept with a line break at most: a prefix of the next line may run through a JSON text's escaped
-        # lines, and would keep them)
-        r"(Private-Lines:[ \t]*\d+(?:[ \t]*(?:\r?\n|(?:\\+r)?\\+n))?)[ \t]*(?:"
+        # Only a file's shape: `Private-Lines: N` ends its line, its lines are of PuTTY's width (64), the last one
+        # shorter and whole quanta of base64 (or the text's end: a cut), its MAC of an HMAC's length (prose that names
+        # the fields is no key). (The header kept with its line break: a prefix of the next line may run through a JSON
+        # text's escaped lines, and would keep them.)
+        r"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\+r)?\\+n))[ \t]*(?:"
         + _KEY_PFX
-        + r"[ \t]*)?(?:(?:[A-Za-z0-9+/=]{8,}(?:"  # ("Private-MAC" is no line: 7 letters, then a hyphen)
+        + r"[ \t]*)?(?:(?:"
+        + _PPK_LINE
+        + r"(?:"
         + _KEY_APART
-        + r"[A-Za-z0-9+/=]{8,})*(?:"
-        + _KEY_SHORT_LAST
-        + r")?)(?:"
+        + _PPK_LINE
+        + r")*(?:"
         + _KEY_APART
-        + r"Private-MAC:[ \t]*[0-9a-fA-F]*)?|Private-MAC:[ \t]*[0-9a-fA-F]*)",
+        + _PPK_LAST
+        + r")?|"
+        + _PPK_LAST
+        + r")(?:"
+        + _KEY_APART
+        + _PPK_MAC
+        + r")?|"
+        + _PPK_MAC
+        + r")",
         r"\1[REDACTED PRIVATE KEY]",
     ),
     ("AGE KEY", ("age-secret-key-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", None),
@@ -382,7 +404,7 @@ def redact(text: str) -> str:
 # lines, it is one of base64's characters); and one of its body lines (a numbered read's line number first, as in the
 # rules above).
 _KEY_END = re.compile(
-    r"^[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?\+?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(Private-MAC:)[ \t]*[0-9a-fA-F]+)", re.M
+    r"^[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?\+?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(Private-MAC:)[ \t]*" + _MAC_HEX + ")", re.M
 )
 # (a line stripped first: three runs of blanks in a row, one of them optional, took the cube of a blank line's length)
 _KEY_LINE = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):.*)?")
@@ -404,6 +426,24 @@ def _lines_above(text: str, last: int, start: int, first: re.Pattern[str], rest:
     return start, k
 
 
+_BODY = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?([A-Za-z0-9+/=]*)")
+KEY_WIDTH_MIN = 40  # a key's wrapped line is this long at least (PEM's 64, OpenSSH's 70, PuTTY's 64)
+
+
+def _short_alone(lines: list[str]) -> bool:
+    """Whether the last of `lines` (the line above an END line, after the line above it) is a short line (under 8
+    characters of base64) without a key's full line above it, and a word (`ok`, `Done`, `PASSED`: no digit, `+`, `/`
+    or `=`, no capital after its first letter), not a key's short last line (`tail -2`)."""
+    low = _BODY.fullmatch(lines[-1].strip(" \t\r"))
+    if low is None or len(low.group(1)) >= 8:
+        return False
+    word = low.group(1)
+    if not word.isalpha() or (word[1:] != word[1:].lower() and word != word.upper()):
+        return False
+    up = _BODY.fullmatch(lines[0].strip(" \t\r")) if len(lines) > 1 else None
+    return up is None or len(up.group(1)) < KEY_WIDTH_MIN
+
+
 def _key_tails(text: str) -> str:
     """The body lines above each END line of a private key that the rules left (its BEGIN line is not in the text:
     they take a whole or an unterminated block), and the END line, redacted: a key's last lines are its own only
@@ -412,6 +452,8 @@ def _key_tails(text: str) -> str:
     out, last = [], 0
     for m in _KEY_END.finditer(text):
         start, k = _lines_above(text, last, m.start(), _KEY_LAST_LINE, _KEY_LINE)
+        if k and _short_alone(text[start : m.start()].rstrip("\r\n").split("\n")[-2:]):
+            k = 0  # (a short line, `ok`, not under a key's lines is the tool's)
         if k:
             out.append(text[last:start] + "[REDACTED PRIVATE KEY]")
             last = m.end()

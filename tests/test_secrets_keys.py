@@ -243,3 +243,23 @@ def test_a_base64_pem_blob_takes_only_its_own_lines(key):
         assert not leaked(out, pieces(secret)), out
         assert "[REDACTED PEM BASE64]" in out
         _not_redacted(out, *[w for w in ("Dockerfile", "Makefile", "requirements", "src", *_HASHES.split("\n")) if w in shown])
+
+
+def test_prose_about_a_ppk_file_is_not_redacted():
+    """Its field names in a sentence: only a file's shape (`Private-Lines: N` ending its line, then base64 lines of
+    PuTTY's width; a MAC of its length) is a key's."""
+    for prose in (
+        "The field Private-Lines: 14 indicates the number of lines of the private key.",
+        "Private-MAC: followed by hex",
+        "Field\nPrivate-MAC: deadbeef is an HMAC",
+        "Private-Lines: 2\nrequirements of the format\n",
+        "See Private-MAC: abc for details",
+    ):
+        assert redact(prose) == prose
+
+
+def test_a_short_line_above_an_end_line_is_a_keys_only_after_its_body():
+    """`ok` above a cut key's END line is the tool's, as is the word above it: a short line is a key's last line only
+    under the key's full lines."""
+    for text in ("building\nok\n-----END RSA PRIVATE KEY-----", "$ make\nok\n-----END OPENSSH PRIVATE KEY-----\n$ ls"):
+        assert redact(text) == text

@@ -42,26 +42,36 @@ _NOT_A_VARIABLE = r"(?!\$\{[^}\"'\n]*\}\}?[\"'])(?!\$[A-Za-z_]\w*[\"'])"
 # Never two runs of blanks side by side in the patterns that use it: a failing match then took the square (or the
 # cube) of a blank run's length.
 # A path holds no backslash (after a JSON text's escaped line break, a path that could hold one was scanned to the
-# text's end for a colon, from each line: quadratic) and is 255 characters at most.
-_KEY_PFX = r"(?:\d+(?:→|\t)|[^\s:\\]{0,255}[:-](?:\d+[:-])?)"
+# text's end for a colon, from each line: quadratic) and is 255 characters at most; a Windows path (Select-String's,
+# `C:\\Users\\me\\id.ppk:12:`, its backslashes JSON-escaped or not) is 16 such parts at most after its drive. Also
+# `less -N`'s `     12 `, bat's `  12 │ ` and a markdown quote's `> `.
+_KEY_PFX = r"(?:\d+(?:→|\t| )|\d+ +│|>|[A-Za-z]:(?:\\+[^\s:\\]{1,255}){1,16}[:-](?:\d+[:-])?|[^\s:\\]{0,255}[:-](?:\d+[:-])?)"
 # What stands between two lines of a key: blanks, a newline or JSON's escaped one (escaped once or more), a prefix above,
 # up to three times (blank lines: an encrypted key's RFC 1421 headers end with one).
 _KEY_APART = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?){0,3}"
 _LINE_END = r"(?=[ \t]*(?:[\r\n\"']|\\|\Z))"  # a line's end: a break (JSON's escaped one too), a closing quote
 # A key's last line may be short (an ed25519 OpenSSH key's: 6 characters, the comment's end and the padding): one under
 # 8 characters is a key's only as a whole line after its other lines, on a line of its own (a word after them on their
-# line, or `Error:` on the next, is the tool's). Its prefix is a numbered read's line number or a diff's `-` at most:
-# grep's `path:` would read a YAML key (`kind:`) as one, and its value as the line.
-_SHORT_LINE = r"(?:\d+(?:→|\t)[ \t]*|-)?[A-Za-z0-9+/=]{2,7}" + _LINE_END
+# line, or `Error:` on the next, is the tool's). Its prefix is a line number (a numbered read's, `less -N`'s, bat's, grep's
+# after its path: `path:12:`), a diff's `-` or a quote's `>` at most: grep's `path:` alone would read a YAML key
+# (`kind:`) as one, and its value as the line.
+_SHORT_PFX = r"(?:\d+(?:→|\t| )[ \t]*|\d+ +│[ \t]*|-|>[ \t]*|(?:[A-Za-z]:(?:\\+[^\s:\\]{1,255}){1,16}|[^\s:\\]{0,255})[:-]\d+[:-])"
+_SHORT_LINE = _SHORT_PFX + r"?[A-Za-z0-9+/=]{2,7}" + _LINE_END
 _KEY_SHORT_LAST = r"[ \t]*(?:(?:\r?\n|(?:\\+r)?\\+n)[ \t]*){1,3}" + _SHORT_LINE
 # A PuTTY key file's private lines: 64 characters of base64, the last one shorter (whole quanta, padded) or cut by the
 # text's end; its MAC: HMAC-SHA-1's 40 hex digits (PuTTY-User-Key-File-2) or HMAC-SHA-256's 64 (-3), a whole word, or
 # cut by the text's end.
-_PPK_LINE = r"\+?[A-Za-z0-9+/]{64}" + _LINE_END  # (a diff's added line's `+` first, at most)
+# ... and as strings, one a line: a JSON array's items (`"...", "..."`), Python's or JavaScript's concatenated literals
+# (`"...\\n"` then `"..."` or `+ "..."` on the next line). (No two runs of blanks side by side.)
+_STRING_JOIN = r"(?:\\+n)?[\"'][ \t]*(?:[,+][ \t]*)?(?:\r?\n[ \t]*)?[\"']"
+# Its lines may also stand joined by blanks or by HTML's or XML's line breaks (`<br>`, `&#10;`): a full line is one by its
+# width alone; a shorter one by a line's end or the MAC after it. (The MAC: 40 or 64 characters, hex: never a line.)
+_PPK_BREAK = r"(?:\r?\n|(?:\\+r)?\\+n|<br\s*/?>|&#10;|" + _STRING_JOIN + ")"
+_PPK_APART = r"[ \t]*(?:" + _PPK_BREAK + r"[ \t]*(?:" + _KEY_PFX + r"[ \t]*)?){0,3}"
+_PPK_LINE = r"\+?[A-Za-z0-9+/]{64}(?![A-Za-z0-9+/=])"  # (a diff's added line's `+` first, at most)
 _PPK_LAST = (
     r"\+?(?:(?:(?:[A-Za-z0-9+/]{4}){0,15}(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)"
-    + _LINE_END
-    + r")|[A-Za-z0-9+/=]{1,64}(?=[ \t]*\Z))"
+    + r"(?=[ \t]*(?:[\r\n\"'<&]|\\|\Z|Private-MAC:)))|[A-Za-z0-9+/=]{1,64}(?=[ \t]*\Z))"
 )
 _MAC_HEX = r"(?:[0-9a-fA-F]{64}|[0-9a-fA-F]{40}|[0-9a-fA-F]{1,63}(?=[ \t]*\Z))(?![0-9A-Za-z])"
 _PPK_MAC = r"Private-MAC:[ \t]*" + _MAC_HEX
@@ -105,20 +115,22 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
         # shorter and whole quanta of base64 (or the text's end: a cut), its MAC of an HMAC's length (prose that names
         # the fields is no key). (The header kept with its line break: a prefix of the next line may run through a JSON
         # text's escaped lines, and would keep them.)
-        r"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\+r)?\\+n))[ \t]*(?:"
+        r"(Private-Lines:[ \t]*\d+(?:[ \t]*"
+        + _PPK_BREAK
+        + r")?)[ \t]*(?:"
         + _KEY_PFX
         + r"[ \t]*)?(?:(?:"
         + _PPK_LINE
         + r"(?:"
-        + _KEY_APART
+        + _PPK_APART
         + _PPK_LINE
         + r")*(?:"
-        + _KEY_APART
+        + _PPK_APART
         + _PPK_LAST
         + r")?|"
         + _PPK_LAST
         + r")(?:"
-        + _KEY_APART
+        + _PPK_APART
         + _PPK_MAC
         + r")?|"
         + _PPK_MAC

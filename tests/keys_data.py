@@ -87,7 +87,7 @@ def leaked(out: str, secret_pieces: set[str], n: int = 8) -> set[str]:
 def shapes(text: str) -> dict[str, str]:
     """A key file as tools show it: whole, cut before its last line and its last two, a numbered read (`     5→`,
     `cat -n`), JSON-escaped once and twice, grep's prefixes (`path:12:`, `path-12-`), a diff's removed and added
-    lines, its last three lines (`tail -3`)."""
+    lines, its last three lines (`tail -3`); Windows grep's `C:\\path:12:`, `less -N`'s `     12 `, a markdown quote's `> `."""
     lines = text.rstrip("\n").split("\n")
     cut1, cut2 = "\n".join(lines[:-1]), "\n".join(lines[:-2])
     return {
@@ -108,4 +108,13 @@ def shapes(text: str) -> dict[str, str]:
         "diff-added-cut": "\n".join(f"+{ln}" for ln in lines[:-1]),
         "tail-3": "\n".join(lines[-3:]),
         "tail-2": "\n".join(lines[-2:]),
+        "windows-grep": "\n".join(f"C:\\Users\\me\\.ssh\\id:{k + 1}:{ln}" for k, ln in enumerate(lines)),
+        "windows-grep-cut": "\n".join(f"C:\\Users\\me\\.ssh\\id:{k + 1}:{ln}" for k, ln in enumerate(lines[:-1])),
+        "windows-grep-tail-3": "\n".join(f"C:\\Users\\me\\.ssh\\id:{k + 1}:{ln}" for k, ln in enumerate(lines[-3:])),
+        "windows-grep-json-escaped": json.dumps("\n".join(f"C:\\Users\\me\\id.ppk:{k + 1}:{ln}" for k, ln in enumerate(lines))),
+        "less-n": "\n".join(f"{k + 1:>7} {ln}" for k, ln in enumerate(lines)),
+        "less-n-cut": "\n".join(f"{k + 1:>7} {ln}" for k, ln in enumerate(lines[:-1])),
+        "less-n-tail-3": "\n".join(f"{k + 1:>7} {ln}" for k, ln in enumerate(lines[-3:])),
+        "blockquote": "\n".join(f"> {ln}" for ln in lines),
+        "blockquote-cut": "\n".join(f"> {ln}" for ln in lines[:-1]),
     }

@@ -200,6 +200,9 @@ _ESCAPED_BREAKS = {
     "ppk, escaped lines": lambda k: "Private-Lines: 9" + ("\\n" + _WRAP_LINE) * (k // 78),
     "cut PEM, escaped lines": lambda k: "-----BEGIN RSA PRIVATE KEY-----" + ("\\n" + _WRAP_LINE) * (k // 78),
     "base64 PEM forms, escaped twice": lambda k: ("LS0tLS1CRUdJTi" + "\\\\n" + "A" * 10) * (k // 27),
+    # (a Windows path's parts may run through escaped lines: 16 of them at most)
+    "cut PEM, escaped Windows paths": lambda k: "-----BEGIN RSA PRIVATE KEY-----" + ("\\nC:\\" + "A" * 10) * (k // 15),
+    "ppk, Windows path parts": lambda k: "Private-Lines: 9\n" + "C:" + ("\\" + "a-" * 100) * (k // 201),
 }
 
 
@@ -263,3 +266,30 @@ def test_a_short_line_above_an_end_line_is_a_keys_only_after_its_body():
     under the key's full lines."""
     for text in ("building\nok\n-----END RSA PRIVATE KEY-----", "$ make\nok\n-----END OPENSSH PRIVATE KEY-----\n$ ls"):
         assert redact(text) == text
+
+
+def _joined(text: str) -> dict[str, str]:
+    """A file's lines as strings (a JSON array, Python's and JavaScript's concatenated literals), joined by blanks or
+    HTML's breaks, and under bat's line numbers."""
+    lines = text.rstrip("\n").split("\n")
+    return {
+        "json-array": orjson.dumps(lines).decode(),
+        "json-array-indented": orjson.dumps(lines[:-1], option=orjson.OPT_INDENT_2).decode(),
+        "python-concat": "key = (\n" + "\n".join(f'    "{ln}\\n"' for ln in lines) + "\n)",
+        "js-plus": "const k =\n" + "\n".join(f'  "{ln}\\n" +' for ln in lines) + ' "";',
+        "blank-joined": " ".join(lines),
+        "html-br": "<p>" + "<br>".join(lines) + "</p>",
+        "bat": "\n".join(f"{k + 1:>4} │ {ln}" for k, ln in enumerate(lines)),
+        "bat-cut": "\n".join(f"{k + 1:>4} │ {ln}" for k, ln in enumerate(lines[:-1])),
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_joined("x")))
+@pytest.mark.parametrize("key", ["ppk-v2-rsa", "ppk-v3-rsa", "ppk-v3-ed25519"])
+def test_a_ppk_files_private_part_goes_in_joined_shapes(key, shape):
+    """Its short last private line (24 characters: under the high-entropy rule's 32) and its MAC (hex: under its
+    entropy limit) were left where the PuTTY rule did not read the shape; the public lines are another rule's."""
+    text, secret = KEYS[key]
+    out = redact(f"$ cat id.ppk\n{_joined(text)[shape]}\n$ ls")
+    assert not leaked(out, pieces(secret)), out
+    assert "Private-Lines:" in out and out.endswith("\n$ ls")

@@ -192,7 +192,8 @@ RULES: list[tuple[str, tuple[str, ...], str, str | None]] = [
     ("SQUARE TOKEN", ("sq0",), r"\bsq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}(?:\b|(?![A-Za-z0-9_\-]))", None),
     # (not "s.", the prefix of legacy tokens that gitleaks also takes and this regex does not: every plural at a sentence's
     # end ran it)
-    ("VAULT TOKEN", ("hvs.", "hvb."), r"\bhv[sb]\.[A-Za-z0-9_\-]{24,}", None),
+    # (service, batch and recovery tokens: hvs., hvb., hvr.)
+    ("VAULT TOKEN", ("hvs.", "hvb.", "hvr."), r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", None),
     ("GRAFANA TOKEN", ("glc_", "glsa_"), r"\b(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})", None),
     ("LINEAR KEY", ("lin_api_",), r"\blin_api_[A-Za-z0-9]{40}\b", None),
     ("ATLASSIAN TOKEN", ("atatt3", "atctt3"), r"\bAT[AC]TT3[A-Za-z0-9_\-=]{100,}", None),

@@ -293,3 +293,10 @@ def test_a_ppk_files_private_part_goes_in_joined_shapes(key, shape):
     out = redact(f"$ cat id.ppk\n{_joined(text)[shape]}\n$ ls")
     assert not leaked(out, pieces(secret)), out
     assert "Private-Lines:" in out and out.endswith("\n$ ls")
+
+
+def test_a_vault_recovery_token_is_redacted():
+    """`vault operator generate-root -dr-token`'s recovery tokens (hvr.) as the service (hvs.) and batch (hvb.) ones."""
+    token = "hvr." + "CAESIKq3Zx8vLmN0pQr7sTuV2wXy" * 2
+    out = redact(f"$ vault operator generate-root -decode=... -otp=...\nEncoded token: {token}\n")
+    assert token[4:12] not in out and "[REDACTED VAULT TOKEN]" in out, out

@@ -671,7 +671,14 @@ def _redact_value(v, key: str | None = None):
             return "[REDACTED]"
         return redact(v)
     if isinstance(v, list):
-        return [_redact_value(x) for x in v]
+        out = [_redact_value(x) for x in v]
+        if len(v) > 1 and all(isinstance(x, str) for x in v):
+            # A file's lines as an array (a key file's): a key's rules read its lines together, and each line alone
+            # is too short or too plain for them. Where the lines together show more to redact, they go as one text.
+            whole = redact("\n".join(v))
+            if whole != "\n".join(out):
+                return whole.split("\n")
+        return out
     if isinstance(v, dict):
         return {k: _redact_value(x, k if isinstance(k, str) else None) for k, x in v.items()}
     return v

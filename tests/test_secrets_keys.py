@@ -11,7 +11,7 @@ import time
 import orjson
 import pytest
 
-from compactctl.redact import cut, redact
+from compactctl.redact import cut, redact, redact_json_text
 
 from .conftest import cli, tool_session, write_jsonl
 from .keys_data import leaked, openssh_ed25519, pem_base64, pieces, ppk, shapes
@@ -300,3 +300,22 @@ def test_a_vault_recovery_token_is_redacted():
     token = "hvr." + "CAESIKq3Zx8vLmN0pQr7sTuV2wXy" * 2
     out = redact(f"$ vault operator generate-root -decode=... -otp=...\nEncoded token: {token}\n")
     assert token[4:12] not in out and "[REDACTED VAULT TOKEN]" in out, out
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_a_key_files_lines_as_a_json_array_argument_are_redacted_together(key):
+    """A call's arguments are redacted string by string (redact_json_text, for the LLM request): a key file's lines as
+    an array were each too short or too plain for the key rules (an ed25519 body left 42 pieces, a ppk's last line 17;
+    found by helper 116). The other strings and keys of the arguments stay."""
+    text, secret = KEYS[key]
+    args = orjson.dumps({"path": "notes.txt", "lines": text.split("\n"), "mode": "append"}).decode()
+    out = redact_json_text(args)
+    assert not leaked(out, pieces(secret)), (key, out)
+    obj = orjson.loads(out)
+    assert (obj["path"], obj["mode"]) == ("notes.txt", "append")
+    assert redact_json_text(out) == out
+
+
+def test_an_array_of_plain_lines_is_left_as_it_is():
+    args = orjson.dumps({"lines": ["def f():", "    return 1", "", "ok"], "n": [1, 2]}).decode()
+    assert redact_json_text(args) == args

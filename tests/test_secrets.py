@@ -729,22 +729,30 @@ def test_blank_runs_near_a_key_line_cost_linear_time():
         assert time.process_time() - t0 < 1.0
 
 
+def _regex_runs(monkeypatch, kind: str) -> list[str]:
+    """Each run of the rule `kind`'s regex from now on, as it is compiled (cached) for each text it is run on."""
+    from compactctl import redact as r
+
+    rule = next(rx for k, _h, rx, _r in r.RULES if k == kind)
+    ran: list[str] = []
+    compiled = r._compiled
+
+    def counted(rx: str):
+        if rx == rule:
+            ran.append(rx)
+        return compiled(rx)
+
+    monkeypatch.setattr(r, "_compiled", counted)
+    return ran
+
+
 def test_the_twilio_rule_runs_only_where_its_prefix_stands_in_capitals(monkeypatch):
     """Its hints were "sk" and "ac", matched in the lower-cased text: most English texts ("ask", "back", "track") ran
     its regex (the costliest of the rules on the corpus). Its regex wants SK or AC as written, and so do its hints now;
     what it redacts is the same."""
     from compactctl import redact as r
 
-    twilio = next(rx for kind, _h, rx, _r in r.RULES if kind == "TWILIO KEY")
-    ran: list[str] = []
-    compiled = r._compiled
-
-    def counted(rx: str):
-        if rx == twilio:
-            ran.append(rx)
-        return compiled(rx)
-
-    monkeypatch.setattr(r, "_compiled", counted)
+    ran = _regex_runs(monkeypatch, "TWILIO KEY")
     prose = "Ask the backend team to track each task and pack the stack. " * 10
     assert redact(prose) == prose and not ran
     for sid in ("AC" + "0123456789abcdef" * 2, "SK" + "fedcba9876543210" * 2):
@@ -772,18 +780,7 @@ def test_a_rules_hints_stand_in_every_text_its_regex_matches():
 
 def test_the_vault_rule_does_not_run_on_every_sentence(monkeypatch):
     """Its hints held "s." (a sentence's last plural), the prefix of legacy tokens its regex does not take."""
-    from compactctl import redact as r
-
-    vault = next(rx for kind, _h, rx, _r in r.RULES if kind == "VAULT TOKEN")
-    ran: list[str] = []
-    compiled = r._compiled
-
-    def counted(rx: str):
-        if rx == vault:
-            ran.append(rx)
-        return compiled(rx)
-
-    monkeypatch.setattr(r, "_compiled", counted)
+    ran = _regex_runs(monkeypatch, "VAULT TOKEN")
     prose = "The tests pass. The docs build. All files are formatted. " * 10
     assert redact(prose) == prose and not ran
     token = "hvs." + "CAESIJ" * 5

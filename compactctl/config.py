@@ -33,9 +33,8 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
@@ -56,7 +55,7 @@ class Setting:
     key: str | None = None  # the key as a file spells it (context-window or context_window)
 
 
-def _toml(path: Path) -> dict:
+def _toml(path: str) -> dict:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
@@ -72,10 +71,10 @@ def _toml(path: Path) -> dict:
         raise UsageError(f"{path}: invalid TOML: not UTF-8 (byte {e.start})") from e
 
 
-def user_file(environ: Mapping[str, str] | None = None) -> Path:
+def user_file(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "compactctl" / "config.toml"
+    return os.path.join(base, "compactctl", "config.toml")
 
 
 # Every way TOML can spell a [tool.compactctl] table: the keys `tool` and `compactctl` joined by a dot (a header
@@ -92,19 +91,34 @@ def _may_hold_table(data: bytes) -> bool:
     return b"compactctl" in data and _MAY_HOLD_TABLE.search(data) is not None
 
 
-def project_table(cwd: str | Path | None = None) -> tuple[dict, str] | None:
+def _folders(start: str | os.PathLike[str]) -> Iterator[str]:
+    """`start` made absolute, links resolved, then each parent up to the root."""
+    folder = os.path.realpath(start)
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
+def project_table(cwd: str | os.PathLike[str] | None = None) -> tuple[dict, str] | None:
     """The nearest project settings and where they came from ('path' or 'path [tool.compactctl]')."""
-    here = Path(cwd or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        own = folder / PROJECT_FILE
-        if own.is_file():
-            return _toml(own), str(own)
-        py = folder / "pyproject.toml"
-        if py.is_file() and _may_hold_table(py.read_bytes()):  # most pyproject.toml files are not parsed at all
+    for folder in _folders(cwd or os.getcwd()):
+        own = os.path.join(folder, PROJECT_FILE)
+        if os.path.isfile(own):
+            return _toml(own), own
+        py = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(py) and _may_hold_table(_read(py)):  # most pyproject.toml files are not parsed at all
             table = _toml(py).get("tool", {}).get("compactctl")
             if isinstance(table, dict):
                 return table, f"{py} [tool.compactctl]"
     return None
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _coerce(name: str, kind: Any, value: Any, where: str, text: bool = False) -> Any:
@@ -171,7 +185,7 @@ def _names(value: Any) -> list[str]:
 
 def resolve(
     options: Iterable[tuple[str, Any, Any]],
-    cwd: str | Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> dict[str, Setting]:
@@ -195,8 +209,8 @@ def resolve(
             out[key] = Setting(key, value, source, raw_key)
 
     user = user_file(env)
-    if user.is_file():
-        apply(_toml(user), str(user), f"user:{user}")
+    if os.path.isfile(user):
+        apply(_toml(user), user, f"user:{user}")
     project = project_table(cwd)
     if project is not None:
         table, where = project

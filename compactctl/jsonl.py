@@ -18,7 +18,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -60,13 +59,14 @@ def expand_inputs(paths: Iterable[str]) -> list[str]:
         if p == STDIN:
             out.append(p)
             continue
-        path = Path(p)
-        if path.is_dir():
-            found = sorted(str(f) for f in path.rglob("*") if f.suffix in INPUT_SUFFIXES and f.is_file())
+        if os.path.isdir(p):
+            from pathlib import Path  # only for a directory: pathlib is ~4 ms of each process's start
+
+            found = sorted(str(f) for f in Path(p).rglob("*") if f.suffix in INPUT_SUFFIXES and f.is_file())
             if not found:
                 raise IOFailure(f"{p}: directory holds no *.jsonl, *.json or *.traj file")
             out.extend(found)
-        elif path.exists():
+        elif os.path.exists(p):
             out.append(p)
         else:
             raise IOFailure(f"{p}: no such file or directory")

@@ -82,6 +82,19 @@ def test_a_phase_command_imports_no_typer_click_or_rich(name, tmp_path):
     assert [m for m in imported if m.split(".")[0] in UI] == []
 
 
+def test_compact_with_a_warm_rank_cache_imports_no_pathlib_or_openai(tmp_path):
+    """What a start costs that the work does not need: pathlib (with urllib.parse and ipaddress, ~4 ms: the config
+    lookup walks up on os.path) and the LLM client. The first run builds the rank cache from the wheel's file
+    (importlib.resources, which loads pathlib); the second is every later start."""
+    cmd = [sys.executable, "-X", "importtime", "-m", "compactctl", "compact", _small(tmp_path), "-o", str(tmp_path / "out.jsonl")]
+    for _ in range(2):
+        r = subprocess.run(cmd, capture_output=True, cwd=tmp_path, env=_env(tmp_path), timeout=300)
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in r.stderr.decode().splitlines() if line.startswith("import time:")]
+    assert "compactctl.cli.phases" in imported  # the import lines were read
+    assert [m for m in imported if m.split(".")[0] in ("pathlib", "openai")] == []
+
+
 @pytest.mark.parametrize("name", PHASES)
 def test_a_phase_commands_help_is_typers(name, tmp_path, monkeypatch):
     r, loaded = real(tmp_path, name, "--help")

@@ -453,9 +453,7 @@ class _Context:
         if not doc and limit > 0 and (entries := self._outline_of(text)):
             parts, limit = _with_outline(parts, entries, limit, signatures)
             line = "".join(parts)  # what the names need not repeat
-        candidates = self._candidate_names(text, not doc)
-        if used_only:
-            candidates = [n for n in candidates if self.weight.get(n)]
+        candidates = self._names_to_list(text, doc, used_only, limit)
         # A digest quotes lines when it keeps VOCABULARY_FACTOR x its names or more (a summary must follow and draws on
         # them; the room left holds them): QUOTED_KEPT per digest_names names. A digest at its size does not: lines
         # cost more than the names they show, and it would be larger than the reduction needs.
@@ -474,6 +472,14 @@ class _Context:
         if not doc and not used_only:
             names += self._phrases(text, line, source)
         return parts + _listed(label, names) if names else parts
+
+    def _names_to_list(self, text: str, doc: bool, used_only: bool, limit: int) -> list[str]:
+        """The names a digest of `text` may list, in order (_candidate_names: ranked unless `doc`; `used_only`: those the
+        person or the agent wrote); none when it keeps none (`limit` 0: --digest-names 0's one-liners find none)."""
+        if limit <= 0:
+            return []
+        candidates = self._candidate_names(text, not doc)
+        return [n for n in candidates if self.weight.get(n)] if used_only else candidates
 
     def _phrases(self, text: str, line: str, source: str) -> list[str]:
         """The quoted phrases a digest keeps after its names (safe_literals): none when it keeps no names."""

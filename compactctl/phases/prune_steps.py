@@ -154,6 +154,7 @@ class _Context:
         self._outlines: dict[str, list[outline.Definition]] = {}
         self._plain: dict[str, str] = {}
         self._uses: dict[str, list[int]] = {}
+        self._said: dict[int, tuple[Message, str]] = {}  # output index -> (the message, its line): _line
         self._lines: LineIndex | None = None
         self._keyed = False  # whether self._lines's text holds key material
         keep = {k.lower() for k in opts.keep_tools}
@@ -262,8 +263,7 @@ class _Context:
     def _used_per_char(self, i: int) -> float:
         """How many of output i's names the person or the agent wrote (self.weight), per character of it."""
         text = self.msgs[i].text()
-        weight = self.weight
-        return sum(1 for n in set(self.names_of(self._unwrapped(text))) if weight.get(n)) / max(len(text), 1)
+        return len(self.weight.keys() & self.names_of(self._unwrapped(text))) / max(len(text), 1)  # (a Counter: no 0 count)
 
     def _first_writer(self, later: _Later) -> int:
         """The oldest message whose long arguments may be cut with the superseded outputs (_args_step: one of its long
@@ -408,17 +408,25 @@ class _Context:
                 for c in m.tool_calls
             ]
             return m.evolve(tool_calls=calls)
-        call = self.call_of.get(i)
         text = m.text()
         if step == DEDUP:
-            line = describe(call, m, self.outcome(i), error_lines=3) if call is not None else ""
+            line = self._line(i, m) if i in self.call_of else ""
             return m.evolve(content=_same_shape(m.content, f"{DUPLICATE} {line}".rstrip()))
-        line = describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m)
+        line = self._line(i, m)
         if step == SUPERSEDE:
             parts: list[str] | None = [f"{line} {self.superseded.get(i, SUPERSEDED)}"]
         else:
             parts = self._with_names(line, text, step == OLD_DOC, names, is_demonstration(m), signatures, most)
         return parts if parts is not None and sum(map(len, parts)) < len(text) else None
+
+    def _line(self, i: int, m: Message) -> str:
+        """What output i (`m`) says in one line (describe, error lines and all, or _generic_line without a call),
+        memoized while message i is `m`: _settle digests an output again at other sizes."""
+        said = self._said.get(i)
+        if said is None or said[0] is not m:
+            call = self.call_of.get(i)
+            said = self._said[i] = (m, describe(call, m, self.outcome(i), error_lines=3) if call is not None else _generic_line(m))
+        return said[1]
 
     def _replaced(self, m: Message, parts: list[str]) -> Message:
         """`m` with its content replaced by the text of `parts`, tagged as its first change (as _tagged does: its

@@ -2,7 +2,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval eval-outside eval-llm-floor e2e fuzz clean
+.PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval eval-outside eval-llm-floor e2e fuzz mutate clean
 
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
@@ -58,6 +58,11 @@ bench-scale: install
 
 fuzz: install
 	$(BIN)/python -m tests.fuzz 10000
+
+# Mutation testing of repair, pairs, plan and assemble against their fast tests (bench/mutation.py; opt-in, not in CI:
+# about an hour on two cores, results in bench/results/mutation/). MUTATE_ARGS: e.g. --module pairs --jobs 2 --sample 100
+mutate: install
+	$(BIN)/python bench/mutation.py $(MUTATE_ARGS)
 
 eval: install
 	$(BIN)/python bench/eval_corpus.py

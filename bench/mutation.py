@@ -1,0 +1,417 @@
+"""Mutation testing of the modules whose faults would break users most: does the test suite catch real faults?
+
+    python bench/mutation.py                       # every target below, results in bench/results/mutation/
+    python bench/mutation.py --module repair --jobs 2 --sample 150 --seed 1
+    python bench/mutation.py --list --module plan  # the mutants, not run
+    python bench/mutation.py --show plan:41        # one mutant's diff
+    python bench/mutation.py --only plan:41,plan:57 # run these alone (after a test was added to kill them)
+    make mutate                                    # the same as the first line (opt-in: not in CI)
+
+How: each mutant is one small change to one module, made on its syntax tree (stdlib `ast`) and written out with
+`ast.unparse` to a copy of compactctl/ (and tests/) in a temporary tree that comes first on PYTHONPATH; the
+module's fast related tests then run there (`pytest -x -q`, hypothesis with a fixed seed and no example database,
+so that a run is repeatable) under a per-mutant timeout. A mutant is killed when a test fails (or the run times out),
+survived when every test passes. The unmutated module, written out the same way, must pass first (the baseline; its
+time sets the timeout: twice it, and 10 s). Identical mutants (the same source once unparsed) run once.
+
+Operators (one change a mutant):
+- cmp:    a comparison operator negated (== !=, < >=, > <=, in / not in, is / is not) or its boundary moved (< <=, > >=);
+- bool:   `and` for `or` and back;
+- int:    an integer constant +1 and -1 (not True/False);
+- const:  True for False and back;
+- not:    a `not` removed;
+- none:   a returned expression replaced by None, in a function whose return annotation allows None;
+- delete: a statement in the body of an if/else, for or while replaced by `pass`.
+
+What it measured (the first run, before tests were added for the survivors; counts are in the commit that added
+the runner's findings and in the report of that work): see TARGETS for the test subsets. Surviving mutants are the
+list to read: each is either equivalent (no behaviour a user could see changes) or a gap in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import copy
+import difflib
+import functools
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# module -> the fast tests related to it (found with grep: the tests that import it or what calls it), quickest and
+# most direct first, so that `-x` stops early on a killed mutant.
+TARGETS: dict[str, tuple[str, list[str]]] = {
+    "repair": ("compactctl/phases/repair.py", ["tests/test_phases.py", "tests/test_properties.py", "tests/test_fuzz.py"]),
+    "pairs": ("compactctl/pairs.py", ["tests/test_phases.py", "tests/test_properties.py", "tests/test_fuzz.py"]),
+    "plan": ("compactctl/phases/plan.py", ["tests/test_phases.py", "tests/test_properties.py", "tests/test_grown_tail.py"]),
+    "assemble": ("compactctl/phases/assemble.py", ["tests/test_phases.py", "tests/test_properties.py", "tests/test_grown_tail.py"]),
+}
+
+NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+BOUNDARY: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+SYMBOL = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
+
+
+@dataclass(frozen=True)
+class Site:
+    """One mutant: where, which operator, what it does."""
+
+    module: str  # key of TARGETS
+    index: int  # its number among the module's mutants (stable while the module's source is)
+    line: int
+    op: str
+    desc: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}:{self.index}"
+
+
+class Mutator(ast.NodeTransformer):
+    """Walks a module's tree and offers every mutation site in a fixed order; with `target`, applies that one."""
+
+    def __init__(self, module: str, target: int | None = None) -> None:
+        self.module = module
+        self.target = target
+        self.sites: list[Site] = []
+        self.optional_return: list[bool] = []
+
+    def offer(self, node: ast.AST, op: str, desc: str, make: Callable[[], ast.AST]) -> ast.AST | None:
+        """Record a site at `node`; the mutated node when it is the target, else None."""
+        site = Site(self.module, len(self.sites), getattr(node, "lineno", 0), op, desc)
+        self.sites.append(site)
+        return make() if site.index == self.target else None
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.optional_return.append(node.returns is not None and "None" in ast.unparse(node.returns))
+        self.body_only(node)
+        self.optional_return.pop()
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        self.body_only(node)
+        return node
+
+    def body_only(self, node: ast.FunctionDef | ast.ClassDef) -> None:
+        """Visit a definition's body and arguments, not its decorators (`@dataclass(frozen=True)` is no behaviour)."""
+        decorators, node.decorator_list = node.decorator_list, []
+        self.generic_visit(node)
+        node.decorator_list = decorators
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.optional_return.append(False)
+        self.generic_visit(node)
+        self.optional_return.pop()
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        out: ast.AST | None = None
+        for k, o in enumerate(node.ops):
+            for table, kind in ((NEGATED, "negated"), (BOUNDARY, "boundary")):
+                new = table.get(type(o))
+                if new is None:
+                    continue
+                desc = f"{SYMBOL[type(o)]} -> {SYMBOL[new]} ({kind})"
+                out = self.offer(node, "cmp", desc, functools.partial(_with_op, node, k, new())) or out
+        return out or node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        desc = "and -> or" if isinstance(node.op, ast.And) else "or -> and"
+        return self.offer(node, "bool", desc, lambda: ast.BoolOp(op=other, values=node.values)) or node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        v = node.value
+        if isinstance(v, bool):
+            return self.offer(node, "const", f"{v} -> {not v}", lambda: ast.Constant(not v)) or node
+        if isinstance(v, int):
+            plus = self.offer(node, "int", f"{v} -> {v + 1}", lambda: ast.Constant(v + 1))
+            minus = self.offer(node, "int", f"{v} -> {v - 1}", lambda: ast.Constant(v - 1))
+            return plus or minus or node
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return self.offer(node, "not", "not removed", lambda: node.operand) or node
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        self.generic_visit(node)
+        v = node.value
+        if self.optional_return and self.optional_return[-1] and v is not None and not (isinstance(v, ast.Constant) and v.value is None):
+            return self.offer(node, "none", "return None", lambda: ast.Return(value=ast.Constant(None))) or node
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self.generic_visit(node)
+        return self.delete_in_bodies(node)
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)
+        return self.delete_in_bodies(node)
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self.generic_visit(node)
+        return self.delete_in_bodies(node)
+
+    def delete_in_bodies(self, node: ast.If | ast.For | ast.While) -> ast.AST:
+        for body in (node.body, node.orelse):
+            for k, stmt in enumerate(body):
+                if isinstance(stmt, ast.Pass):
+                    continue
+                first = ast.unparse(stmt).split("\n")[0][:60]
+                made = self.offer(stmt, "delete", f"delete `{first}`", functools.partial(_without, node, body, k))
+                if made is not None:
+                    return made
+        return node
+
+
+def _with_op(node: ast.Compare, k: int, new: ast.cmpop) -> ast.Compare:
+    ops = list(node.ops)
+    ops[k] = new
+    return ast.Compare(left=node.left, ops=ops, comparators=node.comparators)
+
+
+def _without(node: ast.If | ast.For | ast.While, body: list[ast.stmt], k: int) -> ast.AST:
+    """`node` with statement k of `body` (its body or orelse) replaced by `pass`."""
+    out = copy.copy(node)
+    new = [*body[:k], ast.Pass(), *body[k + 1 :]]
+    if body is node.body:
+        out.body = new
+    else:
+        out.orelse = new
+    return out
+
+
+def parse(module: str) -> ast.Module:
+    return ast.parse((ROOT / TARGETS[module][0]).read_text(encoding="utf-8"))
+
+
+def sites(module: str) -> list[Site]:
+    m = Mutator(module)
+    m.visit(parse(module))
+    return m.sites
+
+
+def mutant_source(module: str, index: int | None) -> str:
+    """The module written out by ast.unparse, with mutant `index` applied (None: unmutated, the baseline)."""
+    tree = Mutator(module, index).visit(parse(module))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+class Tree:
+    """A temporary copy of the project (compactctl/, tests/, what the tests read) in which one mutant at a time runs."""
+
+    def __init__(self, base: Path) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="tree-", dir=base))
+        shutil.copytree(ROOT / "compactctl", self.dir / "compactctl", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "tests", self.dir / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("sample_transcripts", "pyproject.toml"):
+            (self.dir / name).symlink_to(ROOT / name)
+        self.proc: subprocess.Popen | None = None
+
+    def stop(self) -> None:
+        """End the run under way in this tree (its own process group), if any."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def run(self, module: str, source: str, tests: list[str], timeout: float) -> tuple[str, float, str]:
+        """(outcome: killed / survived / timeout, seconds, the last lines of pytest's output) of `source` as `module`."""
+        path = self.dir / TARGETS[module][0]
+        original = path.read_text(encoding="utf-8")
+        path.write_text(source, encoding="utf-8")
+        for pyc in path.parent.glob(f"__pycache__/{path.stem}.*.pyc"):
+            pyc.unlink()  # a mutant of the same size written in the same second would reuse it
+        shutil.rmtree(self.dir / ".hypothesis", ignore_errors=True)  # no failing example replayed from another mutant
+        env = {**os.environ, "PYTHONPATH": str(self.dir)}
+        env.pop("COMPACTCTL_CORPUS", None)
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning"]
+        cmd += ["-o", "addopts=", "--hypothesis-seed=0", *tests]
+        t0 = time.monotonic()
+        p = self.proc = subprocess.Popen(
+            cmd, cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            out, _ = p.communicate(timeout=timeout)
+            outcome = "survived" if p.returncode == 0 else "killed"
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # this run's own process group, nothing else
+            out, _ = p.communicate()
+            outcome = "timeout"
+        finally:
+            path.write_text(original, encoding="utf-8")
+        tail = "\n".join(out.decode(errors="replace").strip().splitlines()[-3:])
+        return outcome, time.monotonic() - t0, tail
+
+
+def chosen(args: argparse.Namespace) -> Iterator[tuple[str, list[Site]]]:
+    """Per module, the mutants to run: all, those of --only, or a --sample of them."""
+    only = {s for s in args.only.split(",")} if args.only else None
+    for module in args.module or list(TARGETS):
+        every = sites(module)
+        pick = [s for s in every if only is None or s.id in only]
+        if args.sample and len(pick) > args.sample:
+            pick = sorted(random.Random(f"{args.seed}:{module}").sample(pick, args.sample), key=lambda s: s.index)
+        yield module, pick
+
+
+def show(mutant: str) -> str:
+    module, index = mutant.split(":")
+    base, mut = mutant_source(module, None), mutant_source(module, int(index))
+    return "".join(difflib.unified_diff(base.splitlines(True), mut.splitlines(True), f"{module} (unparsed)", mutant, n=2))
+
+
+def source_line(module: str, line: int) -> str:
+    lines = (ROOT / TARGETS[module][0]).read_text(encoding="utf-8").splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def run_module(module: str, todo: list[Site], args: argparse.Namespace, trees: list[Tree], log) -> list[dict]:
+    """Run the baseline, then every mutant of `todo` (distinct sources only) on the trees in parallel."""
+    tests = args.tests.split(",") if args.tests else TARGETS[module][1]
+    outcome, secs, tail = trees[0].run(module, mutant_source(module, None), tests, timeout=1800)
+    if outcome != "survived":
+        sys.exit(f"{module}: the unmutated module fails its tests; nothing to measure\n{tail}")
+    timeout = args.timeout or max(2 * secs + 10, 30)
+    print(f"{module}: baseline {secs:.1f}s over {', '.join(tests)}; timeout {timeout:.0f}s; {len(todo)} mutants", flush=True)
+    base = mutant_source(module, None)
+    seen: dict[str, str] = {}
+    free: list[Tree] = list(trees)
+    lock = threading.Lock()
+    results: list[dict] = []
+
+    def one(site: Site, source: str) -> dict:
+        with lock:
+            tree = free.pop()
+        try:
+            outcome, secs, tail = tree.run(module, source, tests, timeout)
+        finally:
+            with lock:
+                free.append(tree)
+        return {**asdict(site), "id": site.id, "outcome": outcome, "seconds": round(secs, 1), "tail": tail}
+
+    pool = concurrent.futures.ThreadPoolExecutor(len(trees))
+    try:
+        futures = []
+        for site in todo:
+            source = mutant_source(module, site.index)
+            digest = hashlib.sha256(source.encode()).hexdigest()
+            if source == base or digest in seen:
+                results.append({**asdict(site), "id": site.id, "outcome": "identical", "same_as": seen.get(digest, "original")})
+                continue
+            seen[digest] = site.id
+            futures.append(pool.submit(one, site, source))
+        for f in concurrent.futures.as_completed(futures):
+            r = f.result()
+            results.append(r)
+            log.write(json.dumps(r) + "\n")
+            log.flush()
+            mark = {"killed": ".", "timeout": "t", "survived": "S"}[r["outcome"]]
+            print(mark, end="" if mark != "S" else f"[{r['id']}]", flush=True)
+    except BaseException:  # stopped: no mutant left to start, none left running
+        pool.shutdown(wait=False, cancel_futures=True)
+        for tree in trees:
+            tree.stop()
+        raise
+    pool.shutdown()
+    print(flush=True)
+    return sorted(results, key=lambda r: r["index"])
+
+
+def summary(module: str, generated: int, results: list[dict], seconds: float) -> str:
+    count = {k: sum(r["outcome"] == k for r in results) for k in ("killed", "timeout", "survived", "identical")}
+    ran = count["killed"] + count["timeout"] + count["survived"]
+    lines = [
+        f"## {module} ({TARGETS[module][0]}): {generated} mutants generated, {len(results)} chosen, {ran} run "
+        f"({count['identical']} identical to another or the original, not run), {count['killed']} killed, "
+        f"{count['timeout']} timed out, {count['survived']} survived; {seconds / 60:.1f} min",
+    ]
+    for r in results:
+        if r["outcome"] == "survived":
+            lines.append(f"- {r['id']} line {r['line']} {r['op']}: {r['desc']}    | {source_line(module, r['line'])}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--module", action="append", choices=list(TARGETS), help="a module to mutate (repeatable; default: all)")
+    ap.add_argument("--tests", help="comma-separated test files or node ids, instead of the module's TARGETS subset")
+    ap.add_argument("--only", help="comma-separated mutant ids (module:index) to run alone")
+    ap.add_argument("--sample", type=int, default=0, help="at most this many mutants a module, drawn at random (0: all)")
+    ap.add_argument("--seed", default="0", help="the sample's seed")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (each in a tree of its own)")
+    ap.add_argument("--timeout", type=float, default=0, help="seconds a mutant's tests may take (default: 3x the baseline + 10)")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mutation", help="where results.jsonl and summary.md go")
+    ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    ap.add_argument("--show", help="print one mutant's diff (module:index), run nothing")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # the temporary trees are removed on the way out
+    if args.show:
+        print(show(args.show), end="")
+        return
+    if args.list:
+        for _module, todo in chosen(args):
+            for s in todo:
+                print(f"{s.id}\tline {s.line}\t{s.op}\t{s.desc}")
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="trees-", dir=args.out))
+    trees = [Tree(work) for _ in range(args.jobs)]
+    report = []
+    t0 = time.monotonic()
+    try:
+        with open(args.out / "results.jsonl", "a", encoding="utf-8") as log:
+            for module, todo in chosen(args):
+                m0 = time.monotonic()
+                results = run_module(module, todo, args, trees, log)
+                report.append(summary(module, len(sites(module)), results, time.monotonic() - m0))
+                print(report[-1], flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report.append(f"\ntotal {(time.monotonic() - t0) / 60:.1f} min, {args.jobs} job(s)")
+    (args.out / "summary.md").write_text("\n\n".join(report) + "\n", encoding="utf-8")
+    print(report[-1])
+
+
+if __name__ == "__main__":
+    main()

@@ -264,6 +264,8 @@ def test_repair_strip_duplicate_ids_empty_and_first_role():
     out, st = api.repair(t, api.RepairOptions(strip_unanswered=True))
     assert api.check(out) == []
     assert out.messages[1].role == "user" and st.openings_added == 1 and st.ids_renamed == 1 and st.calls_stripped == 1
+    # the empty user message, and the call's message left with neither call nor text: both gone
+    assert st.empty_removed == 2 and len(out.messages) == 6 and out.messages[-1].role == "tool"
     ids = [c.id for c in out.messages[3].tool_calls]
     assert len(set(ids)) == 2 and [m.tool_call_id for m in out.messages[4:6]] == ids
 
@@ -306,6 +308,7 @@ def test_repair_drops_blank_parts_beside_calls_images_and_in_results():
     assert api.check(out) == [] and st.blank_parts_removed == 3
     assert [m.content for m in out.messages[:3]] == [[img], None, ""]
     assert out.messages[1].tool_calls[0].id == "c1" and out.messages[2].tool_call_id == "c1"  # the pairing is untouched
+    assert [(a.index, a.message.content) for a in st.archived] == [(k, rows[k]["content"]) for k in range(3)]  # what --archive keeps
 
 
 def test_repair_blank_text_beside_calls_reasoning_alone_and_responses_api_parts(tmp_path):
@@ -349,8 +352,8 @@ def test_a_transcript_with_nothing_to_send_is_a_data_error_never_an_empty_output
     from compactctl.errors import DataError
 
     assert [v.rule for v in api.check(T([{"role": "system", "content": "s"}]))] == ["no-messages"]
-    with pytest.raises(DataError, match="nothing a model could be sent"):
-        api.repair(T([{"role": "user", "content": ""}, {"role": "assistant", "content": " "}]))
+    with pytest.raises(DataError, match="^t:1: no user or assistant message with content: nothing a model could be sent"):
+        api.repair(T([{"role": "user", "content": ""}, {"role": "assistant", "content": " "}]))  # no line read: the first
     src = tmp_path / "d.jsonl"
     recs = [
         {"messages": [{"role": "user", "content": "hi"}]},
@@ -607,7 +610,76 @@ def test_repair_gives_a_call_an_id_both_apis_take():
     ids = [c.id for c in out.messages[1].tool_calls]
     assert api.check(out) == [] and st.ids_renamed == 2 and all(re.fullmatch(r"[A-Za-z0-9_-]{1,40}", i) for i in ids)
     assert ids[0].startswith("toolu_01_bad_id__") and [m.tool_call_id for m in out.messages[2:]] == ids
+    # `base__N`: the old id's own characters (others as `_`, cut to 30) and a count over the transcript
+    assert ids == ["toolu_01_bad_id__1", long_id[:30] + "__2"]
     assert [m.text() for m in out.messages[2:]] == ["a", "b"]
+
+
+# ---- pairing (pairs.py): which result answers which call when ids are lost or repeated
+
+
+def answers(t: Transcript) -> list[tuple[str, str, str]]:
+    """(tool name, arguments, the text of the result that answers it) of each call in `t` repaired, as written (valid
+    for OpenAI)."""
+    out, _ = api.repair(t)
+    rows = [orjson.loads(x) for x in api.write(out).splitlines()]
+    assert validate(rows) == []
+    got = []
+    for k, r in enumerate(rows):
+        results = {x["tool_call_id"]: x["content"] for x in rows[k + 1 : k + 1 + len(r.get("tool_calls") or [])]}
+        got += [(c["function"]["name"], c["function"]["arguments"], results[c["id"]]) for c in r.get("tool_calls") or []]
+    return got
+
+
+def two_calls(a: tuple[str, str, dict], b: tuple[str, str, dict]) -> dict:
+    both = call(*a)
+    both["tool_calls"] += call(*b)["tool_calls"]
+    return both
+
+
+@pytest.mark.parametrize("opening", [True, False])
+def test_results_right_after_their_calls_answer_them_by_position_even_one_that_lost_its_id(opening):
+    """Rule 0: as many results as calls right after them, none contradicting its call's id or name, pair by position
+    (one lost its id): a later result with that id (a stray copy) answers nothing, it does not take the call."""
+    rows = [
+        two_calls(("a", "ls", {"path": "x"}), ("b", "pwd", {})),
+        res("a", "x.py"),
+        {"role": "tool", "name": "pwd", "content": "/w"},  # its id lost
+        {"role": "user", "content": "again?"},
+        res("b", "late copy"),
+        {"role": "assistant", "content": "done"},
+    ]
+    rows = [{"role": "user", "content": "go"}, *rows] if opening else rows
+    assert answers(T(rows)) == [("ls", '{"path":"x"}', "x.py"), ("pwd", "{}", "/w")]
+
+
+def test_a_result_with_a_repeated_id_answers_the_call_at_its_own_position():
+    """Two calls with one id and a run of results after them that is not theirs one to one (a stray result first):
+    the result at the second position answers the second call; the first call has none (a stub)."""
+    rows = [
+        {"role": "user", "content": "read both"},
+        two_calls(("d", "read", {"path": "a"}), ("d", "read", {"path": "b"})),
+        res("zz", "stray"),
+        res("d", "b's text"),
+        {"role": "assistant", "content": "done"},
+    ]
+    assert answers(T(rows)) == [("read", '{"path":"a"}', STUB), ("read", '{"path":"b"}', "b's text")]
+
+
+@pytest.mark.parametrize("ids", [True, False])
+@pytest.mark.parametrize("opening", [True, False])
+def test_results_away_from_their_calls_answer_the_call_of_the_tool_they_name(ids, opening):
+    """Results that came after a user turn, with the calls' repeated id (rule 1) or none (rule 2), the second call's
+    first: each answers the call of the tool it names, not the first call still open."""
+    rows = [
+        two_calls(("d", "ls", {}), ("d", "pwd", {})),
+        {"role": "user", "content": "wait"},
+        {"role": "tool", "name": "pwd", "content": "/w", **({"tool_call_id": "d"} if ids else {})},
+        {"role": "tool", "name": "ls", "content": "x.py", **({"tool_call_id": "d"} if ids else {})},
+        {"role": "assistant", "content": "done"},
+    ]
+    rows = [{"role": "user", "content": "go"}, *rows] if opening else rows
+    assert answers(T(rows)) == [("ls", "{}", "x.py"), ("pwd", "{}", "/w")]
 
 
 def test_parallel_results_in_another_order_than_their_calls_are_left_as_they_came():
@@ -711,7 +783,14 @@ def test_a_call_without_a_tool_name_is_named(tmp_path):
         )
 
 
-@pytest.mark.parametrize("content", ["Sure.\n\n", [{"type": "text", "text": "a"}, {"type": "text", "text": "Sure. "}]])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Sure.\n\n",
+        [{"type": "text", "text": "a"}, {"type": "text", "text": "Sure. "}],
+        [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "Sure. "}],  # its own keys
+    ],
+)
 def test_repair_cuts_the_whitespace_a_last_assistant_message_ends_in(content):
     """Anthropic refuses a request whose final assistant content ends in whitespace ("final assistant content cannot
     end with trailing whitespace"); OpenAI takes it. An earlier message keeps its own."""
@@ -729,6 +808,8 @@ def test_repair_cuts_the_whitespace_a_last_assistant_message_ends_in(content):
     out, st = repair(t)
     assert check(out) == [] and st.final_space_cut == 1 and len(st.archived) == 1
     assert out.messages[1].content == "first.\n" and out.messages[-1].text().endswith("Sure.")
+    # only the last text loses its whitespace: the parts before it stay
+    assert out.messages[-1].content == ("Sure." if isinstance(content, str) else [content[0], {"type": "text", "text": "Sure."}])
     assert repair(out)[0] is out  # idempotent
 
 
@@ -843,7 +924,8 @@ def test_tool_definitions_and_tool_choice_are_named_as_the_mended_calls(tmp_path
     [got] = [orjson.loads(x) for x in api.write(out).splitlines()]
     assert [d["function"]["name"] for d in got["tools"]] == ["ns_tool", "ok_tool"]
     assert got["tool_choice"]["function"]["name"] == "ns_tool" == got["messages"][1]["tool_calls"][0]["function"]["name"]
-    assert rec["tools"][0]["function"]["name"] == "ns.tool"  # the record read was not changed in place
+    # the transcript read was not changed in place (`rec`, written to a file, never reached compactctl)
+    assert t.metadata["tools"][0]["function"]["name"] == "ns.tool" == t.metadata["tool_choice"]["function"]["name"]
     assert validate_anthropic_records([orjson.loads(x) for x in api.write(out, "anthropic").splitlines()]) == []
     assert cli("repair", str(path)).stdout.count(b"ns_tool") == 3  # the fast path does not pass it through
 

@@ -91,3 +91,11 @@ def test_bad_budget_and_compact_options_raise_a_usage_error_when_built(build, me
     with pytest.raises(UsageError) as e:
         build()
     assert message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize(
+    "field", [{"context_window": 1}, {"threshold": 1.0}, {"tail_share": 0.0}, {"tail_share": 1.0}, {"min_tail_messages": 0}]
+)
+def test_a_budget_at_the_edge_of_a_range_is_built(field):
+    """The ranges' own ends are values the command line allows: built, not refused."""
+    assert compactctl.Budget(**field).target >= 0

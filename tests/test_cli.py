@@ -127,6 +127,9 @@ def test_plan_shows_zones_and_annotates():
     assert "head" in err and "middle" in err and "tail" in err and "o200k_base" in err
     zones = [m["_compactctl"]["zone"] for m in read_jsonl(r.stdout)]
     assert zones[0] == "head" and "middle" in zones and zones[-1] == "tail"
+    h, m = zones.count("head"), zones.count("middle")  # the text names the zones' first and last messages
+    assert f"head   messages 0-{h - 1} " in err and f"middle messages {h}-{h + m - 1} " in err
+    assert f"tail   messages {h + m}-{len(zones) - 1} " in err
     j = cli("plan", str(SAMPLES / "long_session.jsonl"), "--json", "--context-window", "200000", "--threshold", "0.1")
     plan = orjson.loads(j.stdout)
     assert plan["needs_compaction"] and plan["ranges"]["tail"][1] == len(zones)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
@@ -10,6 +12,7 @@ from compactctl.describe import describe
 from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, is_summary, last_user_index
+from compactctl.phases.assemble import SYSTEM_NOTE
 from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
 from compactctl.phases.repair import STUB, repair
 from compactctl.phases.rules import check
@@ -388,6 +391,62 @@ def test_plan_partitions_and_keeps_pairs():
     assert 2000 <= p.summary_budget <= 8000
 
 
+def test_plan_never_cuts_between_interleaved_calls_and_their_results():
+    """Two calls, each in its own assistant message, then both results (a writer that splits parallel calls): one
+    group, the calls' messages and both results; no budget puts the cut inside it (a result in the tail whose call
+    went to the summary would be an orphan, removed)."""
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "go " * 400},
+        {"role": "assistant", "content": "looking " * 300},
+        call("a", "ls", {"path": "x"}),
+        call("b", "pwd", {}),
+        res("a", "x.py\n" * 300),
+        res("b", "/w " * 300),
+        {"role": "assistant", "content": "found " * 50},
+        {"role": "user", "content": "next?"},
+    ]
+    t = T(rows)
+    for tail in range(0, 1600, 100):
+        p = api.plan(t, COUNTER, api.Budget(context_window=3000, tail_tokens=tail, summary_min=100, protect_first=1, min_tail_messages=0))
+        assert p.needs_compaction and p.tail_start not in range(4, 7), tail
+
+
+def test_plan_defaults_clamp_the_summary_and_stretch_a_short_tail():
+    """Budget()'s defaults are the documented ones, the command line's: the summary gets at most 16,000 tokens and at
+    least 2,000; a tail of fewer than 3 messages (min_tail_messages, which the command line leaves to the library)
+    takes up to 1.5x its budget (20% of the target) to hold 3."""
+    big = T(
+        [{"role": "system", "content": "s"}]
+        + [{"role": ("user", "assistant")[k % 2], "content": f"m{k} " + "text " * 2000} for k in range(30)]
+    )
+    assert api.plan(big, COUNTER, api.Budget(context_window=60000)).summary_budget == 16000  # a 48,000-token middle
+    assert api.plan(big, COUNTER, api.Budget(context_window=60000, summary_ratio=0.02)).summary_budget == 2000  # not 963
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "start"}]
+    for k in range(6):
+        rows += [{"role": "user", "content": f"q{k} " + "why " * 800}, {"role": "assistant", "content": f"a{k} " + "so " * 800}]
+    rows += [{"role": "user", "content": "q " + "why " * 300}, {"role": "assistant", "content": "big " * 1000}]
+    rows += [{"role": "user", "content": "next " * 600}, {"role": "assistant", "content": "ok " * 800}]
+    p = api.plan(T(rows), COUNTER, api.Budget(context_window=20000))
+    assert p.tail_budget == 2000 and p.tail_start == len(rows) - 3 and 2000 < p.tokens["tail"] <= 3000
+
+
+def test_zones_annotated_out_of_order_are_ignored_and_planned_afresh():
+    """`plan --annotate` writes each message's zone for `summarize`; zones out of order (a tail message before a middle
+    one: edited, or joined from two plans) are no plan, and summarize plans afresh."""
+    t = _long()
+    budget = api.Budget(context_window=12000, tail_tokens=1500)
+    p = api.plan(t, COUNTER, budget)
+    noted = api.annotate(t, p)
+    k = p.head_end  # the first middle message, marked tail
+    bad = noted.evolve(
+        messages=[dataclasses.replace(m, note={**m.note, "zone": "tail"}) if i == k else m for i, m in enumerate(noted.messages)]
+    )
+    fresh, _ = api.summarize(t, COUNTER, api.OfflineSummarizer(), api.SummarizeOptions(budget))
+    out, _ = api.summarize(bad, COUNTER, api.OfflineSummarizer(), api.SummarizeOptions(budget))
+    assert [m.text() for m in out.messages] == [m.text() for m in fresh.messages]
+
+
 def test_plan_not_needed_under_threshold():
     p = api.plan(_long(2, 100), COUNTER, api.Budget())
     assert not p.needs_compaction and "no compaction needed" in p.reason
@@ -468,6 +527,7 @@ def test_second_compaction_updates_the_summary_and_continues_numbering():
     second, rep = api.compact(grown, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
     summaries = [m for m in second.messages if SUMMARY_MARKER in m.text()]
     assert len(summaries) == 1 and rep["status"] == "compacted"
+    assert [m.text().count(SYSTEM_NOTE) for m in (first.messages[0], second.messages[0])] == [1, 1]  # the note once
     nums = [int(line.split(".")[0]) for line in parse_sections(summaries[0].text())["Completed Actions"].split("\n") if line[:1].isdigit()]
     assert max(nums) > 30
 
@@ -478,6 +538,68 @@ def test_focus_promotes_topic():
     out, _ = api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget, focus="mod8"))
     text = next(m for m in out.messages if SUMMARY_MARKER in m.text()).text()
     assert "src/mod8.py" in text
+
+
+HEADS = {  # the head after the system message, by the role of its last message
+    None: [],
+    "user": [{"role": "user", "content": "u0"}],
+    "assistant": [{"role": "user", "content": "u0"}, {"role": "assistant", "content": "a0"}],
+    "tool": [{"role": "user", "content": "u0"}, call("h", "ls", {}), res("h", "a.py")],
+}
+
+
+@pytest.mark.parametrize(
+    "prev,nxt,last_ask,expect",
+    [
+        (None, "user", False, [("user", "summary"), ("user", "first tail")]),  # never an assistant turn first
+        (None, "assistant", False, [("user", "summary"), ("assistant", "first tail")]),
+        ("user", "user", False, [("assistant", "summary"), ("user", "first tail")]),
+        ("user", "assistant", False, [("assistant", "merged"), ("user", "last")]),
+        ("assistant", "user", False, [("user", "merged"), ("assistant", "reply")]),
+        ("assistant", "user", True, [("user", "summary"), ("user", "first tail")]),  # the last ask stays as it is
+        ("assistant", "assistant", False, [("user", "summary"), ("assistant", "first tail")]),
+        ("tool", "user", False, [("user", "merged"), ("assistant", "reply")]),  # not an assistant turn after a result
+        ("tool", "user", True, [("user", "summary"), ("user", "first tail")]),
+        ("tool", "assistant", False, [("user", "summary"), ("assistant", "first tail")]),
+    ],
+)
+def test_the_summary_takes_the_role_the_messages_around_it_leave(prev, nxt, last_ask, expect):
+    """Where the summary goes and as whose turn, by the head's last message and the tail's first (assemble's table); a
+    merged message keeps its own text below the delimiter, and its original goes to the archive."""
+    from compactctl.model import SUMMARY_MERGED
+    from compactctl.phases.assemble import assemble
+
+    rows = [{"role": "system", "content": "s"}, *HEADS[prev], {"role": "assistant", "content": "middle"}, {"role": "user", "content": "mu"}]
+    head_end, tail_start = 1 + len(HEADS[prev]), 3 + len(HEADS[prev])
+    rows.append({"role": nxt, "content": "first tail"})
+    rows += [{"role": "assistant", "content": "reply"}] if last_ask or nxt == "user" else [{"role": "user", "content": "last"}]
+    rows += [{"role": "user", "content": "last"}] if nxt == "user" and not last_ask else []
+    t = T(rows)
+    out, replaced = assemble(t, head_end, tail_start, "body")
+    got = []
+    for m in out.messages[head_end : head_end + 2]:
+        text = m.text()
+        kind = (
+            "merged"
+            if SUMMARY_MARKER in text and text.endswith(SUMMARY_MERGED + "\n\nfirst tail")
+            else "summary"
+            if SUMMARY_MARKER in text
+            else text
+        )
+        got.append((m.role, kind))
+    assert got == expect
+    if expect[0][1] == "merged":
+        assert [m.text() for m in replaced if m.text() == "first tail"] == ["first tail"]  # the original, archived
+
+
+def test_the_compaction_note_is_a_text_part_of_a_system_prompt_made_of_parts():
+    from compactctl.phases.assemble import assemble
+
+    system = {"role": "system", "content": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}]}
+    t = T([system, {"role": "user", "content": "u0"}, {"role": "assistant", "content": "middle"}, {"role": "user", "content": "last"}])
+    out, replaced = assemble(t, 2, 3, "body")
+    assert out.messages[0].content == [*system["content"], {"type": "text", "text": SYSTEM_NOTE}]
+    assert replaced[-1].content == system["content"]  # the original, archived
 
 
 @pytest.mark.parametrize(
@@ -562,6 +684,10 @@ def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
     )
     summary = next(m for m in out.messages if SUMMARY_MARKER in m.text())
     assert parse_sections(summary.text())["Active Task"] == ask.strip()
+    # the plan gives the summary room for the ask verbatim and, besides it, a whole minimum summary (a small middle's
+    # share would be less)
+    p = api.plan(t, COUNTER, dataclasses.replace(budget, summary_ratio=0.01))
+    assert p.last_ask_in_summary and p.summary_budget >= COUNTER.text(ask) + 300
     assert api.check(out) == [] and rep["tokens_after"] <= budget.target
     budget.context_window, budget.tail_tokens = 900, 100  # the ask alone no longer fits: refuse rather than lose it
     with pytest.raises(CannotFit, match="last user message"):
@@ -571,6 +697,59 @@ def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():
             api.OfflineSummarizer(),
             api.CompactOptions(budget, api.PruneOptions(protect_tokens=600, summaries=False, dedup=False)),
         )
+
+
+def _ladder(t: Transcript, windows: range) -> list[tuple]:
+    """The distinct plans (head end, tail start, ask in the summary, tail stretched for it, earlier summary kept at) as
+    the window shrinks; "cannot" where the plan refuses."""
+    seen: list[tuple] = []
+    for w in windows:
+        try:
+            budget = api.Budget(context_window=w, tail_tokens=1200, summary_min=400)
+            p = api.plan(t, COUNTER, budget)
+            key: tuple = (p.head_end, p.tail_start, p.last_ask_in_summary, p.anchor_forced, p.prior_summary)
+            # `plan --annotate | summarize` plans again from the zones: the same summary
+            q = api.plan(t, COUNTER, budget, zones=(p.head_end, p.tail_start))
+            assert (q.summary_budget, q.last_ask_in_summary, q.needs_compaction) == (p.summary_budget, p.last_ask_in_summary, True), w
+        except CannotFit:
+            key = ("cannot",)
+        if not seen or seen[-1] != key:
+            seen.append(key)
+    return seen
+
+
+def test_a_plan_gives_ground_in_the_documented_order():
+    """As the window shrinks: the last ask stretches the tail, then moves verbatim into the summary, then the head
+    keeps fewer first messages (3, 2, 1, none), then the tail goes; an earlier summary stays at the head until the
+    head gives up its first messages; then the plan refuses."""
+    ask = "Please migrate every handler to the new API. " + "Keep the old names as aliases. " * 20
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal " * 150}]
+    rows += [{"role": "assistant", "content": "plan " * 150}, {"role": "user", "content": "more " * 150}]
+    rows += [{"role": "assistant", "content": "step " + "x " * 300}, {"role": "user", "content": "go on " + "y " * 300}] * 4
+    rows.append({"role": "user", "content": ask})
+    for i in range(6):
+        rows += [call(f"c{i}", "terminal", {"command": f"make step{i}"}), res(f"c{i}", f"step {i} ok " * 100)]
+    t = T(rows)
+    assert _ladder(t, range(8000, 200, -20)) == [
+        (4, 12, False, True, None),
+        (4, 21, True, False, None),
+        (3, 21, True, False, None),
+        (2, 21, True, False, None),
+        (1, 21, True, False, None),
+        (1, 25, True, False, None),
+        ("cannot",),
+    ]
+    once, _ = api.compact(
+        t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=7000, tail_tokens=1200, summary_min=400))
+    )
+    again = once.evolve(messages=once.messages + t.messages[13:])  # the same calls once more after the compaction
+    assert is_summary(again.messages[4])
+    assert _ladder(again, range(9000, 200, -20)) == [
+        (5, 26, True, False, 4),
+        (1, 26, True, False, None),
+        (1, 30, True, False, None),
+        ("cannot",),
+    ]
 
 
 def test_a_changed_message_keeps_only_the_anchor_of_its_provenance():
@@ -950,3 +1129,6 @@ def test_a_system_prompt_over_the_target_is_said_to_be_the_reason():
     t = Transcript(messages=[message_from_dict(r, "x", 1, i) for i, r in enumerate(rows)], id="x")
     with pytest.raises(CannotFit, match="The system prompt alone takes 1,60[0-9] tokens, over the target: raise --context-window"):
         api.compact(t, COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=2000)))
+    system = COUNTER.messages(t.messages)[0]
+    with pytest.raises(CannotFit, match="The system prompt alone takes"):  # all of the target is over it too
+        api.plan(t, COUNTER, api.Budget(context_window=2 * system))

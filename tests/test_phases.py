@@ -13,6 +13,7 @@ from compactctl.errors import CannotFit
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import SUMMARY_END, SUMMARY_MARKER, Message, ToolCall, Transcript, is_summary, last_user_index
 from compactctl.phases.assemble import SYSTEM_NOTE
+from compactctl.phases.plan import plan_for_repair
 from compactctl.phases.prune import DUPLICATE, PruneOptions, truncate_arguments
 from compactctl.phases.repair import STUB, repair
 from compactctl.phases.rules import check
@@ -750,6 +751,12 @@ def test_a_plan_gives_ground_in_the_documented_order():
         (1, 30, True, False, None),
         ("cannot",),
     ]
+    for window in (6000, 3000):  # the earlier summary kept at the head, then summarized again with the middle
+        opts = api.SummarizeOptions(api.Budget(context_window=window, tail_tokens=1200, summary_min=400))
+        p = plan_for_repair(again, COUNTER, opts.budget)  # as the command plans
+        piped, _ = api.summarize(api.annotate(again, p), COUNTER, api.OfflineSummarizer(), opts)  # plan --annotate | summarize
+        direct, _ = api.summarize(again, COUNTER, api.OfflineSummarizer(), opts)
+        assert [m.text() for m in piped.messages] == [m.text() for m in direct.messages], window
 
 
 def test_a_changed_message_keeps_only_the_anchor_of_its_provenance():

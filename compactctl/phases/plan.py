@@ -341,7 +341,7 @@ def plan(
     if zones is not None:
         z = _zones(t, counts, spans, budget.protect_first, budget.tail, budget.min_tail_messages, False)
         in_summary = lu is not None and zones[0] <= lu < zones[1]
-        z = _Zones(zones[0], zones[1], z.prior, False, in_summary)
+        z = _Zones(zones[0], zones[1], _kept_prior(z.prior, zones), False, in_summary)
     else:
         z, summary_min = _give_ground(t, counter, counts, spans, budget, target, ask)
 
@@ -467,3 +467,10 @@ def from_annotations(t: Transcript) -> tuple[int, int] | None:
     if order != sorted(order):
         return None
     return zones.count("head"), zones.count("head") + zones.count("middle")
+
+
+def _kept_prior(prior: int | None, zones: tuple[int, int]) -> int | None:
+    """An earlier summary the head keeps (the new summary replaces it); None when the zones given (`plan --annotate`) end
+    the head before it: it is then in the middle, summarized with it (as the prior summary too, it was named twice among
+    the originals the new summary's reference points to, and the pipe's reference was not `compact`'s)."""
+    return prior if prior is not None and prior < zones[0] else None

@@ -448,6 +448,20 @@ def test_zones_annotated_out_of_order_are_ignored_and_planned_afresh():
     assert [m.text() for m in out.messages] == [m.text() for m in fresh.messages]
 
 
+def test_a_plan_with_nothing_between_head_and_tail_says_so():
+    t = T([{"role": "system", "content": "s"}, {"role": "user", "content": "go " * 500}, {"role": "assistant", "content": "ok " * 500}])
+    with pytest.raises(CannotFit, match="nothing between head .* and tail .* to summarize"):
+        api.plan(t, COUNTER, api.Budget(context_window=1000, last_ask="tail"))
+
+
+def test_at_a_tiny_target_the_smallest_summary_is_100_tokens():
+    """Giving ground, the minimum summary shrinks to a quarter of the target, never under 100 tokens."""
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "go " * 50}]
+    t = T(rows + [{"role": ("assistant", "user")[k % 2], "content": f"m{k} " + "x " * 60} for k in range(8)])
+    with pytest.raises(CannotFit, match=r"head 5 \+ tail 0 \+ minimum summary 100 = 105 tokens, 5 over"):
+        api.plan(t, COUNTER, api.Budget(context_window=200, summary_min=400))
+
+
 def test_plan_not_needed_under_threshold():
     p = api.plan(_long(2, 100), COUNTER, api.Budget())
     assert not p.needs_compaction and "no compaction needed" in p.reason
@@ -751,11 +765,14 @@ def test_a_plan_gives_ground_in_the_documented_order():
         (1, 30, True, False, None),
         ("cannot",),
     ]
-    for window in (6000, 3000):  # the earlier summary kept at the head, then summarized again with the middle
+    alone = again.evolve(messages=again.messages[4:])  # no system prompt: the earlier summary opens the transcript
+    assert _ladder(alone, range(9000, 200, -20)) == [(1, 22, True, False, 0), (0, 26, True, False, None), ("cannot",)]
+    # the earlier summary kept at the head, then summarized again with the middle (also where it opens the middle)
+    for t2, window in ((again, 6000), (again, 3000), (alone, 2000)):
         opts = api.SummarizeOptions(api.Budget(context_window=window, tail_tokens=1200, summary_min=400))
-        p = plan_for_repair(again, COUNTER, opts.budget)  # as the command plans
-        piped, _ = api.summarize(api.annotate(again, p), COUNTER, api.OfflineSummarizer(), opts)  # plan --annotate | summarize
-        direct, _ = api.summarize(again, COUNTER, api.OfflineSummarizer(), opts)
+        p = plan_for_repair(t2, COUNTER, opts.budget)  # as the command plans
+        piped, _ = api.summarize(api.annotate(t2, p), COUNTER, api.OfflineSummarizer(), opts)  # plan --annotate | summarize
+        direct, _ = api.summarize(t2, COUNTER, api.OfflineSummarizer(), opts)
         assert [m.text() for m in piped.messages] == [m.text() for m in direct.messages], window
 
 
@@ -839,17 +856,56 @@ def test_results_right_after_their_calls_answer_them_by_position_even_one_that_l
     assert answers(T(rows)) == [("ls", '{"path":"x"}', "x.py"), ("pwd", "{}", "/w")]
 
 
-def test_a_result_with_a_repeated_id_answers_the_call_at_its_own_position():
+@pytest.mark.parametrize("named", [False, True])
+def test_a_result_with_a_repeated_id_answers_the_call_at_its_own_position(named):
     """Two calls with one id and a run of results after them that is not theirs one to one (a stray result first):
-    the result at the second position answers the second call; the first call has none (a stub)."""
+    the result at the second position answers the second call (its tool's name, the calls' both, changes nothing);
+    the first call has none (a stub)."""
     rows = [
         {"role": "user", "content": "read both"},
         two_calls(("d", "read", {"path": "a"}), ("d", "read", {"path": "b"})),
         res("zz", "stray"),
-        res("d", "b's text"),
+        {**res("d", "b's text"), **({"name": "read"} if named else {})},
         {"role": "assistant", "content": "done"},
     ]
     assert answers(T(rows)) == [("read", '{"path":"a"}', STUB), ("read", '{"path":"b"}', "b's text")]
+
+
+def test_results_right_after_their_calls_in_another_order_without_ids_answer_the_tool_they_name():
+    """No ids, and the names say the results came back in another order than the calls: not one to one by position."""
+    rows = [
+        {"role": "user", "content": "go"},
+        two_calls(("a", "ls", {}), ("b", "pwd", {})),
+        {"role": "tool", "name": "pwd", "content": "/w"},
+        {"role": "tool", "name": "ls", "content": "x.py"},
+        {"role": "assistant", "content": "done"},
+    ]
+    assert answers(T(rows)) == [("ls", "{}", "x.py"), ("pwd", "{}", "/w")]
+
+
+def test_a_result_without_an_id_before_any_call_answers_nothing():
+    """It never answers a call made after it (the last message's, say): it is removed, and that call gets a stub."""
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "tool", "content": "stray"},
+        {"role": "user", "content": "run it"},
+        call("a", "ls", {}),
+    ]
+    _, st = api.repair(T(rows))
+    assert answers(T(rows)) == [("ls", "{}", STUB)] and st.orphan_results_removed == 1
+
+
+def test_a_legacy_function_call_answered_by_a_tool_result_without_an_id():
+    """The result is written as the `function` result of that call, named as it is (OpenAI takes nothing else)."""
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "function_call": {"name": "ls", "arguments": "{}"}},
+        {"role": "tool", "content": "a.py"},
+        {"role": "assistant", "content": "done"},
+    ]
+    out, st = api.repair(T(rows))
+    written = [orjson.loads(x) for x in api.write(out).splitlines()]
+    assert validate(written) == [] and written[2] == {"role": "function", "name": "ls", "content": "a.py"} and st.result_ids_set == 1
 
 
 @pytest.mark.parametrize("ids", [True, False])

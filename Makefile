@@ -60,7 +60,8 @@ fuzz: install
 	$(BIN)/python -m tests.fuzz 10000
 
 # Mutation testing of repair, pairs, plan and assemble against their fast tests (bench/mutation.py; opt-in, not in CI:
-# about an hour on two cores, results in bench/results/mutation/). MUTATE_ARGS: e.g. --module pairs --jobs 2 --sample 100
+# all 880-odd mutants take hours on two shared cores, --sample 50 about 40 minutes; results in bench/results/mutation/).
+# MUTATE_ARGS: e.g. --jobs 2 --sample 50, or --module pairs
 mutate: install
 	$(BIN)/python bench/mutation.py $(MUTATE_ARGS)
 

@@ -2,10 +2,12 @@
 
 The summary opens with the reference-only marker and closes with the end marker; the first system
 message gets a one-time note. The summary's role: user after an assistant/tool message (or after
-the system messages alone), assistant after a user message; if that collides with the first tail
-message, it flips; if both collide, the summary is merged into the first tail message with clear
-delimiters, unless that message is the last user ask, which stays verbatim: then the summary stands
-before it as its own user turn (both APIs accept consecutive user turns).
+the system messages alone), assistant after a user message. When the first tail message has that
+role too, the other role would collide with the message before (an assistant summary after a user
+turn's answer, or one after a tool result standing for the model's reply to it), so the summary is
+merged into the first tail message with clear delimiters, unless that message is the last user ask,
+which stays verbatim: then the summary stands before it as its own user turn (both APIs accept
+consecutive user turns), as it does when only system messages come before it.
 """
 
 from __future__ import annotations
@@ -70,32 +72,19 @@ def assemble(t: Transcript, head_end: int, tail_start: int, body: str, prior: in
     prev = next((m for m in reversed(head) if m.role not in SYSTEM_ROLES), None)
     role = "assistant" if prev is not None and prev.role == "user" else "user"
     nxt = tail[0] if tail else None
-    if nxt is not None and nxt.role == role:
-        flipped = _flipped(role, prev)
-        if flipped is None:  # both roles collide: merge into the first tail message, or stand before the last ask
-            if last_user_index(msgs) == tail_start:
-                summary = Message(role="user", content=text)
-                return t.evolve(messages=head + [summary] + tail), replaced
-            replaced.append(nxt)
-            # Into a message with neither text nor calls (SWE-agent's empty turn that only submitted) the summary goes
-            # alone: nothing continues below it (and a last assistant turn must not end in white space).
-            said = nxt.text().strip() or nxt.tool_calls
-            tail[0] = _prepend_text(nxt, text + "\n\n" + MERGED + "\n\n" if said else text)
-            return t.evolve(messages=head + tail), replaced
-        role = flipped
+    if nxt is not None and nxt.role == role and prev is not None:  # (after system messages alone: two user turns)
+        # both roles collide: merge into the first tail message, or stand before the last ask
+        if last_user_index(msgs) == tail_start:
+            summary = Message(role="user", content=text)
+            return t.evolve(messages=head + [summary] + tail), replaced
+        replaced.append(nxt)
+        # Into a message with neither text nor calls (SWE-agent's empty turn that only submitted) the summary goes
+        # alone: nothing continues below it (and a last assistant turn must not end in white space).
+        said = nxt.text().strip() or nxt.tool_calls
+        tail[0] = _prepend_text(nxt, text + "\n\n" + MERGED + "\n\n" if said else text)
+        return t.evolve(messages=head + tail), replaced
     summary = Message(role=role, content=text)
     return t.evolve(messages=head + [summary] + tail), replaced
-
-
-def _flipped(role: str, prev: Message | None) -> str | None:
-    """The summary's other role when `role` collides with the first tail message, or None when that
-    collides with the message before it too."""
-    flipped = "user" if role == "assistant" else "assistant"
-    if prev is None and flipped == "assistant":
-        flipped = role  # a conversation cannot open with the assistant
-    if prev is None or prev.role != flipped and not (flipped == "assistant" and prev.role == "tool"):
-        return flipped
-    return None
 
 
 def _append_text(m: Message, extra: str) -> Message:

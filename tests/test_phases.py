@@ -622,7 +622,7 @@ def test_the_compaction_note_is_a_text_part_of_a_system_prompt_made_of_parts():
     [
         ("tool", "assistant", ["user", "assistant"]),
         ("user", "user", ["assistant", "user"]),
-        ("user", "assistant", ["user*"]),  # both collide: merged into the first tail message? no: flips to user
+        ("user", "assistant", ["assistant*"]),  # both roles collide: merged into the first tail message (*)
     ],
 )
 def test_assembly_roles(prev, nxt, expect):
@@ -639,6 +639,8 @@ def test_assembly_roles(prev, nxt, expect):
     head_end = 4
     out, _ = assemble(t, head_end, 6, "body")
     roles = [m.role for m in out.messages[head_end:]]
+    shown = [m.role + "*" * (SUMMARY_MARKER in m.text() and "first tail" in m.text()) for m in out.messages[head_end:]]
+    assert shown[: len(expect)] == expect
     assert out.messages[0].text().endswith("(marked CONTEXT COMPACTION).]")
     prev_role = out.messages[head_end - 1].role
     first = out.messages[head_end]

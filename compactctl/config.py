@@ -30,6 +30,7 @@ import difflib
 import math
 import os
 import re
+import stat
 import sys
 import types
 import typing
@@ -106,14 +107,25 @@ def project_table(cwd: str | os.PathLike[str] | None = None) -> tuple[dict, str]
     """The nearest project settings and where they came from ('path' or 'path [tool.compactctl]')."""
     for folder in _folders(cwd or os.getcwd()):
         own = os.path.join(folder, PROJECT_FILE)
-        if os.path.isfile(own):
+        if _is_file(own):
             return _toml(own), own
         py = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(py) and _may_hold_table(_read(py)):  # most pyproject.toml files are not parsed at all
+        if _is_file(py) and _may_hold_table(_read(py)):  # most pyproject.toml files are not parsed at all
             table = _toml(py).get("tool", {}).get("compactctl")
             if isinstance(table, dict):
                 return table, f"{py} [tool.compactctl]"
     return None
+
+
+def _is_file(path: str) -> bool:
+    """Whether a settings file is there; a folder on the way that may not be searched is an error naming the file
+    (not skipped: a nearer file there would win over the one found further up)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e}") from e
 
 
 def _read(path: str) -> bytes:
@@ -209,7 +221,7 @@ def resolve(
             out[key] = Setting(key, value, source, raw_key)
 
     user = user_file(env)
-    if os.path.isfile(user):
+    if _is_file(user):
         apply(_toml(user), user, f"user:{user}")
     project = project_table(cwd)
     if project is not None:

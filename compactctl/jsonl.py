@@ -59,18 +59,27 @@ def expand_inputs(paths: Iterable[str]) -> list[str]:
         if p == STDIN:
             out.append(p)
             continue
-        if os.path.isdir(p):
+        if _is_dir(p):
             from pathlib import Path  # only for a directory: pathlib is ~4 ms of each process's start
 
             found = sorted(str(f) for f in Path(p).rglob("*") if f.suffix in INPUT_SUFFIXES and f.is_file())
             if not found:
                 raise IOFailure(f"{p}: directory holds no *.jsonl, *.json or *.traj file")
             out.extend(found)
-        elif os.path.exists(p):
-            out.append(p)
         else:
-            raise IOFailure(f"{p}: no such file or directory")
+            out.append(p)
     return out or [STDIN]
+
+
+def _is_dir(p: str) -> bool:
+    """Whether input `p` is a directory; an IOFailure naming it when it cannot be looked at (missing, a folder on
+    its way that may not be searched, `file.jsonl/`, an empty name), with the system's reason."""
+    try:
+        return stat.S_ISDIR(os.stat(p).st_mode)
+    except FileNotFoundError:
+        raise IOFailure(f"{p}: no such file or directory") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the name
+        raise IOFailure(f"{p}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def open_input(name: str) -> IO[bytes]:

@@ -63,6 +63,24 @@ def test_pyproject_table_and_nearest_folder(tmp_path):
     assert _resolve(sub, {})["context_window"].value == 6
 
 
+def test_a_folder_on_the_way_up_that_may_not_be_searched_is_an_error_not_skipped(tmp_path, monkeypatch):
+    """A review found the walk (on os.path) passing over such a folder, where a nearer compactctl.toml would win,
+    and using the one further up without a word (the pathlib walk before it was a traceback)."""
+    (tmp_path / "compactctl.toml").write_text("context_window = 1\n")
+    sub = tmp_path / "locked" / "sub"
+    sub.mkdir(parents=True)
+    real = os.stat
+
+    def denied(p, *a, **k):
+        if os.fspath(p).startswith(os.fspath(tmp_path / "locked")):
+            raise PermissionError(13, "Permission denied", os.fspath(p))
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(os, "stat", denied)
+    with pytest.raises(UsageError, match=r"cannot read .*locked/sub/compactctl\.toml: .*Permission denied"):
+        _resolve(sub, {"XDG_CONFIG_HOME": str(tmp_path / "none")})
+
+
 @pytest.mark.parametrize(
     "text",
     [

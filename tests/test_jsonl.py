@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import orjson
 import pytest
 
@@ -95,6 +97,36 @@ def test_missing_input_is_io_error(tmp_path):
     r = cli("prune", str(tmp_path / "nope.jsonl"))
     assert r.returncode == 4
     assert "no such file" in r.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "name,expect",
+    [("s.jsonl/", "s.jsonl/: Not a directory"), ("", ": no such file or directory")],
+    ids=["a file as a folder", "an empty name"],
+)
+def test_an_input_that_cannot_be_looked_at_is_named_with_the_reason(tmp_path, name, expect):
+    """A review found these read as "no such file or directory" whatever the reason (a trailing slash after a file,
+    a folder that may not be searched); an empty name read the working directory's files before."""
+    (tmp_path / "s.jsonl").write_bytes(GOOD)
+    r = cli("prune", name, cwd=tmp_path)
+    assert r.returncode == 4 and r.stdout == b""
+    assert f"compactctl: error: {expect}" in r.stderr.decode()
+
+
+def test_an_input_whose_folder_may_not_be_searched_says_so(tmp_path, monkeypatch):
+    from compactctl import jsonl
+    from compactctl.errors import IOFailure
+
+    real = os.stat
+
+    def denied(p, *a, **k):
+        if str(p).startswith(str(tmp_path / "locked")):
+            raise PermissionError(13, "Permission denied", str(p))
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(os, "stat", denied)
+    with pytest.raises(IOFailure, match=r"locked/s\.jsonl: Permission denied"):
+        jsonl.expand_inputs([str(tmp_path / "locked" / "s.jsonl")])
 
 
 def test_usage_error_exit_code():

@@ -418,12 +418,15 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=0, help="at most this many mutants a module, drawn at random (0: all)")
     ap.add_argument("--seed", default="0", help="the sample's seed")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (each in a tree of its own)")
-    ap.add_argument("--timeout", type=float, default=0, help="seconds a mutant's tests may take (default: 3x the baseline + 10)")
+    ap.add_argument(
+        "--timeout", type=float, default=0, help="seconds a mutant's tests may take (default: 3x the baseline + 30, 60 at least)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mutation", help="where results.jsonl and summary.md go")
     ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     ap.add_argument("--show", help="print one mutant's diff (module:index), run nothing")
     args = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # the temporary trees are removed on the way out
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # (a closed terminal too) the temporary trees are removed on the way out
+        signal.signal(sig, lambda *_: sys.exit("stopped"))
     if args.show:
         print(show(args.show), end="")
         return

@@ -98,6 +98,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
             "tests/test_budget_aware.py::test_output_over_the_target_is_never_a_silent_success",
         ],
     ),
+    "passthrough": (
+        "compactctl/passthrough.py",
+        ["tests/test_passthrough.py", "tests/test_restore.py::test_a_compacted_dataset_repaired_without_change_restores"],
+    ),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -284,7 +288,7 @@ class Tree:
         self.dir = Path(tempfile.mkdtemp(prefix="tree-", dir=base))
         shutil.copytree(ROOT / "compactctl", self.dir / "compactctl", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "tests", self.dir / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("sample_transcripts", "pyproject.toml"):
+        for name in ("sample_transcripts", "pyproject.toml", "bench"):  # bench: gen.py, which some tests import
             (self.dir / name).symlink_to(ROOT / name)
         self.proc: subprocess.Popen | None = None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
-from .model import LEGACY, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
+from .model import BEFORE_RESULTS, LEGACY, OBJECT_ARGUMENTS, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
 from .phases.rules import VALID_ID, VALID_NAME, defined_names
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
@@ -83,8 +83,9 @@ def _plain(d: Any) -> list | None:
 
 
 def _unusual(d: dict) -> bool:
-    """Keys the ordinary path handles specially: a compactctl note, a legacy call, SWE-agent's list of ids."""
-    return NOTE_KEY in d or "function_call" in d or "tool_call_ids" in d
+    """Keys the ordinary path handles specially: a compactctl note, a legacy call, SWE-agent's list of ids, the
+    reader's mark of text that stood before tool results (a source key of that name reads as the mark)."""
+    return NOTE_KEY in d or "function_call" in d or "tool_call_ids" in d or BEFORE_RESULTS in d
 
 
 def _plain_content(content: Any) -> bool:
@@ -111,7 +112,7 @@ def _empty(d: dict, content: Any) -> bool:
 def _intact_call(c: Any, r: Any, seen: set[str]) -> bool:
     """Call `c` reads without error, has an id new to the record, and `r` (the message at its position
     after the calls) is its result: role tool, that id, no other tool's name."""
-    if type(c) is not dict or LEGACY in c:
+    if type(c) is not dict or LEGACY in c or OBJECT_ARGUMENTS in c:  # the model's marks, read from the source's keys
         return False
     fn = c.get("function")
     if type(fn) is not dict:

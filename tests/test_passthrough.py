@@ -236,3 +236,29 @@ def test_a_last_assistant_message_ending_in_whitespace_takes_the_ordinary_path()
     # A system message after it does not end the conversation (Anthropic moves it into its prompt).
     rec = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done. "}, {"role": "system", "content": "x"}]}
     assert not repair_keeps("openai", rec)
+
+
+def test_a_key_the_model_marks_with_takes_the_ordinary_path(tmp_path):
+    """A source message with `_before_results`, or a call with `_arguments_object`: the reader keeps such a key as the
+    model's own mark, and repair acts on it (rewrites the message, writes the arguments as text). The fast path wrote
+    the record as it came: `repair --check` then found a violation in what `repair` had written."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+    recs = [
+        {"messages": [{"role": "user", "content": "hi", "_before_results": True}, {"role": "assistant", "content": "ok"}]},
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "tool_calls": [{**call, "_arguments_object": True}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "out"},
+            ]
+        },
+    ]
+    for rec in recs:
+        raw = orjson.dumps(rec)
+        assert _slow(raw, orjson.loads(raw)) != raw
+        assert not repair_keeps("openai", orjson.loads(raw))
+    data, out = tmp_path / "d.jsonl", tmp_path / "out.jsonl"
+    data.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    assert cli("repair", str(data), "-o", str(out)).returncode == 0
+    check = cli("repair", str(out), "--check")
+    assert check.returncode == 0, check.stderr

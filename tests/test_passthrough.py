@@ -262,7 +262,7 @@ ODD_PARTS = [
     {"type": "image_url", "image_url": {"url": "data:,"}},
     {"type": "text", "text": "ok"},
 ]
-ODD_ROLES = [1, None, True, ["user"], {"r": 1}, "function", "robot", "User", "tool", "system", "developer"]
+ODD_ROLES = [1, None, True, ["user"], {"r": 1}, "function", "robot", "User", "tool", "user", "system", "developer"]
 EMPTY_CONTENTS = ["", " ", "\n\t", None, [], [{"type": "text", "text": ""}], [{"type": "text", "text": " "}]]
 
 
@@ -367,7 +367,7 @@ def _odd_calls(draw, rec: dict, msgs: list) -> None:
     """`tool_calls: []` (or another odd value) on any message."""
     j = _where(draw, msgs, lambda m: True)
     if j is not None:
-        msgs[j]["tool_calls"] = draw(st.sampled_from([[], [], {}, "", None, [None], ["c"]]))
+        msgs[j]["tool_calls"] = draw(st.sampled_from([[], [], {}, "", None, [None], ["c"], 5, {"id": "call_1"}]))
 
 
 def _odd_parts(draw, rec: dict, msgs: list) -> None:
@@ -496,6 +496,20 @@ def _blank_beside_calls(draw, rec: dict, msgs: list) -> None:
         msgs[j]["content"] = draw(st.sampled_from([" ", "\n", [{"type": "text", "text": " "}], [], [{"type": "text", "text": "x"}]]))
 
 
+def _calls_elsewhere(draw, rec: dict, msgs: list) -> None:
+    """A message with calls (and its results after it) from another role than the assistant."""
+    j = _where(draw, msgs, lambda m: bool(m.get("tool_calls")))
+    if j is not None:
+        msgs[j]["role"] = draw(st.sampled_from(["user", "system", "developer", "tool"]))
+
+
+def _result_lost(draw, rec: dict, msgs: list) -> None:
+    """A result lost: any, or the record's last message (its last call's)."""
+    j = _where(draw, msgs, lambda m: m.get("role") == "tool")
+    if j is not None:
+        del msgs[len(msgs) - 1 if draw(st.booleans()) else j]
+
+
 def _system(draw, rec: dict, msgs: list) -> None:
     content = draw(st.sampled_from(["", None, " ", [], [{"type": "text", "text": " "}], "rule"]))
     msgs.insert(draw(st.integers(0, len(msgs))), {"role": draw(st.sampled_from(["system", "developer"])), "content": content})
@@ -518,7 +532,7 @@ ODD_MESSAGE_KEYS = [
 FAULTS = [
     _reuse_id, _result_moved, _empty, _odd_role, _bad_name, _odd_calls, _odd_parts, _odd_content, _bad_id, _result_id,
     _result_name, _arguments, _call_keys, _defined_name, _trailing_space, _no_user, _odd_keys, _moved, _blank_beside_calls,
-    _system,
+    _system, _calls_elsewhere, _result_lost,
 ]  # fmt: skip
 
 
@@ -590,3 +604,28 @@ def test_a_key_the_model_marks_with_takes_the_ordinary_path(tmp_path):
     assert cli("repair", str(data), "-o", str(out)).returncode == 0
     check = cli("repair", str(out), "--check")
     assert check.returncode == 0, check.stderr
+
+
+def test_valid_records_of_every_form_take_the_fast_path():
+    """What the fast path is for: valid records, in each form it knows, written as read (a fast path lost is no
+    wrong output, only a slower repair: these would go unnoticed)."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "out"}
+    turn = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]}, result]
+    recs = [
+        {"history": [*turn, {"role": "assistant", "content": "done"}]},  # SWE-agent's key
+        {"traj": [*turn, {"role": "assistant", "content": "done"}]},  # tau-bench's
+        {"messages": [*turn[:2], {**result, "name": "terminal"}]},  # a result named as its call
+        {"messages": [*turn, {"role": "assistant", "content": "", "refusal": "I can't"}]},  # a refusal says something
+        {"messages": [*turn, {"role": "assistant", "content": None, "audio": {"id": "a"}}]},  # so does an audio reply
+        {"messages": [{"role": "developer", "content": "d"}, *turn, {"role": "system", "content": "later"}]},
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:,"}}]}
+            ]
+        },
+    ]
+    for rec in recs:
+        raw = orjson.dumps(rec)
+        assert repair_keeps("openai", orjson.loads(raw)), rec
+        assert _slow(raw, orjson.loads(raw)) == raw

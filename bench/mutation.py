@@ -41,6 +41,18 @@ A second sample (40 each of repair and pairs, seed 2) against the first round's 
 timeouts); after a second round, 3 and 2, all equivalent. One survivor was a bug (plan: from annotated zones, an
 earlier summary past the head was still taken as the prior summary; fixed). Surviving mutants are the list to read:
 each is either equivalent (no behaviour a user could see changes) or a gap in the tests.
+- passthrough (the repair fast path, added later): 145 mutants, all run (10 min, --jobs 2, over test_passthrough and
+            the restore test of a repaired compacted dataset): 120 killed (2 timeouts: a loop whose step was made 0),
+            25 survived. 19 of them let a record through that repair changes, or raised on it (a first message not the
+            user's, the last result lost, blank text or a list beside calls, `tool_calls: []`, calls on a user or
+            system message, a malformed or reused call, the last text part's space told from the first part's); 5
+            only lost the fast path (a record under "history", a refusal or an audio reply, a result named as its
+            call); 1 equivalent. After the tests they led to (near-valid records: a valid one with one to three
+            faults, what the fast path keeps compared with the ordinary path and tests/validator.py; valid records of
+            each form it knows): 147 mutants (the fix below added 2), 1 survivor, equivalent (`content[-0]` for
+            `content[-1]` in a check that every part is a dict, which it is by then). The near-valid records found a
+            bug in the unmutated module: a source key named as the model's marks (a message's `_before_results`, a
+            call's `_arguments_object`) passed the fast path, and what repair wrote failed `repair --check` (fixed).
 """
 
 from __future__ import annotations

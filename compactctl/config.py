@@ -129,8 +129,11 @@ def _is_file(path: str) -> bool:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:  # as _toml says it
+        raise UsageError(f"cannot read {path}: {e}") from e
 
 
 def _coerce(name: str, kind: Any, value: Any, where: str, text: bool = False) -> Any:

@@ -81,6 +81,19 @@ def test_a_folder_on_the_way_up_that_may_not_be_searched_is_an_error_not_skipped
         _resolve(sub, {"XDG_CONFIG_HOME": str(tmp_path / "none")})
 
 
+def test_a_pyproject_that_cannot_be_read_is_a_usage_error_naming_it(tmp_path, monkeypatch):
+    """Read before parsing (to tell whether it may hold the table): that read fails as the parse's does, not as a
+    traceback (there before the os.path walk too)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.compactctl]\ncontext_window = 1\n")
+
+    def denied(path, *a, **k):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(config, "open", denied, raising=False)
+    with pytest.raises(UsageError, match=r"cannot read .*pyproject\.toml: .*Permission denied"):
+        _resolve(tmp_path, {"XDG_CONFIG_HOME": str(tmp_path / "none")})
+
+
 @pytest.mark.parametrize(
     "text",
     [

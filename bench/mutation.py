@@ -114,6 +114,23 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "compactctl/passthrough.py",
         ["tests/test_passthrough.py", "tests/test_restore.py::test_a_compacted_dataset_repaired_without_change_restores"],
     ),
+    "prune": (
+        "compactctl/phases/prune.py",
+        ["tests/test_phases.py", "tests/test_prune_bounded.py", "tests/test_budget_aware.py", "tests/test_properties.py"],
+    ),
+    "prune_steps": (
+        "compactctl/phases/prune_steps.py",
+        ["tests/test_phases.py", "tests/test_prune_bounded.py", "tests/test_budget_aware.py", "tests/test_properties.py"],
+    ),
+    "redact": ("compactctl/redact.py", ["tests/test_secrets.py", "tests/test_secrets_keys.py"]),
+    "claude_code": (
+        "compactctl/formats/claude_code.py",
+        ["tests/test_formats.py", "tests/test_claude_code_branches.py", "tests/test_format_properties.py", "tests/test_odd_input.py"],
+    ),
+    "codex": (
+        "compactctl/formats/codex.py",
+        ["tests/test_formats.py", "tests/test_codex_variants.py", "tests/test_format_properties.py", "tests/test_odd_input.py"],
+    ),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {

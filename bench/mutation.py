@@ -460,6 +460,8 @@ def main() -> None:
     args = ap.parse_args()
     for sig in (signal.SIGTERM, signal.SIGHUP):  # (a closed terminal too) the temporary trees are removed on the way out
         signal.signal(sig, lambda *_: sys.exit("stopped"))
+    if args.show or args.list:  # read through `| head`: a closed pipe ends the listing quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args.show:
         print(show(args.show), end="")
         return

@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
+from . import xdg
+
 
 def default_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "compactctl"
+    return Path(xdg.base("XDG_CACHE_HOME", ".cache")) / "compactctl"
 
 
 def key_of(request: dict[str, Any]) -> str:

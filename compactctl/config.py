@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import Enum
 from typing import Any
 
+from . import xdg
 from .errors import UsageError
 from .lean import dataclass
 
@@ -73,9 +74,7 @@ def _toml(path: str) -> dict:
 
 
 def user_file(environ: Mapping[str, str] | None = None) -> str:
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "compactctl", "config.toml")
+    return os.path.join(xdg.base("XDG_CONFIG_HOME", ".config", environ), "compactctl", "config.toml")
 
 
 # Every way TOML can spell a [tool.compactctl] table: the keys `tool` and `compactctl` joined by a dot (a header

@@ -33,6 +33,8 @@ import sys
 import zlib
 from collections.abc import Callable
 
+from . import xdg
+
 MAGIC = b"CCTKRK1" + (b"L" if sys.byteorder == "little" else b"B")  # arrays are in native byte order
 # magic, n tokens, table slots, blob bytes, dict bytes, sha256 of the source, of the table part, of the dict part
 HEADER = struct.Struct("<8sIIII32s32s32s")
@@ -42,8 +44,7 @@ EMPTY = 0xFFFFFFFF
 def cache_dir() -> str:
     if os.environ.get("COMPACTCTL_RANK_CACHE"):
         return os.environ["COMPACTCTL_RANK_CACHE"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "compactctl")
+    return os.path.join(xdg.base("XDG_CACHE_HOME", ".cache"), "compactctl")
 
 
 def cache_path(name: str, source_sha256: str) -> str:

@@ -493,3 +493,27 @@ def test_a_config_file_that_is_not_utf8_is_a_usage_error(tmp_path):
     (tmp_path / "compactctl.toml").write_bytes(b'model = "caf\xe9"\n')
     with pytest.raises(UsageError, match=r"compactctl.toml: invalid TOML: not UTF-8 \(byte 12\)"):
         _resolve(tmp_path, {})
+
+
+@pytest.mark.parametrize(
+    ("xdg", "expected"),
+    [
+        ("/x//", "/x/compactctl/config.toml"),
+        ("/x/./y/../z", "/x/z/compactctl/config.toml"),
+        ("relative/dir", None),  # ignored, as the XDG spec says: the default under the home folder
+        ("", None),
+    ],
+)
+def test_the_user_file_is_xdg_config_home_normalised_and_only_when_absolute(monkeypatch, tmp_path, xdg, expected):
+    from compactctl import cache, ranks
+    from compactctl.config import user_file
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    default = str(tmp_path / ".config" / "compactctl" / "config.toml")
+    assert user_file({"XDG_CONFIG_HOME": xdg}) == (expected or default)
+    # the caches read XDG_CACHE_HOME by the same rule
+    monkeypatch.delenv("COMPACTCTL_RANK_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    folder = expected.replace("/config.toml", "") if expected else str(tmp_path / ".cache" / "compactctl")
+    assert ranks.cache_dir() == folder
+    assert str(cache.default_dir()) == folder

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "compactctl._version",
             "compactctl.errors",
+            "compactctl.xdg",  # the per-user settings and cache folders (XDG base directories)
             "compactctl.markers",
             "compactctl.harness",
             "compactctl.jsonl",

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from .errors import DataError
 from .harness import answers_action, is_injected
 from .lean import dataclass
 
@@ -236,6 +237,28 @@ class Transcript:
     def evolve(self, **changes: Any) -> Transcript:
         changes.setdefault("raw", None)
         return dataclasses.replace(self, **changes)
+
+
+_ROLES = frozenset(ROLES)
+
+
+def unknown_role(t: Transcript) -> tuple[int, Any] | None:
+    """(index, role) of the first message whose role is none of ROLES, or None. The readers refuse such a message
+    (each maps its format's roles to these); a transcript built through the library may still hold one."""
+    for i, m in enumerate(t.messages):
+        if m.role not in _ROLES:
+            return i, m.role
+    return None
+
+
+def check_roles(t: Transcript) -> None:
+    """Raise DataError for a message whose role is none of ROLES: no API takes it, and no phase knows what it is."""
+    bad = unknown_role(t)
+    if bad is not None:
+        i, role = bad
+        raise DataError(
+            t.source or t.id or "<transcript>", None, f"message {i + 1}: unknown role {role!r} (expected one of {', '.join(ROLES)})"
+        )
 
 
 def other_content(extra: dict) -> bool:

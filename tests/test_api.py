@@ -99,3 +99,26 @@ def test_bad_budget_and_compact_options_raise_a_usage_error_when_built(build, me
 def test_a_budget_at_the_edge_of_a_range_is_built(field):
     """The ranges' own ends are values the command line allows: built, not refused."""
     assert compactctl.Budget(**field).target >= 0
+
+
+@pytest.mark.parametrize("role", ["function", "bogus", "User", None])
+def test_a_message_built_with_an_unknown_role_is_refused_not_written(role, monkeypatch):
+    """The readers refuse a role none of the APIs take; a Message built through the library passed repair as it was,
+    `check` found nothing, and `write` gave `{"role": "function", ...}`, which every API refuses."""
+    from compactctl.errors import DataError
+
+    msgs = [compactctl.Message(role="user", content="fix it"), compactctl.Message(role=role, content="out")]
+    msgs.append(compactctl.Message(role="assistant", content="done"))
+    t = compactctl.Transcript(messages=msgs, id="built")
+    assert [(v.index, v.rule) for v in compactctl.check(t)] == [(1, "unknown-role")]
+    with pytest.raises(DataError, match=r"built: message 2: unknown role"):
+        compactctl.repair(t)
+
+    def no_work(*a, **k):  # pragma: no cover (the point: never reached)
+        raise AssertionError("compacted a transcript it then refuses (an LLM's call too)")
+
+    monkeypatch.setattr("compactctl.pipeline._compact", no_work)
+    with pytest.raises(DataError, match="unknown role"):
+        compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer())
+    msgs[1] = compactctl.Message(role="tool", content="out", tool_call_id="x")  # a known role: no such error
+    assert all(v.rule != "unknown-role" for v in compactctl.check(t))

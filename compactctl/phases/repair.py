@@ -32,6 +32,7 @@ from ..model import (
     Message,
     ToolCall,
     Transcript,
+    check_roles,
     is_blank_part,
     refused_system,
     text_part,
@@ -136,6 +137,7 @@ MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what
 
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     o = opts or RepairOptions()
+    check_roles(t)  # the readers refuse one; a transcript built through the library may hold one
     t = without_zones(t)  # `plan`'s annotation is for `summarize`: no API takes the key
     fix = _Repair(t, o.strip_unanswered)
     msgs = fix.msgs

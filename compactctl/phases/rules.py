@@ -19,6 +19,7 @@ from ..model import (
     LEGACY,
     MISSING,
     OBJECT_ARGUMENTS,
+    ROLES,
     SYSTEM_ROLES,
     Message,
     ToolCall,
@@ -28,6 +29,7 @@ from ..model import (
     is_chat_text,
     other_content,
     refused_system,
+    unknown_role,
 )
 from ..pairs import VALID_ID as VALID_ID  # noqa: PLC0414 (a tool-call id both APIs take; repair and passthrough read it here)
 from ..pairs import match
@@ -176,6 +178,9 @@ def check(t: Transcript) -> list[Violation]:
                 Violation(t.id, 0, "bad-name", f"the record's tools or tool_choice name {name[:80]!r}, not 1-64 letters, digits, _ or -")
             )
     out.extend(_opening_violations(t, msgs))
+    bad = unknown_role(t)
+    if bad is not None:
+        out.append(Violation(t.id, bad[0], "unknown-role", f"role {bad[1]!r} is none of {', '.join(ROLES)}"))
     return out
 
 

@@ -169,9 +169,9 @@ def imports_of(module: str, path: Path, known: set[str]) -> tuple[set[str], list
                 and arg.values
                 and isinstance(arg.values[0], ast.FormattedValue)
                 and isinstance(arg.values[0].value, ast.Name)
-                and arg.values[0].value.id == "__name__"
+                and arg.values[0].value.id in ("__name__", "__package__")
             ):
-                pass  # f"{__name__}.{x}": one of the module's own submodules, its own layer
+                pass  # f"{__name__}.{x}", f"{__package__}.{x}": a submodule of its own or of its package, its own layer
             else:
                 unresolved.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     return {m for m in found if m == top or m.startswith(top + ".")} - {module}, unresolved

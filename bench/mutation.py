@@ -127,6 +127,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "compactctl/formats/claude_code.py",
         ["tests/test_formats.py", "tests/test_claude_code_branches.py", "tests/test_format_properties.py", "tests/test_odd_input.py"],
     ),
+    "fit": (
+        "compactctl/summarizers/fit.py",
+        ["tests/test_phases.py", "tests/test_budget_aware.py", "tests/test_properties.py", "tests/test_llm.py"],
+    ),
     "codex": (
         "compactctl/formats/codex.py",
         ["tests/test_formats.py", "tests/test_codex_variants.py", "tests/test_format_properties.py", "tests/test_odd_input.py"],

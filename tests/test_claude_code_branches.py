@@ -448,3 +448,127 @@ def test_the_summary_takes_the_project_root_from_the_cwd_claude_code_records(tmp
     summary = next(m.text() for m in out.messages if "REFERENCE ONLY" in m.text())
     assert "project root: /home/u/app (paths" in summary
     assert "read assets/app.js" in summary  # relative to the root the agent's commands use, not the absolute path
+
+
+def _boundary(uuid: str, logical: str | None) -> dict:
+    return {
+        "parentUuid": None,
+        "logicalParentUuid": logical,
+        "isSidechain": False,
+        "sessionId": "s1",
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "uuid": uuid,
+        "compactMetadata": {"trigger": "auto"},
+    }
+
+
+def test_a_session_compacted_by_claude_code_is_read_from_its_last_boundary(tmp_path):
+    """What Claude Code resumes after its own compaction: the summary and what follows the last compact_boundary;
+    the turns before it stay in the file, unread, and are written back as they were."""
+    rows = [
+        user("u0", None, "OLD-ASK: rename the module."),
+        said("a0", "u0", "OLD-ANSWER: renamed.", "m0"),
+        _boundary("b1", "a0"),
+        user("s0", "b1", "Summary: FIRST-SUMMARY.", isCompactSummary=True, isVisibleInTranscriptOnly=True),
+        said("a1", "s0", "MIDDLE-ANSWER.", "m1"),
+        _boundary("b2", "a1"),
+        user("s1", "b2", "Summary: the module was renamed.", isCompactSummary=True, isVisibleInTranscriptOnly=True),
+        user("u1", "s1", "Now update the imports."),
+        said("a2", "u1", "Imports updated.", "m2"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert flow(t) == ["user:Summary: the module was renamed.", "user:Now update the imports.", "assistant:Imports updated."]
+    r = cli("convert", str(src), "--to", "openai")
+    assert r.returncode == 0, r.stderr
+    assert b"OLD-" not in r.stdout and b"FIRST-SUMMARY" not in r.stdout and b"MIDDLE-ANSWER" not in r.stdout
+    last = t.messages[-1]
+    changed = t.evolve(messages=[*t.messages[:-1], last.evolve(content=[{"type": "text", "text": "Imports fixed."}])])
+    objs = read_jsonl(api.write(changed))
+    assert objs[:6] == rows[:6]  # the lines before the live context, as they were
+    assert flow(api.read([str(write_jsonl(tmp_path / "c.jsonl", objs))])[0])[-1] == "assistant:Imports fixed."
+
+
+def test_the_lines_of_one_api_message_are_one_message_across_its_results(tmp_path):
+    """One API message over several lines (one a content block) with the first call's result logged before the
+    second call's line (as two long corpus sessions have it) is one assistant message with both calls; a line of
+    the same message.id after a prompt of the person's is a message of its own (it answers that prompt)."""
+    rows = [
+        user("u1", None, "Run both."),
+        call("a1", "u1", "tA", "ruff check", "m1"),
+        result("rA", "a1", "tA", "outA"),
+        call("a2", "rA", "tB", "mypy", "m1"),
+        result("rB", "a2", "tB", "outB"),
+        user("u2", "rB", "And the tests?"),
+        said("a3", "u2", "Running them.", "m1"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert flow(t) == [
+        "user:Run both.",
+        "assistant: [tA,tB]",
+        "tool:outA ->tA",
+        "tool:outB ->tB",
+        "user:And the tests?",
+        "assistant:Running them.",
+    ]
+    assert api.write(t) == src.read_bytes()
+
+
+def test_a_broken_chain_keeps_the_turns_before_the_break(tmp_path):
+    """A result line whose parent was never written (a crash before the line was flushed) breaks the parentUuid
+    chain: the turns before the break are read as they are (Claude Code shows them), not taken for a branch."""
+    rows = [
+        user("u1", None, "Fix the flaky test."),
+        call("a1", "u1", "t1", "pytest -x tests/test_io.py", "m1"),
+        result("r1", "lost-line", "t1", "3 passed"),
+        said("a2", "r1", "It passes now.", "m2"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert flow(t) == ["user:Fix the flaky test.", "assistant: [t1]", "tool:3 passed ->t1", "assistant:It passes now."]
+    assert not t.native.off_path and api.write(t) == src.read_bytes()
+
+
+def test_with_no_head_kept_the_summary_comes_first_after_the_boundary(tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", _long([]))
+    r = cli("compact", str(src), *TIGHT, "--protect-first", "0")
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    [at] = [n for n, o in enumerate(objs) if o.get("subtype") == "compact_boundary"]
+    assert objs[at + 1].get("isCompactSummary") and objs[-1]["uuid"] == "y2"
+    assert [o["uuid"] for o in resumable(objs)][:2] == [objs[at]["uuid"], objs[at + 1]["uuid"]]
+
+
+def test_the_lines_a_compaction_adds_carry_the_session_they_join(tmp_path):
+    """The boundary and the summary line take the envelope (sessionId, cwd, version) of the conversation's last line,
+    and the boundary points at its last uuid (logicalParentUuid), as Claude Code's own compaction writes them."""
+    rows = _long([])
+    rows[-1] = {**rows[-1], "cwd": "/repo/sub", "gitBranch": "fix-tests"}
+    r = cli("compact", str(write_jsonl(tmp_path / "s.jsonl", rows)), *TIGHT)
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    [boundary] = [o for o in objs if o.get("subtype") == "compact_boundary"]
+    [summary] = [o for o in objs if o.get("isCompactSummary")]
+    assert boundary["logicalParentUuid"] == "y2"
+    for o in (boundary, summary):
+        assert {k: o.get(k) for k in ("sessionId", "cwd", "version", "gitBranch", "isSidechain")} == {
+            "sessionId": "s1",
+            "cwd": "/repo/sub",
+            "version": "2.0.0",
+            "gitBranch": "fix-tests",
+            "isSidechain": False,
+        }
+
+
+def test_an_assistant_message_added_through_the_api_is_written_as_an_assistant_line(tmp_path):
+    from compactctl.model import Message
+
+    src = write_jsonl(tmp_path / "s.jsonl", [user("u1", None, "Say hi."), said("a1", "u1", "Hi.", "m1"), user("u2", "a1", "Again.")])
+    [t] = api.read([str(src)])
+    added = t.evolve(messages=[*t.messages, Message(role="assistant", content="Hi again.")])
+    out = write_jsonl(tmp_path / "o.jsonl", read_jsonl(api.write(added)))
+    assert read_jsonl(out.read_bytes())[-1]["type"] == "assistant"
+    assert flow(api.read([str(out)])[0]) == ["user:Say hi.", "assistant:Hi.", "user:Again.", "assistant:Hi again."]

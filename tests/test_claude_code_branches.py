@@ -572,3 +572,30 @@ def test_an_assistant_message_added_through_the_api_is_written_as_an_assistant_l
     out = write_jsonl(tmp_path / "o.jsonl", read_jsonl(api.write(added)))
     assert read_jsonl(out.read_bytes())[-1]["type"] == "assistant"
     assert flow(api.read([str(out)])[0]) == ["user:Say hi.", "assistant:Hi.", "user:Again.", "assistant:Hi again."]
+
+
+def test_a_late_result_is_written_before_the_line_that_holds_a_prompt_after_results(tmp_path):
+    """Found by mutation testing: of two parallel calls, one result came in a line with a prompt after it, the other
+    a turn later. Repair puts the late result after its call, but the line with the prompt was written back first, so
+    the file read as result, prompt, result: `repair` wrote what its own --check refuses (placement)."""
+    text_after = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "tB", "content": "outB"}, {"type": "text", "text": "Be quick."}],
+    }
+    rows = [
+        user("u1", None, "Run both."),
+        _calls("a1", "u1", "m1", "tA", "tB"),
+        _line("user", "r1", "a1", text_after),
+        said("a2", "r1", "Waiting for the first.", "m2"),
+        _results("r2", "a2", ("tA", "outA")),
+        said("a3", "r2", "Both done.", "m3"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    r = cli("repair", "-q", str(src))
+    assert r.returncode == 0, r.stderr
+    fixed = tmp_path / "fixed.jsonl"
+    fixed.write_bytes(r.stdout)
+    [t] = api.read([str(fixed)])
+    assert flow(t)[:5] == ["user:Run both.", "assistant: [tA,tB]", "tool:outA ->tA", "tool:outB ->tB", "user:Be quick."]
+    assert cli("repair", "--check", str(fixed)).returncode == 0
+    assert [o["uuid"] for o in resumable(read_jsonl(r.stdout))] == ["u1", "a1", "r2", "r1", "a2", "a3"]

@@ -353,7 +353,7 @@ def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
             if not ls:
                 items.append((place.new(), ("new", run), in_head))
                 continue
-            at, kind = place.run(run[0].role, ls)
+            at, kind = place.run(run[0].role, run[-1].role, ls)
             rebuilt = len(run) != read_from.get(ls[0]) or any(not m.untouched for m in run)
             if kind == "split":
                 items.append((at, ("split", run), in_head))
@@ -370,7 +370,9 @@ class _Placer:
     """Where each run of _message_items goes: at its source lines ("stay"), or after what was placed before it when
     it stood before something already written ("moved"), or when its line was written already ("split"). A
     message moves when its lines stand before the first line of a message placed at its source; results move only
-    when they stand before their calls (results in another order than their calls stay put)."""
+    when they stand before their calls (results in another order than their calls stay put). A line of results with
+    a prompt after them is both: its prompt must follow every result placed before it (a late result that repair
+    put after its call, from a later line)."""
 
     def __init__(self, start: float) -> None:
         self.pos = start  # where the last item went
@@ -382,18 +384,20 @@ class _Placer:
         self.pos += 0.001
         return self.pos
 
-    def run(self, role: str, ls: list[int]) -> tuple[float, str]:
+    def run(self, first: str, last: str, ls: list[int]) -> tuple[float, str]:
+        """Place a run whose first and last messages have roles `first` and `last` (results, then a prompt)."""
         kind = "split" if ls[0] in self.written else "stay"
         self.written.add(ls[0])
-        if kind == "stay" and max(ls) < (self.call_at if role == "tool" else self.high):
+        before = max(self.call_at if first == "tool" else -1.0, self.high if last != "tool" else -1.0)
+        if kind == "stay" and max(ls) < before:
             kind = "moved"
         if kind == "stay":
             at = float(max(ls))
             self.high = max(self.high, ls[0])
-            self.pos = max(self.pos, at) if role == "tool" else at
+            self.pos = max(self.pos, at) if last == "tool" else at
         else:
             at = self.pos = self.pos + 0.001
-        if role != "tool":  # a message at its source: its results may sit between its lines
+        if last != "tool":  # a message at its source: its results may sit between its lines
             self.call_at = at if kind != "stay" else float(ls[0])
         return at, kind
 

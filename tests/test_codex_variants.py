@@ -4,7 +4,10 @@ other kinds (local_shell_call, custom_tool_call) rewritten in kind."""
 
 from __future__ import annotations
 
+import json
+
 import orjson
+import pytest
 
 from compactctl import api
 
@@ -221,6 +224,8 @@ def test_bare_items_compacted_are_read_back_from_the_compacted_line(tmp_path):
         "compact", str(src), "--context-window", "4000", "--tail-tokens", "400", "--summary-min", "400", "--summary-max", "800", "--refs"
     )
     assert r.returncode == 0, r.stderr
+    [compacted] = [o for o in read_jsonl(r.stdout) if o.get("type") == "compacted"]
+    assert set(compacted) == {"type", "message", "replacement_history"}  # bare items in, a bare compacted line out
     out = tmp_path / "out.jsonl"
     out.write_bytes(r.stdout)
     [t] = api.read([str(out)])
@@ -397,3 +402,162 @@ def test_session_meta_round_trips_through_codex_and_is_said_where_another_format
     r = cli("convert", str(tmp_path / "rollout.jsonl"), "--to", "openai", "-o", str(tmp_path / "o.jsonl"))
     r = cli("convert", str(tmp_path / "o.jsonl"), "--to", "codex")
     assert r.returncode == 0 and b"session_meta" not in r.stdout and b"session_meta" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"type": "message", "role": "user", "content": "Find the bug in io.py"},  # a typed message, its text a string
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Reading io.py"}], "encrypted_content": "gAAA"},
+        {"type": "compacted", "message": "S", "replacement_history": [_ui("Find the bug in io.py"), _ui("S")]},  # bare compacted
+    ],
+    ids=["typed-message", "reasoning", "bare-compacted"],
+)
+def test_bare_items_are_told_by_their_first_line(tmp_path, first):
+    """A file of bare Responses-API items whose first line is any item Codex writes is read as one (format codex)."""
+    rows = [first, _shell("c1", "cat io.py"), _out("c1", "print(1)"), {"type": "message", "role": "user", "content": "LAST ASK"}]
+    src = _write(tmp_path, rows)
+    [t] = api.read([str(src)])
+    assert t.format == "codex" and t.messages[-1].text() == "LAST ASK"
+    assert [m.role for m in t.messages][-3:] == ["assistant", "tool", "user"]
+    assert api.write(t) == src.read_bytes()
+
+
+def test_a_local_shell_call_without_an_action_is_written_back_with_one(tmp_path):
+    """A local_shell_call with no action (a cut line) renamed by repair (a duplicate id) is written with an exec action."""
+    bad = {"type": "local_shell_call", "call_id": "d", "status": "completed", "action": None}
+    rows = [
+        _line("t1", "response_item", _ui("run both")),
+        _line("t2", "response_item", LOCAL_1),
+        _line("t3", "response_item", {"type": "function_call_output", "call_id": "d", "output": "1"}),
+        _line("t4", "response_item", bad),
+        _line("t5", "response_item", {"type": "function_call_output", "call_id": "d", "output": "2"}),
+        _line("t6", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
+    ]
+    r = cli("repair", str(_write(tmp_path, rows)))
+    assert r.returncode == 0, r.stderr
+    renamed = [o["payload"] for o in read_jsonl(r.stdout)][3]
+    assert renamed["type"] == "local_shell_call" and renamed["call_id"] not in ("d", None)
+    assert renamed["action"] == {"type": "exec", "command": []}
+
+
+def test_an_output_that_says_it_failed_is_an_error_result(tmp_path):
+    """A function_call_output whose output is {"content", "success": false} is a failed call: an error result in
+    Claude Code's lines (is_error), the one that succeeded is not."""
+    rows = [
+        _ui("run both"),
+        _shell("c1", "make"),
+        _shell("c2", "make test"),
+        {"type": "function_call_output", "call_id": "c1", "output": {"content": "built", "success": True}},
+        {"type": "function_call_output", "call_id": "c2", "output": {"content": "2 failed", "success": False}},
+    ]
+    src = _write(tmp_path, rows)
+    [t] = api.read([str(src)])
+    assert [(m.text(), m.is_error) for m in t.messages[2:]] == [("built", False), ("2 failed", True)]
+    r = cli("convert", str(src), "--to", "claude-code")
+    assert r.returncode == 0, r.stderr
+    results = [b for o in read_jsonl(r.stdout) if isinstance(o["message"]["content"], list) for b in o["message"]["content"]]
+    results = {b["tool_use_id"]: b.get("is_error", False) for b in results if b["type"] == "tool_result"}
+    assert results == {"c1": False, "c2": True}
+
+
+def test_encrypted_reasoning_in_a_compacted_lines_history_is_said_when_converted(tmp_path):
+    """The encrypted-only reasoning items of a compacted line's replacement history are counted too."""
+    history = [_ui("old ask"), {"type": "reasoning", "summary": [], "encrypted_content": "gAAAENCRYPTED"}, _ui("summary S")]
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "compacted", {"message": "summary S", "replacement_history": history}),
+        _line("t2", "response_item", _ui("new ask")),
+        _line("t3", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}),
+    ]
+    r = cli("convert", str(_write(tmp_path, rows)), "--to", "openai")
+    assert r.returncode == 0, r.stderr
+    assert "1 reasoning item with only encrypted content" in r.stderr.decode() and b"gAAAENCRYPTED" not in r.stdout
+
+
+def _spaced(rows):
+    """Lines as Python's json writes them (", " and ": "): a line rewritten by compactctl would differ."""
+    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+
+
+def test_a_stripped_call_loses_its_line_and_the_other_calls_keep_theirs(tmp_path):
+    """repair --strip-unanswered removes a call without a result: its line goes, the call beside it stays in its own
+    line (its timestamp), every other line as it was."""
+    rows = [
+        _line("t1", "response_item", _ui("run both")),
+        _line("t2", "response_item", _shell("c1", "sleep 100")),
+        _line("t3", "event_msg", {"type": "token_count"}),
+        _line("t4", "response_item", _shell("c2", "ls")),
+        _line("t5", "response_item", _out("c2", "a.py")),
+        _line("t6", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
+    ]
+    r = cli("repair", "--strip-unanswered", str(_write(tmp_path, rows)))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert sorted(orjson.dumps(o) for o in objs) == sorted(orjson.dumps(o) for o in rows[:1] + rows[2:])
+
+
+def test_a_changed_rollout_keeps_its_other_lines_as_they_were(tmp_path):
+    """repair trimming the last answer's final space rewrites that line alone: the reasoning item of the same turn and
+    the lines that are no message (turn_context, event_msg) stay, in place, byte for byte."""
+    reasoning = {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAENCRYPTED"}
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it. "}]}
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "turn_context", {"cwd": "/w"}),
+        _line("t2", "response_item", _ui("find the bug")),
+        _line("t3", "event_msg", {"type": "user_message", "message": "find the bug"}),
+        _line("t4", "event_msg", {"type": "token_count"}),
+        _line("t5", "event_msg", {"type": "agent_reasoning"}),
+        _line("t6", "response_item", reasoning),
+        _line("t7", "response_item", answer),
+        _line("t8", "event_msg", {"type": "token_count"}),
+        _line("t9", "event_msg", {"type": "task_complete"}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(_spaced(rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    before, after = src.read_bytes().split(b"\n"), r.stdout.split(b"\n")
+    assert len(after) == len(before) and [k for k in range(len(before)) if after[k] != before[k]] == [7]
+    assert orjson.loads(after[7])["payload"]["content"] == [{"type": "output_text", "text": "Found it."}]
+
+
+def test_an_answer_over_two_message_items_is_written_once(tmp_path):
+    """An assistant message item with no content and the one after it are one answer: changed, its text is written
+    into the first item's line alone (it was written into both)."""
+    rows = [
+        _line("t1", "response_item", _ui("find the bug")),
+        _line("t2", "response_item", {"type": "message", "role": "assistant", "content": []}),
+        _line("t3", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it. "}]}),
+    ]
+    r = cli("repair", str(_write(tmp_path, rows)))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "fixed.jsonl"
+    out.write_bytes(r.stdout)
+    [t] = api.read([str(out)])
+    assert [m.text() for m in t.messages] == ["find the bug", "Found it."]
+
+
+def test_an_untouched_compacted_line_is_kept_byte_for_byte_when_the_tail_changes(tmp_path):
+    rows = [
+        _line("t0", "session_meta", {"id": "s"}),
+        _line("t1", "compacted", {"message": "summary S", "replacement_history": [_ui("old ask"), _ui("summary S")]}),
+        _line("t2", "response_item", _ui("new ask")),
+        _line("t3", "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done. "}]}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(_spaced(rows))
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split(b"\n")[:3] == src.read_bytes().split(b"\n")[:3]
+    assert r.stdout != src.read_bytes()
+
+
+def test_a_rollout_without_messages_is_refused_in_another_format_at_its_first_line(tmp_path):
+    """A rollout of session_meta, turn_context and event_msg lines alone has nothing another format could hold: the
+    error names the file and the line the session starts at (it named its last line)."""
+    rows = [_line("t0", "session_meta", {"id": "s"}), _line("t1", "turn_context", {"cwd": "/w"}), _line("t2", "event_msg", {"type": "x"})]
+    src = _write(tmp_path, rows)
+    r = cli("convert", str(src), "--to", "openai")
+    assert r.returncode == 3 and f"{src}:1: no user or assistant message".encode() in r.stderr, r.stderr

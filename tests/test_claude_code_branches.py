@@ -405,8 +405,26 @@ def _calls(uuid, parent, mid, *tool_ids):
             _results("r2", "r1", ("tA", "outA")),
             said("a3", "r2", "Done.", "m3"),
         ],
+        # from mutation testing: a prompt typed while two calls ran, their results then logged in reverse order: the
+        # prompt goes after both results, not after the first one placed
+        [
+            user("u1", None, "go"),
+            _calls("a1", "u1", "m1", "tA", "tB"),
+            user("u2", "a1", "wait"),
+            _results("r1", "u2", ("tB", "outB")),
+            _results("r2", "r1", ("tA", "outA")),
+            said("a3", "r2", "Done.", "m3"),
+        ],
     ],
-    ids=["orphan-beside-a-result", "one-line-two-calls", "stubs-on-the-path", "a-message-over-lines", "asks-between", "results-reversed"],
+    ids=[
+        "orphan-beside-a-result",
+        "one-line-two-calls",
+        "stubs-on-the-path",
+        "a-message-over-lines",
+        "asks-between",
+        "results-reversed",
+        "asks-between-results-reversed",
+    ],
 )
 def test_a_repaired_session_is_valid_on_the_path_claude_code_resumes(tmp_path, case):
     """From an adversarial review: the native output of `repair` failed its own --check, or held the fix off the path."""
@@ -599,3 +617,39 @@ def test_a_late_result_is_written_before_the_line_that_holds_a_prompt_after_resu
     assert flow(t)[:5] == ["user:Run both.", "assistant: [tA,tB]", "tool:outA ->tA", "tool:outB ->tB", "user:Be quick."]
     assert cli("repair", "--check", str(fixed)).returncode == 0
     assert [o["uuid"] for o in resumable(read_jsonl(r.stdout))] == ["u1", "a1", "r2", "r1", "a2", "a3"]
+
+
+def test_repair_moves_a_prompt_out_from_between_parallel_results_and_leaves_the_results_where_they_were(tmp_path):
+    """A prompt logged between the results of one message's two calls goes after them; the results keep their lines
+    and their order (the second call's first, as Claude Code logged them: both APIs take them)."""
+    rows = [
+        user("u1", None, "Run both."),
+        call("a1", "u1", "tA", "ruff check", "m1"),
+        call("a2", "a1", "tB", "mypy", "m1"),
+        result("rB", "a2", "tB", "outB"),
+        user("u2", "rB", "Be quick."),
+        result("rA", "u2", "tA", "outA"),
+        said("a3", "rA", "Both pass.", "m2"),
+    ]
+    r = cli("repair", "-q", str(write_jsonl(tmp_path / "s.jsonl", rows)))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert [o["uuid"] for o in objs] == ["u1", "a1", "a2", "rB", "rA", "u2", "a3"]
+    assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "a2", "rB", "rA", "u2", "a3"]
+
+
+def test_a_result_between_the_lines_of_its_message_stays_there_when_repair_answers_the_other_call(tmp_path):
+    """One API message over two lines with the first call's result logged between them (as two long corpus sessions
+    have it); the second call has no result: repair adds one after the message, the first result stays where it was."""
+    rows = [
+        user("u1", None, "Check both."),
+        call("a1", "u1", "tA", "ls", "m1"),
+        result("rA", "a1", "tA", "outA"),
+        call("a2", "rA", "tB", "pwd", "m1"),
+        user("u2", "a2", "Next."),
+    ]
+    r = cli("repair", "-q", str(write_jsonl(tmp_path / "s.jsonl", rows)))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert [o.get("uuid") for o in objs][:4] == ["u1", "a1", "rA", "a2"] and objs[2] == rows[2]
+    assert STUB in str(objs[4]["message"]["content"]) and objs[5]["uuid"] == "u2"

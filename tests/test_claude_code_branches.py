@@ -653,3 +653,28 @@ def test_a_result_between_the_lines_of_its_message_stays_there_when_repair_answe
     objs = read_jsonl(r.stdout)
     assert [o.get("uuid") for o in objs][:4] == ["u1", "a1", "rA", "a2"] and objs[2] == rows[2]
     assert STUB in str(objs[4]["message"]["content"]) and objs[5]["uuid"] == "u2"
+
+
+def test_a_moved_result_is_linked_to_its_call_not_to_a_line_off_an_earlier_turn(tmp_path):
+    """Found by random sessions while mutation testing: a progress line hanging off the prompt (the first line of a
+    retried branch) was written between a call and its result, which repair moved there from after a later prompt.
+    The moved result was linked to the line before it, the progress line: the chain Claude Code resumes skipped the
+    call, and the file `repair` wrote failed its own --check (a result answering no call)."""
+    rows = [
+        user("u1", None, "Run it."),
+        call("a1", "u1", "tA", "make", "m1"),
+        progress("p1", "u1"),
+        said("x1", "p1", "An answer that was retried.", "mx"),
+        user("u2", "a1", "Be quick."),
+        result("rA", "u2", "tA", "built"),
+        said("a2", "rA", "Built.", "m2"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    r = cli("repair", "-q", str(src))
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "rA", "u2", "a2"]
+    fixed = tmp_path / "fixed.jsonl"
+    fixed.write_bytes(r.stdout)
+    check = cli("repair", "--check", str(fixed))
+    assert check.returncode == 0, check.stderr

@@ -457,9 +457,13 @@ def _materialize(payload, log: LineLog, template: dict, seed: str) -> tuple[byte
 
 def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozenset()) -> Iterator[bytes]:
     """Every parentUuid points at a line written before it (after the boundary: at or after it); a line in
-    `force` points at the line just before it (the chain Claude Code follows goes through moved lines)."""
+    `force` points at the line of the chain just before it (the chain Claude Code follows goes through moved lines),
+    as does a line whose parent is not before it: the last message, or a line under it (a progress line of a call),
+    never a line that hangs off an earlier turn (a progress line a retried branch began with), through which the
+    chain would skip the messages after that turn."""
     seen: set[str] = set()
     last: str | None = None
+    tip: str | None = None  # the last line of the chain
     for n, (raw, obj) in enumerate(out):
         if n == boundary_at:
             seen = set()
@@ -467,11 +471,14 @@ def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozen
             parent = obj.get("parentUuid")
             after_boundary = boundary_at is not None and n > boundary_at
             stale = (parent is not None and parent not in seen) or (parent is None and last is not None and (raw is None or after_boundary))
-            if stale or (n in force and last is not None and parent != last):
-                obj = {**obj, "parentUuid": last}
+            to = tip or last
+            if stale or (n in force and to is not None and parent != to):
+                obj = {**obj, "parentUuid": to}
                 raw = None
         if obj.get("uuid"):
             seen.add(obj["uuid"])
+            if n == boundary_at or _is_message(obj) or obj.get("parentUuid") == tip:
+                tip = obj["uuid"]
             last = obj["uuid"]
         yield raw if raw is not None else orjson.dumps(obj)
 

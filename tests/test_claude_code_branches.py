@@ -678,3 +678,36 @@ def test_a_moved_result_is_linked_to_its_call_not_to_a_line_off_an_earlier_turn(
     fixed.write_bytes(r.stdout)
     check = cli("repair", "--check", str(fixed))
     assert check.returncode == 0, check.stderr
+
+
+def test_system_lines_other_than_a_boundary_do_not_cut_the_conversation(tmp_path):
+    """Claude Code writes many `system` lines (hook summaries, turn durations, local commands); only a
+    compact_boundary starts the live context."""
+    info = {"parentUuid": "a1", "isSidechain": False, "sessionId": "s1", "type": "system", "subtype": "stop_hook_summary", "uuid": "y1"}
+    rows = [user("u1", None, "First ask."), said("a1", "u1", "First answer.", "m1"), info, user("u2", "y1", "Second ask.")]
+    [t] = api.read([str(write_jsonl(tmp_path / "s.jsonl", rows))])
+    assert flow(t) == ["user:First ask.", "assistant:First answer.", "user:Second ask."]
+
+
+def test_sidechain_lines_after_the_main_thread_do_not_become_the_conversation(tmp_path):
+    """A subagent's turns (isSidechain) logged after the main thread's last line: the leaf is still the main thread's."""
+    side = {"isSidechain": True}
+    rows = [
+        user("u1", None, "Find where the config is loaded."),
+        call("a1", "u1", "t1", "Task: search the code", "m1"),
+        user("s1", None, "Search the code for config loading.", **side),
+        said("s2", "s1", "It is in app/config.py.", "sm1", **side),
+    ]
+    with pytest.warns(UserWarning, match="off the conversation's path"):
+        [t] = api.read([str(write_jsonl(tmp_path / "s.jsonl", rows))])
+    assert flow(t) == ["user:Find where the config is loaded.", "assistant: [t1]"]
+
+
+def test_a_file_and_the_same_bytes_through_stdin_are_compacted_alike(tmp_path):
+    """New lines' uuids come from the session, not from the input's name: `compact FILE` and `compact - < FILE`
+    (the prune | plan | summarize chain) write the same lines."""
+    src = write_jsonl(tmp_path / "s.jsonl", _long([]))
+    by_name = cli("compact", str(src), *TIGHT, "-q")
+    by_stdin = cli("compact", "-", *TIGHT, "-q", input=src.read_bytes())
+    assert by_name.returncode == 0 and by_stdin.returncode == 0, by_name.stderr + by_stdin.stderr
+    assert b"compact_boundary" in by_name.stdout and by_name.stdout == by_stdin.stdout

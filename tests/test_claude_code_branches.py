@@ -711,3 +711,20 @@ def test_a_file_and_the_same_bytes_through_stdin_are_compacted_alike(tmp_path):
     by_stdin = cli("compact", "-", *TIGHT, "-q", input=src.read_bytes())
     assert by_name.returncode == 0 and by_stdin.returncode == 0, by_name.stderr + by_stdin.stderr
     assert b"compact_boundary" in by_name.stdout and by_name.stdout == by_stdin.stdout
+
+
+def test_the_summary_follows_the_head_when_progress_lines_stand_among_the_turns(tmp_path):
+    """Progress lines (a call's hook or tool progress) stand among the turns; the summary is written after the head
+    and its progress lines, before the first line of the tail (it was written after a progress line of the tail)."""
+    rows = []
+    for o in _long([]):
+        rows.append(o)
+        if o["uuid"].startswith("c"):
+            rows.append(progress("p" + o["uuid"], o["uuid"]))
+    r = cli("compact", str(write_jsonl(tmp_path / "s.jsonl", rows)), *TIGHT, "-q")
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    at = next(n for n, o in enumerate(objs) if o.get("isCompactSummary"))
+    assert [o["uuid"] for o in objs[:at] if o["type"] in ("user", "assistant")] == ["u0", "c0", "r0"]  # --protect-first 3
+    assert [o["uuid"] for o in objs[at + 1 :]] == ["c29", "pc29", "r29", "y1", "y2"]
+    assert [o["uuid"] for o in resumable(objs)][1:] == ["u0", "c0", "r0", objs[at]["uuid"], "c29", "r29", "y1", "y2"]

@@ -463,7 +463,8 @@ def test_an_output_that_says_it_failed_is_an_error_result(tmp_path):
 
 def test_encrypted_reasoning_in_a_compacted_lines_history_is_said_when_converted(tmp_path):
     """The encrypted-only reasoning items of a compacted line's replacement history are counted too."""
-    history = [_ui("old ask"), {"type": "reasoning", "summary": [], "encrypted_content": "gAAAENCRYPTED"}, _ui("summary S")]
+    enc = {"type": "reasoning", "summary": [], "encrypted_content": "gAAAENCRYPTED"}
+    history = [_ui("old ask"), _shell("c0", "ls"), _out("c0", "a.py"), enc, _ui("summary S")]  # counted once, not by line
     rows = [
         _line("t0", "session_meta", {"id": "s"}),
         _line("t1", "compacted", {"message": "summary S", "replacement_history": history}),
@@ -561,3 +562,23 @@ def test_a_rollout_without_messages_is_refused_in_another_format_at_its_first_li
     src = _write(tmp_path, rows)
     r = cli("convert", str(src), "--to", "openai")
     assert r.returncode == 3 and f"{src}:1: no user or assistant message".encode() in r.stderr, r.stderr
+
+
+def test_a_call_added_to_a_message_is_written_after_its_lines_in_the_rollouts_shape(tmp_path):
+    """A call added to an assistant message (through the API) has no source line: it is written after the message's
+    lines as a response_item of the rollout, with the message line's timestamp."""
+    from compactctl.model import ToolCall
+
+    rows = [
+        _line("t1", "response_item", _ui("go")),
+        _line("t2", "response_item", _shell("c1", "ls")),
+        _line("t3", "response_item", _out("c1", "a.py")),
+    ]
+    [t] = api.read([str(_write(tmp_path, rows))])
+    m = t.messages[1]
+    t.messages[1] = m.evolve(tool_calls=[*m.tool_calls, ToolCall("c2", "shell", '{"command":["pwd"]}', {})])
+    objs = read_jsonl(api.write(t))
+    assert objs[:2] == rows[:2] and objs[3] == rows[2]
+    assert objs[2] == _line(
+        "t2", "response_item", {"type": "function_call", "name": "shell", "arguments": '{"command":["pwd"]}', "call_id": "c2"}
+    )

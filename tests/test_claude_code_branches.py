@@ -728,3 +728,22 @@ def test_the_summary_follows_the_head_when_progress_lines_stand_among_the_turns(
     assert [o["uuid"] for o in objs[:at] if o["type"] in ("user", "assistant")] == ["u0", "c0", "r0"]  # --protect-first 3
     assert [o["uuid"] for o in objs[at + 1 :]] == ["c29", "pc29", "r29", "y1", "y2"]
     assert [o["uuid"] for o in resumable(objs)][1:] == ["u0", "c0", "r0", objs[at]["uuid"], "c29", "r29", "y1", "y2"]
+
+
+def test_a_second_compaction_resumes_from_its_own_boundary(tmp_path):
+    """A session Claude Code compacted before, compacted again: the chain Claude Code resumes from the last line
+    goes back to the new boundary (not through the lines kept from before it to the old boundary)."""
+    old = [
+        user("o1", None, "OLD-ASK."),
+        said("o2", "o1", "OLD-ANSWER.", "mo"),
+        _boundary("b1", "o2"),
+        user("s0", "b1", "Summary: OLD-SUMMARY.", isCompactSummary=True, isVisibleInTranscriptOnly=True),
+    ]
+    rows = old + [{**o, "parentUuid": "s0"} if o["uuid"] == "u0" else o for o in _long([])]
+    r = cli("compact", str(write_jsonl(tmp_path / "s.jsonl", rows)), *TIGHT, "-q")
+    assert r.returncode == 0, r.stderr
+    objs = read_jsonl(r.stdout)
+    assert objs[:3] == old[:3]  # the lines before the old boundary, and it, as they were
+    chain = resumable(objs)
+    assert chain[0].get("compactMetadata", {}).get("compactctl") is True and chain[-1]["uuid"] == "y2"
+    assert not {"o1", "o2", "b1"} & {o["uuid"] for o in chain}

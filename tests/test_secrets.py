@@ -785,3 +785,80 @@ def test_the_vault_rule_does_not_run_on_every_sentence(monkeypatch):
     assert redact(prose) == prose and not ran
     token = "hvs." + "CAESIJ" * 5
     assert redact(f"VAULT_TOKEN {token}") == "VAULT_TOKEN [REDACTED VAULT TOKEN]" and ran
+
+
+# -- mutation testing of redact.py (bench/mutation.py --module redact): what its survivors showed no test pinned
+
+
+def test_a_hash_or_an_image_at_the_very_start_of_a_text_is_not_a_secret():
+    """A go.sum hash or an image's base64 whose `h1:` or `image/` opens the text (a tool's output that is only that, a
+    name a digest keeps), and an image's base64 of 200 characters (150 bytes: the shortest taken as an image's)."""
+    import base64
+    import hashlib
+    import random
+
+    rng = random.Random(34)
+    h1 = base64.b64encode(hashlib.sha256(b"go.mod").digest()).decode()
+    png = base64.b64encode(bytes(rng.randrange(256) for _ in range(3000))).decode()
+    icon = base64.b64encode(bytes(rng.randrange(256) for _ in range(150))).decode()
+    assert len(icon) == 200
+    for text in (
+        f"h1:{h1}",
+        f"image/png;base64,{png}",
+        f"data:image/png;base64,{icon}",
+        f'{{"media_type": "image/gif", "data": "{icon}"}}',
+    ):
+        assert redact(text) == text, text[:60]
+
+
+def test_a_bare_secret_with_few_capitals_and_digits_is_redacted():
+    """A bare run of base64 is a secret's with 30% or more capitals and digits (paths and words are mostly lower case):
+    a token with exactly 30% goes."""
+    import random
+
+    from compactctl.redact import ENTROPY_LIMIT, entropy
+
+    rng = random.Random(35)
+    while True:
+        chars = [rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(28)]
+        chars += [rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") for _ in range(12)]
+        rng.shuffle(chars)
+        token = "".join(chars)
+        if entropy(token) >= ENTROPY_LIMIT and any(c.isdigit() for c in token):
+            break
+    out = redact(f"$ cat ~/.config/app/session\n{token}\n")
+    assert token not in out and out == "$ cat ~/.config/app/session\n[REDACTED HIGH-ENTROPY STRING]\n", out
+
+
+def test_a_value_at_the_very_end_of_a_text_is_known_by_its_key():
+    """taken_where_it_stands reads the line around a name to the text's end when no line break follows: a password that
+    ends the text (an env file without a final newline) is known by its key as one in the middle is."""
+    from compactctl.redact import taken_where_it_stands
+
+    assert taken_where_it_stands("hunter2xyz", "DB_HOST=db.internal\nDB_PASSWORD=hunter2xyz")
+    assert taken_where_it_stands("s3cr3tPw99", "$ mysql -u root -ps3cr3tPw99")
+    assert not taken_where_it_stands("db.internal", "DB_PASSWORD=hunter2xyz\nDB_HOST=db.internal")
+
+
+def test_a_cut_through_a_twelve_character_token_leaves_no_piece_of_it():
+    """A cut through a word of 12 characters (CUT_WORD) is looked at: a bearer token of 12 characters, the shortest the
+    rule knows, cut anywhere, leaves none of its characters (a shorter piece no rule would know later)."""
+    token = "k3Jq9xWm2LpZ"
+    text = f"curl -H 'Authorization: Bearer {token}' https://api.example.com/v1"
+    at, marked = text.index(token), "curl -H 'Authorization: Bearer [REDACTED]"
+    for n in range(at + 1, at + len(token)):
+        out = cut(text, n)
+        assert token[:2] not in out, (n, out)
+        assert out == redact(text)[: max(n, len(marked))], (n, out)  # the mark kept whole, and nothing after it
+
+
+@pytest.mark.parametrize("family", ["github-pat", "openai", "anthropic", "slack", "google-api-key", "jwt", "npm"])
+def test_a_cut_through_a_secret_that_opens_the_text_leaves_no_piece_of_it(family):
+    """As test_a_cut_through_a_secret_leaves_no_piece_of_it, for a secret at the very start of the text (a line a digest
+    quotes, an argument that is only the token): the window around the cut starts at the text's first character."""
+    secret = next(s for fam, s, _t in PLANTED if fam == family)
+    t = f"{secret} was rejected"
+    for n in range(1, len(secret)):
+        out = cut(t, n)
+        assert not any(out.startswith(secret[:j]) for j in range(8, n + 1)), (n, out)
+        assert out.startswith("[REDACTED"), (n, out)

@@ -5,6 +5,7 @@ built from its format's spec with random bytes (tests/keys_data.py), and shown i
 
 from __future__ import annotations
 
+import json
 import random
 import time
 
@@ -319,3 +320,78 @@ def test_a_key_files_lines_as_a_json_array_argument_are_redacted_together(key):
 def test_an_array_of_plain_lines_is_left_as_it_is():
     args = orjson.dumps({"lines": ["def f():", "    return 1", "", "ok"], "n": [1, 2]}).decode()
     assert redact_json_text(args) == args
+
+
+# -- mutation testing of redact.py (bench/mutation.py --module redact): what its survivors showed no test pinned
+
+
+def _body_lines(rng: random.Random, n: int, width: int = 64) -> list[str]:
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    return ["".join(rng.choice(alphabet) for _ in range(width)) for _ in range(n)]
+
+
+def test_the_tail_of_a_long_key_goes_as_one_key():
+    """`tail -n 200` of a 16384-bit RSA key (about 200 lines of base64 above its END line): the lines above its END line
+    are a key's up to 256 of them, and go with it, not line by line as high-entropy strings."""
+    body = _body_lines(random.Random(71), 200)
+    out = redact("$ tail -n 201 big.pem\n" + "\n".join(body) + "\n-----END RSA PRIVATE KEY-----\n$ ls")
+    assert out == "$ tail -n 201 big.pem\n[REDACTED PRIVATE KEY]\n$ ls", out[:200]
+
+
+def test_the_tail_of_an_encrypted_key_goes_whole_with_its_headers():
+    """Without its BEGIN line (`tail -n +2`), an encrypted key's RFC 1421 headers, the blank line after them and its body
+    are one key's."""
+    iv = "".join(random.Random(72).choice("0123456789ABCDEF") for _ in range(32))
+    body = _body_lines(random.Random(73), 3)
+    text = "\n".join(["Proc-Type: 4,ENCRYPTED", f"DEK-Info: AES-128-CBC,{iv}", "", *body, "-----END RSA PRIVATE KEY-----"])
+    assert redact(f"$ tail -n +2 key.pem\n{text}\n$ ls") == "$ tail -n +2 key.pem\n[REDACTED PRIVATE KEY]\n$ ls"
+
+
+def test_a_word_above_an_end_line_in_a_numbered_read_or_grep_is_the_tools():
+    """As `ok` above an END line is the tool's (test_a_short_line_above_an_end_line_is_a_keys_only_after_its_body), under
+    a line number or grep's `path:12:` too: the prefix is not part of the word, nor of the line above it."""
+    for text in (
+        "   118→building\n   119→PASSED\n   120→-----END RSA PRIVATE KEY-----",
+        "deploy/fixtures/ssh/keys/id.txt-11-building\ndeploy/fixtures/ssh/keys/id.txt-12-ok\ndeploy/fixtures/ssh/keys/id.txt:13:-----END OPENSSH PRIVATE KEY-----",
+    ):
+        assert redact(text) == text
+
+
+def test_a_keys_short_last_line_that_reads_as_a_word_goes_with_its_key():
+    """A short last line of letters only (`Zmxv`) under a key's full line is the key's, not a word of the tool's."""
+    body = [*_body_lines(random.Random(74), 2), "Zmxv"]
+    for shown in ("\n".join(body[-2:]), "\n".join(f"{k + 40:>6}→{ln}" for k, ln in enumerate(body))):
+        out = redact(f"$ tail -3 key.pem\n{shown}\n-----END RSA PRIVATE KEY-----\n$ ls")
+        assert "Zmxv" not in out and out.endswith("[REDACTED PRIVATE KEY]\n$ ls"), out
+
+
+@pytest.mark.parametrize("width", [76, 64, 72, 60])
+@pytest.mark.parametrize("before", [b"", b"\n", b"#\n"])
+def test_the_last_lines_of_a_base64_pem_blob_go_as_one_blob(before, width):
+    """`base64 key.pem | tail -n N` (its BEGIN form not shown): the lines above the one that holds its END or `KEY-----`
+    form are its wrapped lines, at each alignment of the PEM text in the base64, and the blob goes as one."""
+    text, secret = pem_base64(random.Random(75), before, width)
+    lines = text.strip("\n").split("\n")
+    for n in (2, 3, 5):
+        out = redact(f"$ base64 key.pem | tail -n {n}\n" + "\n".join(lines[-n:]) + "\n$ ls")
+        assert out == f"$ base64 key.pem | tail -n {n}\n[REDACTED PEM BASE64]\n$ ls", out
+
+
+def test_a_long_word_above_a_one_line_blob_is_not_its_wrapped_line():
+    """A line above a blob is one of its wrapped lines only when it is as wide as the blob's line (or the lines wrapped
+    after it) and whole quanta of base64: a long name listed above a one-line blob stays."""
+    text, secret = KEYS["pem-base64-one-line"]
+    shown = f"$ ls; base64 -w0 key.pem\nApplicationController\nUserAccountsRepository\n{text.strip()}\n$ ls"
+    out = redact(shown)
+    assert not leaked(out, pieces(secret)), out
+    assert out == "$ ls; base64 -w0 key.pem\nApplicationController\nUserAccountsRepository\n[REDACTED PEM BASE64]\n$ ls", out
+
+
+@pytest.mark.parametrize("key", ["pem-base64-76", "pem-base64-one-line", "pem-base64-aligned-2"])
+def test_a_base64_pem_blob_in_a_json_text_keeps_the_escapes_around_it(key):
+    """In a JSON text (a tool output as a string), the `\\n` before a blob is the text's line break, not the blob's first
+    letter: the text stays JSON, with the blob's mark on its own line."""
+    text, secret = KEYS[key]
+    doc = json.dumps({"output": f"$ base64 key.pem\n{text.strip()}\n$ ls"})
+    out = redact(doc)
+    assert json.loads(out) == {"output": "$ base64 key.pem\n[REDACTED PEM BASE64]\n$ ls"}, out

@@ -621,7 +621,10 @@ def _redact(text: str) -> str:
 _IN_CONTEXT = [(hints, rx, repl) for kind, hints, rx, repl in RULES if repl is not None and kind != "SECRET FIELD"]
 _HINTS_IN_CONTEXT = {h for _kind, hs, _rx, repl in RULES if repl is not None for h in hs}
 _CONTEXT_HINTS = tuple(sorted(h for h in _HINTS_IN_CONTEXT if not any(k != h and k in h for k in _HINTS_IN_CONTEXT)))
-_LONG_NAME = 24  # a name this long may be a quoted high-entropy string, which only its quotes tell
+# A name this long may be a quoted high-entropy string (24 characters at least), or a piece of one (names_in splits a
+# token at its `-`, `=`, `~`), which only its quotes tell. A shorter name is too short to be a secret's piece (a digest
+# keeps it: prune_steps._safe_name).
+_LONG_NAME = 16
 _AROUND_NAME = 240  # characters of its line on each side of a name that the rules read
 _HINT_BEFORE, _HINT_AFTER = 64, 32  # ... and where one of their hints must be for them to run at all
 _OCCURRENCES = 2  # the first occurrences of a name looked at (where a value stands beside its key)

@@ -6,7 +6,9 @@ archive keeps the originals verbatim (it is the user's own restore data) and is 
 from __future__ import annotations
 
 import os
+import random
 import stat
+import string
 
 import orjson
 import pytest
@@ -862,3 +864,38 @@ def test_a_cut_through_a_secret_that_opens_the_text_leaves_no_piece_of_it(family
         out = cut(t, n)
         assert not any(out.startswith(secret[:j]) for j in range(8, n + 1)), (n, out)
         assert out.startswith("[REDACTED"), (n, out)
+
+
+def test_a_piece_of_a_quoted_high_entropy_string_is_taken_where_it_stands(tmp_path):
+    """A quoted high-entropy string is a secret only by its quotes, and names_in splits it at its `-`, `=` or `~`: each
+    piece is a name. A piece of 16 to 23 characters (a shorter name is safe, prune_steps._safe_name; a longer one was
+    checked with the quotes) was not looked at with them: a digest read by an LLM (--check-names) listed it (found by
+    mutation testing: redact._LONG_NAME)."""
+    from compactctl.redact import taken_where_it_stands
+
+    rng = random.Random(36)
+    alphabet = string.ascii_letters + string.digits
+    head, tail = ("".join(rng.choice(alphabet) for _ in range(k)) for k in (16, 23))
+    secret = f"{head}-{tail}"
+    line = f'const SIGNING = "{secret}";'
+    assert secret not in redact(line)
+    for piece in (head, tail):
+        assert taken_where_it_stands(piece, f"$ cat src/config.ts\n{line}\nexport default SIGNING;")
+    assert not taken_where_it_stands("config.ts", f"$ cat src/config.ts\n{line}")
+    rows = [{"role": "system", "content": "agent"}, {"role": "user", "content": "check the config"}]
+    for i in range(2):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "terminal", "arguments": f'{{"command": "cat cfg{i}.ts"}}'}}
+        rows.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        rows.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"c{i}",
+                "content": line + "\n" + "".join(f"bundled chunk {k} of webpack_runtime ok\n" for k in range(300)),
+            }
+        )
+        rows.append({"role": "user", "content": f"ok {i}"})
+    src = write_jsonl(tmp_path / "q.jsonl", rows)
+    r = cli("prune", str(src), "--context-window", "1500", "--check-names")
+    assert r.returncode == 0, r.stderr
+    names = _listed_names(r.stdout)
+    assert "webpack_runtime" in " ".join(names) and not any(p in n for p in (head, tail) for n in names), names

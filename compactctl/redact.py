@@ -428,15 +428,25 @@ KEY_LINES_MAX = 256  # body lines looked at above an END line (an 8192-bit RSA k
 
 def _lines_above(text: str, last: int, start: int, first: re.Pattern[str], rest: re.Pattern[str]) -> tuple[int, int]:
     """(where they start, how many): the lines right above position `start` (a line's start) that `first` (the first
-    above), then `rest` fullmatch, stripped; KEY_LINES_MAX at most, none before position `last`. Walked back line by
-    line: a regex looking back through them would retry from every line of a long base64 output."""
-    k = 0
+    above that is not blank: a double-spaced key's blank lines stand between its lines), then `rest` fullmatch,
+    stripped; KEY_LINES_MAX at most, none before position `last`. Walked back line by line: a regex looking back through
+    them would retry from every line of a long base64 output."""
+    k = blank = 0
     while start > last and k < KEY_LINES_MAX:
         prev = max(text.rfind("\n", last, start - 1) + 1, last)  # the line before, not before what is done
-        if not (rest if k else first).fullmatch(text[prev : start - 1].strip(" \t\r")):
+        line = text[prev : start - 1].strip(" \t\r")
+        if not (rest if k > blank else first).fullmatch(line):
             break
+        if k == blank and _blank(line):
+            blank += 1
         start, k = prev, k + 1
     return start, k
+
+
+def _blank(line: str) -> bool:
+    """Whether a stripped line is blank, or a prefix alone (a numbered read's, grep's, a diff's blank line)."""
+    m = _BODY.fullmatch(line)
+    return m is not None and not m.group(1)
 
 
 _BODY = re.compile(r"(?:" + _KEY_PFX + r"[ \t]*)?([A-Za-z0-9+/=]*)")
@@ -465,8 +475,10 @@ def _key_tails(text: str) -> str:
     out, last = [], 0
     for m in _KEY_END.finditer(text):
         start, k = _lines_above(text, last, m.start(), _KEY_LAST_LINE, _KEY_LINE)
-        if k and _short_alone(text[start : m.start()].rstrip("\r\n").split("\n")[-2:]):
-            k = 0  # (a short line, `ok`, not under a key's lines is the tool's)
+        if k:
+            shown = [ln for ln in text[start : m.start()].split("\n") if not _blank(ln.strip(" \t\r"))]  # (blank lines apart)
+            if shown and _short_alone(shown[-2:]):
+                k = 0  # (a short line, `ok`, not under a key's lines is the tool's)
         if k:
             out.append(text[last:start] + "[REDACTED PRIVATE KEY]")
             last = m.end()

@@ -395,3 +395,18 @@ def test_a_base64_pem_blob_in_a_json_text_keeps_the_escapes_around_it(key):
     doc = json.dumps({"output": f"$ base64 key.pem\n{text.strip()}\n$ ls"})
     out = redact(doc)
     assert json.loads(out) == {"output": "$ base64 key.pem\n[REDACTED PEM BASE64]\n$ ls"}, out
+
+
+def test_the_tail_of_a_double_spaced_key_goes_with_its_short_last_line():
+    """`for line in open("id"): print(line)` shows a file double-spaced: under the tail of a key (no BEGIN line), the
+    blank line between its short last line (6 characters) and its END line took the place of that line, and the short
+    line, under the 8 characters of a full one, was left (found while classifying a mutant of redact._lines_above). A
+    short word above a double-spaced END line is still the tool's."""
+    text, secret = KEYS["openssh-ed25519"]
+    lines = text.rstrip("\n").split("\n")
+    for shown in ("\n\n".join(lines[1:]), "\n\n".join(lines[-3:]), "\r\n\r\n".join(lines[-2:])):
+        out = redact(f"$ python3 show.py id\n{shown}\n\n$ ls")
+        assert not leaked(out, pieces(secret)), out
+        assert out.startswith("$ python3 show.py id\n") and out.endswith("\n$ ls"), out
+    for kept in ("building\n\nok\n\n-----END RSA PRIVATE KEY-----", "$ make\n\nDone\n\n-----END OPENSSH PRIVATE KEY-----\n$ ls"):
+        assert redact(kept) == kept

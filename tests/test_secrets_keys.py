@@ -358,9 +358,11 @@ def test_a_word_above_an_end_line_in_a_numbered_read_or_grep_is_the_tools():
 
 
 def test_a_keys_short_last_line_that_reads_as_a_word_goes_with_its_key():
-    """A short last line of letters only (`Zmxv`) under a key's full line is the key's, not a word of the tool's."""
+    """A short last line of letters only (`Zmxv`) under a key's full line is the key's, not a word of the tool's: the line
+    right above it tells, not an encrypted key's header above that (a small key: one full line)."""
     body = [*_body_lines(random.Random(74), 2), "Zmxv"]
-    for shown in ("\n".join(body[-2:]), "\n".join(f"{k + 40:>6}→{ln}" for k, ln in enumerate(body))):
+    encrypted = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,9F3A61C0D2B4E5F60718293A4B5C6D7E\n\n" + "\n".join(body[-2:])
+    for shown in ("\n".join(body[-2:]), "\n".join(f"{k + 40:>6}→{ln}" for k, ln in enumerate(body)), encrypted):
         out = redact(f"$ tail -3 key.pem\n{shown}\n-----END RSA PRIVATE KEY-----\n$ ls")
         assert "Zmxv" not in out and out.endswith("[REDACTED PRIVATE KEY]\n$ ls"), out
 
@@ -404,9 +406,25 @@ def test_the_tail_of_a_double_spaced_key_goes_with_its_short_last_line():
     short word above a double-spaced END line is still the tool's."""
     text, secret = KEYS["openssh-ed25519"]
     lines = text.rstrip("\n").split("\n")
-    for shown in ("\n\n".join(lines[1:]), "\n\n".join(lines[-3:]), "\r\n\r\n".join(lines[-2:])):
+    spaced = "\n\n".join(lines[1:]).split("\n")
+    numbered = "\n".join(f"{k + 2:>6}→{ln}" for k, ln in enumerate(spaced))  # (a numbered read's blank line: its number)
+    for shown in ("\n".join(spaced), "\n\n".join(lines[-3:]), "\r\n\r\n".join(lines[-2:]), numbered):
         out = redact(f"$ python3 show.py id\n{shown}\n\n$ ls")
         assert not leaked(out, pieces(secret)), out
         assert out.startswith("$ python3 show.py id\n") and out.endswith("\n$ ls"), out
     for kept in ("building\n\nok\n\n-----END RSA PRIVATE KEY-----", "$ make\n\nDone\n\n-----END OPENSSH PRIVATE KEY-----\n$ ls"):
         assert redact(kept) == kept
+
+
+def test_a_short_word_above_the_tail_of_a_key_is_the_tools():
+    """Only the line right above an END line (after blank lines) may be a key's short last line: a short word above the
+    key's lines (`PASSED`, `Done`) is the tool's, and stays."""
+    body = [*_body_lines(random.Random(76), 2), "Zm9v"]
+    for shown in (
+        "$ ./verify.sh\nPASSED\n" + "\n".join(body) + "\n-----END RSA PRIVATE KEY-----",
+        "$ ./verify.sh\nDone\n" + "\n".join(body) + "\n\n-----END RSA PRIVATE KEY-----",
+        "$ ./verify.sh\nPASSED\nZm9v\n\n-----END RSA PRIVATE KEY-----",
+    ):
+        out = redact(shown)
+        assert out.split("\n")[:2] == shown.split("\n")[:2] and out.endswith("\n[REDACTED PRIVATE KEY]"), out
+        assert not any(line in out for line in body), out

@@ -899,3 +899,49 @@ def test_a_piece_of_a_quoted_high_entropy_string_is_taken_where_it_stands(tmp_pa
     assert r.returncode == 0, r.stderr
     names = _listed_names(r.stdout)
     assert "webpack_runtime" in " ".join(names) and not any(p in n for p in (head, tail) for n in names), names
+
+
+def test_a_quoted_path_of_mixed_case_is_not_a_high_entropy_string():
+    """A quoted string with two slashes or more is read as a path, not a secret (the high-entropy rule takes one slash at
+    most): kept, though its letters and digits are as varied as a secret's."""
+    for path in ("docs/Guides/Quickstart-Win64_MSVC2019.md", "web/static/js/BundleV3xq-8Hj2.min.js"):
+        text = f"open(\"{path}\")\nimport x from '{path}'"
+        assert redact(text) == text
+
+
+def test_a_quoted_high_entropy_string_that_is_the_whole_text_is_redacted():
+    """The shortest text the quoted rule reads: a 24-character string and its quotes (26 characters), a call's argument
+    or an output that is only that."""
+    token = "Xk9mP2vQ7rT4wZ8bN3cL6dF5"
+    for q in ('"', "'", "`"):
+        assert redact(f"{q}{token}{q}") == f"{q}[REDACTED HIGH-ENTROPY STRING]{q}"
+
+
+def test_a_value_under_a_secret_named_key_in_call_arguments_is_redacted_whole():
+    """redact_json_text (a call's arguments, for the LLM request): a string under a key named as a secret's goes whole,
+    though no rule knows it alone (a plain password); the other strings and keys stay."""
+    from compactctl.redact import redact_json_text
+
+    args = {"user": "bob", "password": "hunter2 horse", "db": {"apiKey": "plainvalue", "host": "db.internal"}, "port": 5432}
+    out = orjson.loads(redact_json_text(orjson.dumps(args).decode()))
+    assert out == {"user": "bob", "password": "[REDACTED]", "db": {"apiKey": "[REDACTED]", "host": "db.internal"}, "port": 5432}
+
+
+def test_call_arguments_that_are_a_json_scalar_are_redacted_as_text():
+    """Arguments that are JSON but not an object or an array (a string, a number) are redacted as text, and kept byte for
+    byte where nothing is redacted (not re-serialized: escapes, a number's zeros)."""
+    from compactctl.redact import redact_json_text
+
+    for text in ('"caf\\u00e9 au lait"', "12.50", "true"):
+        assert redact_json_text(text) == text
+    assert redact_json_text('"Xk9mP2vQ7rT4wZ8bN3cL6dF5"') == '"[REDACTED HIGH-ENTROPY STRING]"'
+
+
+def test_a_cut_through_a_quoted_secret_that_opens_the_text_leaves_no_piece_of_it():
+    """The window of a cut near the text's start starts at its first character: the opening quote of a quoted
+    high-entropy string there (24 to 31 characters: under the bare rule's 32) is read with it."""
+    token = "Xk9mP2vQ7rT4wZ8bN3cL6dF5"
+    t = f'"{token}" was rejected'
+    for n in range(2, len(token) + 1):
+        out = cut(t, n)
+        assert token[:1] not in out, (n, out)

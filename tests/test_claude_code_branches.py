@@ -747,3 +747,82 @@ def test_a_second_compaction_resumes_from_its_own_boundary(tmp_path):
     chain = resumable(objs)
     assert chain[0].get("compactMetadata", {}).get("compactctl") is True and chain[-1]["uuid"] == "y2"
     assert not {"o1", "o2", "b1"} & {o["uuid"] for o in chain}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # a second message begun before the first one's result, its later line after that result (one message.id on
+        # lines separated by another message's results): the merged message was rebuilt on its first line, before the
+        # result repair puts after the first call; read back, the calls stood before the results (placement)
+        [
+            user("u1", None, "go"),
+            _calls("a1", "u1", "m1", "tA"),
+            said("a2", "a1", "Meanwhile.", "m2"),
+            result("rA", "a2", "tA", "outA"),
+            call("a3", "rA", "tB", "pwd", "m2"),
+            result("rB", "a3", "tB", "outB"),
+            user("u2", "rB", "next"),
+        ],
+        # a parallel result under a progress line of its call, off the single-parent chain: the progress line was
+        # linked under repair's stub for the other call, so the loader no longer took the result (missing result)
+        [
+            user("u1", None, "go"),
+            _calls("a1", "u1", "m1", "tA", "tB"),
+            progress("p1", "a1"),
+            result("rB", "p1", "tB", "outB"),
+            progress("p2", "p1"),
+            user("u2", "p2", "next"),
+            said("a2", "u2", "Done.", "m2"),
+        ],
+        # a message's second line after its first call's result, that result hanging off a line above the call: the
+        # message, rebuilt on its first line (repair drops a blank text block), lost the second line, through which the
+        # chain reached the first one: read back, the first line was off the path (orphan result)
+        [
+            user("u1", None, "go"),
+            progress("p1", "u1"),
+            _calls("a1", "p1", "m1", "tA"),
+            result("rA", "p1", "tA", "outA"),
+            _line(
+                "assistant",
+                "a2",
+                "rA",
+                {
+                    "id": "m1",
+                    "role": "assistant",
+                    "content": [*_calls("x", None, "m1", "tB")["message"]["content"], {"type": "text", "text": ""}],
+                },
+            ),
+            user("u2", "a2", "next"),
+        ],
+        # one line answering calls of two messages, the next call under it: repair put the first result after its
+        # call, the prompt and the second message after it; the next call, after a progress line, kept its parent, the
+        # first result's line: valid, but the chain from the leaf skipped the prompt and the second message (read back
+        # without them)
+        [
+            user("u1", None, "go"),
+            _calls("a1", "u1", "m1", "tA"),
+            user("u2", "a1", "and this"),
+            _calls("a2", "u2", "m2", "tB"),
+            _results("r", "a2", ("tA", "outA"), ("tB", "outB")),
+            progress("p0", "r"),
+            _calls("a3", "r", "m3", "tC"),
+            progress("p1", "a3"),
+            result("rC", "p1", "tC", "outC"),
+        ],
+    ],
+    ids=["one-id-around-another-messages-result", "parallel-result-under-progress", "chain-through-a-merged-line", "skipped-turn"],
+)
+def test_a_repaired_shape_claude_code_does_not_write_reads_back_as_repaired(tmp_path, case):
+    """From random sessions: lines Claude Code itself may not write (hand-edited, merged, other tools) that `repair`
+    wrote back where they came from, into a file that read back otherwise and failed its own --check."""
+    src = write_jsonl(tmp_path / "s.jsonl", case)
+    [t] = api.read([str(src)])
+    fixed, _ = api.repair(t)
+    out = cli("repair", str(src), "-q")
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "o.jsonl").write_bytes(out.stdout)
+    check = cli("repair", "--check", str(tmp_path / "o.jsonl"))
+    assert check.returncode == 0, check.stdout + check.stderr
+    [back] = api.read([str(tmp_path / "o.jsonl")])
+    assert flow(back) == flow(fixed)

@@ -285,7 +285,20 @@ def write(t: Transcript) -> Iterator[bytes]:
                 },
             )
         )
-    items: list[tuple[float | None, tuple, bool]] = list(_items(plan, log))  # the summary goes in with no source position
+    written = _lay_out(out, boundary_at, _context_items(plan, log, template, seed, False), log, template, seed)
+    expected = [_shape(m) for m in (*plan.head, *([plan.summary] if plan.summary is not None else []), *plan.tail)]
+    if not _reads_back(written, expected):
+        # the lines placed where they came from do not read back as this transcript (a shape Claude Code does not
+        # write: one message's lines around another's results, results of several messages on one line): every
+        # message on a line of its own, in transcript order, on one chain
+        written = _lay_out(out, boundary_at, _context_items(plan, log, template, seed, True), log, template, seed, linear=True)
+    for raw, _ in written:
+        yield raw
+
+
+def _context_items(plan, log: LineLog, template: dict, seed: str, linear: bool) -> list[tuple[float | None, tuple, bool]]:
+    """The items after the boundary, in the order they are written, the summary after the last of the head."""
+    items: list[tuple[float | None, tuple, bool]] = list(_items(plan, log, linear))  # the summary goes in with no source position
     if plan.summary is not None:
         last_head = max((n for n, (_, _, in_head) in enumerate(items) if in_head), default=-1)
         summary = {
@@ -298,18 +311,75 @@ def write(t: Transcript) -> Iterator[bytes]:
             "timestamp": template.get("timestamp"),
         }
         items.insert(last_head + 1, (None, (None, summary), True))
+    return items
+
+
+def _lay_out(
+    prefix: list, boundary_at: int | None, items: list, log: LineLog, template: dict, seed: str, linear: bool = False
+) -> list[tuple[bytes, dict]]:
+    """The lines written: `prefix` (the lines before the context, the boundary) then `items`, relinked."""
+    out = list(prefix)
     # lines whose parent is the line before them: moved and new lines (repair's stubs) and the line after each, so
-    # that the chain Claude Code follows goes through them
+    # that the chain Claude Code follows goes through them (every message line, written `linear`)
     force: set[int] = set()
     after_moved = False
+    ids: set[str] = set()
     for _, payload, _ in items:
         moved = payload[0] == "moved"
         inserted = moved or payload[0] in ("new", "split", "moved-rebuild")
+        line = _materialize(payload[1] if moved else payload, log, template, seed)
+        if linear and _is_message(line[1]):
+            inserted = True
+            line = _own_id(line, ids, seed)
         if inserted or after_moved:
             force.add(len(out))
         after_moved = inserted
-        out.append(_materialize(payload[1] if moved else payload, log, template, seed))
-    yield from _relink(out, boundary_at, force)
+        out.append(line)
+    return list(_relink(out, boundary_at, force))
+
+
+def _own_id(line: tuple[bytes | None, dict], ids: set[str], seed: str) -> tuple[bytes | None, dict]:
+    """An assistant line written `linear` holds one whole message: a message.id an earlier line had is replaced,
+    so that the reader does not merge the two messages."""
+    raw, obj = line
+    mid = _message_id(obj["message"]) if obj.get("type") == "assistant" else None
+    if mid is None:
+        return line
+    if mid in ids:
+        mid = "msg_" + stable_uuid(seed, "id", obj.get("uuid")).replace("-", "")
+        obj = {**obj, "message": {**obj["message"], "id": mid}}
+        raw = None
+    ids.add(mid)
+    return raw, obj
+
+
+def _shape(m: Message) -> tuple:
+    """What of a message the lines must give back when read: its role, its calls, the call it answers."""
+    return ("user" if m.role in SYSTEM_ROLES else m.role, tuple(c.id for c in m.tool_calls), m.tool_call_id)
+
+
+def _reads_back(written: list[tuple[bytes, dict]], expected: list[tuple]) -> bool:
+    """Whether `written` reads back as messages of the shapes `expected` (the summary: a user message)."""
+    quiet = Reader(warn=lambda _msg: None)
+    try:
+        got = [
+            _shape(m) for t in read(((n, raw, obj) for n, (raw, obj) in enumerate(written, 1)), "", "session", quiet) for m in t.messages
+        ]
+    except DataError:
+        return False
+    return _in_any_result_order(got) == _in_any_result_order(expected)
+
+
+def _in_any_result_order(shapes: list[tuple]) -> list:
+    """`shapes` with each run of tool results as a set: the writer keeps results in the order Claude Code logged
+    them (both APIs take them in any order)."""
+    out: list = []
+    for s in shapes:
+        if s[0] == "tool" and out and isinstance(out[-1], list):
+            out[-1].append(s)
+        else:
+            out.append([s] if s[0] == "tool" else s)
+    return [sorted(x, key=repr) if isinstance(x, list) else x for x in out]
 
 
 def _last_of_path(log: LineLog) -> tuple[dict, str | None]:
@@ -319,11 +389,11 @@ def _last_of_path(log: LineLog) -> tuple[dict, str | None]:
     return template, next((o["uuid"] for o in reversed(kept) if o.get("uuid")), None)
 
 
-def _items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
+def _items(plan, log: LineLog, linear: bool = False) -> list[tuple[float, tuple, bool]]:
     """(source position, what to emit, in head) for the context, in source order: untouched lines as
     they are, a line holding a changed message rebuilt from all the messages it holds, new messages
     after their predecessor, and non-message lines outside the compacted region."""
-    items = _message_items(plan, log)
+    items = _linear_items(plan, log) if linear else _message_items(plan, log)
     head_max = max((p for p, _, h in items if h), default=-1.0)
     message_lines = {j for ls in log.msg_lines for j in ls}
     for j in range(log.context_start, len(log.lines)):
@@ -363,6 +433,27 @@ def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
                 items += [(at + k * 1e-6, ("moved", log.lines[j]), in_head) for k, j in enumerate(ls)]
             else:
                 items += [(float(j), log.lines[j], in_head) for j in ls]
+    return items
+
+
+def _linear_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
+    """The items of the kept messages, each message a line of its own (a message read from several lines rebuilt
+    on its first), in transcript order: at its last source line, or after the message before it when that went
+    later. The writer links them all into one chain."""
+    items: list[tuple[float, tuple, bool]] = []
+    pos = float(log.context_start) - 0.5
+    written: set[int] = set()
+    for in_head, msgs in ((True, plan.head), (False, plan.tail)):
+        for run in _runs(msgs):
+            ls = lines_of(run[0])
+            pos = max(pos + 0.001, float(max(ls, default=-1)))
+            if not ls:
+                items.append((pos, ("new", run), in_head))
+            elif ls[0] in written:
+                items.append((pos, ("split", run), in_head))
+            else:
+                items.append((pos, ("moved-rebuild", run), in_head))
+            written.update(ls[:1])
     return items
 
 
@@ -455,7 +546,7 @@ def _materialize(payload, log: LineLog, template: dict, seed: str) -> tuple[byte
     return (None, base)
 
 
-def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozenset()) -> Iterator[bytes]:
+def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozenset()) -> Iterator[tuple[bytes, dict]]:
     """Every parentUuid points at a line written before it (after the boundary: at or after it); a line in
     `force` points at the line of the chain just before it (the chain Claude Code follows goes through moved lines),
     as does a line whose parent is not before it: the last message, or a line under it (a progress line of a call),
@@ -480,7 +571,7 @@ def _relink(out: list, boundary_at: int | None, force: AbstractSet[int] = frozen
             if n == boundary_at or _is_message(obj) or obj.get("parentUuid") == tip:
                 tip = obj["uuid"]
             last = obj["uuid"]
-        yield raw if raw is not None else orjson.dumps(obj)
+        yield (raw if raw is not None else orjson.dumps(obj)), obj
 
 
 def _user_messages(obj: dict, msg: dict, source: str, lineno: int) -> list[Message]:

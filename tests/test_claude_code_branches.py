@@ -826,3 +826,25 @@ def test_a_repaired_shape_claude_code_does_not_write_reads_back_as_repaired(tmp_
     assert check.returncode == 0, check.stdout + check.stderr
     [back] = api.read([str(tmp_path / "o.jsonl")])
     assert flow(back) == flow(fixed)
+
+
+def test_a_message_begun_before_an_earlier_calls_result_keeps_its_lines_after_that_result(tmp_path):
+    """One message.id on lines around another message's result: the message is read where its first line is, so
+    every line of it goes after what the transcript puts before it (that result), not only its last line; its lines
+    are kept as they were, not rewritten one message a line."""
+    rows = [
+        user("u1", None, "go"),
+        _calls("a1", "u1", "m1", "tA"),
+        said("a2", "a1", "Meanwhile.", "m2"),
+        result("rA", "a2", "tA", "outA"),
+        call("a3", "rA", "tB", "pwd", "m2"),
+        result("rB", "a3", "tB", "outB"),
+        user("u2", "rB", "next"),
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    out = cli("repair", str(src), "-q")
+    assert out.returncode == 0, out.stderr
+    objs = read_jsonl(out.stdout)
+    assert [o["uuid"] for o in objs] == ["u1", "a1", "rA", "a2", "a3", "rB", "u2"]
+    assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "rA", "a2", "a3", "rB", "u2"]
+    assert [o["message"] for o in objs[3:5]] == [rows[2]["message"], rows[4]["message"]]  # one line a block, as read

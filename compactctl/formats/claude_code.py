@@ -423,8 +423,8 @@ def _message_items(plan, log: LineLog) -> list[tuple[float, tuple, bool]]:
             if not ls:
                 items.append((place.new(), ("new", run), in_head))
                 continue
-            at, kind = place.run(run[0].role, run[-1].role, ls)
             rebuilt = len(run) != read_from.get(ls[0]) or any(not m.untouched for m in run)
+            at, kind = place.run(run[0].role, run[-1].role, ls, rebuilt)
             if kind == "split":
                 items.append((at, ("split", run), in_head))
             elif rebuilt:
@@ -475,12 +475,15 @@ class _Placer:
         self.pos += 0.001
         return self.pos
 
-    def run(self, first: str, last: str, ls: list[int]) -> tuple[float, str]:
-        """Place a run whose first and last messages have roles `first` and `last` (results, then a prompt)."""
+    def run(self, first: str, last: str, ls: list[int], rebuilt: bool = False) -> tuple[float, str]:
+        """Place a run whose first and last messages have roles `first` and `last` (results, then a prompt); a
+        `rebuilt` run is written on its first line alone."""
         kind = "split" if ls[0] in self.written else "stay"
         self.written.add(ls[0])
         before = max(self.call_at if first == "tool" else -1.0, self.high if last != "tool" else -1.0)
-        if kind == "stay" and max(ls) < before:
+        if first != "tool":  # read back where its first line is: after every line placed before it (results of an
+            before = max(before, self.pos)  # earlier call that stood between the lines of one message.id)
+        if kind == "stay" and (ls[0] if first != "tool" else max(ls)) < before:
             kind = "moved"
         if kind == "stay":
             at = float(max(ls))

@@ -4,11 +4,13 @@ testing (bench/mutation.py) found that no test looked: the defaults, the stats, 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import orjson
 
 from compactctl import api
 from compactctl.formats.openai import message_from_dict
+from compactctl.markers import EXCERPT_LINE
 from compactctl.model import Transcript
 from compactctl.phases.prune import LITERALS_KEPT, PruneOptions
 from compactctl.tokens import make_counter
@@ -98,3 +100,89 @@ def test_without_token_counts_a_target_still_decides_and_no_target_counts_no_tok
         assert counted.messages[2] is not t.messages[2] and [m.text() for m in uncounted.messages] == [m.text() for m in counted.messages]
     _, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, count_tokens=False))
     assert st.summaries.count == 2 and st.summaries.chars > 0 and st.summaries.tokens == 0
+
+
+# ---- the room under the target
+
+
+def checks(n: int = 3, names: int = 40) -> Transcript:
+    """An ask, `n` commands each printing `names` paths of its own package, the agent's last words naming two paths of
+    the first: its output is the most used, digested last."""
+    rows: list[dict] = [{"role": "user", "content": "check"}]
+    for k in range(n):
+        rows += [
+            call(f"c{k}", "bash", {"command": f"check {k}"}),
+            res(f"c{k}", "".join(f"src/pkg{k}/file_{k}_{i}.py: ok\n" for i in range(names))),
+        ]
+    return T([*rows, {"role": "assistant", "content": "src/pkg0/file_0_1.py and src/pkg0/file_0_2.py need work"}])
+
+
+def test_room_the_last_digest_leaves_goes_to_the_earlier_ones():
+    """Under its target with room to spare, the digest that took the transcript there keeps more names, and then the
+    earlier digests do: each keeps more than its default 8 here."""
+    t = checks()
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=total(t) - 500, digest_names=8))
+    assert out.messages[2] is t.messages[2] and st.summaries.count == 2 and st.tokens_after <= total(t) - 500
+    first, last = out.messages[4].text(), out.messages[6].text()  # digested in this order (message 2 is the most used)
+    assert "src/pkg2/file_2_20.py" in last and "src/pkg1/file_1_8.py" in first  # (the 21st and the 9th names)
+
+
+def test_an_excerpt_follows_a_digest_when_the_room_left_is_48_tokens_or_more():
+    """Once every digest keeps all its names, the room left under the target goes to the output's first lines when it
+    holds 48 tokens (EXCERPT_MIN_ROOM); at 47 the digest stays alone."""
+    rows = [
+        {"role": "user", "content": "build it"},
+        call("a", "bash", {"command": "make"}),
+        res("a", "building src/main.c\n" + "ok\n" * 300),
+    ]
+    t = T([*rows, {"role": "assistant", "content": "built"}])
+    digested, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False))  # the digest, with its only name
+    assert digested.messages[2].text().endswith("  names: src/main.c")
+    fitted = total(digested)
+    alone, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=fitted + 47, refs=False))
+    assert alone.messages[2].text() == digested.messages[2].text() and st.tokens_after == fitted
+    out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=fitted + 48, refs=False))
+    assert out.messages[2].text().startswith(digested.messages[2].text() + "\n" + EXCERPT_LINE + "the first ")
+    assert fitted < st.tokens_after <= fitted + 48
+
+
+def test_a_digest_grows_into_16_tokens_of_room_and_not_into_15():
+    """The room a digest may grow into under its target is used from 16 tokens (MIN_ROOM): here one more name."""
+    t = checks(1, 12)
+    opts = PruneOptions(protect_tokens=5, refs=False, digest_names=1)
+    digested, _ = api.prune(t, COUNTER, opts)
+    assert digested.messages[2].text().endswith("  names: src/pkg0/file_0_1.py")  # (the name the agent wrote first)
+    fitted = total(digested)
+    out, st = api.prune(t, COUNTER, replace(opts, target=fitted + 15))
+    assert out.messages[2].text() == digested.messages[2].text() and st.tokens_after == fitted
+    out, st = api.prune(t, COUNTER, replace(opts, target=fitted + 16))
+    assert out.messages[2].text().endswith("  names: src/pkg0/file_0_1.py src/pkg0/file_0_2.py") and st.tokens_after <= fitted + 16
+
+
+def test_the_tokens_after_a_prune_are_its_outputs_exactly_whatever_the_target_left():
+    """--stats' tokens_after is the count of what prune wrote, and the passes' tokens add up to what it saved: a target
+    over every reduction (the digests keep 4x their names), one that leaves room for names or lines, one just met."""
+    t = checks(4, 60)
+    for target in (1, total(t) // 3, total(t) - 700, total(t) - 1):
+        out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=target, digest_names=8))
+        saved = st.dedup.tokens + st.summaries.tokens + st.args.tokens + st.images.tokens
+        assert st.tokens_before == total(t) and st.tokens_after == total(out) == total(t) - saved, target
+
+
+def numbered_read(code: str) -> Transcript:
+    """An ask, a Read of a file whose output is `code` numbered as Claude Code's Read prints it, the agent's last words."""
+    text = "\n".join(f"{n:6d}→{line}" for n, line in enumerate(code.split("\n"), 1))
+    rows = [{"role": "user", "content": "look at the steps"}, call("r", "Read", {"file_path": "/repo/steps.py"}), res("r", text)]
+    return T([*rows, {"role": "assistant", "content": "read it"}])
+
+
+def test_room_under_the_target_never_shortens_the_outline_of_a_read_with_few_names():
+    """A read whose only names are its 8 definitions: its digest's outline gives each one's lines. The room left under
+    its target has no more names to give it, and leaves the outline whole (not 4 definitions and 4 bare names)."""
+    t = numbered_read("\n".join(f"def step_{k}():\n    pass\n" for k in range(8)) + "\n" + "\n".join("# filler" for _ in range(300)))
+    digested, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False))
+    outline = "  outline: " + " ".join(f"step_{k} {3 * k + 1}-{3 * k + 2}" for k in range(8))
+    assert digested.messages[2].text() == "[Read] read /repo/steps.py lines 1-324\n" + outline
+    for room in (16, 30, 47):
+        out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=total(digested) + room))
+        assert out.messages[2].text() == digested.messages[2].text(), room

@@ -186,3 +186,18 @@ def test_room_under_the_target_never_shortens_the_outline_of_a_read_with_few_nam
     for room in (16, 30, 47):
         out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=total(digested) + room))
         assert out.messages[2].text() == digested.messages[2].text(), room
+
+
+def test_no_line_to_show_leaves_the_digest_alone_and_the_stats_exact():
+    """An output that opens with blank lines has no first lines worth showing in a small room: its digest stays as it
+    is, and tokens_after is still what prune wrote."""
+    rows = [
+        {"role": "user", "content": "go"},
+        call("a", "bash", {"command": "make"}),
+        res("a", "\n" * 400 + "built src/main.c\n" + "ok\n" * 200),
+    ]
+    t = T([*rows, {"role": "assistant", "content": "done"}])
+    digested, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False))
+    for room in (48, 100):
+        out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=total(digested) + room))
+        assert out.messages[2].text() == digested.messages[2].text() and st.tokens_after == total(out) == total(digested)

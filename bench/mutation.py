@@ -116,11 +116,24 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "prune": (
         "compactctl/phases/prune.py",
-        ["tests/test_phases.py", "tests/test_prune_bounded.py", "tests/test_budget_aware.py", "tests/test_properties.py"],
+        [
+            "tests/test_prune.py",
+            "tests/test_phases.py",
+            "tests/test_prune_bounded.py",
+            "tests/test_budget_aware.py",
+            "tests/test_properties.py",
+            "tests/test_outline.py::test_a_read_that_fits_its_target_with_a_bare_outline_needs_no_summary",
+        ],
     ),
     "prune_steps": (
         "compactctl/phases/prune_steps.py",
-        ["tests/test_phases.py", "tests/test_prune_bounded.py", "tests/test_budget_aware.py", "tests/test_properties.py"],
+        [
+            "tests/test_prune.py",
+            "tests/test_phases.py",
+            "tests/test_prune_bounded.py",
+            "tests/test_budget_aware.py",
+            "tests/test_properties.py",
+        ],
     ),
     "redact": ("compactctl/redact.py", ["tests/test_secrets.py", "tests/test_secrets_keys.py"]),
     "claude_code": (

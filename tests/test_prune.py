@@ -12,7 +12,7 @@ from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.markers import EXCERPT_LINE
 from compactctl.model import Transcript
-from compactctl.phases.prune import LITERALS_KEPT, PruneOptions
+from compactctl.phases.prune import LITERALS_KEPT, MIN_ROOM, PruneOptions
 from compactctl.tokens import make_counter
 
 COUNTER = make_counter("gpt-4o")
@@ -201,3 +201,19 @@ def test_no_line_to_show_leaves_the_digest_alone_and_the_stats_exact():
     for room in (48, 100):
         out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=total(digested) + room))
         assert out.messages[2].text() == digested.messages[2].text() and st.tokens_after == total(out) == total(digested)
+
+
+def test_without_exact_totals_prune_writes_the_same_and_reports_no_token_figure():
+    """exact_totals False (`prune` without --stats), on a transcript well over its target (its own way, counting only
+    what the decisions need): the same messages and counts as counting everything, and no token figure at all, not
+    one made up from the room the last digests grew into."""
+    t = checks(8, 200)
+    target = total(t) // 12
+    exact, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=target, digest_names=8))
+    bounded, bt = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=target, digest_names=8, exact_totals=False))
+    assert st.tokens_after is not None and target - MIN_ROOM < st.tokens_after <= target  # (the last digests grew)
+    assert [m.text() for m in bounded.messages] == [m.text() for m in exact.messages]
+    assert bt.tokens_before is None and bt.tokens_after is None
+    assert [(s.count, s.chars, s.tokens) for s in (bt.dedup, bt.summaries, bt.args, bt.images)] == [
+        (s.count, s.chars, 0) for s in (st.dedup, st.summaries, st.args, st.images)
+    ]

@@ -217,3 +217,36 @@ def test_without_exact_totals_prune_writes_the_same_and_reports_no_token_figure(
     assert [(s.count, s.chars, s.tokens) for s in (bt.dedup, bt.summaries, bt.args, bt.images)] == [
         (s.count, s.chars, 0) for s in (st.dedup, st.summaries, st.args, st.images)
     ]
+
+
+# ---- the steps: images
+
+
+def shot(text: str) -> dict:
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 4000}}],
+    }
+
+
+def test_only_old_images_outside_the_last_ask_become_a_placeholder_and_only_when_asked():
+    t = T(
+        [
+            shot("here is the bug"),
+            {"role": "assistant", "content": "I see it."},
+            shot("and this one"),
+            {"role": "assistant", "content": "Fixed."},
+            shot("one more"),
+        ]
+    )
+
+    def parts(opts: PruneOptions) -> list[str | None]:
+        """Each message's second part's type (an image, or the placeholder's text), as prune left it."""
+        out, st = api.prune(t, COUNTER, opts)
+        kinds = [m.content[1]["type"] if isinstance(m.content, list) else None for m in out.messages]
+        assert st.images.count == kinds.count("text")
+        return kinds
+
+    assert parts(PruneOptions(protect_tokens=5)) == ["text", None, "text", None, "image_url"]  # the last ask keeps its image
+    assert parts(PruneOptions(protect_tokens=5, images=False)) == ["image_url", None, "image_url", None, "image_url"]
+    assert parts(PruneOptions(protect_tokens=3000)) == ["image_url", None, "image_url", None, "image_url"]  # all recent

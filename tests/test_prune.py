@@ -250,3 +250,18 @@ def test_only_old_images_outside_the_last_ask_become_a_placeholder_and_only_when
     assert parts(PruneOptions(protect_tokens=5)) == ["text", None, "text", None, "image_url"]  # the last ask keeps its image
     assert parts(PruneOptions(protect_tokens=5, images=False)) == ["image_url", None, "image_url", None, "image_url"]
     assert parts(PruneOptions(protect_tokens=3000)) == ["image_url", None, "image_url", None, "image_url"]  # all recent
+
+
+# ---- the steps: digests
+
+
+def test_a_read_digested_with_no_names_is_its_line_and_with_one_name_its_longest_definition():
+    """--digest-names 0 makes one-liners, a numbered read's too (no outline); 1 gives a read its longest definition, with
+    its lines, in the outline (not a bare name)."""
+    code = "def short():\n    pass\n\ndef longer_one(a, b):\n    x = 1\n    y = 2\n    return x + y\n\n" + "\n".join(
+        "# filler" for _ in range(300)
+    )
+    t = numbered_read(code)
+    line = "[Read] read /repo/steps.py lines 1-308"
+    digests = [api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, digest_names=k))[0].messages[2].text() for k in (0, 1)]
+    assert digests == [line, line + "\n  outline: longer_one(a, b) 4-7"]

@@ -265,3 +265,21 @@ def test_a_read_digested_with_no_names_is_its_line_and_with_one_name_its_longest
     line = "[Read] read /repo/steps.py lines 1-308"
     digests = [api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, digest_names=k))[0].messages[2].text() for k in (0, 1)]
     assert digests == [line, line + "\n  outline: longer_one(a, b) 4-7"]
+
+
+def test_an_excerpt_under_a_bare_outline_is_sized_on_the_bare_digest():
+    """A read with no more names than a digest keeps, whose outline's parameters take many tokens: under an excerpt the
+    outline goes bare (the lines show the parameters), and the excerpt fills the room that leaves, not only the room
+    the digest with its parameters left (no excerpt at all, or a short one)."""
+    t = numbered_read(
+        "\n".join(f"def op_{k}(src, dst, mode=1):\n    return {k}\n" for k in range(20))
+        + "\n"
+        + "\n".join(f"# filler line {i}" for i in range(300))
+    )
+    digested, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False))
+    assert " op_0(src, dst, mode=1) 1-2 " in digested.messages[2].text()
+    for room in range(48, 300, 12):
+        target = total(digested) + room
+        out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=target))
+        text = out.messages[2].text()
+        assert " op_0 1-2 " in text and EXCERPT_LINE in text and target - 24 < st.tokens_after <= target, room

@@ -12,6 +12,7 @@ from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.markers import EXCERPT_LINE
 from compactctl.model import Transcript
+from compactctl.phases import prune_steps
 from compactctl.phases.prune import LITERALS_KEPT, MIN_ROOM, PruneOptions
 from compactctl.tokens import make_counter
 
@@ -283,3 +284,35 @@ def test_an_excerpt_under_a_bare_outline_is_sized_on_the_bare_digest():
         out, st = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=target))
         text = out.messages[2].text()
         assert " op_0 1-2 " in text and EXCERPT_LINE in text and target - 24 < st.tokens_after <= target, room
+
+
+# ---- the steps: which lines an excerpt shows
+
+
+def test_a_name_that_opens_the_output_counts_on_every_line_that_shows_it():
+    """The excerpt is the run of lines that shows the most names the agent wrote: a name the output opens with counts
+    on its later lines too (here the two lines naming settle_invoice, not the one naming INVOICE_GRACE_DAYS)."""
+    lines = [f"value_{j} = compute(row_{j}, 'column {j}')" for j in range(900)]
+    lines[0], lines[300], lines[700], lines[701] = (
+        "settle_invoice: starting the run",
+        "INVOICE_GRACE_DAYS read from the config",
+        "settle_invoice: retry 1",
+        "settle_invoice: retry 2",
+    )
+    rows = [{"role": "user", "content": "run it"}, call("a", "bash", {"command": "python run.py"}), res("a", "\n".join(lines) + "\n")]
+    t = T([*rows, {"role": "assistant", "content": "settle_invoice ignores INVOICE_GRACE_DAYS; fixing it next."}])
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, target=total(t) - 6000))
+    shown = out.messages[2].text().partition(EXCERPT_LINE)[2]
+    assert shown.startswith("lines 701-") and "\nsettle_invoice: retry 1\nsettle_invoice: retry 2\n" in shown
+
+
+def test_an_excerpts_run_keeps_3_lines_clear_of_anything_redaction_would_change():
+    """A run of lines within 3 lines of one that redaction changes (its key may stand there, its value in the run) is
+    not shown; 4 lines away it is."""
+    for gap, shown in ((3, False), (4, True)):
+        for at in (100 - gap, 100 + gap):
+            lines = [f"trace step {k} ok" for k in range(200)]
+            lines[100], lines[at] = "settle_invoice(INVOICE_GRACE_DAYS) -> retry", "password=hunter2secret"
+            body = "\n".join(lines) + "\n"
+            run = prune_steps._used_run(body, prune_steps.line_uses(body, ["settle_invoice"]), len(lines[100]) + 1)
+            assert (run is not None and run[:2] == (100, 101)) is shown, (gap, at)

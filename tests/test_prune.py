@@ -316,3 +316,32 @@ def test_an_excerpts_run_keeps_3_lines_clear_of_anything_redaction_would_change(
             body = "\n".join(lines) + "\n"
             run = prune_steps._used_run(body, prune_steps.line_uses(body, ["settle_invoice"]), len(lines[100]) + 1)
             assert (run is not None and run[:2] == (100, 101)) is shown, (gap, at)
+
+
+# ---- the steps: names and phrases a digest keeps
+
+
+def test_a_digest_lists_no_name_from_inside_a_private_key():
+    """An output that prints an encrypted private key: its digest's names come from the output as redaction leaves it,
+    so not the key's salt (a hex string no rule would take alone)."""
+    key = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3f17f5316e2bac89\n\n"
+    key += "\n".join("MIIEowIBAAKCAQEA" + "Zx9Lm2Qr7Tv3Wp8K" * 3 + f"Ab{k}" for k in range(20)) + "\n-----END RSA PRIVATE KEY-----\n"
+    body = "wrote config/deploy_settings.yaml\n" + key + "".join(f"checked src/mod_{k}.py\n" for k in range(20))
+    rows = [{"role": "user", "content": "deploy"}, call("b", "bash", {"command": "cat deploy.env"}), res("b", body)]
+    out, _ = api.prune(
+        T([*rows, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]), COUNTER, PruneOptions(protect_tokens=5)
+    )
+    names = out.messages[2].text().split("  names: ")[1]
+    assert names.startswith("config/deploy_settings.yaml src/mod_0.py ") and "3f17f5316e2bac89" not in names
+
+
+def test_a_digest_does_not_repeat_a_phrase_its_line_shows():
+    """A grep for 'Team not found' finds "Team not found": the digest's line shows the phrase (in the command), so its
+    quoted phrases do not list it again."""
+    body = "".join(f'src/app/api_{k}.ts:{k}:  throw new Error("Team not found")\n' for k in range(20))
+    rows = [{"role": "user", "content": "find it"}, call("a", "bash", {"command": "grep -rn 'Team not found' src"}), res("a", body)]
+    out, _ = api.prune(
+        T([*rows, {"role": "assistant", "content": "found"}, {"role": "user", "content": "next"}]), COUNTER, PruneOptions(protect_tokens=5)
+    )
+    line, names = out.messages[2].text().split("\n  names: ")
+    assert "'Team not found'" in line and "Team not found" not in names and names.startswith("src/app/api_0.ts ")

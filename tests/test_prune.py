@@ -345,3 +345,18 @@ def test_a_digest_does_not_repeat_a_phrase_its_line_shows():
     )
     line, names = out.messages[2].text().split("\n  names: ")
     assert "'Team not found'" in line and "Team not found" not in names and names.startswith("src/app/api_0.ts ")
+
+
+def test_a_result_with_no_call_is_said_by_its_first_80_characters():
+    first = "".join(f"w{k:02d} " for k in range(40))  # 160 characters
+    rows = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "running"},
+        {"role": "tool", "tool_call_id": "zz", "content": first + "\n" + "more\n" * 50},
+    ]
+    out, _ = api.prune(
+        T([*rows, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]),
+        COUNTER,
+        PruneOptions(protect_tokens=5, refs=False, digest_names=0),
+    )
+    assert out.messages[2].text().endswith(" chars: " + first[:80])

@@ -13,7 +13,7 @@ from compactctl.formats.openai import message_from_dict
 from compactctl.markers import EXCERPT_LINE
 from compactctl.model import Transcript
 from compactctl.phases import prune_steps
-from compactctl.phases.prune import LITERALS_KEPT, MIN_ROOM, PruneOptions
+from compactctl.phases.prune import LITERALS_KEPT, MIN_ROOM, PruneOptions, truncate_arguments
 from compactctl.tokens import make_counter
 
 COUNTER = make_counter("gpt-4o")
@@ -360,3 +360,14 @@ def test_a_result_with_no_call_is_said_by_its_first_80_characters():
         PruneOptions(protect_tokens=5, refs=False, digest_names=0),
     )
     assert out.messages[2].text().endswith(" chars: " + first[:80])
+
+
+# ---- the steps: long arguments
+
+
+def test_a_cut_never_goes_through_a_word_even_the_first_one():
+    """A long argument is cut at the start of the word the cut would go through, so a word 30 characters long that the
+    value opens with, cut at 20, is not kept at all (nor a piece of it)."""
+    value = "x" * 30 + " then more words follow here" * 30 + " end"
+    cut = orjson.loads(truncate_arguments(orjson.dumps({"content": value}).decode(), 20, names=0))["content"]
+    assert cut == "...[truncated]"

@@ -371,3 +371,29 @@ def test_a_cut_never_goes_through_a_word_even_the_first_one():
     value = "x" * 30 + " then more words follow here" * 30 + " end"
     cut = orjson.loads(truncate_arguments(orjson.dumps({"content": value}).decode(), 20, names=0))["content"]
     assert cut == "...[truncated]"
+
+
+# ---- the steps: the order
+
+
+def test_the_newest_quarter_of_old_outputs_goes_last_even_unused():
+    """8 old outputs, the agent wrote names of the first 6: the 2 newest (a quarter) are reduced after the others, oldest
+    first, though nothing names them (too new for their names to have been written); three digests take the oldest."""
+    rows: list[dict] = [{"role": "user", "content": "check"}]
+    for k in range(8):
+        rows += [
+            call(f"c{k}", "bash", {"command": f"check {k}"}),
+            res(f"c{k}", "".join(f"src/pkg{k}/file_{k}_{i}.py: ok\n" for i in range(40))),
+        ]
+    t = T([*rows, {"role": "assistant", "content": " ".join(f"src/pkg{k}/file_{k}_1.py" for k in range(6)) + " need work"}])
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=total(t) - 200))
+    assert [i for i, (a, b) in enumerate(zip(t.messages, out.messages, strict=True)) if a is not b] == [2, 4, 6]
+
+
+def test_a_cut_argument_names_what_its_code_defines_before_what_it_binds_inside():
+    """The names a cut argument keeps: the functions its code defines first (what a later diff or test names), then
+    what their bodies bind, whatever order they come in."""
+    code = "// header comment here\nfunction renderPanel() {\n  const showLoading = useLoading();\n  return showLoading;\n}\n\n"
+    code += "function EmptyState() {\n  return null;\n}\n" + "// padding line\n" * 40
+    cut = orjson.loads(truncate_arguments(orjson.dumps({"content": code}).decode(), 20, names=3))["content"]
+    assert cut.endswith("...[truncated] names: renderPanel EmptyState showLoading")

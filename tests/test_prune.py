@@ -397,3 +397,18 @@ def test_a_cut_argument_names_what_its_code_defines_before_what_it_binds_inside(
     code += "function EmptyState() {\n  return null;\n}\n" + "// padding line\n" * 40
     cut = orjson.loads(truncate_arguments(orjson.dumps({"content": code}).decode(), 20, names=3))["content"]
     assert cut.endswith("...[truncated] names: renderPanel EmptyState showLoading")
+
+
+def test_with_check_names_a_digest_keeps_no_phrase_that_stands_as_a_secret():
+    """--check-names: a quoted phrase that redaction takes where it stands (a password's value) is left out of the
+    digest; another phrase of the same output is kept."""
+    body = 'loaded config/app.yaml\n  password: "correct horse battery staple"\n  greeting: "hello there friend"\n'
+    rows = [
+        {"role": "user", "content": "go"},
+        call("a", "bash", {"command": "cat config/app.yaml"}),
+        res("a", body + "checked src/mod.py\n" * 30),
+    ]
+    t = T([*rows, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}])
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False, check_names=True))
+    digest = out.messages[2].text()
+    assert digest.endswith('"hello there friend"') and "correct horse" not in digest

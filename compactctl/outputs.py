@@ -161,7 +161,7 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
         code,
         failed,
         errors if (failed or code is None or code != 0) else errors[:2],
-        text.count("\n") + (1 if text else 0),
+        text.count("\n") + (1 if text and not text.endswith("\n") else 0),  # as `wc -l`, plus a last line without its newline
         len(text),
         text,
     )

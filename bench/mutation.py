@@ -53,6 +53,19 @@ each is either equivalent (no behaviour a user could see changes) or a gap in th
             `content[-1]` in a check that every part is a dict, which it is by then). The near-valid records found a
             bug in the unmutated module: a source key named as the model's marks (a message's `_before_results`, a
             call's `_arguments_object`) passed the fast path, and what repair wrote failed `repair --check` (fixed).
+The forty-first session (one helper a module, --jobs 1, four runs sharing 2 cores; samples, seed 1 then seed 2):
+- prune, prune_steps (60 each, 90 min): 25 and 28 survived (+5 timeouts, loops that no longer end); after
+            tests/test_prune.py, 9 and 15: equivalent (the bounded path taken longer to the same stopping point, a
+            memo miss, a limit of 0), excerpt-sizing heuristics the mutant sizes no worse, and boundaries no test lands
+            on yet (a message whose count is exactly the remaining limit; a run one character over its budget). A
+            second sample (10 each, narrower tests): 2 and 1 left. No bug in prune.
+- redact (100, 29 min): 46 survived (+1 timeout); after 20 tests, 18: 14 equivalent, 5 that only redact more,
+            the rest size constants (`_AROUND` 64, `_AROUND_NAME` 240, `_BLOB` 4096, `KEY_WIDTH_MIN` 40). Second
+            sample (60): 17, then 12. Two leaks fixed (the last line of a double-spaced key's tail; a 16-23-character
+            piece of a quoted high-entropy string listed as a name).
+- claude_code, codex (60 each, 23 min): 10 and 14 survived (+2 timeouts); after the tests, 3 and 0. Second sample
+            (40 each): 10 and 2, then 1 and 0. Left: 11, all equivalent. Two writer bugs fixed (a prompt's line
+            written before a late result; a moved line linked to a line off an earlier turn).
 """
 
 from __future__ import annotations

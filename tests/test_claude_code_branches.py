@@ -848,3 +848,34 @@ def test_a_message_begun_before_an_earlier_calls_result_keeps_its_lines_after_th
     assert [o["uuid"] for o in objs] == ["u1", "a1", "rA", "a2", "a3", "rB", "u2"]
     assert [o["uuid"] for o in resumable(objs)] == ["u1", "a1", "rA", "a2", "a3", "rB", "u2"]
     assert [o["message"] for o in objs[3:5]] == [rows[2]["message"], rows[4]["message"]]  # one line a block, as read
+
+
+def test_the_tail_keeps_its_lines_when_the_summary_is_an_assistant_turn(tmp_path):
+    """A head that ends with a user message makes the summary an assistant turn, which the writer writes as a user
+    line (`isCompactSummary`): the read-back compared it as an assistant's, never matched, and every compaction of
+    such a session took the linear fallback (no tail line kept as it was; a message logged a block a line merged)."""
+    objs, prev = [user("u-meta", None, "<system-reminder>\nhook context\n</system-reminder>", isMeta=True)], "u-meta"
+    objs.append(user("u-ask", prev, "Please refactor the parser module. " * 3))
+    prev = "u-ask"
+    for k in range(12):
+        mid, tid = f"msg_{k:04d}", f"toolu_{k:04d}"
+        objs += [
+            said(f"a{k}", prev, f"Step {k}: looking at the code now.", mid),
+            call(f"c{k}", f"a{k}", tid, f"cat file{k}.py", mid),
+            result(f"r{k}", f"c{k}", tid, f"line of output {k}\n" * 150),
+            said(f"d{k}", f"r{k}", "Done with this step, and here is what changed. " * 40, mid + "b"),
+            user(f"p{k}", f"d{k}", f"Now continue with part {k + 1}, please."),
+        ]
+        prev = f"p{k}"
+    objs.append(said("end", prev, "All done.", "msg_end"))
+    src, out = tmp_path / "s.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(src, objs)
+    r = cli("compact", str(src), "-q", "--last-ask", "tail", "--protect-first", "1", "--context-window", "8000", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    source = set(src.read_bytes().splitlines())
+    lines = out.read_bytes().splitlines()
+    summary = [orjson.loads(x) for x in lines if b"isCompactSummary" in x]
+    assert summary and summary[0]["type"] == "user"
+    kept = [x for x in lines if x in source]
+    assert len(kept) >= 4, f"{len(kept)} of {len(lines)} lines kept as they were"
+    assert cli("repair", "--check", str(out)).returncode == 0

@@ -286,7 +286,9 @@ def write(t: Transcript) -> Iterator[bytes]:
             )
         )
     written = _lay_out(out, boundary_at, _context_items(plan, log, template, seed, False), log, template, seed)
-    expected = [_shape(m) for m in (*plan.head, *([plan.summary] if plan.summary is not None else []), *plan.tail)]
+    # the summary is written as a user line (`isCompactSummary`), whatever role assembly gave it
+    summary = [("user", (), None)] if plan.summary is not None else []
+    expected = [*map(_shape, plan.head), *summary, *map(_shape, plan.tail)]
     if not _reads_back(written, expected):
         # the lines placed where they came from do not read back as this transcript (a shape Claude Code does not
         # write: one message's lines around another's results, results of several messages on one line): every

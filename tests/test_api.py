@@ -113,6 +113,9 @@ def test_a_message_built_with_an_unknown_role_is_refused_not_written(role, monke
     assert [(v.index, v.rule) for v in compactctl.check(t)] == [(1, "unknown-role")]
     with pytest.raises(DataError, match=r"built: message 2: unknown role"):
         compactctl.repair(t)
+    for to in (None, "anthropic", "sharegpt", "codex"):  # written as it was, or made a user's or an assistant's
+        with pytest.raises(DataError, match="unknown role"):
+            compactctl.write(t, to)
 
     def no_work(*a, **k):  # pragma: no cover (the point: never reached)
         raise AssertionError("compacted a transcript it then refuses (an LLM's call too)")

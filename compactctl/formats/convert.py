@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, is_value_part, other_content
+from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, check_roles, is_value_part, other_content
 from .reader import Reader
 from .registry import REGISTRY, get_format
 
@@ -26,7 +26,9 @@ def written_as(fmt: str, to: str | None = None) -> str:
 def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> Iterator[bytes]:
     """Output lines for one transcript, in its own format or converted with `to`. Formats that are
     read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise. `lost` counts, by
-    kind, what the target could not hold as it was (a part it does not take, a system prompt moved)."""
+    kind, what the target could not hold as it was (a part it does not take, a system prompt moved). A message whose
+    role none of the APIs take (built through the library: the readers refuse one) is a DataError, not a line."""
+    check_roles(t)
     source = get_format(t.format)
     if not to and source.write is None:
         to = "openai"

@@ -499,7 +499,7 @@ def test_a_config_file_that_is_not_utf8_is_a_usage_error(tmp_path):
     ("xdg", "expected"),
     [
         ("/x//", "/x/compactctl/config.toml"),
-        ("/x/./y/../z", "/x/z/compactctl/config.toml"),
+        ("/x/y/../z/", "/x/y/../z/compactctl/config.toml"),  # `..` left to the system: y may be a link
         ("relative/dir", None),  # ignored, as the XDG spec says: the default under the home folder
         ("", None),
     ],

@@ -3,7 +3,7 @@ that is said, the identifier index and the quoted lines, and that the summary st
 
 from __future__ import annotations
 
-from compactctl.summarizers.fit import INDEX_LINE, Item, Tier, fit, index_line_names
+from compactctl.summarizers.fit import INDEX_LINE, Item, Tier, fit, index_fit, index_line_names
 from compactctl.summarizers.prompt import parse_sections
 from compactctl.tokens import make_counter
 
@@ -50,3 +50,9 @@ def test_the_index_lists_the_most_used_names_first_at_every_budget():
     for budget in range(100, 200, 4):
         listed = index_names(fit(its, COUNTER, budget, list(names)))
         assert listed == names[: len(listed)], (budget, listed)
+
+
+def test_the_index_fit_of_all_the_names_is_their_number():
+    """The last line of the names fitting whole is the end of them (it said 36 for 30 names: its callers sliced)."""
+    names = [f"handler_{k}" for k in range(30)]
+    assert index_fit(names, COUNTER, 10_000) == 30 and index_fit([], COUNTER, 10_000) == 0

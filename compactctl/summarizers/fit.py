@@ -156,7 +156,7 @@ def index_fit(names: list[str], counter: Counter, room: int) -> int:
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if cost(start, mid) <= room else (lo, mid - 1)
-    return lo
+    return min(lo, len(names))  # (a last line fitting whole took start past the end)
 
 
 def _section_order(it: Item) -> int:

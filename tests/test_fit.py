@@ -3,8 +3,9 @@ that is said, the identifier index and the quoted lines, and that the summary st
 
 from __future__ import annotations
 
-from compactctl.summarizers.fit import INDEX_LINE, Item, Tier, fit, index_fit, index_line_names
-from compactctl.summarizers.prompt import parse_sections
+from compactctl.summarizers.fit import INDEX_LINE, Item, Tier, fit, index_fit, index_line_names, pick_excerpts, with_signatures
+from compactctl.summarizers.prompt import SECTIONS, parse_sections
+from compactctl.summarizers.vocabulary import Excerpt
 from compactctl.tokens import make_counter
 
 COUNTER = make_counter("gpt-4o")
@@ -52,7 +53,137 @@ def test_the_index_lists_the_most_used_names_first_at_every_budget():
         assert listed == names[: len(listed)], (budget, listed)
 
 
+def test_every_section_with_content_gets_an_equal_share_of_the_room():
+    """A long list of actions does not starve the decisions: each section with content gets an equal share, and
+    the decisions keep about as much room as the actions though their tier is kept later."""
+    its = items(
+        *HEAD,
+        *(("Completed Actions", f"- ran pytest tests/test_mod_{k}.py and it passed", Tier.WORK) for k in range(40)),
+        *(("Key Decisions", f"- chose option {k} for the cache layer", Tier.DETAIL) for k in range(12)),
+    )
+    text = fit(its, COUNTER, 200)
+    actions, decisions = kept(text, "Completed Actions"), kept(text, "Key Decisions")
+    assert len(decisions) >= 6 and len(actions) >= 4
+    assert COUNTER.text("\n".join(decisions)) >= 0.7 * COUNTER.text("\n".join(actions))
+    assert parse_sections(text)["Key Decisions"].endswith(f"(+{12 - len(decisions)} more omitted to fit the budget)")
+    assert COUNTER.text(text) <= 200
+    # Nor do many key lines (constraints): they are kept before work lines in their own share, not before every
+    # other section.
+    its = items(
+        *HEAD,
+        *(("Constraints & Preferences", f"- never touch the file config/settings_{k}.yaml by hand", Tier.KEY) for k in range(30)),
+        *(("Key Decisions", f"- chose option {k} for the cache layer", Tier.WORK) for k in range(12)),
+    )
+    text = fit(its, COUNTER, 200)
+    assert len(kept(text, "Key Decisions")) >= 6 and len(kept(text, "Constraints & Preferences")) >= 4
+
+
+def test_within_a_section_the_surer_tier_is_kept_first_whatever_its_place():
+    """A section keeps its surer lines first: a key line listed after work lines, a work line after detail lines."""
+    rest = [("Key Decisions", f"- decided {k} about the cache layer", Tier.WORK) for k in range(30)]
+    for first, then in ((Tier.DETAIL, Tier.WORK), (Tier.WORK, Tier.KEY)):
+        its = items(
+            *HEAD,
+            *(("Remaining Work", f"- later step {k} of the migration plan", first) for k in range(6)),
+            ("Remaining Work", "- the step that matters most", then),
+            *rest,
+        )
+        text = fit(its, COUNTER, 120)
+        assert "- the step that matters most" in kept(text, "Remaining Work"), (first, then, text)
+        assert COUNTER.text(text) <= 120
+
+
+def test_a_file_only_a_shell_printed_gets_only_what_the_shares_leave():
+    """Tier.AS_ROOM_ALLOWS: a file a shell listed takes no share of its section's room; the actions take it first."""
+    its = items(
+        *HEAD,
+        ("Relevant Files", "- src/app.py (edited)", Tier.KEY),
+        *(("Relevant Files", f"- lib/vendor/pkg_{k}/module.py (shell-read)", Tier.AS_ROOM_ALLOWS) for k in range(10)),
+        *(("Completed Actions", f"- ran pytest tests/test_mod_{k}.py and it passed", Tier.WORK) for k in range(40)),
+    )
+    text = fit(its, COUNTER, 250)
+    assert kept(text, "Relevant Files") == ["- src/app.py (edited)"]
+    assert parse_sections(text)["Relevant Files"].endswith("(+10 more omitted to fit the budget)")
+    assert len(kept(text, "Completed Actions")) < 40
+
+
+def test_the_13_headings_are_all_written_while_they_take_at_most_a_tenth_of_the_budget():
+    """HEADINGS_SHARE: at ten times the headings' cost every section is written ("None" under an empty one); a token
+    less and a summary keeps that room for content: only sections with something in them."""
+    headings = sum(COUNTER.text(f"## {s}\nNone\n\n") for s in SECTIONS)
+    its = items(*HEAD, ("Key Decisions", "- keep the cache", Tier.WORK))
+    full = parse_sections(fit(its, COUNTER, 10 * headings))
+    assert list(full) == list(SECTIONS) and full["Blocked"] == "None"
+    terse = parse_sections(fit(its, COUNTER, 10 * headings - 1))
+    assert list(terse) == ["Active Task", "Goal", "Key Decisions"]
+
+
+def test_a_budget_too_small_for_the_goal_sheds_it_and_keeps_the_ask_carried_verbatim():
+    its = items(
+        ("Active Task", "- fix the login bug in src/auth/session.py", Tier.ASK),
+        ("Goal", "ship the release with " + " ".join(f"feature_{k}" for k in range(40)), Tier.FIRST),
+    )
+    text = fit(its, COUNTER, 40)
+    secs = parse_sections(text)
+    assert secs["Active Task"] == "- fix the login bug in src/auth/session.py"
+    assert "feature_" not in text and "Goal" not in secs  # (a summary this small writes only what it keeps)
+    assert COUNTER.text(text) <= 40
+
+
+def test_no_index_line_is_empty():
+    """Names a multiple of a line's twelve, and room to spare: every index line lists names."""
+    for count in (12, 24, 36):
+        names = [f"handler_{k}" for k in range(count)]
+        text = fit(items(*HEAD), COUNTER, 2000, names)
+        lines = [ln for ln in text.split("\n") if ln.startswith(INDEX_LINE.strip())]
+        assert all(index_line_names(ln) for ln in lines) and index_names(text) == names
+
+
+def test_the_index_takes_as_many_names_as_its_room_holds_to_the_token():
+    names = [f"handler_{k}" for k in range(30)]
+
+    def cost(a: int, e: int) -> int:  # a line and its newline
+        return COUNTER.text(INDEX_LINE + " ".join(names[a:e])) + 1
+
+    for k in (5, 12, 17, 29):
+        room = sum(cost(a, min(a + 12, k)) for a in range(0, k, 12))  # whole lines of twelve, then the rest
+        assert index_fit(names, COUNTER, room) == k
+        assert index_fit(names, COUNTER, room - 1) == k - 1
+
+
 def test_the_index_fit_of_all_the_names_is_their_number():
     """The last line of the names fitting whole is the end of them (it said 36 for 30 names: its callers sliced)."""
     names = [f"handler_{k}" for k in range(30)]
     assert index_fit(names, COUNTER, 10_000) == 30 and index_fit([], COUNTER, 10_000) == 0
+
+
+def test_the_summary_stays_within_its_budget_and_may_use_it_to_the_last_token():
+    its = items(
+        *HEAD,
+        *(("Completed Actions", f"- edited src/mod_{k}.py", Tier.WORK) for k in range(4)),
+        *(("Completed Actions", f"- read docs/page_{k}.md", Tier.DETAIL) for k in range(30)),
+        ("Key Decisions", "- keep the cache", Tier.WORK),
+    )
+    used = {budget: COUNTER.text(fit(its, COUNTER, budget)) for budget in range(60, 320)}
+    assert all(n <= budget for budget, n in used.items())
+    assert sum(n == budget for budget, n in used.items()) >= 10  # the rendered text is checked exactly, not estimated
+
+
+def test_a_quoted_line_shows_names_no_line_quoted_before_it_shows():
+    """The quoted lines show the most names not shown yet per token: a line that shows only what another quoted line
+    shows is not quoted, even with room for it; what is quoted comes in the transcript's order (oldest first)."""
+    excerpts = [  # newest first
+        Excerpt("    return session_store.get(user_id)", (("session_store", 3.0), ("user_id", 3.0))),
+        Excerpt("    cached = session_store.get(user_id) or None", (("session_store", 3.0), ("user_id", 3.0))),
+        Excerpt("    token = refresh_token(config)", (("refresh_token", 1.0),)),
+    ]
+    assert pick_excerpts(excerpts, COUNTER, 200) == ["    token = refresh_token(config)", "    return session_store.get(user_id)"]
+    assert pick_excerpts(excerpts, COUNTER, 32) == ["    return session_store.get(user_id)"]  # the most per token first
+
+
+def test_a_function_s_parameters_the_index_does_not_list_are_not_written_beside_it():
+    """Parameters cost room: they are written beside a function's name when they show names the index lists (it
+    then leaves them out), or cost about two tokens; not a list of names the index does not hold."""
+    names = ["load_settings", "login", "session_store"]
+    signatures = {"load_settings": "(a_very_long_parameter_name_here, another_one)", "login": "(session_store)"}
+    assert with_signatures(names, signatures, COUNTER) == ["load_settings", "login(session_store)"]

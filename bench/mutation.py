@@ -155,7 +155,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "fit": (
         "compactctl/summarizers/fit.py",
-        ["tests/test_phases.py", "tests/test_budget_aware.py", "tests/test_properties.py", "tests/test_llm.py"],
+        ["tests/test_fit.py", "tests/test_phases.py", "tests/test_budget_aware.py", "tests/test_properties.py", "tests/test_llm.py"],
     ),
     "codex": (
         "compactctl/formats/codex.py",

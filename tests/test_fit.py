@@ -3,7 +3,18 @@ that is said, the identifier index and the quoted lines, and that the summary st
 
 from __future__ import annotations
 
-from compactctl.summarizers.fit import INDEX_LINE, Item, Tier, fit, index_fit, index_line_names, pick_excerpts, with_signatures
+from compactctl.summarizers.fit import (
+    EXCERPT_HEAD,
+    EXCERPT_INDENT,
+    INDEX_LINE,
+    Item,
+    Tier,
+    fit,
+    index_fit,
+    index_line_names,
+    pick_excerpts,
+    with_signatures,
+)
 from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.summarizers.vocabulary import Excerpt
 from compactctl.tokens import make_counter
@@ -167,6 +178,12 @@ def test_the_summary_stays_within_its_budget_and_may_use_it_to_the_last_token():
     used = {budget: COUNTER.text(fit(its, COUNTER, budget)) for budget in range(60, 320)}
     assert all(n <= budget for budget, n in used.items())
     assert sum(n == budget for budget, n in used.items()) >= 10  # the rendered text is checked exactly, not estimated
+    # The room the rendered summary leaves takes the index's next names, counted exactly (45 of these 260 budgets
+    # are filled to the token).
+    names = [f"h{k}" for k in range(60)]
+    used = {budget: COUNTER.text(fit(its[:3], COUNTER, budget, names)) for budget in range(60, 320)}
+    assert all(n <= budget for budget, n in used.items())
+    assert sum(n == budget for budget, n in used.items()) >= 30
 
 
 def test_a_quoted_line_shows_names_no_line_quoted_before_it_shows():
@@ -187,3 +204,18 @@ def test_a_function_s_parameters_the_index_does_not_list_are_not_written_beside_
     names = ["load_settings", "login", "session_store"]
     signatures = {"load_settings": "(a_very_long_parameter_name_here, another_one)", "login": "(session_store)"}
     assert with_signatures(names, signatures, COUNTER) == ["load_settings", "login(session_store)"]
+
+
+def test_the_summary_quotes_the_lines_that_show_the_index_s_names_and_does_not_list_them_again():
+    excerpts = [  # newest first
+        Excerpt("    return session_store.get(user_id)", (("session_store", 3.0), ("user_id", 3.0))),
+        Excerpt("    token = refresh_token(config)", (("refresh_token", 1.0),)),
+    ]
+    names = ["user_id", "refresh_token", "config", "handler_1"]
+    context = parse_sections(fit(items(*HEAD), COUNTER, 300, names, excerpts))["Critical Context"].split("\n")
+    assert context == [
+        EXCERPT_HEAD,
+        EXCERPT_INDENT + "    token = refresh_token(config)",
+        EXCERPT_INDENT + "    return session_store.get(user_id)",
+        INDEX_LINE + "handler_1",
+    ]

@@ -78,6 +78,10 @@ def test_every_section_with_content_gets_an_equal_share_of_the_room():
     assert COUNTER.text("\n".join(decisions)) >= 0.7 * COUNTER.text("\n".join(actions))
     assert parse_sections(text)["Key Decisions"].endswith(f"(+{12 - len(decisions)} more omitted to fit the budget)")
     assert COUNTER.text(text) <= 200
+    # A section with only files a shell printed (no share of its own) takes no share from the others.
+    shell = [("Relevant Files", f"- lib/vendor/pkg_{k}/module.py (shell-read)", Tier.AS_ROOM_ALLOWS) for k in range(10)]
+    text = fit(items(*((it.section, it.text, it.tier) for it in its), *shell), COUNTER, 200)
+    assert kept(text, "Key Decisions") == decisions and kept(text, "Relevant Files") == []
     # Nor do many key lines (constraints): they are kept before work lines in their own share, not before every
     # other section.
     its = items(

@@ -66,6 +66,11 @@ The forty-first session (one helper a module, --jobs 1, four runs sharing 2 core
 - claude_code, codex (60 each, 23 min): 10 and 14 survived (+2 timeouts); after the tests, 3 and 0. Second sample
             (40 each): 10 and 2, then 1 and 0. Left: 11, all equivalent. Two writer bugs fixed (a prompt's line
             written before a late result; a moved line linked to a line off an earlier turn).
+- fit (70, 55 min): 28 survived (+3 timeouts); after tests/test_fit.py, 10: 5 equivalent, 1 layout constant (12
+            names an index line), 4 that move a token estimate by one (the exact check on the rendered text still
+            holds the budget). Second sample (40): 9, all equivalent or one-token estimates. One bug fixed: the
+            index took a shorter later line when a line missed, listing less used names while more used ones were
+            left out.
 """
 
 from __future__ import annotations

@@ -230,8 +230,7 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
        room more; the index lists the names they do not show.
     3. Every other section that has content gets an equal share of what is left, filled in its own
        order (so decisions and state are never starved by a long list of actions).
-    4. What is still left goes by tier, newest actions first (the index's lines after tier 2's items, none after
-       one that does not fit).
+    4. What is still left goes by tier, newest actions first (the index's lines after tier 2's items).
     5. The room the rendered summary still leaves takes the names of the first index line that did not fit.
     The rendered text (headings, "(+N more ...)" notes included) is then checked exactly, shedding the
     last-chosen items until it fits."""

@@ -35,33 +35,25 @@ def kept(text: str, section: str) -> list[str]:
     return [ln for ln in parse_sections(text).get(section, "").split("\n") if ln.startswith("- ")]
 
 
-def test_the_index_lists_the_most_used_names_first_at_every_budget():
-    """The index's names come ranked, most used first: it never lists a name while a more used one is left out. A
-    short last line of the index fitted where the line before it did not, and the summary listed `handler_18
-    handler_19` with `handler_6` to `handler_17` left out (the same room holds about as many of those)."""
+def test_the_index_share_lists_the_most_used_names_first_and_its_leftover_lines_go_before_details():
+    """The index's names come most used first, and the lines the shares left go before the detail actions. (After
+    the shares, a shorter later index line may be taken where an earlier one did not fit, so less used names can be
+    listed while more used ones are not: a rule that stopped at the first line that missed, in rank order, kept
+    fewer needed-later facts on Codex, 96.7 -> 96.4% at 20%, and was not kept.)"""
     its = items(
         *HEAD,
         *(("Completed Actions", f"- edited src/mod_{k}.py", Tier.WORK) for k in range(4)),
         *(("Completed Actions", f"- read docs/page_{k}.md", Tier.DETAIL) for k in range(30)),
         ("Key Decisions", "- keep the cache", Tier.WORK),
     )
-    # The index's lines the shares left go before the detail actions (after the work ones).
     text = fit(its, COUNTER, 300, [f"handler_{k}" for k in range(48)])
     assert len(index_names(text)) == 48 and 4 < len(kept(text, "Completed Actions")) < 34
     assert all(f"- edited src/mod_{k}.py" in kept(text, "Completed Actions") for k in range(4))
-    for count in (20, 23, 30):
-        names = [f"handler_{k}" for k in range(count)]
-        for budget in range(100, 400, 3):
-            text = fit(its, COUNTER, budget, list(names))
-            listed = index_names(text)
-            assert listed == names[: len(listed)], (count, budget, listed)
-            assert COUNTER.text(text) <= budget
-    # Nor does the index's own share skip a long name for the short names of a later line.
-    names = [f"h{k}" for k in range(22)]
-    names[8] = "src/components/settings/notifications/NotificationPreferencesPanel.test.tsx"
-    for budget in range(100, 200, 4):
-        listed = index_names(fit(its, COUNTER, budget, list(names)))
-        assert listed == names[: len(listed)], (budget, listed)
+    for budget in range(100, 400, 3):  # ranked up to the room the share gives, whatever is packed after it
+        text = fit(its, COUNTER, budget, [f"handler_{k}" for k in range(30)])
+        assert COUNTER.text(text) <= budget
+        listed = index_names(text)
+        assert listed[:4] == [f"handler_{k}" for k in range(min(4, len(listed)))], (budget, listed)
 
 
 def test_every_section_with_content_gets_an_equal_share_of_the_room():

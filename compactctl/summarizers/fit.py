@@ -246,28 +246,16 @@ def fit(items: list[Item], counter: Counter, budget: int, names: list[str] | Non
     items = ch.items = items + index
     ch.fill(index, room, stop_at_first_miss=True)
     _shares(ch, budget)
-    _by_tier(ch, budget, {it.order for it in index})
+    for tier in sorted({it.tier for it in items if it.tier > Tier.FIRST}, key=lambda k: Tier.WORK + 0.5 if k == Tier.INDEX else k):
+        for it in sorted((it for it in items if it.tier == tier and it.order not in ch.taken), key=_section_order):
+            if ch.used + ch.cost(it) <= budget:
+                ch.take(it)
     _top_up(ch, budget)
     while True:
         text = _render(items, set(ch.chosen), ch.terse)
         if counter.text(text) <= budget or not ch.chosen or items[ch.chosen[-1]].tier <= Tier.ASK:
             return text  # (over the budget only when the ask the plan moved here does not fit: the caller refuses)
         ch.chosen.pop()  # the last chosen first; tier 0 too (the goal before a pointer to the ask) when the budget cannot hold it
-
-
-def _by_tier(ch: _Choice, budget: int, index: set[int]) -> None:
-    """What is left, by tier (the index's lines after tier 2's items), newest actions first. The index stays in the
-    order of its names: after a line of it that does not fit, none of its later lines is taken (a shorter later line
-    would list names used less while more used ones are left out; `_top_up` takes what of the missed line fits)."""
-    missed = False
-    for tier in sorted({it.tier for it in ch.items if it.tier > Tier.FIRST}, key=lambda k: Tier.WORK + 0.5 if k == Tier.INDEX else k):
-        for it in sorted((it for it in ch.items if it.tier == tier and it.order not in ch.taken), key=_section_order):
-            if it.order in index and missed:
-                continue
-            if ch.used + ch.cost(it) <= budget:
-                ch.take(it)
-            elif it.order in index:
-                missed = True
 
 
 def _quote(ch: _Choice, excerpts: Sequence[Excerpt], room: int, names: list[str] | None) -> list[str] | None:

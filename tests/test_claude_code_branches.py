@@ -749,21 +749,26 @@ def test_a_second_compaction_resumes_from_its_own_boundary(tmp_path):
     assert not {"o1", "o2", "b1"} & {o["uuid"] for o in chain}
 
 
+def _begun_around_a_result() -> list[dict]:
+    """A second message (m2) begun before the first one's result, its later line after that result."""
+    return [
+        user("u1", None, "go"),
+        _calls("a1", "u1", "m1", "tA"),
+        said("a2", "a1", "Meanwhile.", "m2"),
+        result("rA", "a2", "tA", "outA"),
+        call("a3", "rA", "tB", "pwd", "m2"),
+        result("rB", "a3", "tB", "outB"),
+        user("u2", "rB", "next"),
+    ]
+
+
 @pytest.mark.parametrize(
     "case",
     [
         # a second message begun before the first one's result, its later line after that result (one message.id on
         # lines separated by another message's results): the merged message was rebuilt on its first line, before the
         # result repair puts after the first call; read back, the calls stood before the results (placement)
-        [
-            user("u1", None, "go"),
-            _calls("a1", "u1", "m1", "tA"),
-            said("a2", "a1", "Meanwhile.", "m2"),
-            result("rA", "a2", "tA", "outA"),
-            call("a3", "rA", "tB", "pwd", "m2"),
-            result("rB", "a3", "tB", "outB"),
-            user("u2", "rB", "next"),
-        ],
+        _begun_around_a_result(),
         # a parallel result under a progress line of its call, off the single-parent chain: the progress line was
         # linked under repair's stub for the other call, so the loader no longer took the result (missing result)
         [
@@ -832,15 +837,7 @@ def test_a_message_begun_before_an_earlier_calls_result_keeps_its_lines_after_th
     """One message.id on lines around another message's result: the message is read where its first line is, so
     every line of it goes after what the transcript puts before it (that result), not only its last line; its lines
     are kept as they were, not rewritten one message a line."""
-    rows = [
-        user("u1", None, "go"),
-        _calls("a1", "u1", "m1", "tA"),
-        said("a2", "a1", "Meanwhile.", "m2"),
-        result("rA", "a2", "tA", "outA"),
-        call("a3", "rA", "tB", "pwd", "m2"),
-        result("rB", "a3", "tB", "outB"),
-        user("u2", "rB", "next"),
-    ]
+    rows = _begun_around_a_result()
     src = write_jsonl(tmp_path / "s.jsonl", rows)
     out = cli("repair", str(src), "-q")
     assert out.returncode == 0, out.stderr

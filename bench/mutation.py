@@ -167,6 +167,19 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "compactctl/formats/codex.py",
         ["tests/test_formats.py", "tests/test_codex_variants.py", "tests/test_format_properties.py", "tests/test_odd_input.py"],
     ),
+    "offline": (
+        "compactctl/summarizers/offline.py",
+        ["tests/test_phases.py", "tests/test_budget_aware.py", "tests/test_fit.py", "tests/test_properties.py", "tests/test_llm.py"],
+    ),
+    "facts": (
+        "compactctl/summarizers/facts.py",
+        ["tests/test_budget_aware.py", "tests/test_phases.py", "tests/test_fit.py", "tests/test_properties.py", "tests/test_recall.py"],
+    ),
+    "sinks": ("compactctl/runner/sinks.py", ["tests/test_dataset_faults.py", "tests/test_scale.py", "tests/test_cli.py"]),
+    "journal": (
+        "compactctl/journal.py",
+        ["tests/test_journal.py", "tests/test_dataset_faults.py", "tests/test_archive_carry.py", "tests/test_exit_codes.py"],
+    ),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {

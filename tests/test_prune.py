@@ -147,6 +147,23 @@ def test_an_excerpt_follows_a_digest_when_the_room_left_is_48_tokens_or_more():
     assert fitted < st.tokens_after <= fitted + 48
 
 
+def test_an_excerpt_of_a_first_line_longer_than_its_room_says_it_shows_the_start_of_that_line():
+    """An output whose first line alone is longer than the room (minified JSON, a long log line): the excerpt shows
+    its start, and says so, not that it shows the first line."""
+    first = " ".join(f"item{k}" for k in range(2000))
+    rows = [
+        {"role": "user", "content": "build it"},
+        call("a", "bash", {"command": "make"}),
+        res("a", "building src/main.c " + first + "\n" + "ok\n" * 300),
+    ]
+    t = T([*rows, {"role": "assistant", "content": "built"}])
+    digested, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, refs=False))
+    out, _ = api.prune(t, COUNTER, PruneOptions(protect_tokens=5, target=total(digested) + 100, refs=False))
+    said, _, shown = out.messages[2].text().partition("\n" + EXCERPT_LINE)[2].partition("\n")
+    assert said == "the start of line 1 of 301, as it was:"
+    assert shown and "\n" not in shown and ("building src/main.c " + first).startswith(shown)
+
+
 def test_a_digest_grows_into_16_tokens_of_room_and_not_into_15():
     """The room a digest may grow into under its target is used from 16 tokens (MIN_ROOM): here one more name."""
     t = checks(1, 12)

@@ -346,8 +346,8 @@ class _Context:
         """Message i (a digest of `old`) followed by lines of `old`'s output as the tool printed it (_unwrapped),
         verbatim, at most `n` characters of them: the run of whole lines that shows the most names the person or the
         agent wrote (self.weight: what the agent acts on, as a digest's quoted lines are chosen), else its first lines
-        (the whole lines of its first `n` characters, cut by redact.cut: never a piece of a secret); None when no line is
-        that short."""
+        (the whole lines of its first `n` characters, cut by redact.cut: never a piece of a secret; the start of the first
+        line when that line is longer, said so); None when nothing is left."""
         text = self._unwrapped(old.text())
         cur = self.msgs[i]
         run = _used_run(text, self._line_uses(text), n)
@@ -363,7 +363,10 @@ class _Context:
             head = head[: head.rfind("\n")]
         if not head.strip():
             return None
-        said = f"the first {head.count(chr(10)) + 1:,} of {_line_count(text):,} lines, as they were:"
+        if "\n" in head or len(head) == len(shown) or head == shown.partition("\n")[0]:
+            said = f"the first {head.count(chr(10)) + 1:,} of {_line_count(text):,} lines, as they were:"
+        else:  # a first line longer than the room: its start
+            said = f"the start of line 1 of {_line_count(text):,}, as it was:"
         return cur.evolve(content=_same_shape(cur.content, f"{cur.text()}\n{EXCERPT_LINE}{said}\n{head}"))
 
     def _line_uses(self, text: str) -> list[int]:

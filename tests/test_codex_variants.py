@@ -582,3 +582,45 @@ def test_a_call_added_to_a_message_is_written_after_its_lines_in_the_rollouts_sh
     assert objs[2] == _line(
         "t2", "response_item", {"type": "function_call", "name": "shell", "arguments": '{"command":["pwd"]}', "call_id": "c2"}
     )
+
+
+def _rollout_with_events_inside_a_message() -> list[dict]:
+    """A rollout whose assistant message (its text, then a call) has an event line between its two lines, as Codex
+    logs the text's `agent_message` event as soon as the text is out."""
+
+    def item(payload: dict) -> dict:
+        return {"timestamp": "2026-01-01T00:00:00Z", "type": "response_item", "payload": payload}
+
+    def event(payload: dict) -> dict:
+        return {"timestamp": "2026-01-01T00:00:00Z", "type": "event_msg", "payload": payload}
+
+    return [
+        {"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s1", "cwd": "/w"}},
+        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix io.py"}]}),
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me look."}]}),
+        event({"type": "agent_message", "message": "Let me look."}),
+        item({"type": "function_call", "call_id": "c1", "name": "shell", "arguments": '{"command":["cat","io.py"]}'}),
+        event({"type": "token_count", "info": None}),
+        item({"type": "function_call_output", "call_id": "c1", "output": "print(1)"}),
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}),
+        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks. LAST ASK"}]}),
+    ]
+
+
+@pytest.mark.parametrize("changed", ["the message itself", "another message"])
+def test_event_lines_between_a_messages_lines_stay_between_them(tmp_path, changed):
+    """A written rollout keeps each event line where it stood among the lines of a message, whether that message
+    was rewritten or kept as it was: before, they moved after the whole message, so a resumed session's history
+    showed the agent's text event after its call."""
+    rows = _rollout_with_events_inside_a_message()
+    src = tmp_path / "rollout.jsonl"
+    src.write_bytes(lines(rows))
+    [t] = api.read([str(src)])
+    assert [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant", "user"]
+    k = 1 if changed == "the message itself" else 3
+    t.messages[k] = t.messages[k].evolve(content="Let me look at io.py." if k == 1 else "Done: io.py fixed.")
+    out = read_jsonl(api.write(t))
+    kinds = [(o["type"], o["payload"].get("type")) for o in out]
+    assert kinds == [(o["type"], o["payload"].get("type")) for o in rows]  # every line, in its place
+    assert out[3] == rows[3] and out[5] == rows[5]
+    assert out[2]["payload"]["content"][0]["text"] == ("Let me look at io.py." if k == 1 else "Let me look.")

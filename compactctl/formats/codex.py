@@ -330,12 +330,13 @@ def _blank_prompt(m: Message) -> bool:
     return m.role in ("system", "developer") and (not isinstance(m.content, list) or blank_parts(m.content)) and not m.text().strip()
 
 
-def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
+def _rebuild(m: Message, log: LineLog) -> list[tuple[int, tuple[bytes | None, dict]]]:
     """A changed message written into its own source lines where it can be: reasoning items stay as
-    they were, outputs and calls get their new text."""
+    they were, outputs and calls get their new text; each line with the source line it stands for (a new
+    call: the last)."""
     ls = lines_of(m)
     fresh = items_of(m)
-    out: list[tuple[bytes | None, dict]] = []
+    out: list[tuple[int, tuple[bytes | None, dict]]] = []
     calls = [it for it in fresh if it["type"] in CALLS]
     source_ids = {(_item(log.lines[j][1]) or {}).get("call_id") for j in ls}
     text_done = False
@@ -344,7 +345,7 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
         it = _item(obj) or {}
         typ = _kind(it)
         if typ == "reasoning":
-            out.append((raw, obj))
+            out.append((j, (raw, obj)))
             continue
         new = copy.deepcopy(obj)
         target = new.get("payload", new) if "payload" in new else new
@@ -367,10 +368,10 @@ def _rebuild(m: Message, log: LineLog) -> list[tuple[bytes | None, dict]]:
                 continue
             target.clear()
             target.update(_as_came(it, msg))
-        out.append((None, new))
+        out.append((j, (None, new)))
     template = log.lines[ls[0]][1] if ls else None
     for call in calls:
-        out.append((None, _wrap(template, call)))
+        out.append((max(ls, default=0), (None, _wrap(template, call))))
     return out
 
 
@@ -463,9 +464,14 @@ class _Rewrite:
         if ls:
             self.flush_until(min(ls))
         if m.untouched and ls:
-            self.out.extend(self.log.lines[j] for j in ls if j not in self.emitted)
+            for j in ls:
+                if j not in self.emitted:
+                    self.flush_until(j)  # the lines between a message's lines (events) stay between them
+                    self.out.append(self.log.lines[j])
         elif ls:
-            self.out.extend(_rebuild(m, self.log))
+            for j, line in _rebuild(m, self.log):
+                self.flush_until(j)
+                self.out.append(line)
         elif not _blank_prompt(m):  # a new prompt without text says nothing: no line (as in Claude Code)
             self.out.extend((None, _wrap(self.template, it)) for it in items_of(m))
         self.emitted.update(ls)

@@ -17,6 +17,7 @@ Behaviour is chosen by the requested model name:
   echo       a structured answer that repeats the request's user content under Critical Context
   surrogate  a structured answer holding a lone UTF-16 surrogate (valid JSON: "\\ud800")
   think      a <think> draft with its own headings, then the structured answer (a reasoning model)
+  unopened   the same without its opening tag: a draft, "</think>", the answer (a template that opens it in the prompt)
   cut        a structured answer stopped mid-line, finish_reason "length" (cut at max_tokens)
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
@@ -123,6 +124,8 @@ class Server:
                 content = {"empty": "", "garbage": "I think it went fine, mostly.", "huge": HUGE, "inject": INJECT}.get(model, GOOD)
                 if model == "think":
                     content = "<think>\n## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS\n</think>\n" + GOOD
+                if model == "unopened":
+                    content = "Okay, let me draft it.\n## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS\n</think>\n\n" + GOOD
                 if model == "cut":
                     content = GOOD.split("## Relevant Files")[0] + "## Relevant Files\n- app.py\n- half-writ"
                 if model == "echo":

@@ -395,6 +395,23 @@ def test_a_think_tag_in_the_summarys_own_text_is_kept():
     assert _without_reasoning("<think>\n## Goal\ndraft\n</think>\n" + text) == text
 
 
+def test_a_reasoning_models_draft_without_its_opening_tag_is_not_the_summary(server):
+    """DeepSeek-R1 and QwQ templates open the <think> block in the prompt: served without a reasoning parser, the answer
+    is the draft, a lone "</think>", then the summary. The draft's headings were read first (parse_sections keeps a
+    section's first body): its Goal and Completed Actions were the summary's, with the "</think>" line in them."""
+    from compactctl.summarizers.llm import _without_reasoning
+
+    rep, _, summary, _ = compact(server, "unopened")
+    assert rep["summarizer"] == "llm:unopened" and "DRAFT" not in summary and "</think>" not in summary
+    assert parse_sections(summary)["Goal"] == "Fix the bug."
+    # the tag in the summary's own text stays: in a line, or ending one when what follows is no summary
+    for text in (
+        "## Active Task\nfix the parser that drops </think> tags\n## Goal\nparse",
+        "## Active Task\nx\n## Goal\nend with </think>\nNone",
+    ):
+        assert _without_reasoning(text) == text
+
+
 def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarizer():
     """LLMSummarizer chains a SIGINT handler that cancels the calls in flight; over SIG_IGN (a pool worker whose parent
     takes Ctrl-C, a job a script sent to the background) it raised KeyboardInterrupt all the same: the process died."""

@@ -558,12 +558,24 @@ class LLMSummarizer:
 
 
 _REASONING = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(?:</\1>|\Z)\s*", re.S | re.I)
+_UNOPENED = re.compile(r"</(think|thinking|reasoning)>[ \t]*$", re.M | re.I)  # a draft's end tag, ending its line
 
 
 def _without_reasoning(text: str) -> str:
     """A reasoning model's answer without the <think> draft it opens with (whose headings would be read first); the
-    tag anywhere else is the summary's own text ("the parser drops <think> blocks")."""
-    return _REASONING.sub("", text, count=1) if "<" in text else text
+    tag anywhere else is the summary's own text ("the parser drops <think> blocks"). A template that opens the draft
+    in the prompt (DeepSeek-R1, QwQ served without a reasoning parser) leaves only its end tag: what comes before the
+    first one ending a line, with no opening tag before it, is the draft when what follows it reads as a summary."""
+    if "<" not in text:
+        return text
+    rest = _REASONING.sub("", text, count=1)
+    if rest != text:
+        return rest
+    end = _UNOPENED.search(text)
+    if end is None or f"<{end.group(1).lower()}>" in text[: end.start()].lower():
+        return text
+    rest = text[end.end() :].lstrip()
+    return rest if len(parse_sections(rest)) >= MIN_HEADINGS else text
 
 
 def _unusable(resp, text: str, cut: bool) -> str:

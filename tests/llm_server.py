@@ -21,6 +21,7 @@ Behaviour is chosen by the requested model name:
   cut        a structured answer stopped mid-line, finish_reason "length" (cut at max_tokens)
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
+  keyecho    400 whose message quotes the API key the request carried (a gateway's "invalid key: ...")
 Every request body is kept raw in `raw` (bytes), for the secrets suite; its Authorization header in `auth`.
 """
 
@@ -102,6 +103,9 @@ class Server:
                     return self._send_raw(200, b"<html><body><h1>Sign in</h1></body></html>", "text/html")
                 if model == "drip":
                     return self._drip()
+                if model == "keyecho":
+                    key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                    return self._send(400, {"error": {"message": f"invalid api key: {key}"}})
                 key = model + body["messages"][-1]["content"]
                 if model == "denied":
                     return self._send(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})

@@ -412,6 +412,19 @@ def test_a_reasoning_models_draft_without_its_opening_tag_is_not_the_summary(ser
         assert _without_reasoning(text) == text
 
 
+def test_an_endpoint_that_quotes_the_api_key_in_its_error_does_not_put_it_in_the_report_or_on_stderr(server, tmp_path):
+    """The endpoint's error message went into the warnings (stderr, --report) redacted by the transcript's secret
+    rules, which do not know a key of no known family ("my-local-key-2024"): an endpoint quoting it showed it there."""
+    src = write_jsonl(tmp_path / "s.jsonl", tool_session(30, 4000))
+    report = tmp_path / "r.jsonl"
+    key = "my-local-key-2024"
+    args = ["compact", str(src), "--context-window", "3000", "--base-url", server.url, "--llm-model", "keyecho", "--no-cache"]
+    r = cli(*args, "--report", str(report), "-o", str(tmp_path / "o.jsonl"), env={"OPENAI_API_KEY": key})
+    assert r.returncode == 0 and b"offline (llm failed)" in report.read_bytes(), r.stderr
+    assert server.auth[-1] == f"Bearer {key}" and b"invalid api key: [REDACTED]" in r.stderr, r.stderr  # the error is still said
+    assert key.encode() not in r.stderr + report.read_bytes()
+
+
 def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarizer():
     """LLMSummarizer chains a SIGINT handler that cancels the calls in flight; over SIG_IGN (a pool worker whose parent
     takes Ctrl-C, a job a script sent to the background) it raised KeyboardInterrupt all the same: the process died."""

@@ -292,7 +292,7 @@ class LLMSummarizer:
                     client = openai.OpenAI(**self._client_args)
                 except Exception as e:  # noqa: BLE001 - whatever the client's own checks raise
                     raise UsageError(
-                        f"the LLM client refused its options (--base-url {shown_url(self.base_url)!r}?): {type(e).__name__}: {redact(str(e))}"
+                        f"the LLM client refused its options (--base-url {shown_url(self.base_url)!r}?): {type(e).__name__}: {self._said(str(e))}"
                     ) from e
                 with self.loading():
                     # The chat resource's modules (~0.035 s) are imported at its first use: here, where the thread that
@@ -369,19 +369,25 @@ class LLMSummarizer:
             text = _without_reasoning(without_surrogates(text))  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
         except Exception:  # noqa: BLE001 - a 200 that is not a chat completion (HTML, truncated JSON)
             self.breaker.record(False)
-            start = " ".join(redact(str(resp)).split())[:120]
+            start = " ".join(self._said(str(resp)).split())[:120]
             stats["warnings"].append(f"{model}: the answer is not a chat completion (not JSON?): {start!r}")
             return None
         cut = getattr(choice, "finish_reason", None) == "length"
         if len(parse_sections(text)) < MIN_HEADINGS:
             self.breaker.record(False)
-            stats["warnings"].append(f"{model}: {_unusable(resp, text, cut)}")
+            stats["warnings"].append(f"{model}: {_unusable(resp, text, cut, self._said)}")
             return None
         self.breaker.record(True)
         if cut:
             stats["warnings"].append(f"{model}: the answer was cut at max_tokens (its last line dropped; not cached)")
             text = text.rsplit("\n", 1)[0]
         return text, not cut
+
+    def _said(self, text: str) -> str:
+        """What the endpoint said, as a warning shows it (stderr, the report): without the API key, which an endpoint
+        may quote back and the secret rules may not know ("invalid api key: my-local-key"), then redacted."""
+        key = str(self._client_args["api_key"])
+        return redact(text.replace(key, "[REDACTED]") if len(key) >= 8 and key != "not-needed" else text)
 
     def _key(self, request: dict) -> str:
         """The cache key: the request and the endpoint it goes to (two servers may serve one model name)."""
@@ -433,7 +439,7 @@ class LLMSummarizer:
             raise LLMAuthError(
                 f"the LLM endpoint refused the credentials ({getattr(e, 'status_code', '?')}): check OPENAI_API_KEY and --base-url"
             ) from e
-        stats["warnings"].append(f"{model}: {type(e).__name__}: {redact(str(e))[:160]}")
+        stats["warnings"].append(f"{model}: {type(e).__name__}: {self._said(str(e))[:160]}")
         if _not_found(e):
             missing.append(model)
             self._missing.add(model)
@@ -578,13 +584,14 @@ def _without_reasoning(text: str) -> str:
     return rest if len(parse_sections(rest)) >= MIN_HEADINGS else text
 
 
-def _unusable(resp, text: str, cut: bool) -> str:
-    """Why an answer is not a summary, with what the endpoint said (an error in a 200 body, the finish reason)."""
+def _unusable(resp, text: str, cut: bool, shown: Callable[[str], str]) -> str:
+    """Why an answer is not a summary, with what the endpoint said (an error in a 200 body, the finish reason), as
+    `shown` shows it."""
     extra = getattr(resp, "model_extra", None) or {}
     error = extra.get("error") if isinstance(extra, dict) else None
-    said = f"; the endpoint said: {redact(str(error))[:160]!r}" if error else ""
+    said = f"; the endpoint said: {shown(str(error))[:160]!r}" if error else ""
     if not text.strip():
         reason = "cut at max_tokens before any text" if cut else "an empty answer"
         return f"{reason}{said}"
-    start = " ".join(redact(text).split())[:160]
+    start = " ".join(shown(text).split())[:160]
     return f"answer has {len(parse_sections(text))} of 13 sections{' (cut at max_tokens)' if cut else ''}: {start!r}{said}"

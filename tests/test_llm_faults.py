@@ -366,6 +366,19 @@ def test_the_cache_tells_endpoints_apart(server, tmp_path):
         assert len(server.requests) == calls, url
 
 
+def test_a_summarizer_without_a_base_url_keys_its_cache_by_the_one_the_client_takes_from_the_environment(server, tmp_path, monkeypatch):
+    """LLMSummarizer(model) sends to $OPENAI_BASE_URL (the openai client reads it) but keyed its cache, its breaker and
+    its 404 message by the OpenAI API: an answer one server gave was read back as another's (or as OpenAI's)."""
+    from compactctl.cache import SummaryCache
+
+    cache = SummaryCache(tmp_path / "c")
+    for url, calls in ((server.url, 1), (server.url.replace("127.0.0.1", "localhost"), 2)):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        s = LLMSummarizer("good", api_key="k", timeout=5, retries=0, cache=cache)
+        _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+        assert len(server.requests) == calls and rep["summarizer"] == "llm:good", url
+
+
 def test_a_long_summary_so_far_is_bounded_in_the_next_request(server):
     """Chunked: the summary so far goes into each later request at most the summary budget (a `huge` answer was
     sent on whole, ~460,000 characters), and each request leaves room for it within --llm-context."""

@@ -239,6 +239,9 @@ class LLMSummarizer:
         max_in_flight: int = 1,
     ):
         self._slots = threading.BoundedSemaphore(max(1, max_in_flight))  # LLM calls in flight (--jobs)
+        # No base URL given: $OPENAI_BASE_URL, as the openai client takes it: the endpoint the cache, the breaker and
+        # the messages name is the one the calls go to.
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.model, self.fallback_model, self.base_url = model, fallback_model, base_url
         self._cache, self.llm_context = cache, llm_context
         self._open_cache: Callable[[], SummaryCache | None] | None = None  # from_options: opens the cache at its first use

@@ -18,6 +18,7 @@ Behaviour is chosen by the requested model name:
   surrogate  a structured answer holding a lone UTF-16 surrogate (valid JSON: "\\ud800")
   think      a <think> draft with its own headings, then the structured answer (a reasoning model)
   unopened   the same without its opening tag: a draft, "</think>", the answer (a template that opens it in the prompt)
+  blocks     content as a list of blocks: a "thinking" one with its own headings, then a "text" one (Mistral's Magistral)
   cut        a structured answer stopped mid-line, finish_reason "length" (cut at max_tokens)
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
@@ -134,6 +135,9 @@ class Server:
                     content = GOOD.split("## Relevant Files")[0] + "## Relevant Files\n- app.py\n- half-writ"
                 if model == "echo":
                     content = GOOD.replace("## Critical Context\nNone", "## Critical Context\n" + body["messages"][-1]["content"])
+                if model == "blocks":
+                    draft = [{"type": "text", "text": "## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS"}]
+                    content = [{"type": "thinking", "thinking": draft}, {"type": "text", "text": GOOD}]
                 if model == "surrogate":
                     content = GOOD.replace("Fix the bug.", "Fix the bug \ud800 in app.py.")  # json.dumps writes "\ud800"
                 self._send(

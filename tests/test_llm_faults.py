@@ -438,6 +438,14 @@ def test_an_endpoint_that_quotes_the_api_key_in_its_error_does_not_put_it_in_the
     assert key.encode() not in r.stderr + report.read_bytes()
 
 
+def test_an_answer_whose_content_is_a_list_of_blocks_is_read_by_its_text_blocks(server):
+    """Mistral's API answers its reasoning models' calls with content as blocks ("thinking", then "text"): every such
+    answer was "not a chat completion (not JSON?)", each transcript was summarized offline and the breaker opened."""
+    rep, _, summary, _ = compact(server, "blocks")
+    assert rep["summarizer"] == "llm:blocks" and "DRAFT" not in summary, rep["warnings"]
+    assert parse_sections(summary)["Goal"] == "Fix the bug."
+
+
 def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarizer():
     """LLMSummarizer chains a SIGINT handler that cancels the calls in flight; over SIG_IGN (a pool worker whose parent
     takes Ctrl-C, a job a script sent to the background) it raised KeyboardInterrupt all the same: the process died."""

@@ -366,7 +366,7 @@ class LLMSummarizer:
         whose answers are not summaries counts as failing (the breaker stops paying for them)."""
         try:
             choice = resp.choices[0] if resp.choices else None
-            text = (choice.message.content or "") if choice is not None else ""
+            text = _text_of(choice.message.content) if choice is not None else ""
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
             text = _without_reasoning(without_surrogates(text))  # a lone surrogate (valid JSON) cannot be encoded: U+FFFD
@@ -585,6 +585,15 @@ def _without_reasoning(text: str) -> str:
         return text
     rest = text[end.end() :].lstrip()
     return rest if len(parse_sections(rest)) >= MIN_HEADINGS else text
+
+
+def _text_of(content) -> str:
+    """A message's content as text: a string, or the "text" blocks of a list (Mistral's reasoning models answer
+    [{"type": "thinking", ...}, {"type": "text", "text": ...}]: the thinking block is their draft, left out)."""
+    if isinstance(content, list):
+        blocks = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "".join(b for b in blocks if isinstance(b, str))
+    return content or ""
 
 
 def _unusable(resp, text: str, cut: bool, shown: Callable[[str], str]) -> str:

@@ -23,6 +23,8 @@ Behaviour is chosen by the requested model name:
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
   keyecho    400 whose message quotes the API key the request carried (a gateway's "invalid key: ...")
+  reasoner   400 for `max_tokens` (use max_completion_tokens) and for a temperature but 1, as the OpenAI API answers
+             for its reasoning models (o-series, gpt-5); then good
 Every request body is kept raw in `raw` (bytes), for the secrets suite; its Authorization header in `auth`.
 """
 
@@ -107,6 +109,9 @@ class Server:
                 if model == "keyecho":
                     key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
                     return self._send(400, {"error": {"message": f"invalid api key: {key}"}})
+                if model == "reasoner" and ("max_tokens" in body or body.get("temperature", 1) != 1):
+                    param = "max_tokens" if "max_tokens" in body else "temperature"
+                    return self._send(400, {"error": {"message": f"Unsupported parameter: {param!r}", "param": param}})
                 key = model + body["messages"][-1]["content"]
                 if model == "denied":
                     return self._send(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})

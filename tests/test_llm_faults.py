@@ -446,6 +446,28 @@ def test_an_answer_whose_content_is_a_list_of_blocks_is_read_by_its_text_blocks(
     assert parse_sections(summary)["Goal"] == "Fix the bug."
 
 
+def test_a_model_that_refuses_max_tokens_or_temperature_0_is_asked_as_it_takes_them(server, tmp_path):
+    """The OpenAI API answers 400 to `max_tokens` (max_completion_tokens instead) and to `temperature` 0 for its
+    reasoning models (o-series, gpt-5: what --model names for a Codex session, and the summarizer's model by default):
+    every transcript was summarized offline. Now such a model is asked again without them, and at once from then on in
+    the run; the cache keeps the request's key (a rerun makes no call)."""
+    from compactctl.cache import SummaryCache
+
+    cache = SummaryCache(tmp_path / "c")
+    s = LLMSummarizer("reasoner", server.url, "k", None, timeout=5, retries=0, cache=cache)
+    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert rep["summarizer"] == "llm:reasoner" and rep["llm_calls"] == 1, rep["warnings"]
+    sent = server.requests[-1]
+    assert "max_tokens" not in sent and "temperature" not in sent and sent["max_completion_tokens"] > 0
+    asked = len(server.requests)
+    s.cache = None  # the next transcript's call
+    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    assert rep["summarizer"] == "llm:reasoner" and len(server.requests) == asked + 1  # no refused call again
+    again = LLMSummarizer("reasoner", server.url, "k", None, timeout=5, retries=0, cache=cache)
+    _, rep = api.compact(transcript(), COUNTER, again, api.CompactOptions(BUDGET))
+    assert rep["cache_hit"] and len(server.requests) == asked + 1
+
+
 def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarizer():
     """LLMSummarizer chains a SIGINT handler that cancels the calls in flight; over SIG_IGN (a pool worker whose parent
     takes Ctrl-C, a job a script sent to the background) it raised KeyboardInterrupt all the same: the process died."""

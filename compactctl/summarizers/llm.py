@@ -209,6 +209,23 @@ def shown_url(url: str | None) -> str:
     return redact(f"{scheme}{sep}{host}{slash}{path}")
 
 
+def _refused_param(e: Exception) -> str | None:
+    """The parameter of ours a 400 names as one the model does not take (`max_tokens`, `temperature`), if it does."""
+    openai = sys.modules.get("openai")
+    if openai is None or not isinstance(e, openai.BadRequestError):
+        return None
+    param = getattr(e, "param", None)
+    return param if param in ("max_tokens", "temperature") else None
+
+
+def _as_taken(request: dict, refused: frozenset[str]) -> dict:
+    """`request` without the parameters the model refused: max_completion_tokens for max_tokens, its own temperature."""
+    out = {k: v for k, v in request.items() if k not in refused}
+    if "max_tokens" in refused:
+        out["max_completion_tokens"] = request["max_tokens"]
+    return out
+
+
 def _refused_credentials(e: Exception) -> bool:
     """A 401 or 403 from the endpoint (an openai error: the package is imported once a call was made)."""
     openai = sys.modules.get("openai")
@@ -260,6 +277,8 @@ class LLMSummarizer:
         # Models the endpoint answered 404 for in this run: not asked again (with a working fallback, every
         # transcript paid a failed call for them).
         self._missing: set[str] = set()
+        # Parameters a model refused in this run (OpenAI's reasoning models: max_tokens, temperature 0): not sent again.
+        self._refused: dict[str, frozenset[str]] = {}
         # one call may wait at most this long in all, retries included (a server that drips bytes
         # resets the client's read timeout forever): then it counts as a timeout
         backoff = sum(min(8.0, 0.5 * 2**k) for k in range(retries))  # the openai client's sleeps between retries
@@ -336,7 +355,7 @@ class LLMSummarizer:
 
         def target():
             try:
-                box["resp"] = client.chat.completions.create(**request)
+                box["resp"] = self._create(client, request)
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 box["err"] = e
             finally:
@@ -351,6 +370,21 @@ class LLMSummarizer:
         if "err" in box:
             raise box["err"]
         return box["resp"]
+
+    def _create(self, client, request: dict):
+        """The chat completion, asked as the model takes it: one that answers 400 to `max_tokens` (the OpenAI API's
+        reasoning models want max_completion_tokens) or to `temperature` 0 (only their default) is asked again without
+        it, and so is every later request to it in the run. The cache key stays the request's."""
+        model = request["model"]
+        while True:
+            refused = self._refused.get(model, frozenset())
+            try:
+                return client.chat.completions.create(**_as_taken(request, refused))
+            except Exception as e:
+                param = _refused_param(e)
+                if param is None or param in refused:
+                    raise
+                self._refused[model] = refused | {param}
 
     def _slot(self, deadline: float) -> None:
         while not self._slots.acquire(timeout=0.1):

@@ -23,6 +23,7 @@ Behaviour is chosen by the requested model name:
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
   keyecho    400 whose message quotes the API key the request carried (a gateway's "invalid key: ...")
+  refusal    no content, a `refusal` (the OpenAI API's way of declining); toolcall: no content, a tool call instead
   reasoner   400 for `max_tokens` (use max_completion_tokens) and for a temperature but 1, as the OpenAI API answers
              for its reasoning models (o-series, gpt-5); then good
 Every request body is kept raw in `raw` (bytes), for the secrets suite; its Authorization header in `auth`.
@@ -145,6 +146,12 @@ class Server:
                     content = [{"type": "thinking", "thinking": draft}, {"type": "text", "text": GOOD}]
                 if model == "surrogate":
                     content = GOOD.replace("Fix the bug.", "Fix the bug \ud800 in app.py.")  # json.dumps writes "\ud800"
+                message = {"role": "assistant", "content": content}
+                if model == "refusal":
+                    message = {"role": "assistant", "content": None, "refusal": "I'm sorry, I can't help with that."}
+                if model == "toolcall":
+                    call = {"id": "c1", "type": "function", "function": {"name": "write_summary", "arguments": "{}"}}
+                    message = {"role": "assistant", "content": None, "tool_calls": [call]}
                 self._send(
                     200,
                     {
@@ -156,7 +163,7 @@ class Server:
                             {
                                 "index": 0,
                                 "finish_reason": "length" if model == "cut" else "stop",
-                                "message": {"role": "assistant", "content": content},
+                                "message": message,
                             }
                         ],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},

@@ -468,6 +468,14 @@ def test_a_model_that_refuses_max_tokens_or_temperature_0_is_asked_as_it_takes_t
     assert rep["cache_hit"] and len(server.requests) == asked + 1
 
 
+@pytest.mark.parametrize(("model", "said"), [("refusal", "a refusal: \"I'm sorry, I can't help with that.\""), ("toolcall", "tool calls")])
+def test_an_answer_without_content_says_what_it_held_instead(server, model, said):
+    """A refusal (no content, the reason in `refusal`) and an answer of tool calls were both said as "an empty answer":
+    the person could not tell a model that declines from a broken endpoint."""
+    rep, warnings, _, _ = compact(server, model)
+    assert rep["summarizer"] == "offline (llm failed)" and any(said in w for w in rep["warnings"]), rep["warnings"]
+
+
 def test_a_process_that_ignores_ctrl_c_still_ignores_it_once_it_made_a_summarizer():
     """LLMSummarizer chains a SIGINT handler that cancels the calls in flight; over SIG_IGN (a pool worker whose parent
     takes Ctrl-C, a job a script sent to the background) it raised KeyboardInterrupt all the same: the process died."""

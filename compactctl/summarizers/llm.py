@@ -637,7 +637,13 @@ def _unusable(resp, text: str, cut: bool, shown: Callable[[str], str]) -> str:
     error = extra.get("error") if isinstance(extra, dict) else None
     said = f"; the endpoint said: {shown(str(error))[:160]!r}" if error else ""
     if not text.strip():
+        message = getattr(resp.choices[0], "message", None) if resp.choices else None
+        refusal, calls = getattr(message, "refusal", None), getattr(message, "tool_calls", None)
         reason = "cut at max_tokens before any text" if cut else "an empty answer"
+        if refusal and isinstance(refusal, str):
+            reason = f"a refusal: {shown(refusal)[:160]!r}"
+        elif calls:
+            reason = "tool calls, no text"
         return f"{reason}{said}"
     start = " ".join(shown(text).split())[:160]
     return f"answer has {len(parse_sections(text))} of 13 sections{' (cut at max_tokens)' if cut else ''}: {start!r}{said}"

@@ -20,6 +20,7 @@ Behaviour is chosen by the requested model name:
   unopened   the same without its opening tag: a draft, "</think>", the answer (a template that opens it in the prompt)
   blocks     content as a list of blocks: a "thinking" one with its own headings, then a "text" one (Mistral's Magistral)
   cut        a structured answer stopped mid-line, finish_reason "length" (cut at max_tokens)
+  filtered   the same, finish_reason "content_filter" (Azure OpenAI's filter stopped it)
   err200     200 with no choices and an `error` object (a proxy reporting the context length)
   error401 / error429 / error500: that status, every time
   keyecho    400 whose message quotes the API key the request carried (a gateway's "invalid key: ...")
@@ -137,7 +138,7 @@ class Server:
                     content = "<think>\n## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS\n</think>\n" + GOOD
                 if model == "unopened":
                     content = "Okay, let me draft it.\n## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS\n</think>\n\n" + GOOD
-                if model == "cut":
+                if model in ("cut", "filtered"):
                     content = GOOD.split("## Relevant Files")[0] + "## Relevant Files\n- app.py\n- half-writ"
                 if model == "echo":
                     content = GOOD.replace("## Critical Context\nNone", "## Critical Context\n" + body["messages"][-1]["content"])
@@ -162,7 +163,7 @@ class Server:
                         "choices": [
                             {
                                 "index": 0,
-                                "finish_reason": "length" if model == "cut" else "stop",
+                                "finish_reason": {"cut": "length", "filtered": "content_filter"}.get(model, "stop"),
                                 "message": message,
                             }
                         ],

@@ -80,6 +80,20 @@ def test_a_cache_that_cannot_be_used_is_said_and_the_run_goes_on(server, tmp_pat
         assert (damaged / "summaries.sqlite").read_bytes().startswith(b"SQLite format 3\x00\x13")  # left as it was
 
 
+@pytest.mark.parametrize("command", ["compact", "summarize"])
+def test_a_fallback_to_the_offline_summary_is_said_with_q_too(server, tmp_path, command):
+    """-q silences notes, not what was lost (README): a transcript the LLM failed to summarize, written with the
+    offline summary, is said on stderr with -q as without it (before: -q said nothing, exit 0)."""
+    src = tmp_path / "s.jsonl"
+    write_jsonl(src, tool_session(30, 4000))
+    for quiet in ([], ["-q"]):
+        r = cli(command, str(src), "--context-window", "3000", "--base-url", server.url, "--llm-model", "html", "--no-cache", *quiet)
+        assert r.returncode == 0, r.stderr
+        said = r.stderr.decode()
+        assert "LLM summary failed" in said and "used the offline summarizer" in said, (quiet, said)
+        assert ("summarizer: llm" in said) == (not quiet)  # the note of which summarizer: a note, silenced
+
+
 def test_a_cached_answer_without_sections_is_asked_again(server, tmp_path):
     from compactctl.cache import SummaryCache
 
@@ -327,16 +341,19 @@ def test_a_reasoning_models_think_draft_is_not_the_summary(server):
     assert "Fix the bug." in summary
 
 
-def test_an_answer_cut_at_max_tokens_loses_its_unfinished_line_and_is_not_cached(server, tmp_path):
+@pytest.mark.parametrize(("model", "said"), [("cut", "cut at max_tokens"), ("filtered", "cut by the content filter")])
+def test_an_answer_cut_at_max_tokens_loses_its_unfinished_line_and_is_not_cached(server, tmp_path, model, said):
+    """An answer the endpoint stopped (at max_tokens, or where a content filter began: Azure OpenAI) loses its
+    unfinished last line, says why, and is not cached (before, a filtered answer was cached as whole)."""
     from compactctl.cache import SummaryCache
 
     cache = SummaryCache(tmp_path / "c")
     warnings: list[str] = []
-    s = LLMSummarizer("cut", server.url, "k", None, timeout=5, retries=0, cache=cache, warn=warnings.append)
+    s = LLMSummarizer(model, server.url, "k", None, timeout=5, retries=0, cache=cache, warn=warnings.append)
     out, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     summary = next(m for m in out.messages if SUMMARY_MARKER in m.text()).text()
-    assert rep["summarizer"] == "llm:cut" and "half-writ" not in summary
-    assert any("cut at max_tokens" in w for w in rep["warnings"])
+    assert rep["summarizer"] == f"llm:{model}" and "half-writ" not in summary
+    assert any(said in w for w in rep["warnings"]), rep["warnings"]
     calls = len(server.requests)
     api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
     assert len(server.requests) > calls  # asked again: a cut answer is not cached

@@ -147,7 +147,8 @@ def summarize(
     counter = budget.counter(inputs)
     hint_said(recall_hint, refs_for(refs, io), io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
-    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet else warn, status=status.append)
+    # a fallback (the LLM failed: the offline summary written) is what was lost: said with -q too
+    summarizer = api.make_summarizer(summary, budget.model, warn=warn, status=status.append)
     _imports_as_the_command(summarizer)
     io.jobs = summary.jobs
 
@@ -293,7 +294,7 @@ def compact(
         raise UsageError("--engine must be local or ray")
     hint_said(recall_hint, refs_for(refs, io), io, warn)
     status: list[str] = []  # said once the first transcript is read: an input's error comes first
-    summarizer = api.make_summarizer(summary, budget.model, warn=None if io.quiet or engine == "ray" else warn, status=status.append)
+    summarizer = api.make_summarizer(summary, budget.model, warn=None if engine == "ray" else warn, status=status.append)
     _imports_as_the_command(summarizer)
     popts = prune_options(prune_raw, budget)
     options = Options.of(

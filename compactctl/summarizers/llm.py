@@ -395,8 +395,8 @@ class LLMSummarizer:
 
     # -- one request, with cache, breaker, fallback
     def _answer(self, resp, model: str, stats: _CallStats) -> tuple[str, bool] | None:
-        """The text of a chat completion that reads as a summary and whether it is whole (not cut at max_tokens:
-        its unfinished last line is dropped, and it is not cached), or None (said in the warnings). An endpoint
+        """The text of a chat completion that reads as a summary and whether it is whole (not cut at max_tokens or by
+        a content filter: its unfinished last line is dropped, and it is not cached), or None (said in the warnings). An endpoint
         whose answers are not summaries counts as failing (the breaker stops paying for them)."""
         try:
             choice = resp.choices[0] if resp.choices else None
@@ -409,14 +409,14 @@ class LLMSummarizer:
             start = " ".join(self._said(str(resp)).split())[:120]
             stats["warnings"].append(f"{model}: the answer is not a chat completion (not JSON?): {start!r}")
             return None
-        cut = getattr(choice, "finish_reason", None) == "length"
+        cut = _CUT_BY.get(str(getattr(choice, "finish_reason", None)), "")
         if len(parse_sections(text)) < MIN_HEADINGS:
             self.breaker.record(False)
             stats["warnings"].append(f"{model}: {_unusable(resp, text, cut, self._said)}")
             return None
         self.breaker.record(True)
         if cut:
-            stats["warnings"].append(f"{model}: the answer was cut at max_tokens (its last line dropped; not cached)")
+            stats["warnings"].append(f"{model}: the answer was cut {cut} (its last line dropped; not cached)")
             text = text.rsplit("\n", 1)[0]
         return text, not cut
 
@@ -630,7 +630,11 @@ def _text_of(content) -> str:
     return content or ""
 
 
-def _unusable(resp, text: str, cut: bool, shown: Callable[[str], str]) -> str:
+# finish_reason -> how the answer was cut (Azure OpenAI's content filter stops an answer where it starts to filter)
+_CUT_BY = {"length": "at max_tokens", "content_filter": "by the content filter"}
+
+
+def _unusable(resp, text: str, cut: str, shown: Callable[[str], str]) -> str:
     """Why an answer is not a summary, with what the endpoint said (an error in a 200 body, the finish reason), as
     `shown` shows it."""
     extra = getattr(resp, "model_extra", None) or {}
@@ -639,11 +643,11 @@ def _unusable(resp, text: str, cut: bool, shown: Callable[[str], str]) -> str:
     if not text.strip():
         message = getattr(resp.choices[0], "message", None) if resp.choices else None
         refusal, calls = getattr(message, "refusal", None), getattr(message, "tool_calls", None)
-        reason = "cut at max_tokens before any text" if cut else "an empty answer"
+        reason = f"cut {cut} before any text" if cut else "an empty answer"
         if refusal and isinstance(refusal, str):
             reason = f"a refusal: {shown(refusal)[:160]!r}"
         elif calls:
             reason = "tool calls, no text"
         return f"{reason}{said}"
     start = " ".join(shown(text).split())[:160]
-    return f"answer has {len(parse_sections(text))} of 13 sections{' (cut at max_tokens)' if cut else ''}: {start!r}{said}"
+    return f"answer has {len(parse_sections(text))} of 13 sections{f' (cut {cut})' if cut else ''}: {start!r}{said}"

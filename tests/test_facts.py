@@ -1,0 +1,149 @@
+"""summarizers/facts.py: what the fact extractor takes from a span (identifiers, findings, decisions, answers, the lines
+of actions and the errors they raise), pinned where mutation testing (bench/mutation.py) found that no test looked."""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+
+from compactctl import api
+from compactctl.formats.openai import message_from_dict
+from compactctl.markers import OUTLINE_LINE
+from compactctl.model import ToolCall, Transcript
+from compactctl.phases.prune import PruneOptions
+from compactctl.summarizers.facts import Facts, extract, identifiers_in, plan_lines, says_something
+from compactctl.tokens import make_counter
+
+COUNTER = make_counter("gpt-4o")
+
+
+def T(rows: list[dict]) -> Transcript:
+    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
+
+
+def call(cid: str, name: str, args: dict) -> dict:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}],
+    }
+
+
+def res(cid: str, text: str, error: bool = False) -> dict:
+    return {"role": "tool", "tool_call_id": cid, "content": text, **({"is_error": True} if error else {})}
+
+
+def facts(*rows: dict) -> Facts:
+    return extract(T([{"role": "user", "content": "go on"}, *rows]).messages)
+
+
+# ---- identifiers
+
+
+def test_a_port_is_an_identifier_whether_written_after_a_host_or_after_the_word_port():
+    """`localhost:8080` and "port 5432" both name a port; a URL with a port names it too."""
+    assert identifiers_in("start it on localhost:8080, then the db on port 5432") == ["port 8080", "port 5432"]
+    assert identifiers_in("open http://127.0.0.1:3000/x") == ["http://127.0.0.1:3000/x", "port 3000", "127.0.0.1"]
+    f = extract(T([{"role": "user", "content": "The API listens on [::1]:9000, not on port 80."}]).messages)
+    assert f.identifiers == ["port 9000", "port 80"]
+
+
+# ---- what the agent said: findings, decisions, answers
+
+
+def test_a_sentence_of_twenty_characters_is_a_finding_and_a_shorter_one_is_not():
+    """Where things stand is the latest statement that says something: "The cache was stale." (20 characters) does,
+    "The cache is stale." (19) is as short as "Found it." and does not; the agent's next step ("Let me fix it:") then
+    points back to the finding only in the first case."""
+    assert says_something(["The cache was stale."]) and not says_something(["The cache is stale."])
+    for said, finding in (("The cache was stale.", "The cache was stale."), ("The cache is stale.", None)):
+        f = facts({"role": "assistant", "content": said}, {"role": "assistant", "content": "Let me fix it:"})
+        assert (f.last_finding, f.last_assistant) == (finding, "Let me fix it:")
+
+
+def test_a_decision_is_a_sentence_of_12_to_300_characters():
+    """A decision sentence shorter than 12 characters says too little to keep ("I'll use X."), one longer than 300 is
+    no decision line (a paragraph); "I'll use it." (12) and a 300-character one are kept."""
+    long_one = "Let's use the v2 API " + "x" * 278 + "."
+    assert len(long_one) == 300
+    for said, kept in (("I'll use it.", True), ("I'll use X.", False), (long_one, True), (long_one[:-1] + "x.", False)):
+        assert facts({"role": "assistant", "content": said}).decisions == ([said] if kept else []), said
+
+
+def test_a_list_number_is_no_answer_to_the_persons_question():
+    """The answer to the person's question is the agent's first sentence that says something: not the list's
+    numbers ("10.", a sentence of three characters), nor the line that introduces the list."""
+    f = extract(
+        T(
+            [
+                {"role": "user", "content": "Which steps are left?"},
+                {"role": "assistant", "content": "Left:\n10. Drop the cache.\n11. Ship."},
+            ]
+        ).messages
+    )
+    assert f.questions == [("Which steps are left?", "Drop the cache.")]
+
+
+# ---- plans
+
+
+def test_a_plan_written_as_text_keeps_each_line_to_300_characters():
+    """A plan written as text (Claude Code's ExitPlanMode) is kept verbatim line by line, a long line cut to 300
+    characters."""
+    para = " ".join(f"word{k}" for k in range(100))
+    lines = plan_lines(ToolCall("p", "ExitPlanMode", orjson.dumps({"plan": f"# Plan\n\n{para}\n- step two"}).decode()))
+    assert lines == ["# Plan", para[:300], "- step two"]
+
+
+# ---- actions: their lines and the errors they raise
+
+
+def test_a_write_keeps_the_first_four_quoted_phrases_of_its_code_and_one_without_any_says_none():
+    """What a later log or test quotes again: a write's line ends with the first four quoted phrases of its code (in
+    order); code that quotes nothing, or edits with no phrase, add nothing to the line."""
+    code = "".join(f'raise Error("failure number {k}")\n' for k in range(1, 7))
+    plain = "x = 1\ny = compute(x)\n"
+    f = facts(
+        call("w", "Write", {"file_path": "/p/errors.py", "content": code}),
+        res("w", "File created successfully at: /p/errors.py"),
+        call("v", "Write", {"file_path": "/p/plain.py", "content": plain}),
+        res("v", "File created successfully at: /p/plain.py"),
+        call("e", "Edit", {"file_path": "/p/plain.py", "old_string": "x = 1", "new_string": "x = 'a'"}),
+        res("e", "The file /p/plain.py has been updated."),
+    )
+    written, bare, edited = (a.line for a in f.actions)
+    assert written.endswith(' strings: "failure number 1" "failure number 2" "failure number 3" "failure number 4"')
+    assert "strings:" not in bare and "strings:" not in edited
+
+
+def test_a_short_error_of_a_call_with_no_command_says_the_first_file_it_touched():
+    """An error line that names no path ("error: hunk did not apply") says where it happened: a failed patch over two
+    files, its first; every file it named is listed as an edit that failed."""
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Update File: src/b.py\n@@\n-x\n+y\n*** End Patch"
+    f = facts(call("p", "apply_patch", {"input": patch}), res("p", "error: hunk did not apply", error=True))
+    assert f.errors == ["error: hunk did not apply (src/a.py)"]
+    assert f.files == {"src/a.py": {"edit-failed"}, "src/b.py": {"edit-failed"}}
+
+
+def test_a_digested_failed_command_keeps_its_outline_on_its_first_line_and_its_error_lines_after():
+    """A command prune digested (`cat -n` of a file and of one missing) gives its line, its outline after the first line
+    (where each definition is) and its reference, then its error lines, each an error of the span."""
+    body = "defmodule MyApp.Sessions do\n  def list(opts) do\n    Repo.all(opts)\n  end\nend\n" + "\n".join(
+        f"# filler line {i} with a_name_{i}" for i in range(300)
+    )
+    numbered = "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(body.split("\n"), 1))
+    error = "Error: cat: lib/missing.ex: No such file or directory"
+    rows = [
+        {"role": "user", "content": "read them"},
+        call("c", "bash", {"command": "cat -n lib/my_app/sessions.ex lib/missing.ex"}),
+        res("c", f"{numbered}\n{error}\nexit code 1", error=True),
+        {"role": "assistant", "content": "One is missing."},
+    ]
+    out, _ = api.prune(T(rows), COUNTER, PruneOptions(protect_tokens=10))
+    assert OUTLINE_LINE in out.messages[2].text()
+    f = extract(out.messages)
+    first, *errors = f.actions[0].line.split("\n")
+    assert first.startswith("[bash] ran `cat -n lib/my_app/sessions.ex lib/missing.ex` -> exit 1")
+    assert re.search(r", \d+ lines output; outline: MyApp.Sessions 1-5 list\(opts\) 2-4 \[ref [0-9a-f]{8}\]$", first), first
+    assert errors == [f"  {error}"] and f.errors == [error]

@@ -147,3 +147,26 @@ def test_a_digested_failed_command_keeps_its_outline_on_its_first_line_and_its_e
     assert first.startswith("[bash] ran `cat -n lib/my_app/sessions.ex lib/missing.ex` -> exit 1")
     assert re.search(r", \d+ lines output; outline: MyApp.Sessions 1-5 list\(opts\) 2-4 \[ref [0-9a-f]{8}\]$", first), first
     assert errors == [f"  {error}"] and f.errors == [error]
+
+
+def test_a_command_run_in_a_directory_of_its_own_says_where_after_the_command_whatever_it_quotes():
+    """A command run in a workdir (Codex's) says where right after the command: not inside a command that holds
+    "` -> " (a grep for a markdown arrow), nor in an error line that holds one; the session's own directory is not
+    said."""
+    shell = {"command": ["bash", "-lc", "grep -n '` -> ' notes.md"], "workdir": "/repo/pkg"}
+    f = facts(call("s", "shell", shell), res("s", "12: `a` -> b"))
+    assert f.actions[0].line == "[shell] ran `grep -n '` -> ' notes.md` (in /repo/pkg) -> ok, 12 chars output"
+    failing = {"command": ["bash", "-lc", "make check"], "workdir": "/repo/pkg"}
+    f = facts(call("s", "shell", failing), res("s", "error: renamed `old_name` -> `new_name` breaks callers\nexit code 2", error=True))
+    assert f.actions[0].line.split("\n") == [
+        "[shell] ran `make check` (in /repo/pkg) -> exit 2: error: renamed `old_name` -> `new_name` breaks callers, 2 lines output",
+        "  error: renamed `old_name` -> `new_name` breaks callers",
+    ]
+    secret = {
+        "command": ["bash", "-lc", "export OPENAI_API_KEY=sk-proj-" + "4fG7hJ2kL9mN3pQ8rS1tV6wX0yZ5aB7cD9eF\nmake deploy"],
+        "workdir": "/repo/pkg",
+    }
+    f = facts(call("s", "shell", secret), res("s", "done"))  # the line shows the command redacted
+    assert f.actions[0].line == "[shell] ran `export OPENAI_API_KEY=[REDACTED OPENAI KEY] make deploy` (in /repo/pkg) -> ok, 4 chars output"
+    rows = [{"role": "user", "content": "<cwd>/repo/pkg</cwd>\ngo on"}, call("s", "shell", failing), res("s", "ok")]
+    assert extract(T(rows).messages).actions[0].line == "[shell] ran `make check` -> ok, 2 chars output"

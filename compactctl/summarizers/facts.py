@@ -284,7 +284,11 @@ def _with_workdir(line: str, call: ToolCall, cwd: str | None) -> str:
         return line
     if cwd and workdir.startswith(cwd.rstrip("/") + "/"):
         workdir = workdir[len(cwd.rstrip("/")) + 1 :]
-    return line.replace("` -> ", f"` (in {workdir}) -> ", 1)
+    # After the command as the line shows it, which may hold "` -> " itself; one shown cut or redacted: the first.
+    shown = " ".join((tools.command_of(call) or "").split())
+    at = line.find(f"`{shown}` -> ")
+    at = at + len(shown) + 1 if at >= 0 else line.index("` -> ")
+    return f"{line[:at]}` (in {workdir}){line[at + 1 :]}"
 
 
 class _Extractor:

@@ -49,6 +49,24 @@ def test_a_port_is_an_identifier_whether_written_after_a_host_or_after_the_word_
     assert f.identifiers == ["port 9000", "port 80"]
 
 
+def test_a_hash_is_an_identifier_unless_it_is_a_piece_of_a_uuid():
+    """A UUID is one identifier, not a UUID and the hash its first group looks like; a commit beside it is one."""
+    text = "session 550e8400-e29b-41d4-a716-446655440000 at commit 1a2b3c4d5e"
+    assert identifiers_in(text) == ["550e8400-e29b-41d4-a716-446655440000", "1a2b3c4d5e"]
+    assert identifiers_in("at commit 1a2b3c4d5e") == ["1a2b3c4d5e"]
+
+
+def test_a_greeting_of_up_to_three_words_is_no_goal():
+    """ "Hi there, thanks!" (three words of greeting) says no goal: the session's first request is the ask after it."""
+    rows = [
+        {"role": "user", "content": "Hi there, thanks!"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Audit the parser."},
+    ]
+    f = extract(T(rows).messages)
+    assert f.first_request == "Audit the parser." and f.requests == ["Hi there, thanks!", "Audit the parser."]
+
+
 # ---- what the agent said: findings, decisions, answers
 
 
@@ -83,6 +101,35 @@ def test_a_list_number_is_no_answer_to_the_persons_question():
         ).messages
     )
     assert f.questions == [("Which steps are left?", "Drop the cache.")]
+
+
+def test_the_persons_answers_to_the_agents_questions_keep_each_question_and_answer_to_300_characters():
+    """A long question the agent asked (Claude Code's AskUserQuestion) and the person's long answer are resolved
+    questions, each cut to 300 characters."""
+    q = "Should the exporter " + "really " * 60 + "send traces?"
+    a = "Yes, " + "always " * 60 + "send them."
+    f = facts(
+        call("a", "AskUserQuestion", {"questions": [{"question": q}]}),
+        res("a", f'User has answered your questions: "{q}"="{a}". You can now continue.'),
+    )
+    assert f.questions == [(q[:300], a[:300])] and f.actions == []
+
+
+def test_a_summary_in_the_span_is_its_prior_summary_not_an_ask():
+    """An earlier summary inside the span (another tool's, Claude Code's "This session is being continued ...") is
+    what the new summary carries on from; it is no request, nor an ask still pending."""
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context.\n\n1. Primary Request: port the CLI to typer"
+    )
+    rows = [
+        {"role": "user", "content": "port the CLI"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": summary},
+        {"role": "user", "content": "now fix the tests"},
+    ]
+    f = extract(T(rows).messages, 2)
+    assert f.prior_summary == summary
+    assert f.requests == f.pending == ["now fix the tests"] and f.first_request == "now fix the tests"
 
 
 # ---- plans
@@ -170,3 +217,12 @@ def test_a_command_run_in_a_directory_of_its_own_says_where_after_the_command_wh
     assert f.actions[0].line == "[shell] ran `export OPENAI_API_KEY=[REDACTED OPENAI KEY] make deploy` (in /repo/pkg) -> ok, 4 chars output"
     rows = [{"role": "user", "content": "<cwd>/repo/pkg</cwd>\ngo on"}, call("s", "shell", failing), res("s", "ok")]
     assert extract(T(rows).messages).actions[0].line == "[shell] ran `make check` -> ok, 2 chars output"
+
+
+def test_an_error_line_shorter_than_100_characters_says_where_it_happened():
+    """A short error line that names no path says what failed (the command); one of 100 characters or more says enough
+    to stand alone."""
+    for n, placed in ((99, True), (100, False)):
+        error = "Error: " + "x" * (n - 7)
+        f = facts(call("c", "bash", {"command": "make"}), res("c", f"{error}\nexit code 2", error=True))
+        assert f.errors == [f"{error} (`make`)" if placed else error], n

@@ -173,7 +173,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "facts": (
         "compactctl/summarizers/facts.py",
-        ["tests/test_budget_aware.py", "tests/test_phases.py", "tests/test_fit.py", "tests/test_properties.py", "tests/test_recall.py"],
+        ["tests/test_facts.py", "tests/test_budget_aware.py", "tests/test_outline.py", "tests/test_phases.py", "tests/test_fit.py"],
     ),
     "sinks": ("compactctl/runner/sinks.py", ["tests/test_dataset_faults.py", "tests/test_scale.py", "tests/test_cli.py"]),
     "journal": (

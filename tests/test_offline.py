@@ -1,0 +1,205 @@
+"""The offline summarizer (compactctl/summarizers/offline.py): which items the 13 sections get from the facts of the
+span and from an earlier summary, pinned where mutation testing (bench/mutation.py) found that no test looked: a
+request capped to its tokens, the numbering carried on, the project root, a line said once, what the index lists."""
+
+from __future__ import annotations
+
+from compactctl.summarizers import offline
+from compactctl.summarizers.facts import Action, Facts
+from compactctl.summarizers.fit import INDEX_LINE, index_line_names
+from compactctl.summarizers.prompt import parse_sections
+from compactctl.tokens import make_counter
+
+COUNTER = make_counter("gpt-4o")
+APPROX = make_counter("gpt-4o", tokenizer="approx")
+MARK = " …[cut]"
+
+
+def section(text: str, name: str) -> list[str]:
+    return [ln for ln in parse_sections(text).get(name, "").split("\n") if ln.strip() and ln != "None"]
+
+
+def index_names(text: str) -> list[str]:
+    return [n for ln in text.split("\n") if ln.startswith(INDEX_LINE) for n in index_line_names(ln)]
+
+
+def test_a_text_within_its_token_cap_is_kept_whole_and_a_longer_one_is_cut_to_the_cap():
+    """A request of exactly its cap is not marked cut; a longer one keeps as many tokens as the cap allows, no more,
+    with the exact tokenizer (dense text: about two characters a token) and with the approximate one (chars/4)."""
+    text = " ".join(str(k % 10) for k in range(400))  # 400 one-digit tokens and spaces
+    cap = COUNTER.text(text)
+    assert offline.token_cap(text, COUNTER, cap) == text
+    assert offline.token_cap(text, COUNTER, cap + 1) == text
+    out = offline.token_cap(text, COUNTER, 100)
+    assert out.endswith(MARK) and text.startswith(out[: -len(MARK)])
+    assert 95 <= COUNTER.text(out[: -len(MARK)]) <= 100
+    words = "alpha beta gamma delta " * 50
+    assert offline.token_cap(words, APPROX, APPROX.text(words)) == words
+    out = offline.token_cap(words, APPROX, 40)
+    assert out.endswith(MARK) and words.startswith(out[: -len(MARK)]) and APPROX.text(out[: -len(MARK)]) == 40
+
+
+def test_a_second_summary_numbers_its_actions_after_the_earlier_summarys():
+    """The earlier summary's Completed Actions are carried and the new ones continue their numbering, whatever other
+    sections number (a plan's steps)."""
+    acts = [Action(f"[bash] ran `make step{k}` -> exit 0", False, "bash", command=f"make step{k}") for k in range(7)]
+    plan = ["1. check", "2. ship", "12. celebrate"]
+    first = offline.summarize(Facts(first_request="build it", last_request="build it", actions=acts, plan=plan), COUNTER, 3000)
+    assert section(first, "Completed Actions")[-1].startswith("7. ") and "12. celebrate" in section(first, "In Progress")
+    later = Facts(
+        first_request="go on",
+        last_request="go on",
+        prior_summary=first,
+        actions=[Action("[bash] ran `make check` -> exit 0", False, "bash", command="make check")],
+    )
+    lines = section(offline.summarize(later, COUNTER, 3000), "Completed Actions")
+    assert [ln.split(".")[0] for ln in lines] == [str(k) for k in range(1, 9)], lines
+    assert lines[-1] == "8. `make check` exit 0"
+
+
+def test_the_project_root_is_the_deepest_directory_most_absolute_paths_share():
+    """Three files directly under a three-segment directory make it the root; paths too shallow to sit under one
+    (/etc/ssl/cert.pem) are not the project's and do not count against the share; fewer than three, no root."""
+    assert offline.common_root(["/home/me/proj/a.py", "/home/me/proj/b.py", "/home/me/proj/c.py"]) == "/home/me/proj/"
+    deep = ["/repo/app/src/a.py", "/repo/app/src/b.py", "/repo/app/src/c.py"]
+    shallow = ["/etc/ssl/cert.pem", "/usr/bin/python3", "/tmp/build/log.txt", "/opt/tool/run"]
+    assert offline.common_root(deep + shallow) == "/repo/app/src/"
+    assert offline.common_root(deep[:2] + shallow) is None
+
+
+def test_a_line_the_earlier_summary_says_and_this_span_says_again_is_written_once():
+    """A decision and the project root the earlier summary states, stated again by this span's facts: one line each."""
+    files = {f"/repo/app/src/m{k}.py": {"edit"} for k in range(3)}
+    first = offline.summarize(Facts(first_request="go", last_request="go", decisions=["keep the cache"], files=files), COUNTER, 3000)
+    root = "- project root: /repo/app/src (paths in actions and names are relative to it)"
+    assert root in section(first, "Critical Context") and section(first, "Key Decisions") == ["- keep the cache"]
+    later = Facts(first_request="go on", last_request="go on", prior_summary=first, decisions=["keep the cache"], files=files)
+    text = offline.summarize(later, COUNTER, 3000)
+    assert section(text, "Key Decisions") == ["- keep the cache"]
+    assert section(text, "Critical Context").count(root) == 1
+
+
+def test_the_index_lists_the_names_of_the_actions_left_out_not_those_of_the_ask():
+    """A name the Active Task shows (always kept) is not listed in the identifier index; the names only actions show
+    are, for the actions the budget leaves out."""
+    ask = "fix parse_header in the reader"
+    facts = Facts(
+        first_request=ask,
+        last_request=ask,
+        last_request_verbatim=True,
+        names=["parse_header"] + [f"handler_{k}" for k in range(30)],
+        actions=[Action(f"[grep] searched for handler_{k} -> {k} matches", False, "grep") for k in range(30)],
+    )
+    text = offline.summarize(facts, COUNTER, 200)
+    assert ask in section(text, "Active Task") and COUNTER.text(text) <= 200
+    actions = section(text, "Completed Actions")
+    assert actions[-1].startswith("(+") and "handler_29" in actions[-2]  # the newest kept, the oldest left out
+    left_out = [f"handler_{k}" for k in range(30) if not any(f"handler_{k} " in ln for ln in actions)]
+    listed = index_names(text)
+    assert len(listed) >= 5 and set(listed) <= set(left_out), (listed, left_out)
+
+
+def test_an_earlier_summarys_files_are_carried_and_a_file_touched_again_is_one_line():
+    """The earlier summary's Relevant Files this span does not touch are carried as they are; one it touches again
+    is one line that says what was done to it in both ("read, edited"), not a line from each summary."""
+    first = offline.summarize(
+        Facts(first_request="go", last_request="go", files={"src/a.py": {"read"}, "src/b.py": {"edit"}}), COUNTER, 3000
+    )
+    assert section(first, "Relevant Files") == ["- src/a.py (read)", "- src/b.py (edited)"]
+    later = Facts(first_request="go on", last_request="go on", prior_summary=first, files={"src/a.py": {"edit"}})
+    assert sorted(section(offline.summarize(later, COUNTER, 3000), "Relevant Files")) == [
+        "- src/a.py (read, edited)",
+        "- src/b.py (edited)",
+    ]
+
+
+def test_a_last_action_that_failed_is_blocked_by_its_first_line_only():
+    """The last action failed: Blocked says so with the action's line, not the error lines under it (the action
+    gives them)."""
+    failed = Action("[bash] ran `make build` -> exit 2: missing header foo.h\nfoo.c:1: fatal error: foo.h: No such file", True, "bash")
+    facts = Facts(first_request="go", last_request="go", actions=[failed])
+    text = offline.summarize(facts, COUNTER, 3000)
+    assert section(text, "Blocked") == ["- the last action failed: `make build` exit 2: missing header foo.h"]
+    assert "foo.c:1: fatal error" in "\n".join(section(text, "Completed Actions"))
+    facts = Facts(first_request="go", last_request="go", actions=[failed, Action("[bash] ran `ls` -> exit 0", False, "bash")])
+    assert section(offline.summarize(facts, COUNTER, 3000), "Blocked") == []  # moved past it
+
+
+def test_an_earlier_summarys_decisions_answers_and_open_work_are_carried():
+    """A second summary of a span that decided and asked nothing new still says what the first one had decided,
+    answered, left open and been asked."""
+    plan = ["- [pending] add tests"]
+    first = offline.summarize(
+        Facts(
+            first_request="go",
+            last_request="ship it",
+            decisions=["keep the cache"],
+            questions=[("which port?", "5432")],
+            pending=["also update the docs"],
+            plan=plan,
+        ),
+        COUNTER,
+        3000,
+    )
+    later = offline.summarize(Facts(first_request="go", last_request="ship it", prior_summary=first), COUNTER, 3000)
+    for name in ("Key Decisions", "Resolved Questions", "Pending User Asks", "Remaining Work"):
+        assert section(first, name) and set(section(first, name)) <= set(section(later, name)), name
+
+
+def test_remaining_work_is_the_plans_open_items():
+    """Remaining Work lists the latest plan's items not completed or done, not its explanation nor its finished
+    items (the plan itself is In Progress, verbatim)."""
+    plan = ["Refactor the parser first.", "- [completed] read the code", "- [in_progress] write the tokenizer", "- [pending] add tests"]
+    text = offline.summarize(Facts(first_request="go", last_request="go", plan=plan), COUNTER, 3000)
+    assert section(text, "Remaining Work") == ["- [in_progress] write the tokenizer", "- [pending] add tests"]
+    assert section(text, "In Progress") == ["Latest plan (verbatim):", *plan]
+
+
+def test_focus_keeps_the_actions_on_its_topic_a_three_letter_word_too():
+    """`--focus api` promotes the actions that mention the API, kept before the others when the budget is small;
+    words of one or two letters are not a topic."""
+    acts = [Action(f"[bash] ran `pytest tests/test_mod{k}.py` -> exit 0", False, "bash", command="pytest") for k in range(30)]
+    acts[3] = Action("[bash] ran `curl localhost/api/health` -> exit 0", False, "bash", command="curl")
+    facts = Facts(first_request="go", last_request="go", actions=acts)
+    assert "api/health" not in offline.summarize(facts, COUNTER, 200)
+    assert "api/health" in "\n".join(section(offline.summarize(facts, COUNTER, 200, focus="api"), "Completed Actions"))
+    assert "api/health" not in offline.summarize(facts, COUNTER, 200, focus="a pi")
+
+
+def test_focus_leaves_the_actions_off_its_topic_only_the_room_the_other_sections_leave():
+    """Under a focus, the actions that do not mention it come after every other section: the decisions are all kept
+    where, without a focus, the actions' share took room from them."""
+    acts = [Action(f"[bash] ran `pytest tests/test_mod{k}.py` -> exit 0", False, "bash", command="pytest") for k in range(30)]
+    decisions = [f"use option {k} for the cache layer" for k in range(12)]
+    facts = Facts(first_request="go", last_request="go", actions=acts, decisions=decisions)
+    plain, focused = offline.summarize(facts, COUNTER, 250), offline.summarize(facts, COUNTER, 250, focus="api")
+    assert section(focused, "Key Decisions") == [f"- {d}" for d in decisions]
+    assert len(section(plain, "Key Decisions")) < len(decisions)
+    assert len(section(focused, "Completed Actions")) < len(section(plain, "Completed Actions"))
+
+
+def test_a_verbatim_ask_on_the_focus_topic_is_still_never_shed():
+    """The ask the summary carries verbatim stays whole in a budget too small for it (the summary is then over it,
+    which the caller refuses), with a focus that names its topic as without one."""
+    ask = "please fix the api client: " + "the retry loop drops the last page of results when the server answers slowly. " * 10
+    facts = Facts(first_request=ask, last_request=ask, last_request_verbatim=True)
+    for focus in (None, "api client"):
+        text = offline.summarize(facts, COUNTER, 60, focus=focus)
+        assert section(text, "Active Task") == [ask.rstrip()] and COUNTER.text(text) > 60, focus
+
+
+def test_a_name_the_kept_lines_show_is_not_listed_again_in_the_index():
+    """The index lists the names no kept line shows: not one a decision or an action the budget kept shows, nor one
+    the earlier summary's carried index line already lists."""
+    facts = Facts(
+        first_request="go",
+        last_request="go",
+        decisions=["rename read_chunk to read_block"],
+        actions=[Action("[grep] searched for parse_header -> 3 matches", False, "grep")],
+        names=["read_chunk", "parse_header", "open_stream"],
+    )
+    first = offline.summarize(facts, COUNTER, 3000)
+    assert index_names(first) == ["open_stream"]
+    later = Facts(first_request="go", last_request="go", prior_summary=first, names=["open_stream", "close_stream"])
+    text = offline.summarize(later, COUNTER, 3000)
+    assert sorted(index_names(text)) == ["close_stream", "open_stream"]

@@ -203,3 +203,20 @@ def test_a_name_the_kept_lines_show_is_not_listed_again_in_the_index():
     later = Facts(first_request="go", last_request="go", prior_summary=first, names=["open_stream", "close_stream"])
     text = offline.summarize(later, COUNTER, 3000)
     assert sorted(index_names(text)) == ["close_stream", "open_stream"]
+
+
+def test_a_number_in_an_earlier_actions_error_line_does_not_move_the_numbering():
+    """The error lines under a failed action (indented) can begin with a number and a dot (an address, a version):
+    the next summary's actions are numbered after the earlier summary's last action, not after that number."""
+    failed = Action(
+        "[bash] ran `psql -h db` -> exit 2: could not connect\n  10.0.0.5:5432: connection refused", True, "bash", command="psql"
+    )
+    first = offline.summarize(Facts(first_request="go", last_request="go", actions=[failed]), COUNTER, 3000)
+    assert section(first, "Completed Actions") == ["1. `psql -h db` exit 2: could not connect", "  10.0.0.5:5432: connection refused"]
+    later = Facts(
+        first_request="go",
+        last_request="go",
+        prior_summary=first,
+        actions=[Action("[bash] ran `ls` -> exit 0", False, "bash", command="ls")],
+    )
+    assert section(offline.summarize(later, COUNTER, 3000), "Completed Actions")[-1] == "2. `ls` exit 0"

@@ -60,9 +60,9 @@ def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:
         # Its quoted lines are not carried as items (taken first, they pushed its actions out): they go back into the
         # pool of lines the new summary quotes from (vocabulary.excerpts), and are quoted again as room allows.
         items[name] = quote_block(lines)[0]
-        if name == "Completed Actions":
+        if name == "Completed Actions":  # its actions' numbers, not a number that begins an error line under one
             for ln in lines:
-                m = re.match(r"\s*(\d+)\.", ln)
+                m = re.match(r"(\d+)\.", ln)
                 if m:
                     last_no = max(last_no, int(m.group(1)))
     return items, last_no

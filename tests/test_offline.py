@@ -5,7 +5,7 @@ request capped to its tokens, the numbering carried on, the project root, a line
 from __future__ import annotations
 
 from compactctl.summarizers import offline
-from compactctl.summarizers.facts import Action, Facts
+from compactctl.summarizers.facts import FAILED_VERB, Action, Facts
 from compactctl.summarizers.fit import INDEX_LINE, index_line_names
 from compactctl.summarizers.prompt import parse_sections
 from compactctl.tokens import make_counter
@@ -65,6 +65,10 @@ def test_the_project_root_is_the_deepest_directory_most_absolute_paths_share():
     shallow = ["/etc/ssl/cert.pem", "/usr/bin/python3", "/tmp/build/log.txt", "/opt/tool/run"]
     assert offline.common_root(deep + shallow) == "/repo/app/src/"
     assert offline.common_root(deep[:2] + shallow) is None
+    assert offline.common_root([*deep[:2], "/repo/lib/util/d.py"]) is None  # two of three: no root
+    # The session's working directory is the root when three of the paths (and half) sit under it, not a deeper one.
+    assert offline.common_root(deep, cwd="/repo") == "/repo/"
+    assert offline.common_root([*deep[:2], "/srv/x/y/z.py"], cwd="/repo") is None
 
 
 def test_a_line_the_earlier_summary_says_and_this_span_says_again_is_written_once():
@@ -220,3 +224,52 @@ def test_a_number_in_an_earlier_actions_error_line_does_not_move_the_numbering()
         actions=[Action("[bash] ran `ls` -> exit 0", False, "bash", command="ls")],
     )
     assert section(offline.summarize(later, COUNTER, 3000), "Completed Actions")[-1] == "2. `ls` exit 0"
+
+
+def test_repeated_identical_actions_collapse_into_the_latest_with_their_count():
+    """The same command with the same outcome three times is one line, the latest's number with "(x3)"; the
+    numbering still counts every action."""
+    same = Action("[bash] ran `make test` -> exit 1: 2 failed", True, "bash", command="make test")
+    other = Action("[bash] ran `git diff` -> exit 0", False, "bash", command="git diff")
+    facts = Facts(first_request="go", last_request="go", actions=[same, other, same, same])
+    lines = section(offline.summarize(facts, COUNTER, 3000), "Completed Actions")
+    assert lines == ["2. `git diff` exit 0", "4. `make test` exit 1: 2 failed (x3)"]
+
+
+def test_commands_writes_and_failures_are_kept_before_reads():
+    """In a small budget the actions that ran a command, wrote a file or failed are kept before the newer reads."""
+    acts = [
+        Action("[bash] ran `make migrate` -> exit 0", False, "bash", command="make migrate"),
+        Action("[write_file] wrote src/schema.sql", False, "write"),
+        Action("[read_file] read src/missing.py -> error: not found", True, "read"),
+        *(Action(f"[read_file] read docs/page_{k}.md", False, "read") for k in range(30)),
+    ]
+    text = "\n".join(
+        section(offline.summarize(Facts(first_request="go", last_request="go", actions=acts), COUNTER, 250), "Completed Actions")
+    )
+    assert "make migrate" in text and "src/schema.sql" in text and "src/missing.py" in text
+    assert "docs/page_29.md" in text and "docs/page_0.md" not in text
+
+
+def test_the_agents_latest_statement_is_the_active_state_longer_when_no_finding_leads_it():
+    """The agent's latest text is kept up to 600 tokens as the Active State; when it only says what comes next, the
+    finding before it leads and the "Next:" line is kept to 200."""
+    said = "the parser now accepts trailing commas and the tests pass. " * 40  # about 440 tokens
+    text = offline.summarize(Facts(first_request="go", last_request="go", last_assistant=said), COUNTER, 3000)
+    assert section(text, "Active State") == [said.rstrip()]
+    facts = Facts(first_request="go", last_request="go", last_assistant=said, last_finding="the lexer drops the last token")
+    state = section(offline.summarize(facts, COUNTER, 3000), "Active State")
+    assert state[0] == "the lexer drops the last token" and state[1].startswith("Next: the parser") and state[1].endswith(MARK)
+    assert 190 <= COUNTER.text(state[1]) <= 215
+
+
+def test_a_file_line_says_what_was_done_to_it_a_failed_edit_only_when_none_succeeded():
+    """Relevant Files says what was done to each file: a file a shell command printed was read; an edit or a write
+    that failed is said only when none succeeded."""
+    files = {
+        "src/a.py": {"edit" + FAILED_VERB},
+        "src/b.py": {"edit", "edit" + FAILED_VERB},
+        "src/c.py": {"shell-read", "write" + FAILED_VERB},
+    }
+    text = offline.summarize(Facts(first_request="go", last_request="go", files=files), COUNTER, 3000)
+    assert section(text, "Relevant Files") == ["- src/a.py (edit failed)", "- src/b.py (edited)", "- src/c.py (read, write failed)"]

@@ -273,3 +273,26 @@ def test_a_file_line_says_what_was_done_to_it_a_failed_edit_only_when_none_succe
     }
     text = offline.summarize(Facts(first_request="go", last_request="go", files=files), COUNTER, 3000)
     assert section(text, "Relevant Files") == ["- src/a.py (edit failed)", "- src/b.py (edited)", "- src/c.py (read, write failed)"]
+
+
+FOREIGN = (
+    "This session is being continued from a previous conversation that ran out of context.\n\nSummary:\n"
+    "1. Primary Request and Intent:\n   Work on bead spotter-fum.\n\n8. Current Work:\n   Working on `spotter-fum.3`.\n\n"
+    "9. Optional Next Step:\n   Complete spotter-fum.3 by running `mix test`.\n"
+)
+
+
+def test_another_tools_next_step_is_the_active_task_only_with_no_ask_since():
+    """Claude Code's summary's next step is the Active Task when the person asked nothing after it, and then not
+    quoted again; with an ask since, the ask is the Active Task and the next step is one of its lines quoted as
+    room allows."""
+    text = offline.summarize(Facts(prior_summary=FOREIGN), COUNTER, 2000)
+    assert section(text, "Active Task") == [offline.FROM_PRIOR_NEXT + "Complete spotter-fum.3 by running `mix test`."]
+    assert section(text, "Goal") == ["Work on bead spotter-fum."]
+    assert (
+        "> Working on `spotter-fum.3`." in section(text, "Critical Context") and "mix test" not in parse_sections(text)["Critical Context"]
+    )
+    ask = "now fix the tests"
+    text = offline.summarize(Facts(prior_summary=FOREIGN, last_request=ask, last_request_verbatim=True), COUNTER, 2000)
+    assert section(text, "Active Task") == [ask]
+    assert "> Complete spotter-fum.3 by running `mix test`." in section(text, "Critical Context")

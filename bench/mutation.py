@@ -72,6 +72,39 @@ The forty-first session (one helper a module, --jobs 1, four runs sharing 2 core
             to (after the shares, no index line after the first that does not fit: names strictly in rank order)
             kept fewer needed-later facts (Codex at 20% 96.7 -> 96.4%) and was reverted; `index_fit` no longer
             returns more names than it was given (no output changed).
+The forty-second session (one helper a module, --jobs 1, three runs sharing 2 cores):
+- offline (the offline summarizer, 303 mutants; 50, seed 1, 29 min over test_phases, test_budget_aware, test_fit and
+            test_properties, not test_llm: it reaches the module only through the LLM's fallback): 25 survived, no
+            timeouts. No test had pinned a request cut to its token cap (at the cap, or how much is kept), the
+            numbering a second summary continues, the project root's thresholds, a line the earlier summary and the
+            span both say, the earlier summary's files, decisions and open work carried, Blocked's one line, the
+            plan's open items, --focus (a three-letter word, off-topic actions after the rest, a verbatim ask never
+            shed), or which names the index leaves out. After tests/test_offline.py (Facts built by hand, the
+            summary's sections read back), 7: 4 equivalent (`FOREIGN_GOAL_CAP` 601, which `goal_cap` <= 600 always
+            undercuts; `return None` for fewer than 3 paths, which the threshold of 3 refuses anyway; the split of an
+            error's first line at 2 or 0, the same for the lines facts writes) and 3 size constants (`ANCHOR_CAP`
+            1500, the 400 of a pending ask, the 300 of a finding). A second sample (30, seed 2) against those tests:
+            11, then 3 (`ANCHOR_CAP` again, the 8 characters an error's short form needs to be dropped, the window
+            of 10 in which a plan item says "done"). One bug fixed: an indented error line under a failed action that
+            began with a number and a dot ("  10.0.0.5:5432: connection refused") set the number the next summary's
+            actions continued from (1, then 11). No output of compact on the corpus changed (8,000 and 32,000).
+- facts (the offline summarizer's fact extractor; 307 mutants, 50 run, 18 min, over test_budget_aware, test_outline,
+            test_phases and test_fit: 34 s, where the TARGETS list took over 60): 16 survived, no timeout. They were
+            boundaries and constants no test landed on (a finding's 20 characters, a decision's 12 to 300, a text plan's
+            300 a line, the four quoted phrases a write's line keeps, an answer that is a list's "10."), ports that no
+            test ever showed (`group(0)` or `group(3)` for `group(1)` survived; `group(3)` raises on any port), a write's
+            line given an empty `strings:`, a digest's outline put on its last error line, a failed patch's short error
+            placed at its last file. After tests/test_facts.py: 1, equivalent (`return ''` for a digest with no line
+            left, which cannot happen: its first line is its `[name] ...`). A second sample (30, seed 2): 6 (an earlier
+            summary in the span no longer taken as the prior summary, a hash inside a UUID listed, a greeting's three
+            words, a short error's 100 characters, an asked question's 300), then 1: a greeting of four small-talk words
+            ("Good morning, thank you") counts as a goal, and with the mutant's limit it would not; left as is (a
+            heuristic's limit, not a clear bug). A third sample (30, seed 3, about 8 shared with the first): all killed.
+            The 4 left survived test_properties, test_recall, test_llm, test_continuation and test_llm_faults too (11
+            min). One bug fixed: a command run in a workdir of its own that holds "` -> " (`grep -n '` -> ' notes.md`)
+            had "(in dir)" written inside the command; now it follows the command (its new mutants: 2 of 9 survive,
+            equivalent: the command's backtick is never at 0). No compact output on the corpus changed (8k and 32k
+            windows, 69 files each: the corpus has no workdir call).
 """
 
 from __future__ import annotations

@@ -94,6 +94,22 @@ def test_a_fallback_to_the_offline_summary_is_said_with_q_too(server, tmp_path, 
         assert ("summarizer: llm" in said) == (not quiet)  # the note of which summarizer: a note, silenced
 
 
+@pytest.mark.parametrize("flag", ["--base-url", "--llm-model", "--fallback-model"])
+def test_an_llm_option_that_is_not_utf8_is_a_usage_error(server, tmp_path, flag):
+    """Bytes no UTF-8 decodes in an LLM option (a shell's $'\\xff'): a traceback from the cache key (exit 1) before;
+    now a usage error naming the option, and nothing written."""
+    src = tmp_path / "s.jsonl"
+    write_jsonl(src, tool_session(30, 4000))
+    out = tmp_path / "o.jsonl"
+    given = {"--base-url": server.url + "\udcff", "--llm-model": "good\udcff", "--fallback-model": "good\udcff"}
+    base = [] if flag == "--base-url" else ["--base-url", server.url]
+    model = [] if flag == "--llm-model" else ["--llm-model", "good"]
+    r = cli("compact", str(src), "-o", str(out), "--context-window", "3000", *base, *model, flag, given[flag])
+    assert r.returncode == 2, r.stderr
+    assert f"{flag} is not valid UTF-8".encode() in r.stderr and b"Traceback" not in r.stderr
+    assert not out.exists()
+
+
 def test_a_cached_answer_without_sections_is_asked_again(server, tmp_path):
     from compactctl.cache import SummaryCache
 

@@ -326,6 +326,11 @@ class LLMSummarizer:
 
     @classmethod
     def from_options(cls, opts, model: str, warn=None) -> LLMSummarizer:
+        for flag, value in (("--llm-model", opts.llm_model), ("--base-url", opts.base_url), ("--fallback-model", opts.fallback_model)):
+            if isinstance(value, str) and without_surrogates(value) != value:  # bytes no UTF-8 decodes (a shell's $'\xff')
+                raise UsageError(f"{flag} is not valid UTF-8: {without_surrogates(value)!r}")
+        if isinstance(opts.api_key, str) and without_surrogates(opts.api_key) != opts.api_key:
+            raise UsageError("the API key (--api-key or $OPENAI_API_KEY) is not valid UTF-8")
         s = cls(
             opts.llm_model or model,
             opts.base_url,

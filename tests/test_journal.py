@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from compactctl.journal import Journal
+from compactctl.errors import IOFailure, UsageError
+from compactctl.journal import Journal, PartFile, finish_part, part_path
+from compactctl.jsonl import record_line
 
 
 def _header(n_inputs: int) -> dict:
@@ -202,3 +205,166 @@ def test_a_file_name_that_is_not_utf8_is_written_to_the_journal_archive_and_repo
     Journal(str(path), header).start({"t": "ck", "n": 1, "fn": 0, "key": "k", "file": None, "off": {}})
     entries, _ = Journal(str(path), header).load()  # the same run's header: resumed, not refused
     assert entries[0]["t"] == "ck"
+
+
+# -- part files and the journal's entries, as --resume reads them back ---------------------------------------------------
+
+
+def test_a_resumed_part_is_cut_back_to_its_checkpoint_and_goes_on_from_there(tmp_path):
+    """What a killed run wrote after its last checkpoint goes: the resumed run writes that transcript again, and what
+    it writes may be shorter (an LLM's summary differs from one call to the next): no byte of the older one stays."""
+    target = tmp_path / "o.jsonl"
+    part = tmp_path / "o.jsonl.compactctl-part"
+    part.write_bytes(b'{"a":1}\n{"b":22222222}\n{"c":')
+    p = PartFile(str(target), resume_at=8)
+    assert p.offset == 8
+    p.write(b'{"b":2}\n')
+    assert p.offset == 16
+    p.commit()
+    assert target.read_bytes() == b'{"a":1}\n{"b":2}\n' and not part.exists()
+
+
+def test_a_part_shorter_than_its_checkpoint_or_missing_is_refused_untouched(tmp_path):
+    """A part that lost bytes the journal says were written (another tool cut it, a disk filled) cannot be resumed:
+    going on would leave a hole of zero bytes in the output. Refused, and the part is left as it was."""
+    target = tmp_path / "o.jsonl"
+    part = tmp_path / "o.jsonl.compactctl-part"
+    part.write_bytes(b'{"a":1}\n')
+    with pytest.raises(UsageError, match="holds 8 bytes, the journal says 9: cannot resume"):
+        PartFile(str(target), resume_at=9)
+    assert part.read_bytes() == b'{"a":1}\n'
+    assert PartFile(str(target), resume_at=8).offset == 8  # exactly as long: resumed
+    part.unlink()
+    with pytest.raises(UsageError, match="missing, cannot resume"):
+        PartFile(str(target), resume_at=0)
+    with pytest.raises(IOFailure, match="cannot write here"):
+        PartFile(str(tmp_path / "no" / "such" / "o.jsonl"))  # a new part in a folder that does not exist
+    assert not target.exists()
+
+
+def test_a_new_part_is_empty_and_private_and_a_committed_one_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    """A new output is readable by its owner only (it holds what a transcript held); written over a file, it keeps
+    that file's mode (the user's choice), also when a --resume finishes the rename a kill cut."""
+    import stat
+
+    p = PartFile(str(tmp_path / "n.jsonl"))
+    part = Path(p.path)
+    assert stat.S_IMODE(part.stat().st_mode) == 0o600
+    p.write(b"x\n")
+    p.leave()
+    p = PartFile(str(tmp_path / "n.jsonl"))  # not resumed: an older part is started over
+    assert p.offset == 0 and part.read_bytes() == b""
+    p.write(b"y\n")
+    p.commit()
+    assert (tmp_path / "n.jsonl").read_bytes() == b"y\n" and stat.S_IMODE((tmp_path / "n.jsonl").stat().st_mode) == 0o600
+    for finish in (False, True):
+        old = tmp_path / f"old{finish}.jsonl"
+        old.write_bytes(b"old\n")
+        old.chmod(0o640)
+        p = PartFile(str(old))
+        p.write(b"new\n")
+        if finish:  # killed after the run's end was journaled, before the rename: --resume does it
+            p.leave()
+            finish_part(str(old))
+        else:
+            p.commit()
+        assert old.read_bytes() == b"new\n" and stat.S_IMODE(old.stat().st_mode) == 0o640, finish
+        assert not Path(part_path(str(old))).exists()
+    finish_part(str(tmp_path / "never.jsonl"))  # no part (renamed before the kill): nothing to do
+    assert not (tmp_path / "never.jsonl").exists()
+
+
+def test_an_aborted_part_is_gone_and_a_left_one_stays_for_resume(tmp_path):
+    kept, gone = PartFile(str(tmp_path / "k.jsonl")), PartFile(str(tmp_path / "g.jsonl"))
+    for p in (kept, gone):
+        p.write(b"x\n")
+    kept.leave()
+    gone.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.jsonl.compactctl-part"]
+    assert (tmp_path / "k.jsonl.compactctl-part").read_bytes() == b"x\n"
+
+
+CK = {"t": "ck", "n": 3, "fn": 1, "key": "d.jsonl#3", "file": "*", "off": {"out": 120, "archive": 40}}
+
+
+def test_a_journal_reads_back_its_entries_in_order_and_a_torn_last_line_is_dropped(tmp_path):
+    """A kill while a checkpoint was being written leaves its line cut: the entries before it are what --resume
+    goes on from, and the cut line is removed from the journal, so that the next checkpoint starts a line of its own."""
+    path = tmp_path / "o.compactctl-journal"
+    j = Journal(str(path), _header(2))
+    j.start(CK)
+    j.append({"t": "done", "file": "a.jsonl"}, {**CK, "n": 5, "off": {"out": 200}})
+    j.close()
+    whole = path.read_bytes()
+    assert whole.count(b"\n") == 4 and (path.stat().st_mode & 0o777) == 0o600
+    path.write_bytes(whole + b'{"t":"ck","n":6,"fn')
+    again = Journal(str(path), _header(2))
+    entries, valid = again.load()
+    assert entries == [CK, {"t": "done", "file": "a.jsonl"}, {**CK, "n": 5, "off": {"out": 200}}] and valid == len(whole)
+    again.reopen(valid)
+    again.append({"t": "end"})
+    again.close()
+    assert path.read_bytes() == whole + b'{"t":"end"}\n'
+    assert Journal(str(path), _header(2)).load()[0][-1] == {"t": "end"}
+    again.remove()
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"version": 2}, "journal version 2"),
+        ({"command": "repair"}, "another command or other options"),
+        ({"options": "y"}, "another command or other options"),
+        ({"inputs": _header(1)["inputs"]}, "other inputs"),
+        ({"output": "/p/"}, "another output"),
+        ({"journal": "other"}, "not a compactctl journal"),
+    ],
+)
+def test_a_journal_of_another_run_is_refused(tmp_path, change, said):
+    """--resume goes on only from the journal of the same command, options, inputs (as they were) and output."""
+    path = tmp_path / "o.compactctl-journal"
+    Journal(str(path), {**_header(2), **change}).start(CK)
+    with pytest.raises(UsageError, match=said):
+        Journal(str(path), _header(2)).load()
+    Journal(str(path), _header(2)).start(CK)
+    assert Journal(str(path), _header(2)).load()[0] == [CK]  # the same run's
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"t":"ck","n":"3","fn":1,"key":"k","file":"*","off":{}}',
+        b'{"t":"ck","n":3,"key":"k","file":"*","off":{}}',
+        b'{"t":"ck","n":3,"fn":1,"key":null,"file":"*","off":{}}',
+        b'{"t":"ck","n":3,"fn":1,"key":"k","file":7,"off":{}}',
+        b'{"t":"ck","n":3,"fn":1,"key":"k","file":"*","off":[]}',
+        b'{"t":"ck","n":3,"fn":1,"key":"k","file":"*","off":{"out":"12"}}',
+        b'{"t":"stop"}',
+        b"[1, 2]",
+        b"not json",
+        b"",
+    ],
+)
+def test_a_damaged_entry_before_the_last_line_is_refused(tmp_path, line):
+    """Only the last line may be cut (a kill while it was written); anything else that is not a checkpoint, a file's
+    end or the run's end is damage, and the run is not resumed from it."""
+    path = tmp_path / "o.compactctl-journal"
+    Journal(str(path), _header(1)).start(CK)
+    path.write_bytes(path.read_bytes() + line + b"\n" + record_line({"t": "end"}))
+    with pytest.raises(UsageError, match="corrupt"):
+        Journal(str(path), _header(1)).load()
+
+
+def test_an_output_that_cannot_be_put_in_place_or_journaled_says_where_and_why(tmp_path):
+    """The I/O errors a user sees (exit 4) name the file and the system's reason, not a Python exception."""
+    (tmp_path / "o.jsonl").mkdir()  # a folder where the output goes
+    p = PartFile(str(tmp_path / "o.jsonl"))
+    p.write(b"x\n")
+    with pytest.raises(IOFailure) as err:
+        p.commit()
+    assert str(err.value) == f"{tmp_path}/o.jsonl: Is a directory"
+    j = Journal(str(tmp_path / "gone" / "o.compactctl-journal"), _header(1))
+    with pytest.raises(IOFailure) as err:
+        j.start(CK)
+    assert str(err.value) == f"{tmp_path}/gone/o.compactctl-journal: cannot write the journal (No such file or directory)"

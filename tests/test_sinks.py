@@ -1,0 +1,177 @@
+"""Where a run's transcripts go (compactctl/runner/sinks.py): one output file or one file per input (-o DIR/), with
+the archive, report and rejects beside it; each written whole or not at all, in input order, and a run killed
+anywhere (kill -9 included) finished by --resume into exactly what an uninterrupted run writes.
+
+The kills here are made at a chosen point (a patched process that exits with os._exit, as SIGKILL would leave it:
+no cleanup, nothing more written), so that each test lands on the same point every time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import tool_session, write_jsonl
+
+# A compactctl process killed (os._exit, no cleanup) at a point given by KILL_AT:
+#   add=N:     just after the N-th transcript is handed to the outputs (what it wrote reached the files; its checkpoint not)
+#   commit:    when the first output is being renamed into place (the journal says the run ended)
+#   finish=N:  when the N-th finished file of -o DIR/ is being renamed into place
+KILL = """
+import os, sys
+from compactctl import journal
+from compactctl.runner import sinks
+where, _, at = os.environ["KILL_AT"].partition("=")
+calls = [0]
+def killed(self=None):
+    for s in (getattr(self, "out", None), *getattr(self, "sides", {}).values()):
+        f = getattr(s, "f", None)
+        if f is not None and not f.closed:
+            f.flush()  # written to the file, as a kill after the write would leave it
+    os._exit(137)
+def hook(obj, name, after):
+    real = getattr(obj, name)
+    def hooked(*a, **k):
+        out = None if where != "add" else real(*a, **k)
+        calls[0] += 1
+        if calls[0] == after:
+            killed(a[0] if where == "add" else None)
+        return out if where == "add" else real(*a, **k)
+    setattr(obj, name, hooked)
+if where == "add":
+    hook(sinks._Sinks, "add", int(at))
+elif where == "commit":
+    hook(journal.PartFile, "commit", 1)
+else:
+    hook(sinks, "finish_part", int(at))
+sys.argv = ["compactctl", *sys.argv[1:]]
+from compactctl.entry import main
+main()
+"""
+
+EVERY = {"COMPACTCTL_JOURNAL_EVERY": "0"}  # a checkpoint after each transcript
+
+
+def run(*args: str, kill_at: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = {**os.environ, **EVERY, **(env or {})}
+    if kill_at is None:
+        cmd = [sys.executable, "-m", "compactctl", *args]
+    else:
+        cmd, e["KILL_AT"] = [sys.executable, "-c", KILL, *args], kill_at
+    return subprocess.run(cmd, capture_output=True, env=e, timeout=300)
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (parts and journals included), by its path under it."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def dataset(path: Path, n: int = 6, bad: tuple[int, ...] = ()) -> Path:
+    """n transcripts, each its own (told apart by its first prompt); those at `bad` rejected when built."""
+    rows = []
+    for k in range(n):
+        if k in bad:
+            rows.append({"messages": [{"role": "wizard", "content": f"bad {k}"}]})
+            continue
+        msgs = tool_session(4, 1500 + 100 * k)
+        msgs[1] = {**msgs[1], "content": f"task {k}: fix the bug in app.py"}
+        rows.append({"messages": msgs})
+    return write_jsonl(path, rows)
+
+
+OPTS = ["--context-window", "2000", "--summary-min", "300", "-q", "--workers", "1"]
+
+
+def sides(root: Path, out: str) -> list[str]:
+    return [*OPTS, "--on-error", "skip", "-o", out, "--archive", f"{root}/a.jsonl", "--report", f"{root}/r.jsonl",
+            "--rejects", f"{root}/x.jsonl"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kills", [["add=1"], ["add=3"], ["add=6"], ["commit"], ["add=3", "add=2", "commit"]])
+def test_a_dataset_killed_anywhere_is_resumed_into_what_an_uninterrupted_run_writes(tmp_path, kills):
+    """Killed before the first checkpoint (started over), after some transcripts (the one the kill cut written again),
+    while the outputs are renamed into place, or several times over: the same files, byte for byte."""
+    src = dataset(tmp_path / "d.jsonl", 7, bad=(2,))
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    ref.mkdir(), out.mkdir()
+    assert run("compact", str(src), *sides(ref, f"{ref}/o.jsonl")).returncode == 0
+    want = files(ref)
+    args = ["compact", str(src), *sides(out, f"{out}/o.jsonl")]
+    for k, kill_at in enumerate(kills):
+        r = run(*args, *(["--resume"] if k else []), kill_at=kill_at)
+        assert r.returncode == 137, r.stderr
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert files(out) == want
+
+
+def inputs(root: Path) -> Path:
+    """A folder of inputs: two datasets, one whose every record is rejected, one in a subfolder."""
+    src = root / "in"
+    (src / "sub").mkdir(parents=True)
+    dataset(src / "a.jsonl", 3)
+    dataset(src / "b.jsonl", 2, bad=(0, 1))
+    dataset(src / "c.jsonl", 4, bad=(1,))
+    dataset(src / "sub" / "d.jsonl", 2)
+    return src
+
+
+@pytest.mark.parametrize(
+    "kills",
+    [["add=2"], ["add=4"], ["add=5"], ["add=8"], ["add=11"], ["commit"], ["finish=1"], ["finish=2"], ["add=7", "add=2", "add=1"]],
+)
+def test_a_folder_of_inputs_killed_anywhere_is_resumed_into_what_an_uninterrupted_run_writes(tmp_path, kills):
+    """-o DIR/: killed in a file, at its end, in an input whose every record is rejected, while the finished files are
+    renamed into place, or several times in the same file: the same files, byte for byte, and no other."""
+    src = inputs(tmp_path)
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    ref.mkdir(), out.mkdir()
+    assert run("compact", str(src), *sides(ref, f"{ref}/o/")).returncode == 0
+    want = files(ref)
+    assert sorted(want) == ["a.jsonl", "o/a.jsonl", "o/c.jsonl", "o/sub/d.jsonl", "r.jsonl", "x.jsonl"]
+    args = ["compact", str(src), *sides(out, f"{out}/o/")]
+    for k, kill_at in enumerate(kills):
+        r = run(*args, *(["--resume"] if k else []), kill_at=kill_at)
+        assert r.returncode == 137, r.stderr
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert files(out) == want
+
+
+def test_a_rerun_over_its_own_archive_killed_and_resumed_carries_nothing_twice(tmp_path):
+    """Run again over its own archive, a run archives again every original its output refers to: nothing is carried
+    from the archive it replaces. Killed and resumed, what the killed run archived counts as archived by the run (not
+    as references to carry: their originals were copied a second time into the archive)."""
+    src = dataset(tmp_path / "d.jsonl", 6)
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    ref.mkdir(), out.mkdir()
+    for root in (ref, out):
+        args = ["compact", str(src), *OPTS, "-o", f"{root}/o.jsonl", "--archive", f"{root}/a.jsonl"]
+        assert run(*args).returncode == 0
+    want = files(ref)
+    assert b'"carried"' not in want["a.jsonl"]
+    r = run(*args, kill_at="add=4")
+    assert r.returncode == 137, r.stderr
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert files(out) == want
+
+
+def test_resume_refuses_an_sqlite_archive_the_killed_run_had_begun(tmp_path):
+    """An SQLite archive is written whole when the run ends: what the killed run had for it is gone, and a resumed run
+    would write an archive without the transcripts before the kill. Refused; before the first checkpoint there is
+    nothing to continue, and the run starts over."""
+    src = dataset(tmp_path / "d.jsonl", 5)
+    args = ["compact", str(src), *OPTS, "-o", f"{tmp_path}/o.jsonl", "--archive", f"{tmp_path}/a.sqlite"]
+    assert run(*args, kill_at="add=3").returncode == 137
+    r = run(*args, "--resume")
+    assert r.returncode == 2 and b"--resume cannot continue the SQLite archive" in r.stderr, r.stderr
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "a.sqlite").exists()
+    for f in tmp_path.glob("o.jsonl.*"):
+        f.unlink()
+    assert run(*args, kill_at="add=1").returncode == 137  # before the first checkpoint
+    r = run(*args, "--resume")
+    assert r.returncode == 0 and (tmp_path / "a.sqlite").exists(), r.stderr

@@ -175,3 +175,34 @@ def test_resume_refuses_an_sqlite_archive_the_killed_run_had_begun(tmp_path):
     assert run(*args, kill_at="add=1").returncode == 137  # before the first checkpoint
     r = run(*args, "--resume")
     assert r.returncode == 0 and (tmp_path / "a.sqlite").exists(), r.stderr
+
+
+@pytest.mark.parametrize("where", ["o/c.jsonl", "r.jsonl", "a.jsonl"])
+def test_an_output_whose_place_is_a_folder_is_refused_before_anything_is_written(tmp_path, where):
+    """A folder where an output goes (-o DIR/'s file for one input, a side file) cannot be written over: the run
+    wrote everything, put the files before it into place, then failed (exit 4) with them there, and the archive naming
+    an output that was not; an interrupted run lost its parts. Said (exit 4) before anything is written."""
+    src = inputs(tmp_path)
+    out = tmp_path / "out"
+    (out / where).mkdir(parents=True)
+    before = files(out)
+    args = ["compact", str(src), *sides(out, f"{out}/o/")]
+    r = run(*args)
+    assert r.returncode == 4 and f"{out / where}: is a directory".encode() in r.stderr, r.stderr
+    assert files(out) == before == {} and (out / where).is_dir()
+    if where == "o/c.jsonl":  # killed, the folder made after: --resume keeps what the killed run wrote
+        (out / where).rmdir()
+        assert run(*args, kill_at="add=8").returncode == 137
+        parts = files(out)
+        (out / where).mkdir()
+        r = run(*args, "--resume")
+        assert r.returncode == 4 and files(out) == parts, r.stderr
+        (out / where).rmdir()
+        assert run(*args, "--resume").returncode == 0 and sorted(files(out)) == [
+            "a.jsonl",
+            "o/a.jsonl",
+            "o/c.jsonl",
+            "o/sub/d.jsonl",
+            "r.jsonl",
+            "x.jsonl",
+        ]

@@ -499,7 +499,8 @@ def _targets(inputs: list[str], out_dir: str) -> dict[str, str]:
 
 
 def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], to_dir: bool) -> None:
-    """Refuse, before anything is written, outputs that would overwrite an input or each other."""
+    """Refuse, before anything is written, outputs that would overwrite an input or each other, or a folder (renamed
+    into place at the end, the outputs before it would be there and the run failed)."""
 
     def same(p: str) -> str:
         return os.path.realpath(p)
@@ -529,6 +530,8 @@ def check_collisions(files: list[str], io: IOOptions, targets: dict[str, str], t
     _one_on_stdout(io, to_dir)
     owner: dict[str, str] = {}
     for label, p in outs:
+        if os.path.isdir(p):
+            raise IOFailure(f"{p}: is a directory: {label} cannot be written there")
         if not regular(p):
             continue
         k = same(p)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import tool_session, write_jsonl
+from .conftest import read_jsonl, tool_session, write_jsonl
 
 # A compactctl process killed (os._exit, no cleanup) at a point given by KILL_AT:
 #   add=N:     just after the N-th transcript is handed to the outputs (what it wrote reached the files; its checkpoint not)
 #   commit:    when the first output is being renamed into place (the journal says the run ended)
 #   finish=N:  when the N-th finished file of -o DIR/ is being renamed into place
+#   ctrl-c=N:  not killed: Ctrl-C (KeyboardInterrupt) just after the N-th transcript is handed to the outputs
 KILL = """
 import os, sys
 from compactctl import journal
@@ -35,13 +36,15 @@ def killed(self=None):
 def hook(obj, name, after):
     real = getattr(obj, name)
     def hooked(*a, **k):
-        out = None if where != "add" else real(*a, **k)
+        out = None if where not in ("add", "ctrl-c") else real(*a, **k)
         calls[0] += 1
+        if calls[0] == after and where == "ctrl-c":
+            raise KeyboardInterrupt
         if calls[0] == after:
             killed(a[0] if where == "add" else None)
-        return out if where == "add" else real(*a, **k)
+        return out if where in ("add", "ctrl-c") else real(*a, **k)
     setattr(obj, name, hooked)
-if where == "add":
+if where in ("add", "ctrl-c"):
     hook(sinks._Sinks, "add", int(at))
 elif where == "commit":
     hook(journal.PartFile, "commit", 1)
@@ -206,3 +209,45 @@ def test_an_output_whose_place_is_a_folder_is_refused_before_anything_is_written
             "r.jsonl",
             "x.jsonl",
         ]
+
+
+def test_an_archive_written_over_counts_in_its_end_record_each_original_it_carried(tmp_path):
+    """Compacting a compacted session over its archive copies the originals the new output still refers to into the
+    new archive (carry.py); the end record says how many of its records are such copies."""
+    from .conftest import SAMPLES, cli
+
+    arch, a1, a2 = tmp_path / "a.jsonl", tmp_path / "a1.jsonl", tmp_path / "a2.jsonl"
+    for src, out, window in ((SAMPLES / "long_session.jsonl", a1, "8000"), (a1, a2, "3000")):
+        r = cli("compact", str(src), "--context-window", window, "-q", "-o", str(out), "--archive", str(arch))
+        assert r.returncode == 0, r.stderr
+    *recs, end = read_jsonl(arch.read_bytes())
+    assert end["type"] == "end" and end["carried"] == sum(1 for r in recs if r.get("carried")) > 0
+
+
+@pytest.mark.parametrize("to_dir", [False, True])
+def test_ctrl_c_keeps_what_was_written_for_resume_and_an_error_keeps_nothing(tmp_path, to_dir):
+    """Ctrl-C after a checkpoint: the parts and the journal stay (said on stderr), and --resume finishes them into an
+    uninterrupted run's files; before the first checkpoint nothing stays. A record that fails the run (--on-error
+    fail) leaves nothing: no part, no journal, no file of the inputs finished before it, and an earlier run's files
+    as they were."""
+    src = inputs(tmp_path)
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    ref.mkdir(), out.mkdir()
+    dest = "o/" if to_dir else "o.jsonl"
+    assert run("compact", str(src), *sides(ref, f"{ref}/{dest}")).returncode == 0
+    want = files(ref)
+    args = ["compact", str(src), *sides(out, f"{out}/{dest}")]
+    r = run(*args, kill_at="ctrl-c=1")
+    assert r.returncode == 130 and b"before the first checkpoint: nothing was kept" in r.stderr, r.stderr
+    assert files(out) == {}
+    r = run(*args, kill_at="ctrl-c=7")
+    assert r.returncode == 130 and b"the same command with --resume continues from there" in r.stderr, r.stderr
+    journal = "o/.compactctl-journal" if to_dir else "o.jsonl.compactctl-journal"
+    assert journal in files(out) and not set(files(out)) & set(want)
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert files(out) == want
+    fail = [a if a != "skip" else "fail" for a in args if a not in ("--rejects", f"{out}/x.jsonl")]
+    r = run(*fail)
+    assert r.returncode == 3 and b"nothing written" in r.stderr, r.stderr  # b.jsonl: an unknown role
+    assert files(out) == want  # as the run before left them

@@ -369,3 +369,11 @@ def test_an_output_that_cannot_be_put_in_place_or_journaled_says_where_and_why(t
     with pytest.raises(IOFailure) as err:
         j.start(CK)
     assert str(err.value) == f"{tmp_path}/gone/o.compactctl-journal: cannot write the journal (No such file or directory)"
+    (tmp_path / "p.jsonl.compactctl-part").mkdir()  # what cannot be a part file
+    with pytest.raises(IOFailure) as err:
+        PartFile(str(tmp_path / "p.jsonl"))
+    assert str(err.value) == f"{tmp_path}/p.jsonl: cannot write here (Is a directory)"
+    (tmp_path / "p.compactctl-journal").mkdir()  # what cannot be read as a journal
+    with pytest.raises(IOFailure) as err:
+        Journal(str(tmp_path / "p.compactctl-journal"), _header(1)).load()
+    assert str(err.value) == f"{tmp_path}/p.compactctl-journal: Is a directory"

@@ -251,3 +251,20 @@ def test_ctrl_c_keeps_what_was_written_for_resume_and_an_error_keeps_nothing(tmp
     r = run(*fail)
     assert r.returncode == 3 and b"nothing written" in r.stderr, r.stderr  # b.jsonl: an unknown role
     assert files(out) == want  # as the run before left them
+
+
+def test_resume_with_nothing_to_resume_starts_over_also_beside_a_device(tmp_path):
+    """--resume with no journal (none yet, or a run killed before its first checkpoint) is a run from the start; a
+    side file on a device (written whole at the end) is refused only when there is a checkpoint to go on from."""
+    src = dataset(tmp_path / "d.jsonl", 4)
+    want = run("compact", str(src), *OPTS).stdout
+    args = ["compact", str(src), *OPTS, "-o", f"{tmp_path}/o.jsonl", "--report", os.devnull, "--resume"]
+    r = run(*args)
+    assert r.returncode == 0 and (tmp_path / "o.jsonl").read_bytes() == want, r.stderr
+    (tmp_path / "o.jsonl").unlink()
+    assert run(*args[:-1], kill_at="add=1").returncode == 137
+    r = run(*args)
+    assert r.returncode == 0 and (tmp_path / "o.jsonl").read_bytes() == want, r.stderr
+    assert run(*args[:-1], kill_at="add=3").returncode == 137
+    r = run(*args)
+    assert r.returncode == 2 and b"--resume cannot continue --report /dev/null" in r.stderr, r.stderr

@@ -268,3 +268,24 @@ def test_resume_with_nothing_to_resume_starts_over_also_beside_a_device(tmp_path
     assert run(*args[:-1], kill_at="add=3").returncode == 137
     r = run(*args)
     assert r.returncode == 2 and b"--resume cannot continue --report /dev/null" in r.stderr, r.stderr
+
+
+def test_ctrl_c_of_a_run_streamed_to_stdout_keeps_side_files_that_match_what_was_printed(tmp_path):
+    """To stdout under --on-error skip each transcript is printed as it is done: on Ctrl-C what was printed stays, and
+    the side files are kept to match it (the archive closed with why it stopped, so restore gives those transcripts
+    back); said on stderr, not with -q."""
+    src = dataset(tmp_path / "d.jsonl", 6)
+    whole = run("compact", str(src), *OPTS, "--archive", str(tmp_path / "whole.jsonl")).stdout.splitlines(keepends=True)
+    for quiet in (True, False):
+        arch = tmp_path / f"a{quiet}.jsonl"
+        opts = [o for o in OPTS if quiet or o != "-q"]
+        r = run("compact", str(src), *opts, "--on-error", "skip", "--archive", str(arch), kill_at="ctrl-c=3")
+        assert r.returncode == 130 and r.stdout == b"".join(whole[:3]), r.stderr
+        assert (b"the side files match it: " + bytes(arch) in r.stderr) != quiet, r.stderr
+        end = read_jsonl(arch.read_bytes())[-1]
+        assert end["type"] == "end" and end["transcripts"] == 3 and end["stopped"] == "interrupted"
+        (tmp_path / "printed.jsonl").write_bytes(r.stdout)
+        back = run("restore", str(tmp_path / "printed.jsonl"), "--archive", str(arch))
+        assert back.returncode == 0 and read_jsonl(back.stdout) == read_jsonl(src.read_bytes())[:3], back.stderr
+    r = run("compact", str(src), *[o for o in OPTS if o != "-q"], "--on-error", "skip", kill_at="ctrl-c=3")
+    assert r.returncode == 130 and b"side files" not in r.stderr, r.stderr  # none to speak of

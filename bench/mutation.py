@@ -208,10 +208,26 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "compactctl/summarizers/facts.py",
         ["tests/test_facts.py", "tests/test_budget_aware.py", "tests/test_outline.py", "tests/test_phases.py", "tests/test_fit.py"],
     ),
-    "sinks": ("compactctl/runner/sinks.py", ["tests/test_dataset_faults.py", "tests/test_scale.py", "tests/test_cli.py"]),
+    "sinks": (
+        "compactctl/runner/sinks.py",
+        [
+            "tests/test_sinks.py",
+            "tests/test_dataset_faults.py",
+            "tests/test_scale.py",
+            "tests/test_journal.py",
+            "tests/test_archive_carry.py",
+            "tests/test_cli.py",
+        ],
+    ),
     "journal": (
         "compactctl/journal.py",
-        ["tests/test_journal.py", "tests/test_dataset_faults.py", "tests/test_archive_carry.py", "tests/test_exit_codes.py"],
+        [
+            "tests/test_journal.py",
+            "tests/test_sinks.py",
+            "tests/test_dataset_faults.py",
+            "tests/test_archive_carry.py",
+            "tests/test_exit_codes.py",
+        ],
     ),
 }
 

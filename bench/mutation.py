@@ -105,6 +105,33 @@ The forty-second session (one helper a module, --jobs 1, three runs sharing 2 co
             had "(in dir)" written inside the command; now it follows the command (its new mutants: 2 of 9 survive,
             equivalent: the command's backtick is never at 0). No compact output on the corpus changed (8k and 32k
             windows, 69 files each: the corpus has no workdir call).
+- journal (83 mutants; 40, seed 1, 37 min over test_journal, the resume tests of test_scale, test_dataset_faults,
+            test_archive_carry and test_exit_codes: 112 s a run): 11 survived, no timeout. Every resume test killed a
+            real process at a moment it timed, and none had looked at a part file itself: a part longer than its
+            checkpoint not cut back (the resumed run rewrote the same bytes over it; a shorter rewrite, as an LLM's
+            summary gives, would have left the old tail), a part shorter than the journal says not refused (a hole of
+            zero bytes), a new part's 0600, the mode of the file a rename finished by --resume replaces, the line number
+            of a damaged journal line, three error messages' wording. After tests of PartFile and Journal in
+            tests/test_journal.py: 3, equivalent (stdin left out of the header of a run that cannot be resumed anyway;
+            Journal.close not closing, or not forgetting, a file it fsyncs at every write). The other 43 mutants (the
+            whole module then run) against those tests: 3, then 1, equivalent (a file not closed before the error
+            that refuses it). No bug in the journal.
+- sinks (388 mutants; 50, seed 1, 49 min over test_dataset_faults, test_scale, test_journal, test_archive_carry and
+            test_cli: 117 s): 10 survived, no timeout. Gaps: a second kill in the same file of -o DIR/ (the resumed
+            run's count of that file's transcripts restarted at 0: the next --resume wrote some again), a kill while the
+            outputs were renamed into place (the side files left as parts), --resume over an SQLite archive, a
+            resumed rerun over its own archive (what the killed run had archived counted as references to carry:
+            copied in twice), the end record's `carried`. tests/test_sinks.py kills a process (os._exit) at a chosen
+            point instead of a timed one (after the N-th transcript with what it wrote flushed, at the first rename, at
+            the N-th -o DIR/ file put in place, Ctrl-C), once or several times, and compares every file with an
+            uninterrupted run's, byte for byte. After: 5 (3 equivalent: two initial values the constructor sets again,
+            an assert; 2 untested error paths: the wording of a rename that fails at the end, closing the side files
+            when keeping them failed). A second sample (30, seed 2) against those tests: 4 (--resume with no
+            checkpoint beside a device side file refused, the "side files match it" note under -q, a makedirs for a
+            part that exists), then 2, equivalent. One bug fixed: an output whose place is a folder (an -o DIR/ file, a
+            side file) failed only at the end, exit 4, with the outputs renamed before it in place and the archive
+            naming the missing one (after a kill, --resume deleted the parts and the journal); it is refused before
+            anything is written (check_collisions; exit 4). No output of a run that succeeds changes.
 """
 
 from __future__ import annotations

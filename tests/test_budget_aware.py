@@ -27,12 +27,9 @@ from compactctl.tokens import Counter as Counter_
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES
+from .rows import T
 
 COUNTER = make_counter("gpt-4o")
-
-
-def T(rows: list[dict]) -> Transcript:
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
 def call(cid, name, args):

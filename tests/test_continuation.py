@@ -10,19 +10,15 @@ import orjson
 
 from compactctl import api, baselines, continuation, evaluate, lexical, needed
 from compactctl.formats.openai import message_from_dict
-from compactctl.model import Transcript
 from compactctl.pairs import groups
 from compactctl.phases.rules import check
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES, cli
+from .rows import T
 
 COUNTER = make_counter("gpt-4o")
 PKG = Path(needed.__file__).resolve().parent
-
-
-def T(rows):
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
 def call(cid, command, name="terminal"):

@@ -5,17 +5,12 @@ from __future__ import annotations
 import orjson
 
 from compactctl import api, evaluate
-from compactctl.formats.openai import message_from_dict
-from compactctl.model import Transcript
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES, cli
+from .rows import T
 
 COUNTER = make_counter("gpt-4o")
-
-
-def T(rows):
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
 def test_probes_and_normalized_matching():

@@ -8,26 +8,15 @@ import re
 import orjson
 
 from compactctl import api
-from compactctl.formats.openai import message_from_dict
 from compactctl.markers import OUTLINE_LINE
-from compactctl.model import ToolCall, Transcript
+from compactctl.model import ToolCall
 from compactctl.phases.prune import PruneOptions
 from compactctl.summarizers.facts import Facts, extract, identifiers_in, plan_lines, says_something
 from compactctl.tokens import make_counter
 
+from .rows import T, call
+
 COUNTER = make_counter("gpt-4o")
-
-
-def T(rows: list[dict]) -> Transcript:
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
-
-
-def call(cid: str, name: str, args: dict) -> dict:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}],
-    }
 
 
 def res(cid: str, text: str, error: bool = False) -> dict:

@@ -5,15 +5,10 @@ from __future__ import annotations
 import orjson
 
 from compactctl import api
-from compactctl.formats.openai import message_from_dict
-from compactctl.model import Transcript
 
 from . import fuzz
+from .rows import T
 from .validator import validate
-
-
-def T(rows):
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
 def rows_of(t):

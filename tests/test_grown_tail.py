@@ -6,17 +6,14 @@ from __future__ import annotations
 import orjson
 
 from compactctl import api
-from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, is_summary
 from compactctl.pipeline import _compact, _grown
 from compactctl.summarizers.prompt import parse_sections
 from compactctl.tokens import make_counter
 
+from .rows import T
+
 COUNTER = make_counter("gpt-4o")
-
-
-def T(rows: list[dict]) -> Transcript:
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
 def read(i: int) -> list[dict]:

@@ -22,6 +22,7 @@ from compactctl.summarizers.prompt import SECTIONS, parse_sections
 from compactctl.tokens import make_counter
 
 from .conftest import SAMPLES, cli, tool_session, write_jsonl
+from .rows import T
 from .validator import validate, validate_anthropic
 
 COUNTER = make_counter("gpt-4o")
@@ -29,10 +30,6 @@ COUNTER = make_counter("gpt-4o")
 
 def small():
     return api.Budget(context_window=3000, tail_tokens=300, summary_min=300, summary_max=800)
-
-
-def T(rows: list[dict]) -> Transcript:
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
 
 
 def call(cid, name, args, content=None):

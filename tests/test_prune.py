@@ -9,26 +9,15 @@ from dataclasses import replace
 import orjson
 
 from compactctl import api
-from compactctl.formats.openai import message_from_dict
 from compactctl.markers import EXCERPT_LINE
 from compactctl.model import Transcript
 from compactctl.phases import prune_steps
 from compactctl.phases.prune import LITERALS_KEPT, MIN_ROOM, PruneOptions, truncate_arguments
 from compactctl.tokens import make_counter
 
+from .rows import T, call
+
 COUNTER = make_counter("gpt-4o")
-
-
-def T(rows: list[dict]) -> Transcript:
-    return Transcript([message_from_dict(d, "t", i + 1, i) for i, d in enumerate(rows)], id="t")
-
-
-def call(cid: str, name: str, args: dict) -> dict:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}],
-    }
 
 
 def res(cid: str, text: str) -> dict:

@@ -458,6 +458,31 @@ def test_a_reasoning_models_draft_without_its_opening_tag_is_not_the_summary(ser
         assert _without_reasoning(text) == text
 
 
+SUMMARY_ABOUT_THINK = """## Active Task
+Make the stream parser keep the answer after a reasoning model's </think>
+## Goal
+Ship the DeepSeek-R1 adapter.
+## Completed Actions
+1. Found the bug: `split_reasoning` returned everything up to the first </think>
+2. Added a test.
+## Relevant Files
+- adapter.py"""
+
+
+def test_a_summary_whose_own_line_ends_with_a_think_end_tag_keeps_the_sections_before_it():
+    """A summary about reasoning models may end a line with "</think>": what stands before it is the summary's own
+    sections, not a draft (review: the Active Task and Goal were dropped, silently, and the rest cached)."""
+    from compactctl.summarizers.llm import _without_reasoning
+
+    assert _without_reasoning(SUMMARY_ABOUT_THINK) == SUMMARY_ABOUT_THINK
+    body = SUMMARY_ABOUT_THINK.split("\n", 2)[2]  # from Goal on: the tag ends a Completed Actions line
+    assert _without_reasoning(body) == body
+    plain = SUMMARY_ABOUT_THINK.replace(" after a reasoning model's </think>", "").replace(" up to the first </think>", "")
+    draft = "Okay, let me draft it.\n## Goal\nDRAFT\n## Completed Actions\nDRAFT\n</think>\n\n"
+    assert _without_reasoning(draft + plain) == plain  # a draft is still dropped
+    assert _without_reasoning("no headings in the draft\n</think>\n" + plain) == plain
+
+
 def test_an_endpoint_that_quotes_the_api_key_in_its_error_does_not_put_it_in_the_report_or_on_stderr(server, tmp_path):
     """The endpoint's error message went into the warnings (stderr, --report) redacted by the transcript's secret
     rules, which do not know a key of no known family ("my-local-key-2024"): an endpoint quoting it showed it there."""

@@ -613,7 +613,8 @@ def _without_reasoning(text: str) -> str:
     """A reasoning model's answer without the <think> draft it opens with (whose headings would be read first); the
     tag anywhere else is the summary's own text ("the parser drops <think> blocks"). A template that opens the draft
     in the prompt (DeepSeek-R1, QwQ served without a reasoning parser) leaves only its end tag: what comes before the
-    first one ending a line, with no opening tag before it, is the draft when what follows it reads as a summary."""
+    first one ending a line, with no opening tag before it, is the draft when what follows it reads as a summary that
+    writes again the first section the draft named."""
     if "<" not in text:
         return text
     rest = _REASONING.sub("", text, count=1)
@@ -623,7 +624,14 @@ def _without_reasoning(text: str) -> str:
     if end is None or f"<{end.group(1).lower()}>" in text[: end.start()].lower():
         return text
     rest = text[end.end() :].lstrip()
-    return rest if len(parse_sections(rest)) >= MIN_HEADINGS else text
+    found = parse_sections(rest)
+    if len(found) < MIN_HEADINGS:
+        return text
+    # A draft is followed by the whole summary: the first section the draft names (if any) is written again after the
+    # tag. A summary's own line that ends with the tag ("... up to the first </think>") is not: the sections before
+    # it are the summary's, kept.
+    before = next(iter(parse_sections(text[: end.start()])), None)
+    return rest if before is None or before in found else text
 
 
 def _text_of(content) -> str:

@@ -93,6 +93,16 @@ def sides(root: Path, out: str) -> list[str]:
             "--rejects", f"{root}/x.jsonl"]  # fmt: skip
 
 
+def killed_then_resumed(args: list[str], kills: list[str]) -> None:
+    """Run `args`, killed at each point of `kills` in turn (the first run fresh, the others --resume), then --resume it
+    to the end."""
+    for k, kill_at in enumerate(kills):
+        r = run(*args, *(["--resume"] if k else []), kill_at=kill_at)
+        assert r.returncode == 137, r.stderr
+    r = run(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("kills", [["add=1"], ["add=3"], ["add=6"], ["commit"], ["add=3", "add=2", "commit"]])
 def test_a_dataset_killed_anywhere_is_resumed_into_what_an_uninterrupted_run_writes(tmp_path, kills):
     """Killed before the first checkpoint (started over), after some transcripts (the one the kill cut written again),
@@ -103,11 +113,7 @@ def test_a_dataset_killed_anywhere_is_resumed_into_what_an_uninterrupted_run_wri
     assert run("compact", str(src), *sides(ref, f"{ref}/o.jsonl")).returncode == 0
     want = files(ref)
     args = ["compact", str(src), *sides(out, f"{out}/o.jsonl")]
-    for k, kill_at in enumerate(kills):
-        r = run(*args, *(["--resume"] if k else []), kill_at=kill_at)
-        assert r.returncode == 137, r.stderr
-    r = run(*args, "--resume")
-    assert r.returncode == 0, r.stderr
+    killed_then_resumed(args, kills)
     assert files(out) == want
 
 
@@ -136,11 +142,7 @@ def test_a_folder_of_inputs_killed_anywhere_is_resumed_into_what_an_uninterrupte
     want = files(ref)
     assert sorted(want) == ["a.jsonl", "o/a.jsonl", "o/c.jsonl", "o/sub/d.jsonl", "r.jsonl", "x.jsonl"]
     args = ["compact", str(src), *sides(out, f"{out}/o/")]
-    for k, kill_at in enumerate(kills):
-        r = run(*args, *(["--resume"] if k else []), kill_at=kill_at)
-        assert r.returncode == 137, r.stderr
-    r = run(*args, "--resume")
-    assert r.returncode == 0, r.stderr
+    killed_then_resumed(args, kills)
     assert files(out) == want
 
 

@@ -256,6 +256,25 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
             "tests/test_exit_codes.py",
         ],
     ),
+    "llm": (
+        "compactctl/summarizers/llm.py",
+        ["tests/test_llm.py", "tests/test_llm_faults.py", "tests/test_record.py", "tests/test_secrets.py", "tests/test_budget_aware.py"],
+    ),
+    "guard": ("compactctl/summarizers/guard.py", ["tests/test_llm.py", "tests/test_llm_faults.py", "tests/test_names.py"]),
+    "engines": (
+        "compactctl/runner/engines.py",
+        [
+            "tests/test_lane.py",
+            "tests/test_dataset_faults.py",
+            "tests/test_exit_codes.py",
+            "tests/test_scale.py",
+            "tests/test_sinks.py",
+            "tests/test_determinism.py",
+            "tests/test_prune_bounded.py",
+        ],
+    ),
+    "needed": ("compactctl/needed.py", ["tests/test_continuation.py", "tests/test_outside_eval.py"]),
+    "continuation": ("compactctl/continuation.py", ["tests/test_continuation.py", "tests/test_evaluate.py"]),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {

@@ -68,8 +68,12 @@ class PartFile:
         self.path = part_path(target)
         try:
             if resume_at is None:
-                # 0600, like the temporary files of one-shot outputs: an output may hold what a transcript held
-                self.f: IO[bytes] = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+                # 0600, like the temporary files of one-shot outputs: an output may hold what a transcript held. A file
+                # of its own: a leftover part (another program's, 0644, or a link to a file elsewhere) is removed, never
+                # written through.
+                if os.path.lexists(self.path):
+                    os.unlink(self.path)
+                self.f: IO[bytes] = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
                 self.offset = 0
             else:
                 self.f = open(self.path, "r+b")  # noqa: SIM115

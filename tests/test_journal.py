@@ -274,6 +274,30 @@ def test_a_new_part_is_empty_and_private_and_a_committed_one_keeps_the_mode_of_t
     assert not (tmp_path / "never.jsonl").exists()
 
 
+def test_a_new_part_never_reuses_a_leftover_part_file_its_mode_or_where_its_link_points(tmp_path):
+    """A part file left by another program (made 0644) or planted as a symbolic link: a run that does not resume
+    starts a part of its own, private, and never writes through the link into the file it names."""
+    import stat
+
+    left = Path(part_path(str(tmp_path / "a.jsonl")))
+    left.write_bytes(b"left\n")
+    left.chmod(0o644)
+    p = PartFile(str(tmp_path / "a.jsonl"))
+    assert stat.S_IMODE(left.stat().st_mode) == 0o600 and left.read_bytes() == b""
+    p.write(b"a\n")
+    p.commit()
+    assert stat.S_IMODE((tmp_path / "a.jsonl").stat().st_mode) == 0o600
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"keep me\n")
+    link = Path(part_path(str(tmp_path / "b.jsonl")))
+    link.symlink_to(elsewhere)
+    p = PartFile(str(tmp_path / "b.jsonl"))
+    p.write(b"b\n")
+    p.commit()
+    assert elsewhere.read_bytes() == b"keep me\n"
+    assert (tmp_path / "b.jsonl").read_bytes() == b"b\n" and not (tmp_path / "b.jsonl").is_symlink()
+
+
 def test_an_aborted_part_is_gone_and_a_left_one_stays_for_resume(tmp_path):
     kept, gone = PartFile(str(tmp_path / "k.jsonl")), PartFile(str(tmp_path / "g.jsonl"))
     for p in (kept, gone):

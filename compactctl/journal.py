@@ -152,7 +152,9 @@ class Journal:
     def start(self, *entries: dict) -> None:
         """Write the journal: its header and `entries` (a first checkpoint), in one write and one fsync."""
         try:
-            self.f = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+            if os.path.lexists(self.path):  # an old journal (not resumed) or a link planted where it goes: replaced
+                os.unlink(self.path)
+            self.f = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
         except OSError as e:
             raise IOFailure(f"{self.path}: cannot write the journal ({e.strerror or e})") from e
         self._started = True

@@ -78,6 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "compactctl",
             "compactctl.api",
+            "compactctl.originals",  # restore: the originals from a compacted file and its archive
             "compactctl.runner",
             "compactctl.runner.*",
             "compactctl.record",

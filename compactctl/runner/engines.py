@@ -90,7 +90,7 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
     others went (or, for one written as it came that holds an earlier run's summary, a record that it was)."""
     src = t_in.source
     if res.archived or changed:  # repair may add or move messages
-        from ..api import lines_record
+        from ..originals import lines_record
 
         kept, unfound = _placed(t, written, fmt) if fmt != t.format else (_kept(t), [])
         res.archived += [Archived(t_in.id, m.index, "convert", m) for m in unfound if m.index is not None]
@@ -112,7 +112,7 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
         elif (anchors := _shared_anchors(t_in)) is not None:
             archive[-1]["anchors"] = anchors
         return archive
-    from ..api import compacted_here
+    from ..originals import compacted_here
 
     # written as it came; when it holds an earlier run's summary, restore would take it for another run's
     # output without a record that this run left it as it was

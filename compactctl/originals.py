@@ -1,0 +1,277 @@
+"""restore: the original transcripts from a compacted file and the --archive its run wrote (several archives: a
+chain's stages, undone last first). The map record of each transcript says where every kept message went and which
+originals the archive holds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+from . import formats
+from .errors import DataError, UsageError
+from .formats.openai import message_from_dict
+from .jsonl import Output
+from .model import Message, Transcript, content_print, fingerprint
+
+
+def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[int, Message | None]]:
+    """(original index, the compacted message that is it) for each [original, output, print] of the map.
+    Archives hold model.content_print (ids left out), older ones the same over the arguments' text or
+    model.fingerprint; a writer may order lines as its format does, so a message not at its output index is
+    looked up by its print."""
+    prints = [(content_print(m), fingerprint(m), content_print(m, canonical_arguments=False)) for m in messages]
+    by_print: dict[str, list[Message]] = {}
+    for m, variants in zip(messages, prints, strict=True):
+        for p in dict.fromkeys(variants):
+            by_print.setdefault(p, []).append(m)
+    taken: set[int] = set()
+    for orig, out, digest in kept:
+        found = messages[out] if out < len(messages) else None
+        if found is None or digest not in prints[out] or id(found) in taken:
+            found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
+        if found is not None:
+            taken.add(id(found))
+        yield orig, found
+
+
+def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
+    """The original transcript from a compacted one and its archive entries (same `seq`)."""
+    mapping = next((e for e in entries if e.get("type") == "map"), None)
+    if mapping is None:
+        return compacted
+    n = mapping["messages"]
+    native_origins = mapping.get("format", compacted.format) == "openai"
+    originals: list[Message | None] = [None] * n
+    for orig, found in _kept_messages(compacted.messages, mapping["kept"]):
+        originals[orig] = found
+    read_as = mapping.get("format", compacted.format)
+    for e in entries:
+        if e.get("type") != "map":
+            originals[e["index"]] = _archived_original(e, native_origins, read_as, compacted.format)
+    missing = [i for i, m in enumerate(originals) if m is None]
+    if missing:
+        raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")
+    msgs = [m for m in originals if m is not None]
+    anchors = mapping.get("anchors")
+    for i, m in enumerate(msgs):
+        m.index = i
+        if isinstance(anchors, list) and len(anchors) == n:  # messages read from one source message go back as one
+            m.anchor = _tuples(anchors[i])
+    if compacted.format == "sharegpt":
+        msgs = _sharegpt_restored(msgs, mapping.get("format", "sharegpt"))
+    if read_as != compacted.format:  # written with --to: the originals' call ids as that conversion gives them
+        msgs = formats.ids_for(msgs, compacted.format)
+    # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
+    # layouts' state (their lines) described the compacted file.
+    carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None
+    return compacted.evolve(messages=msgs, native=carrier)
+
+
+def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: str) -> Message:
+    """An archived original as a message of the restored transcript: in the format the output was written in, as
+    `convert --to` gives it (a message read as ShareGPT or Anthropic and written as OpenAI chat takes no internal
+    keys, `_from`, `_raw_call`, nor an empty part list beside its calls: restore wrote them)."""
+    m = message_from_dict(e["message"], "<archive>", 0, e["index"])
+    if not native_origins:
+        m.origin = None  # rebuilt by the format's writer from the canonical message
+    if read_as != written_as and read_as in formats.FORMAT_NAMES and written_as in formats.FORMAT_NAMES:
+        m = formats.ported(m, written_as, read_as)
+        m.index = e["index"]
+    return m
+
+
+def _sharegpt_restored(msgs: list[Message], read_as: str) -> list[Message]:
+    """A restored ShareGPT record's messages: converted from another format, its system turns joined as `convert
+    --to` joins them; read as ShareGPT, the ids of the input's reading (archived originals) and of the output's
+    (messages kept) made one, as the reader pairs results with calls."""
+    if read_as != "sharegpt":
+        return formats.one_system_turn(msgs)
+    from .formats.sharegpt import paired_in_order
+
+    paired_in_order(msgs)
+    return msgs
+
+
+def _tuples(x):
+    """A JSON array back as the tuple it was written from (nested too)."""
+    return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
+
+
+def lines_record(t: Transcript, written: list[bytes]) -> dict | None:
+    """For a line-log session (Claude Code, Codex: every source line kept, most not messages), the
+    archive record that gives back the file record for record: each source line as the index of the
+    identical line written (when it was written unchanged) or its text."""
+    from .formats.linelog import LineLog
+
+    log = t.native
+    if not isinstance(log, LineLog):
+        return None
+    at: dict[bytes, int] = {}
+    for j, line in enumerate(written):
+        at.setdefault(line, j)
+    return {
+        "transcript": t.id,
+        "type": "lines",
+        "format": t.format,
+        "lines": [at[raw] if raw in at else raw.decode("utf-8") for raw, _ in log.lines],
+    }
+
+
+def _read_archive(archive_path: str) -> list[dict]:
+    from .archive import records
+
+    entries: list[dict] = []
+    for lineno, e in enumerate(records(archive_path), 1):  # JSON lines or an SQLite archive
+        if not isinstance(e, dict) or ("seq" not in e and e.get("type") != "end"):
+            raise DataError(archive_path, lineno, "not a compactctl archive record (is this the --archive of a compactctl run?)")
+        entries.append(e)
+    if not entries:
+        raise DataError(archive_path, 1, "the archive is empty: nothing to restore from")
+    if entries[-1].get("type") != "end":
+        raise DataError(
+            archive_path, len(entries), "the archive is truncated (its closing record is missing): it cannot be trusted to restore"
+        )
+    return entries
+
+
+def restore_file(
+    compacted_path: str | os.PathLike[str],
+    archive_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str] | None,
+) -> None:
+    """Write the originals of `compacted_path` (a file written with --archive `archive_path`; with
+    -o DIR, any one file of that directory) to `output` (None: stdout). A truncated, empty or foreign archive is an error.
+
+    Several archives are those of a chain's stages (`prune --archive a1 | ... | repair --archive a3`), in the order
+    the stages wrote them: the last one is undone first, each result read back for the one before. Nothing is
+    written unless every step restores."""
+    import tempfile
+
+    compacted_path = os.fspath(compacted_path)
+    output = None if output is None else os.fspath(output)
+    if isinstance(archive_path, (str, os.PathLike)):
+        archives = [os.fspath(archive_path)]
+    else:
+        archives = [os.fspath(a) for a in archive_path]
+    if not archives:
+        raise UsageError("restore needs an --archive")
+    if len(archives) == 1:
+        _restore_one(compacted_path, compacted_path, archives[0], output)
+        return
+    with tempfile.TemporaryDirectory(prefix="compactctl-restore-") as tmp:
+        data, name = compacted_path, compacted_path
+        for k, a in enumerate(reversed(archives)):
+            last = k == len(archives) - 1
+            step = output if last else os.path.join(tmp, f"{k}.jsonl")
+            try:
+                name = _restore_one(data, name, a, step)
+            except DataError as e:
+                raise DataError(
+                    e.source if e.source != data else name,
+                    e.line,
+                    f"{e.what} (several archives are undone last first: give them in the order the stages wrote them)",
+                ) from e
+            data = step or ""
+
+
+def _restore_one(data_path: str, name: str, archive_path: str, output: str | None) -> str:
+    """Restore the transcripts of `data_path` (named `name`: the compacted file, or in a chain the output a later
+    stage read) from one archive; returns the name of the input this archive's run read, for an earlier archive."""
+    entries = _read_archive(archive_path)
+    end = entries[-1]
+    sources = end.get("sources") or []
+    transcripts = list(formats.Reader().read([data_path]))
+    # with -o DIR/ one archive covers several output files: take the records of this file's input
+    mine = None
+    if len(sources) > 1 and len(transcripts) != end.get("transcripts"):
+        mine = _source_for(name, sources, end.get("outputs"))
+    by_seq = _by_seq(entries[:-1], mine)
+    seqs = sorted(by_seq)
+    first_seq = (end.get("first_seq") or {}).get(mine, 0) if mine is not None else 0
+    if seqs and first_seq + len(transcripts) <= max(seqs):  # before writing: a wrong archive leaves no output
+        raise DataError(archive_path, 0, f"the archive holds more transcripts than {name}: is it the right file?")
+    with Output(output) as out:
+        for k, t in enumerate(transcripts):
+            got = by_seq.get(first_seq + k, [])
+            _check_unchanged(t, k, got, archive_path)
+            if not got and compacted_here(t):
+                raise DataError(
+                    archive_path,
+                    0,
+                    f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run",
+                )
+            lines = next((e for e in got if e.get("type") == "lines"), None)
+            restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, name)
+            for line in restored:
+                out.write(line + b"\n")
+    read = mine if mine is not None else (sources[0] if len(sources) == 1 else None)
+    return read if read not in (None, "<stdin>", "-") else name
+
+
+def _by_seq(records: list[dict], mine: str | None) -> dict[int, list[dict]]:
+    """This run's archive records by transcript `seq`: of input `mine` alone when one is named."""
+    by_seq: dict[int, list[dict]] = {}
+    for e in records:
+        if e.get("carried"):  # an earlier archive's originals, still referred to (carry.Carry): not this run's
+            continue
+        if mine is None or e.get("source") == mine:
+            by_seq.setdefault(e["seq"], []).append(e)
+    return by_seq
+
+
+def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:
+    """The original lines of a line-log transcript: a number is a line as written now, a string a line the archive kept."""
+    written = list(formats.write(t))
+    for x in record["lines"]:
+        if isinstance(x, int):
+            if x >= len(written):
+                raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
+            yield written[x]
+        else:
+            yield x.encode("utf-8")
+
+
+def _source_for(compacted_path: str, sources: list[str], outputs: dict[str, str] | None = None) -> str | None:
+    """The input file whose output is `compacted_path`: the one whose whole output path under -o DIR/ (the archive's
+    `outputs`) `compacted_path` ends with; else (a moved output, or an archive without them) the one whose output
+    path, or own path, shares the most trailing parts with it (-o DIR/ keeps relative paths and names)."""
+    import os
+
+    b = os.path.abspath(compacted_path).split(os.sep)
+
+    def shared(path: str) -> int:
+        a = path.split(os.sep)
+        n = 0
+        while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+            n += 1
+        return n
+
+    outs = {s: os.path.normpath(outputs[s]) for s in sources if outputs and s in outputs}
+    whole = [s for s, out in outs.items() if shared(out) == len(out.split(os.sep))]
+    if whole:
+        return max(whole, key=lambda s: len(outs[s].split(os.sep)))
+    best, score = None, 0
+    for s in sources:
+        n = shared(outs.get(s) or os.path.abspath(s))
+        if n > score:
+            best, score = s, n
+    if best is None:
+        raise DataError(compacted_path, 0, f"the archive covers {len(sources)} files and none is named like this one")
+    return best
+
+
+def _check_unchanged(t: Transcript, k: int, got: list[dict], archive_path: str) -> None:
+    """A transcript the run wrote as it came (an `unchanged` record) must be the one it wrote: its print."""
+    from .model import transcript_print
+
+    same = next((e for e in got if e.get("type") == "unchanged"), None)
+    if same is not None and same.get("print") != transcript_print(t.messages):
+        raise DataError(archive_path, 0, f"{t.id} (transcript {k + 1}) is not what that run wrote: this archive belongs to another run")
+
+
+def compacted_here(t: Transcript) -> bool:
+    """`t` holds compactctl's own text: a summary, or what repair writes (a missing result's stub, an opening)."""
+    from .model import is_summary
+    from .phases.repair import OLD_STUBS, OPENING, STUB
+
+    return any(is_summary(m) or m.text() in (STUB, OPENING, *OLD_STUBS) for m in t.messages)

@@ -11,7 +11,7 @@ from . import formats
 from .errors import DataError, UsageError
 from .formats.openai import message_from_dict
 from .jsonl import Output
-from .model import Message, Transcript, content_print, fingerprint
+from .model import Message, Transcript, content_print, digest, fingerprint, transcript_print
 
 
 def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[int, Message | None]]:
@@ -25,10 +25,10 @@ def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[
         for p in dict.fromkeys(variants):
             by_print.setdefault(p, []).append(m)
     taken: set[int] = set()
-    for orig, out, digest in kept:
+    for orig, out, said in kept:
         found = messages[out] if out < len(messages) else None
-        if found is None or digest not in prints[out] or id(found) in taken:
-            found = next((m for m in by_print.get(digest, ()) if id(m) not in taken), None)
+        if found is None or said not in prints[out] or id(found) in taken:
+            found = next((m for m in by_print.get(said, ()) if id(m) not in taken), None)
         if found is not None:
             taken.add(id(found))
         yield orig, found
@@ -124,6 +124,13 @@ def _read_archive(archive_path: str) -> list[dict]:
     for lineno, e in enumerate(records(archive_path), 1):  # JSON lines or an SQLite archive
         if not isinstance(e, dict) or ("seq" not in e and e.get("type") != "end"):
             raise DataError(archive_path, lineno, "not a compactctl archive record (is this the --archive of a compactctl run?)")
+        if entries and entries[-1].get("type") == "end":  # `cat a1 a2 > both`, or `>>` onto one file
+            raise DataError(
+                archive_path,
+                lineno,
+                f"a second archive begins after line {lineno - 1}'s closing record: give each run's archive as an --archive "
+                "of its own, in the order the runs wrote them",
+            )
         entries.append(e)
     if not entries:
         raise DataError(archive_path, 1, "the archive is empty: nothing to restore from")
@@ -155,16 +162,22 @@ def restore_file(
         archives = [os.fspath(a) for a in archive_path]
     if not archives:
         raise UsageError("restore needs an --archive")
-    if len(archives) == 1:
-        _restore_one(compacted_path, compacted_path, archives[0], output)
+    if os.path.isdir(compacted_path):
+        raise UsageError(
+            f"{compacted_path}: is a folder: restore one output file at a time (each file of a -o DIR/ run restores from its archive)"
+        )
+    _not_over_an_input(output, [compacted_path, *archives])
+    loaded = [(a, _read_archive(a)) for a in archives]  # each one whole before any is undone
+    if len(loaded) == 1:
+        _restore_one(compacted_path, compacted_path, *loaded[0], output)
         return
     with tempfile.TemporaryDirectory(prefix="compactctl-restore-") as tmp:
         data, name = compacted_path, compacted_path
-        for k, a in enumerate(reversed(archives)):
-            last = k == len(archives) - 1
+        for k, (a, entries) in enumerate(reversed(loaded)):
+            last = k == len(loaded) - 1
             step = output if last else os.path.join(tmp, f"{k}.jsonl")
             try:
-                name = _restore_one(data, name, a, step)
+                name = _restore_one(data, name, a, entries, step)
             except DataError as e:
                 raise DataError(
                     e.source if e.source != data else name,
@@ -174,38 +187,126 @@ def restore_file(
             data = step or ""
 
 
-def _restore_one(data_path: str, name: str, archive_path: str, output: str | None) -> str:
+def _not_over_an_input(output: str | None, inputs: list[str]) -> None:
+    """restore writes its output only once everything is restored, but never over what it reads."""
+    if output is None or not os.path.isfile(output):
+        return
+    for p in inputs:
+        if os.path.isfile(p) and os.path.samefile(output, p):
+            raise UsageError(f"{output}: is an input of this restore (the compacted file or an archive): write the originals elsewhere")
+
+
+def _restore_one(data_path: str, name: str, archive_path: str, entries: list[dict], output: str | None) -> str:
     """Restore the transcripts of `data_path` (named `name`: the compacted file, or in a chain the output a later
-    stage read) from one archive; returns the name of the input this archive's run read, for an earlier archive."""
-    entries = _read_archive(archive_path)
+    stage read) from one archive's `entries`; returns the name of the input this archive's run read, for an earlier
+    archive."""
     end = entries[-1]
     sources = end.get("sources") or []
     transcripts = list(formats.Reader().read([data_path]))
     # with -o DIR/ one archive covers several output files: take the records of this file's input
     mine = None
     if len(sources) > 1 and len(transcripts) != end.get("transcripts"):
-        mine = _source_for(name, sources, end.get("outputs"))
+        mine = _mine(name, sources, end, entries[:-1], transcripts, archive_path)
     by_seq = _by_seq(entries[:-1], mine)
     seqs = sorted(by_seq)
-    first_seq = (end.get("first_seq") or {}).get(mine, 0) if mine is not None else 0
+    first_seq = _first_seq(end, mine)
     if seqs and first_seq + len(transcripts) <= max(seqs):  # before writing: a wrong archive leaves no output
-        raise DataError(archive_path, 0, f"the archive holds more transcripts than {name}: is it the right file?")
+        raise DataError(archive_path, None, f"the archive holds more transcripts than {name}: is it the right file?")
     with Output(output) as out:
         for k, t in enumerate(transcripts):
-            got = by_seq.get(first_seq + k, [])
-            _check_unchanged(t, k, got, archive_path)
-            if not got and compacted_here(t):
-                raise DataError(
-                    archive_path,
-                    0,
-                    f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run",
-                )
-            lines = next((e for e in got if e.get("type") == "lines"), None)
-            restored = formats.write(restore(t, got)) if lines is None else _restore_lines(t, lines, archive_path, name)
-            for line in restored:
+            for line in _restored(t, k, by_seq.get(first_seq + k, []), archive_path, name):
                 out.write(line + b"\n")
     read = mine if mine is not None else (sources[0] if len(sources) == 1 else None)
     return read if read not in (None, "<stdin>", "-") else name
+
+
+def _first_seq(end: dict, mine: str | None) -> int:
+    return (end.get("first_seq") or {}).get(mine, 0) if mine is not None else 0
+
+
+def _restored(t: Transcript, k: int, got: list[dict], archive_path: str, name: str) -> Iterator[bytes]:
+    """The original lines of transcript `t` (the k-th of the file `name`) from its archive records `got`: what its
+    run wrote, checked against the map's `written` print, restored; what was added after it, as it is."""
+    _check_unchanged(t, k, got, archive_path, name)
+    if not got and compacted_here(t):
+        raise DataError(
+            archive_path, None, f"no archive record for {t.id} (transcript {k + 1}), which was changed: this archive belongs to another run"
+        )
+    mapping = next((e for e in got if e.get("type") == "map"), None)
+    written = mapping.get("written") if mapping is not None else None
+    lines = next((e for e in got if e.get("type") == "lines"), None)
+    if lines is not None:
+        head, added = _as_written_lines(list(formats.write(t)), written, t, k, archive_path, name)
+        yield from _restore_lines(head, lines, archive_path, name)
+        yield from added
+        return
+    ours, more = _as_written(t, written, k, archive_path, name)
+    restored = restore(ours, got)
+    if more:
+        restored = restored.evolve(messages=[*restored.messages, *more])
+        for i, m in enumerate(restored.messages):
+            m.index = i
+    yield from formats.write(restored)
+
+
+def _as_written(t: Transcript, written: dict | None, k: int, archive_path: str, name: str) -> tuple[Transcript, list[Message]]:
+    """`t` as its run wrote it, and the messages added after it since (a session that went on), if its map holds the
+    print of what was written (archives from before it: taken as they are)."""
+    if not isinstance(written, dict) or not isinstance(written.get("messages"), int):
+        return t, []
+    n = written["messages"]
+    if len(t.messages) < n or transcript_print(t.messages[:n]) != written.get("print"):
+        raise _not_written(t, k, archive_path, name)
+    return (t if n == len(t.messages) else t.evolve(messages=t.messages[:n])), t.messages[n:]
+
+
+def _as_written_lines(
+    now: list[bytes], written: dict | None, t: Transcript, k: int, archive_path: str, name: str
+) -> tuple[list[bytes], list[bytes]]:
+    """A line log's lines as its run wrote them, and the lines added after them since."""
+    if not isinstance(written, dict) or not isinstance(written.get("lines"), int):
+        return now, []
+    n = written["lines"]
+    if len(now) < n or digest(b"\n".join(now[:n]), 16) != written.get("print"):
+        raise _not_written(t, k, archive_path, name)
+    return now[:n], now[n:]
+
+
+def _not_written(t: Transcript, k: int, archive_path: str, name: str) -> DataError:
+    return DataError(
+        name,
+        t.line,
+        f"{t.id} (transcript {k + 1}) is not what the run that wrote {archive_path} wrote: it was changed since (what is "
+        "only added after it is kept; a change cannot be undone), or this archive belongs to another run",
+    )
+
+
+def _mine(name: str, sources: list[str], end: dict, records: list[dict], transcripts: list[Transcript], archive_path: str) -> str:
+    """The input of a -o DIR/ run whose output `name` is: by its path, and where two inputs' outputs are named alike
+    (a moved copy), the one whose records fit what the file holds."""
+    named = _source_for(name, sources, end.get("outputs"))
+    if len(named) == 1:
+        return named[0]
+    fits = [s for s in named if _fits(transcripts, _by_seq(records, s), _first_seq(end, s), archive_path, name)]
+    if len(fits) == 1:
+        return fits[0]
+    shown = ", ".join(named[:3]) + (" ..." if len(named) > 3 else "")
+    raise DataError(
+        name, None, f"{len(named)} inputs of {archive_path} are named like this file ({shown}): restore it where that run wrote it"
+    )
+
+
+def _fits(transcripts: list[Transcript], by_seq: dict[int, list[dict]], first_seq: int, archive_path: str, name: str) -> bool:
+    """Every transcript is what the run wrote for these records (their maps' `written` prints)."""
+    if not by_seq or first_seq + len(transcripts) <= max(by_seq):
+        return False
+    try:
+        for k, t in enumerate(transcripts):
+            for _ in _restored(t, k, by_seq.get(first_seq + k, []), archive_path, name):
+                pass
+    except DataError:
+        return False
+    return True
 
 
 def _by_seq(records: list[dict], mine: str | None) -> dict[int, list[dict]]:
@@ -219,24 +320,21 @@ def _by_seq(records: list[dict], mine: str | None) -> dict[int, list[dict]]:
     return by_seq
 
 
-def _restore_lines(t: Transcript, record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:
+def _restore_lines(written: list[bytes], record: dict, archive_path: str, compacted_path: str) -> Iterator[bytes]:
     """The original lines of a line-log transcript: a number is a line as written now, a string a line the archive kept."""
-    written = list(formats.write(t))
     for x in record["lines"]:
         if isinstance(x, int):
             if x >= len(written):
-                raise DataError(archive_path, 0, f"the archive does not match {compacted_path}")
+                raise DataError(archive_path, None, f"the archive does not match {compacted_path}")
             yield written[x]
         else:
             yield x.encode("utf-8")
 
 
-def _source_for(compacted_path: str, sources: list[str], outputs: dict[str, str] | None = None) -> str | None:
-    """The input file whose output is `compacted_path`: the one whose whole output path under -o DIR/ (the archive's
-    `outputs`) `compacted_path` ends with; else (a moved output, or an archive without them) the one whose output
-    path, or own path, shares the most trailing parts with it (-o DIR/ keeps relative paths and names)."""
-    import os
-
+def _source_for(compacted_path: str, sources: list[str], outputs: dict[str, str] | None = None) -> list[str]:
+    """The input files whose output `compacted_path` may be: the one whose whole output path under -o DIR/ (the
+    archive's `outputs`) `compacted_path` ends with; else (a moved output, or an archive without them) those whose
+    output path, or own path, shares the most trailing parts with it (-o DIR/ keeps relative paths and names)."""
     b = os.path.abspath(compacted_path).split(os.sep)
 
     def shared(path: str) -> int:
@@ -249,24 +347,24 @@ def _source_for(compacted_path: str, sources: list[str], outputs: dict[str, str]
     outs = {s: os.path.normpath(outputs[s]) for s in sources if outputs and s in outputs}
     whole = [s for s, out in outs.items() if shared(out) == len(out.split(os.sep))]
     if whole:
-        return max(whole, key=lambda s: len(outs[s].split(os.sep)))
-    best, score = None, 0
-    for s in sources:
-        n = shared(outs.get(s) or os.path.abspath(s))
-        if n > score:
-            best, score = s, n
-    if best is None:
-        raise DataError(compacted_path, 0, f"the archive covers {len(sources)} files and none is named like this one")
-    return best
+        return [max(whole, key=lambda s: len(outs[s].split(os.sep)))]
+    score = {s: shared(outs.get(s) or os.path.abspath(s)) for s in sources}
+    best = max(score.values(), default=0)
+    if best == 0:
+        raise DataError(compacted_path, None, f"the archive covers {len(sources)} files and none is named like this one")
+    return [s for s in sources if score[s] == best]
 
 
-def _check_unchanged(t: Transcript, k: int, got: list[dict], archive_path: str) -> None:
-    """A transcript the run wrote as it came (an `unchanged` record) must be the one it wrote: its print."""
-    from .model import transcript_print
-
+def _check_unchanged(t: Transcript, k: int, got: list[dict], archive_path: str, name: str) -> None:
+    """A transcript the run wrote as it came (an `unchanged` record) must be the one it wrote: its print (of the
+    messages it had then, where the record says how many: what was added after them stays as it is)."""
     same = next((e for e in got if e.get("type") == "unchanged"), None)
-    if same is not None and same.get("print") != transcript_print(t.messages):
-        raise DataError(archive_path, 0, f"{t.id} (transcript {k + 1}) is not what that run wrote: this archive belongs to another run")
+    if same is None:
+        return
+    n = same.get("messages")
+    ours = t.messages[:n] if isinstance(n, int) and len(t.messages) >= n else t.messages
+    if same.get("print") != transcript_print(ours):
+        raise _not_written(t, k, archive_path, name)
 
 
 def compacted_here(t: Transcript) -> bool:

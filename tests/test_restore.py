@@ -494,3 +494,132 @@ def test_a_converted_transcript_that_holds_a_stub_restores(tmp_path, to):
     assert r.returncode == 0, r.stderr
     api.restore_file(str(out), str(arch), str(back))
     assert back.read_bytes() == out.read_bytes()
+
+
+SAMPLES = ROOT / "sample_transcripts"
+
+
+@pytest.mark.parametrize("sample", ["long_session.jsonl", "claude_code_session.jsonl", "codex_rollout.jsonl"])
+def test_what_a_session_added_after_compaction_is_restored_after_its_originals(tmp_path, sample):
+    """From a review: a compacted session that went on (the agent's reply, a new ask: lines added after what the
+    run wrote) restored to the first input alone, exit 0: the work done since was lost. It comes back after the
+    originals, as it is; in a chain (compact, go on, compact again) too."""
+    src = SAMPLES / sample
+    c, a = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    assert cli("compact", str(src), "-o", str(c), "--archive", str(a), "--context-window", "8000", "-q").returncode == 0
+    added = _added_lines(sample, c)
+    live = tmp_path / "live.jsonl"
+    live.write_bytes(c.read_bytes() + b"".join(line + b"\n" for line in added))
+    back = cli("restore", str(live), "--archive", str(a))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == src.read_bytes() + b"".join(line + b"\n" for line in added)
+    if sample != "long_session.jsonl":
+        return
+    c2, a2 = tmp_path / "c2.jsonl", tmp_path / "a2.jsonl"  # compacted again, once more work was done
+    more = [orjson.dumps({"role": "assistant", "content": f"step {i}: " + "checked the parser again " * 60}) for i in range(30)]
+    live.write_bytes(live.read_bytes() + b"".join(line + b"\n" for line in more))
+    assert cli("compact", str(live), "-o", str(c2), "--archive", str(a2), "--context-window", "8000", "-q").returncode == 0
+    chain = cli("restore", str(c2), "--archive", str(a), "--archive", str(a2))
+    assert chain.returncode == 0, chain.stderr
+    assert chain.stdout == src.read_bytes() + b"".join(line + b"\n" for line in [*added, *more])
+
+
+def _added_lines(sample: str, compacted) -> list[bytes]:
+    if sample == "long_session.jsonl":
+        return [b'{"role":"assistant","content":"Tests pass after the fix."}', b'{"role":"user","content":"Now add a changelog entry."}']
+    last = orjson.loads(compacted.read_bytes().splitlines()[-1])
+    if sample == "claude_code_session.jsonl":
+        row = {"parentUuid": last["uuid"], "isSidechain": False, "sessionId": last["sessionId"], "type": "assistant", "uuid": "added-1"}
+        row["message"] = {"id": "msg_added", "role": "assistant", "content": [{"type": "text", "text": "Opened PR #42."}]}
+        return [orjson.dumps(row)]
+    msg = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Opened PR #42."}]}
+    return [orjson.dumps({"timestamp": last.get("timestamp", ""), "type": "response_item", "payload": msg})]
+
+
+@pytest.mark.parametrize("sample", ["claude_code_session.jsonl", "codex_rollout.jsonl", "long_session.jsonl"])
+def test_another_runs_output_or_a_changed_one_is_refused_and_nothing_written(tmp_path, sample):
+    """From a review: Claude Code and Codex files were restored by line position alone, so another compaction's
+    archive, the original given for the compacted file, or one line inserted into it gave a wrong file, exit 0.
+    Each is refused (exit 3), naming the file, and no output is written."""
+    src = SAMPLES / sample
+    c8, a8, c5, a5 = (tmp_path / n for n in ("c8.jsonl", "a8.jsonl", "c5.jsonl", "a5.jsonl"))
+    for c, a, w in ((c8, a8, "8000"), (c5, a5, "5000")):
+        assert cli("compact", str(src), "-o", str(c), "--archive", str(a), "--context-window", w, "-q").returncode == 0
+    assert c8.read_bytes() != c5.read_bytes()
+    lines = c8.read_bytes().splitlines(keepends=True)
+    inserted = tmp_path / "inserted.jsonl"
+    inserted.write_bytes(b"".join([*lines[:2], lines[-1], *lines[2:]]))
+    for given, archive in ((c8, a5), (src, a8), (inserted, a8)):
+        out = tmp_path / "back.jsonl"
+        r = cli("restore", str(given), "--archive", str(archive), "-o", str(out))
+        assert r.returncode == 3 and b"is not what the run that wrote" in r.stderr and str(given).encode() in r.stderr, r.stderr
+        assert not out.exists()
+    assert cli("restore", str(c8), "--archive", str(a8)).stdout == src.read_bytes()
+
+
+def test_dataset_records_reordered_after_compaction_are_refused_not_given_each_others_messages(tmp_path):
+    """From a review: records that share their head and tail (templated data), compacted and then reordered (shuf, a
+    split), were restored by position: each record's id and reward with the other's conversation, exit 0."""
+
+    def record(tag: str, reward: float) -> dict:
+        msgs = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Fix parser.py. Never touch tests."}]
+        for i in range(40):
+            call = {"id": f"call_{i}", "type": "function", "function": {"name": "bash", "arguments": f'{{"command": "cat src/m{i}.py"}}'}}
+            msgs.append({"role": "assistant", "content": f"step {i}", "tool_calls": [call]})
+            body = f"def f{i}():\n    return {i}\n" * 60 + (f"# variant {tag}" if i < 35 else "")
+            msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
+        msgs.append({"role": "user", "content": "now run the tests"})
+        return {"id": tag, "reward": reward, "messages": msgs}
+
+    ds = write_jsonl(tmp_path / "ds.jsonl", [record("A", 1.0), record("B", 0.0)])
+    c, a = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    assert cli("compact", str(ds), "-o", str(c), "--archive", str(a), "--context-window", "3000", "-q").returncode == 0
+    first, second = c.read_bytes().splitlines(keepends=True)
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_bytes(second + first)
+    r = cli("restore", str(shuffled), "--archive", str(a))
+    assert r.returncode == 3 and b"shuffled.jsonl:1:" in r.stderr and r.stdout == b"", r.stderr
+    assert cli("restore", str(c), "--archive", str(a)).stdout == ds.read_bytes()
+
+
+def test_a_moved_copy_of_one_of_two_outputs_named_alike_restores_its_own_input(tmp_path):
+    """From a review: under -o DIR/, two inputs named alike (p1/s.jsonl, p2/s.jsonl); a copy of p2's output moved
+    elsewhere was restored with p1's records (the first of the tie), a wrong file, exit 0. The records that fit
+    what the file holds decide; where none or both fit, it is an error naming the candidates."""
+    for p, sample in (("p1", "claude_code_session.jsonl"), ("p2", "codex_rollout.jsonl")):
+        (tmp_path / "in" / p).mkdir(parents=True)
+        (tmp_path / "in" / p / "s.jsonl").write_bytes((SAMPLES / sample).read_bytes())
+    a = tmp_path / "a.jsonl"
+    r = cli("compact", str(tmp_path / "in") + "/", "-o", str(tmp_path / "out") + "/", "--archive", str(a), "--context-window", "6000", "-q")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "moved").mkdir()
+    for p, sample in (("p1", "claude_code_session.jsonl"), ("p2", "codex_rollout.jsonl")):
+        moved = tmp_path / "moved" / "s.jsonl"
+        moved.write_bytes((tmp_path / "out" / p / "s.jsonl").read_bytes())
+        back = cli("restore", str(moved), "--archive", str(a))
+        assert back.returncode == 0 and back.stdout == (SAMPLES / sample).read_bytes(), (p, back.stderr)
+    moved.write_bytes((SAMPLES / "codex_rollout.jsonl").read_bytes())  # neither run's output
+    r = cli("restore", str(moved), "--archive", str(a))
+    assert r.returncode == 3 and b"2 inputs of" in r.stderr and b"p1/s.jsonl" in r.stderr, r.stderr
+
+
+def test_two_archives_in_one_file_a_folder_or_an_output_over_an_input_are_refused(tmp_path):
+    """From a review: `cat a1 a2 > both` ended in a traceback (KeyError, exit 1); `restore DIR/` wrote one file
+    mixing formats; `-o` naming the archive wrote the originals over it."""
+    src = SAMPLES / "long_session.jsonl"
+    c1, a1, c2, a2 = (tmp_path / n for n in ("c1.jsonl", "a1.jsonl", "c2.jsonl", "a2.jsonl"))
+    assert cli("compact", str(src), "-o", str(c1), "--archive", str(a1), "--context-window", "8000", "-q").returncode == 0
+    assert cli("compact", str(c1), "-o", str(c2), "--archive", str(a2), "--context-window", "5000", "-q").returncode == 0
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(a1.read_bytes() + a2.read_bytes())
+    n1 = len(a1.read_bytes().splitlines())
+    r = cli("restore", str(c2), "--archive", str(both))
+    assert r.returncode == 3 and f"both.jsonl:{n1 + 1}: a second archive begins after line {n1}".encode() in r.stderr, r.stderr
+    assert cli("restore", str(c2), "--archive", str(a1), "--archive", str(a2)).stdout == src.read_bytes()
+    r = cli("restore", str(tmp_path), "--archive", str(a1))
+    assert r.returncode == 2 and b"is a folder" in r.stderr, r.stderr
+    before = a1.read_bytes()
+    for target in (a1, c1):
+        r = cli("restore", str(c1), "--archive", str(a1), "-o", str(target))
+        assert r.returncode == 2 and b"is an input of this restore" in r.stderr, r.stderr
+    assert a1.read_bytes() == before

@@ -21,7 +21,7 @@ from ..errors import CannotFit, CompactError, DataError, UsageError
 from ..jsonl import MAX_DEPTH
 from ..lane import Lane, working_for
 from ..lean import dataclass
-from ..model import Message, Transcript, content_print, fingerprint, transcript_print
+from ..model import Message, Transcript, content_print, digest, fingerprint, transcript_print
 from ..phases import Archived
 from ..phases.rules import empty_log
 from .base import SAID_WITH, SAYING, Done, Result, _Ctx, noted, say_notes, warn
@@ -111,14 +111,32 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
             archive.append({"seq": seq, "source": src, **log})
         elif (anchors := _shared_anchors(t_in)) is not None:
             archive[-1]["anchors"] = anchors
+        if (check := _written_check(t, written, fmt, log is not None)) is not None:
+            archive[-2 if log is not None else -1]["written"] = check
         return archive
     from ..originals import compacted_here
 
     # written as it came; when it holds an earlier run's summary, restore would take it for another run's
     # output without a record that this run left it as it was
     if compacted_here(t_in):
-        return [{"seq": seq, "source": src, "transcript": t_in.id, "type": "unchanged", "print": _written_print(t_in, t, written, fmt)}]
+        rec = {"seq": seq, "source": src, "transcript": t_in.id, "type": "unchanged", "print": _written_print(t_in, t, written, fmt)}
+        return [{**rec, "messages": len(t_in.messages)}] if fmt == t_in.format else [rec]
     return []
+
+
+def _written_check(t: Transcript, written: list[bytes], fmt: str, line_log: bool) -> dict | None:
+    """What restore checks the file it is given against (api.verified): the print of the lines written (a line log) or
+    of the messages they read back as, and how many there were, so that what was added after them (a session that went
+    on) is told from a changed transcript or another run's output. None where the output does not read back."""
+    if line_log:
+        return {"lines": len(written), "print": digest(b"\n".join(written), 16)}
+    try:
+        back = formats.read_back(written, fmt, t.layout, t.id)
+    except (DataError, ValueError):
+        return None
+    if len(back) != 1:
+        return None
+    return {"messages": len(back[0].messages), "print": transcript_print(back[0].messages)}
 
 
 def _written_print(t_in: Transcript, t: Transcript, written: list[bytes], fmt: str) -> str:

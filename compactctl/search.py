@@ -136,13 +136,22 @@ class Index:
         every archived member of a summarized span in order. UnknownRef when there is none."""
         ref = normalized_ref(ref)
         hits, seen = [], set()
+        spans: dict[tuple, list[Hit]] = {}
         for row, span in self._rows(ref, transcript):
             h = self._hit(row, span=span)
-            said = (h.role, h.text)  # the same content under one reference (the same output of several calls): given once
-            if span is None and said in seen:
+            if span is not None:
+                spans.setdefault((h.seq, h.transcript), []).append(h)
                 continue
-            seen.add(said)
-            hits.append(h)
+            said = (h.role, h.text)  # the same content under one reference (the same output of several calls): given once
+            if said not in seen:
+                seen.add(said)
+                hits.append(h)
+        told = set()  # a span summarized alike in several transcripts (identical dataset records): its members once
+        for members in spans.values():
+            said_all = tuple((m.role, m.text) for m in members)
+            if said_all not in told:
+                told.add(said_all)
+                hits.extend(members)
         if not hits:
             raise UnknownRef(
                 f"no archived original has reference {ref}" + (f" in transcript {transcript}" if transcript else "") + f" ({self.path})"

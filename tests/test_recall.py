@@ -426,3 +426,20 @@ def test_a_recall_hint_without_an_archive_is_said(tmp_path):
             str(tmp_path / f"a{cmd}.jsonl"),
         )
         assert kept.returncode == 0 and said not in kept.stderr.decode()
+
+
+def test_a_span_summarized_alike_in_identical_records_is_recalled_once(tmp_path):
+    """From a review: three identical dataset records share one span reference; recall (and the MCP tool, which calls
+    the same Index.recall) listed every member once per record, 3 x 51, where README says such content is given once."""
+    line = (SAMPLES / "dataset.jsonl").read_bytes().splitlines()[0]
+    three = tmp_path / "three.jsonl"
+    three.write_bytes(b"\n".join([line] * 3) + b"\n")
+    c, a = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    assert cli("compact", str(three), "-o", str(c), "--archive", str(a), "--context-window", "3000", "-q").returncode == 0
+    m = re.search(r"Originals of the summarized turns: \[ref ([0-9a-f]{8})\]", c.read_text())
+    assert m is not None
+    with search.Index.open(str(a)) as ix:
+        hits = ix.recall(m.group(1))
+        one = ix.recall(m.group(1), transcript=hits[0].transcript)
+    assert len(hits) == len(one) > 10 and {h.transcript for h in hits} == {hits[0].transcript}
+    assert [h.index for h in hits] == sorted(h.index for h in hits)

@@ -28,19 +28,31 @@ class Carry:
     behind those references (for a summarized span, its members) are copied from the earlier archive into the new
     one, and so on for the references they hold in turn. They are marked `carried` (restore skips them) and numbered
     below 0 (`seq` -1, -2, ... one per reference carried: a span's members stay together, apart from this run's).
-    A rerun over the same input carries nothing: everything its output refers to, it archived itself."""
+    A rerun over the same input carries nothing: everything its output refers to, it archived itself.
+
+    The originals of transcripts this run did not write (another session's, as a hook with one archive path for
+    every session writes them; the first input of a session compacted, continued and compacted again) are carried
+    too, whole: their outputs elsewhere still refer to them, and the archive is where what compaction removed is kept.
+    Restore's own records (maps, line records, `end`) are not: they restore the output of the run that wrote them,
+    from that run's archive."""
 
     def __init__(self, previous: str):
         self.previous = previous
         self.own: set[bytes] = set()  # references this run archived (records and spans)
         self.used: set[bytes] = set()  # references its output and its archive records hold
+        self.transcripts: set[str] = set()  # the transcripts this run wrote: their earlier originals are its to replace
 
     def archived(self, rec: dict, data: bytes) -> None:
         for k in ("ref", "span"):
             v = rec.get(k)
             if isinstance(v, str):
                 self.own.add(v.encode())
+        if isinstance(rec.get("transcript"), str) and not rec.get("carried"):
+            self.transcripts.add(rec["transcript"])
         self.used.update(_REF_BYTES.findall(data))
+
+    def covers(self, transcript: str) -> None:
+        self.transcripts.add(transcript)
 
     def wrote(self, line: bytes) -> None:
         if b"[ref " in line:
@@ -65,22 +77,46 @@ class Carry:
         """The records to copy, in a stable order (references sorted, then what they hold in turn). All or none: an
         earlier archive that cannot be read (foreign, damaged) is said, and nothing is copied from it."""
         todo = sorted(self.used - self.own, reverse=True)
-        if not todo:
-            return []
         try:
             try:
                 with self._previous(index=True) as ix:
-                    return self._closure(ix, list(todo))
+                    return self._carried(ix, list(todo))
             except (sqlite3.Error, DataError):  # DataError: an index that is not one when it is opened
                 if is_sqlite(self.previous):
                     raise
                 with self._previous(index=False) as ix:  # a damaged index of an intact JSONL: the JSONL itself
-                    return self._closure(ix, list(todo))
+                    return self._carried(ix, list(todo))
         except (CompactError, sqlite3.Error, OSError, OverflowError) as e:  # OverflowError: an integer SQLite cannot hold
             warn(
-                f"{self.previous}: the archive written over could not be read ({e}): {len(todo)} references the output keeps from it are lost"
+                f"{self.previous}: the archive written over could not be read ({e}): {len(todo)} references the output "
+                "keeps from it and the originals of other transcripts it held are lost"
             )
             return []
+
+    def _carried(self, ix: Index, todo: list[bytes]) -> list[dict]:
+        out = self._closure(ix, todo) if todo else []
+        return out + self._others(ix, out)
+
+    def _others(self, ix: Index, carried: list[dict]) -> list[dict]:
+        """The originals of the transcripts this run did not write, as the earlier archive holds them (in its order),
+        each transcript's numbered below those `carried` by reference, which are not copied twice."""
+        done = {(c.get("transcript"), c.get("index"), c.get("ref"), c.get("phase")) for c in carried}
+        k = -min((c["seq"] for c in carried), default=0)
+        numbers: dict[tuple, int] = {}
+        out: list[dict] = []
+        for seq, transcript, raw in ix.db.execute("SELECT seq, transcript, raw FROM records ORDER BY id"):
+            if transcript is None or transcript in self.transcripts:
+                continue
+            rec = orjson.loads(raw)
+            if not isinstance(rec, dict) or not isinstance(rec.get("message"), dict):
+                continue  # restore's records of the run that wrote them: a map, a line record
+            if (rec.get("transcript"), rec.get("index"), rec.get("ref"), rec.get("phase")) in done:
+                continue
+            if (seq, transcript) not in numbers:
+                k += 1
+                numbers[(seq, transcript)] = k
+            out.append({**rec, "seq": -numbers[(seq, transcript)], "carried": True})
+        return out
 
     @contextlib.contextmanager
     def _previous(self, index: bool) -> Iterator[Index]:

@@ -93,7 +93,10 @@ def test_an_unreadable_archive_written_over_is_said(tmp_path):
     arch.write_bytes(b"not an archive\n")
     r = cli("compact", str(a1), "--context-window", "3000", "-o", str(tmp_path / "a2.jsonl"), "--archive", str(arch))
     assert r.returncode == 0, r.stderr
-    assert b"the archive written over could not be read" in r.stderr and b"references the output keeps from it are lost" in r.stderr
+    assert (
+        b"the archive written over could not be read" in r.stderr
+        and b"references the output keeps from it and the originals of other transcripts it held are lost" in r.stderr
+    )
 
 
 @pytest.mark.parametrize("to_dir", [False, True])
@@ -228,3 +231,38 @@ def test_a_text_that_is_no_reference_is_told_what_one_is():
     assert normalized_ref("[ref 3F9A]") == "3f9a" and normalized_ref("3f9a2c1b00ff00ff") == "3f9a2c1b00ff00ff"
     with pytest.raises(UnknownRef, match=r"4 to 16 hex digits: a mark's 8, as in \[ref 3f9a2c1b\]"):
         normalized_ref("3f9")
+
+
+def _originals(archive: Path) -> set[tuple[str, str]]:
+    """(transcript, message) of every original an archive holds, carried or not."""
+    return {(r["transcript"], orjson.dumps(r["message"]).decode()) for r in records(str(archive)) if isinstance(r.get("message"), dict)}
+
+
+@pytest.mark.parametrize("name", ["hook.jsonl", "hook.sqlite"])
+def test_one_archive_path_for_several_sessions_keeps_every_sessions_originals(tmp_path, name):
+    """From a review: a hook that compacts every session with one --archive path replaced the first session's
+    originals with the second's (146 of 147 records gone, silently): the first output's references pointed at
+    nothing and `recall` exited 8. The originals of transcripts the new run did not write are carried, whole."""
+    hook, x, y = tmp_path / name, tmp_path / "x.jsonl", tmp_path / "y.jsonl"
+    _compact(SAMPLE, x, hook, "8000")
+    first = _originals(hook)
+    _compact(SAMPLES / "anthropic_session.jsonl", y, hook, "8000")
+    assert first <= _originals(hook) and len(_originals(hook)) > len(first)
+    assert _unresolved(_refs(x, y), hook) == []
+    back = cli("restore", str(y), "--archive", str(hook))  # the new run's own records still restore its output
+    assert back.returncode == 0 and back.stdout == (SAMPLES / "anthropic_session.jsonl").read_bytes(), back.stderr
+    again = hook.read_bytes()  # and a rerun of the second carries the first's again, no more
+    _compact(SAMPLES / "anthropic_session.jsonl", y, hook, "8000")
+    assert hook.read_bytes() == again
+
+
+def test_a_compaction_without_references_over_the_archive_keeps_the_earlier_originals(tmp_path):
+    """From a review: with --no-refs nothing refers to the earlier archive, so a second compaction over it (a session
+    compacted, continued and compacted again) kept 9 of 150 originals; `recall --search` found none of the rest."""
+    arch, a1, a2 = tmp_path / "arch.jsonl", tmp_path / "a1.jsonl", tmp_path / "a2.jsonl"
+    _compact(SAMPLE, a1, arch, "8000", "--no-refs")
+    first = _originals(arch)
+    _compact(a1, a2, arch, "3000", "--no-refs")
+    assert first <= _originals(arch)
+    chain = cli("restore", str(a2), "--archive", str(arch))
+    assert chain.returncode == 0 and chain.stdout == a1.read_bytes(), chain.stderr

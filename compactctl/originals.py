@@ -38,7 +38,14 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     """The original transcript from a compacted one and its archive entries (same `seq`)."""
     mapping = next((e for e in entries if e.get("type") == "map"), None)
     if mapping is None:
-        return compacted
+        if any(isinstance(e.get("message"), dict) for e in entries):  # originals without the map that places them
+            raise DataError(
+                compacted.source,
+                None,
+                "archive entries with originals but no map record: restore needs every record of the transcript's seq "
+                "as an --archive file holds them (a record API result's `archived` holds the originals alone)",
+            )
+        return compacted  # written as it came (an `unchanged` record), or nothing archived
     n = mapping["messages"]
     native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n

@@ -100,7 +100,7 @@ class Options:
     # output
     to: str | None = None  # write records in this format instead of the input's
     fmt: str | None = None  # force the input format
-    archive: bool = False  # put the originals that were replaced or removed in the result (for `restore`)
+    archive: bool = False  # put the originals that were replaced or removed in the result (for recall; restore reads an --archive file)
 
     def __post_init__(self) -> None:
         self.check()

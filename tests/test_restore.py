@@ -8,6 +8,7 @@ import os
 import orjson
 import pytest
 
+import compactctl
 from compactctl import api
 from compactctl.errors import DataError
 from compactctl.jsonl import expand_inputs
@@ -623,3 +624,16 @@ def test_two_archives_in_one_file_a_folder_or_an_output_over_an_input_are_refuse
         r = cli("restore", str(c1), "--archive", str(a1), "-o", str(target))
         assert r.returncode == 2 and b"is an input of this restore" in r.stderr, r.stderr
     assert a1.read_bytes() == before
+
+
+def test_the_library_restore_refuses_originals_without_their_map():
+    """From a review: `api.restore(t, entries)` with the originals alone (a record API result's `archived`, no map
+    record) returned the compacted transcript unchanged, silently."""
+    t = api.read([str(SAMPLES / "long_session.jsonl")])[0]
+    c = compactctl.Compactor(compactctl.Options(context_window=8000, archive=True))
+    res = c.compact({"messages": read_jsonl((SAMPLES / "long_session.jsonl").read_bytes())})
+    assert res.archived
+    entries = [{"seq": 0, **a} for a in res.archived]
+    with pytest.raises(DataError, match="no map record"):
+        api.restore(t, entries)
+    assert api.restore(t, []) is t  # nothing archived: as it is

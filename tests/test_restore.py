@@ -637,3 +637,31 @@ def test_the_library_restore_refuses_originals_without_their_map():
     with pytest.raises(DataError, match="no map record"):
         api.restore(t, entries)
     assert api.restore(t, []) is t  # nothing archived: as it is
+
+
+@pytest.mark.parametrize("command", ["convert", "compact"])
+def test_what_a_conversion_writes_otherwise_is_archived_even_when_nothing_else_changed(tmp_path, command):
+    """From a review: `convert --to anthropic --archive` (and `compact --to` on a transcript under its target) archived
+    nothing, though stderr said an audio part, a developer message and a system message from the middle were
+    written otherwise: the audio's data was in neither the output nor the archive. They are archived (phase
+    `convert`), and restore gives back what `convert --to` gives, as for a compacted one."""
+    rows = [
+        {"role": "system", "content": "first system"},
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "mid system note"},
+        {"role": "developer", "content": "dev note"},
+        {"role": "assistant", "content": "hello"},
+        {
+            "role": "user",
+            "content": [{"type": "input_audio", "input_audio": {"data": "QUFBQUFB", "format": "wav"}}, {"type": "text", "text": "listen"}],
+        },
+        {"role": "assistant", "content": "ok"},
+    ]
+    src = write_jsonl(tmp_path / "odd.jsonl", rows)
+    out, arch = tmp_path / "out.jsonl", tmp_path / "a.jsonl"
+    r = cli(command, str(src), "--to", "anthropic", "-o", str(out), "--archive", str(arch), "-q")
+    assert r.returncode == 0, r.stderr
+    kept = {orjson.dumps(rec["message"]) for rec in read_jsonl(arch.read_bytes()) if rec.get("phase") == "convert"}
+    assert {orjson.dumps(rows[i]) for i in (0, 2, 3, 5)} <= kept
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0 and back.stdout == cli("convert", str(src), "--to", "anthropic", "-q").stdout, back.stderr

@@ -89,7 +89,7 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
     """What `--archive` keeps of one transcript: the originals the work replaced, and the map that says where the
     others went (or, for one written as it came that holds an earlier run's summary, a record that it was)."""
     src = t_in.source
-    if res.archived or changed:  # repair may add or move messages
+    if res.archived or changed or fmt != t_in.format:  # repair may add or move messages; --to writes some otherwise
         from ..originals import lines_record
 
         kept, unfound = _placed(t, written, fmt) if fmt != t.format else (_kept(t), [])

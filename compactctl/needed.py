@@ -42,7 +42,8 @@ Facts, by kind (each fact is a string `key` that is searched in text):
 
 Matching (`occurs`): case-sensitive, on whitespace-folded text, at boundaries: an identifier, value
 or command must not continue with a word character on either side; a path key may follow a ``/``
-(it is a suffix of a longer path) but not a word character, ``.`` or ``-``.
+(it is a suffix of a longer path) but not a word character, ``.`` or ``-``; a path or URL key may be followed by
+the trailing ``/`` its key dropped, not by a longer path or URL.
 """
 
 from __future__ import annotations
@@ -477,9 +478,11 @@ def scripts_of(m: Message, text_actions: bool) -> Iterator[str]:
 # ---- occurrence
 
 
+# A key drops a path's or URL's trailing slash: the same path or URL written with it is the same fact (a slash that goes
+# on to a longer path or URL is not: after it and any trailing punctuation the URL rule strips, no more of it follows).
 _BOUNDS: dict[str, tuple[str, str]] = {
-    "path": (r"(?<![A-Za-z0-9_.-])", r"(?![A-Za-z0-9_/-])(?!\.[A-Za-z0-9])"),
-    "url": (r"", r"(?![A-Za-z0-9_/-])"),
+    "path": (r"(?<![A-Za-z0-9_.-])", r"(?![A-Za-z0-9_-])(?!/[\w@+.~-])(?!\.[A-Za-z0-9])"),
+    "url": (r"", r"(?![A-Za-z0-9_-])(?!/+[.,:;!?]*[^\s\"'<>`)\]}|\\.,:;!?/])"),
 }
 _DEFAULT_BOUNDS = (rf"(?<!{_WORDCH})", rf"(?!{_WORDCH})")
 _rx_cache: dict[tuple[str, str], re.Pattern] = {}

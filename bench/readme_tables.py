@@ -170,7 +170,7 @@ def main() -> None:
     print("\n".join(main_table(cont, HELD, "compactctl first run")), end="\n\n")
     print(kinds_line(cont), end="\n\n")
     print(
-        f"Recovery: {c['recovered']} recovered, in context or recoverable {pct(c['with_recovery'])}; re-discovered "
+        f"Recovery: {c['recovered']} recovered, kept or recoverable {pct(c['with_recovery'])}; re-discovered "
         f"{pct(c['rediscovered'] / c['needed'])}, kept of the rest {pct(c['kept_not_rediscovered'])}; "
         + ", ".join(f"{s} {pct(cont['all']['aggregate'][s]['kept_not_rediscovered'])}" for s in ("head-tail", "head-tail-fill", "masking")),
         end="\n\n",

@@ -372,7 +372,7 @@ def tables(agg: dict[str, dict]) -> str:
     recovery = (
         (
             f"Recovery arm: of the needed facts compactctl did not keep, {ours['recovered']:,} come back with one "
-            f"`compactctl recall --search` for the fact (top 5) in the archive of what it removed: in context or recoverable "
+            f"`compactctl recall --search` for the fact (top 5) in the archive of what it removed: kept or recoverable "
             f"{pct(ours['with_recovery'])}."
         )
         if ours

@@ -614,3 +614,153 @@ def test_eval_cli_twice():
     r = cli("eval", str(src), "--continuation", "--twice")
     assert r.returncode == 0 and "## Compacting twice (at 40%, carried on to 80%" in r.stdout.decode()
     assert cli("eval", str(src), "--probes", "--twice").returncode == 2
+
+
+def _fact(kind: str, key: str, source: str, rediscovered: bool = False, where=((1, "user", "written"),)) -> dict:
+    return {
+        "kind": kind,
+        "key": key,
+        "source": source,
+        "where": [list(w) for w in where],
+        "used_at": 7,
+        "rediscovered": rediscovered,
+        "seen": "",
+        "used": "",
+    }
+
+
+def _rows() -> list[dict]:
+    """Two hand-made cuts: five facts then two; strategy "ours" keeps 3 then 2 (with a recovery arm), "base" 1 then 0,
+    and is left out of the second cut's third strategy "only"."""
+    f1 = [
+        _fact("path", "app/x.py", "written"),
+        _fact("identifier", "load_cfg", "output", rediscovered=True),
+        _fact("value", "8080", "output"),
+        _fact("command", "make test", "written"),
+        _fact("identifier", "DEFAULT_MS", "injected"),
+    ]
+    f2 = [_fact("url", "https://example.com/a", "written", rediscovered=True), _fact("path", "lib/y.ts", "output")]
+    st = {"valid": True, "cannot_fit": False, "error": None}
+    return [
+        {
+            "transcript": "dir/a.jsonl",
+            "cut": 0.4,
+            "cut_index": 6,
+            "messages": 15,
+            "tokens_before": 1000,
+            "window": 400,
+            "target": 200,
+            "facts": f1,
+            "words": 10,
+            "strategies": {
+                "ours": {
+                    **st,
+                    "tokens_after": 200,
+                    "kept": [True, True, False, True, False],
+                    "in_context": [True, False, False, True, False],
+                    "words_kept": 6,
+                    "recovered": [False, False, True, False, False],
+                },
+                "base": {
+                    **st,
+                    "tokens_after": 190,
+                    "valid": False,
+                    "kept": [False, True, False, False, False],
+                    "in_context": [False, True, False, False, False],
+                    "words_kept": 3,
+                },
+            },
+        },
+        {
+            "transcript": "dir/b.jsonl",
+            "cut": 0.8,
+            "cut_index": 9,
+            "messages": 11,
+            "tokens_before": 600,
+            "window": 240,
+            "target": 120,
+            "facts": f2,
+            "words": 4,
+            "strategies": {
+                "ours": {
+                    **st,
+                    "tokens_after": 150,
+                    "cannot_fit": True,
+                    "error": "cannot fit",
+                    "kept": [True, True],
+                    "in_context": [True, True],
+                    "words_kept": 4,
+                    "recovered": [False, False],
+                },
+                "base": {**st, "tokens_after": 100, "kept": [False, False], "in_context": [False, False], "words_kept": 1},
+                "only": {**st, "tokens_after": 50, "kept": [True, False], "in_context": [False, False], "words_kept": 2},
+            },
+        },
+    ]
+
+
+def test_aggregate_pools_the_cuts_by_kind_source_and_rediscovery():
+    """Every figure of `aggregate` on two hand-made cuts: facts pooled over cuts, per kind and per source, the facts
+    not re-discovered, tokens, the cuts at or under target, valid and cannot-fit counts, words, the recovery arm; a
+    strategy a cut does not score is left out of that cut's sums."""
+    agg = continuation.aggregate(_rows(), ["ours", "base", "only"])
+    ours, base, only = agg["ours"], agg["base"], agg["only"]
+    assert (ours["cuts"], ours["needed"], ours["kept_facts"], ours["kept"]) == (2, 7, 5, 5 / 7)
+    assert ours["in_context"] == 4 / 7 and base["in_context"] == 1 / 7
+    assert (ours["rediscovered"], ours["not_rediscovered"], ours["kept_not_rediscovered"]) == (2, 5, 3 / 5)
+    assert (base["kept_facts"], base["kept_not_rediscovered"]) == (1, 0.0)
+    assert (ours["tokens_before"], ours["tokens_after"], ours["reduction"]) == (1600, 350, 1 - 350 / 1600)
+    assert (ours["valid"], ours["cannot_fit"], ours["within_target"]) == (2, 1, 1)  # 150 > 120 at the second cut
+    assert (base["valid"], base["cannot_fit"], base["within_target"]) == (1, 0, 2)
+    assert (ours["recovered"], ours["with_recovery"], base["recovered"], base["with_recovery"]) == (1, 6 / 7, 0, 1 / 7)
+    assert ours["words"] == {"kept": 10, "needed": 14, "share": 10 / 14}
+    assert ours["kinds"] == {
+        "path": {"kept": 2, "needed": 2, "share": 1.0},
+        "identifier": {"kept": 1, "needed": 2, "share": 0.5},
+        "command": {"kept": 1, "needed": 1, "share": 1.0},
+        "url": {"kept": 1, "needed": 1, "share": 1.0},
+        "value": {"kept": 0, "needed": 1, "share": 0.0},
+    }
+    assert ours["sources"] == {
+        "written": {"kept": 3, "needed": 3, "share": 1.0},
+        "output": {"kept": 2, "needed": 3, "share": 2 / 3},
+        "injected": {"kept": 0, "needed": 1, "share": 0.0},
+    }
+    assert (only["cuts"], only["needed"], only["kept"], only["tokens_before"], only["reduction"]) == (1, 2, 0.5, 600, 1 - 50 / 600)
+    assert only["kinds"]["value"] == {"kept": 0, "needed": 0, "share": None}  # no such fact: no share, not 0%
+    empty = continuation.aggregate([], ["ours"])["ours"]
+    assert (empty["kept"], empty["reduction"], empty["needed"]) == (None, 0.0, 0)
+
+
+def test_tables_print_the_pooled_figures_per_kind_and_per_source():
+    """The tables `eval` prints, cell by cell, from the aggregate above."""
+    agg = continuation.aggregate(_rows(), ["ours", "base"])
+    agg["compactctl"] = agg.pop("ours")  # the recovery line is compactctl's
+    text = continuation.tables(agg)
+    lines = text.splitlines()
+    assert "| compactctl | 2 | 7 | 71.4% | 57.1% | 60.0% | 1,600 | 350 | 78.1% | 1/2 | 2/2 | 1 |" in lines
+    assert "| base | 2 | 7 | 14.3% | 14.3% | 0.0% | 1,600 | 290 | 81.9% | 2/2 | 1/2 | 0 |" in lines
+    assert "| strategy | path (2) | identifier (2) | command (1) | url (1) | value (1) |" in lines
+    assert "| compactctl | 100.0% | 50.0% | 100.0% | 100.0% | 0.0% |" in lines
+    assert "| base | 0.0% | 50.0% | 0.0% | 0.0% | 0.0% |" in lines
+    assert "| strategy | written by person/agent (3) | only in tool outputs (3) | only in harness text (1) |" in lines
+    assert "| compactctl | 100.0% | 66.7% | 0.0% |" in lines
+    assert "| base | 0.0% | 33.3% | 0.0% |" in lines
+    assert "compactctl did not keep, 1 come back with one" in text and "kept or recoverable 85.7%." in text
+    assert "Words the continuation writes again (14; no fact kinds, compactctl/lexical.py): base 28.6%, compactctl 71.4%." in text
+    assert "7 needed facts in 2 cuts; 2 (28.6%) are re-discovered" in text
+    assert "Recovery arm" not in continuation.tables(continuation.aggregate(_rows(), ["base"]))
+    assert continuation.tables({}) == "(no cut)"
+
+
+def test_cut_lines_and_per_transcript():
+    rows = _rows()
+    assert continuation.cut_lines(rows) == [
+        "dir/a.jsonl cut 40% (#6 of 15, 1,000 tok): 5 needed; ours 60.0% (200 tok); base 20.0% (190 tok, INVALID)",
+        "dir/b.jsonl cut 80% (#9 of 11, 600 tok): 2 needed; ours 100.0% (150 tok, cannot fit); base 0.0% (100 tok); only 50.0% (50 tok)",
+    ]
+    for r in rows:
+        r["strategies"]["compactctl"] = r["strategies"].pop("ours")
+    table = continuation.per_transcript(rows, ["compactctl", "base"]).splitlines()
+    assert table[2:] == ["| a.jsonl | 1 | 5 | 60.0% | 20.0% | 0 |", "| b.jsonl | 1 | 2 | 100.0% | 0.0% | 1 |"]
+    assert continuation.per_transcript(rows, ["base"]).splitlines()[2] == "| a.jsonl | 1 | 5 | 20.0% | 0 |"

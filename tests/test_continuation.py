@@ -764,3 +764,81 @@ def test_cut_lines_and_per_transcript():
     table = continuation.per_transcript(rows, ["compactctl", "base"]).splitlines()
     assert table[2:] == ["| a.jsonl | 1 | 5 | 60.0% | 20.0% | 0 |", "| b.jsonl | 1 | 2 | 100.0% | 0.0% | 1 |"]
     assert continuation.per_transcript(rows, ["base"]).splitlines()[2] == "| a.jsonl | 1 | 5 | 20.0% | 0 |"
+
+
+def test_cut_points_take_the_nearest_turn_start_after_the_first_ask():
+    """A cut is a user or assistant message that starts a group, after the first message past the system ones (a
+    prefix must hold something to compact); the nearest to f x messages, the earlier of two as near; never a tool
+    result (5 here, the middle of a call's group)."""
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "a2"},
+        {"role": "user", "content": "u3"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "x", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}],
+        },
+        {"role": "tool", "tool_call_id": "x", "content": "out"},
+        {"role": "assistant", "content": "a6"},
+        {"role": "user", "content": "u7"},
+        {"role": "assistant", "content": "a8"},
+        {"role": "user", "content": "u9"},
+    ]
+    msgs = T(rows).messages
+    assert continuation.cut_points(msgs, (0.0,)) == [(0.0, 2)]
+    assert continuation.cut_points(msgs, (0.5,)) == [(0.5, 4)]  # 4 and 6 are as near 5: the earlier
+    assert continuation.cut_points(msgs, (0.55, 1.0)) == [(0.55, 6), (1.0, 9)]
+    assert continuation.cut_points(msgs, (0.1, 0.2, 0.3)) == [(0.1, 2), (0.3, 3)]  # 0.2 is nearest 2 too: one cut
+    assert continuation.cut_points(msgs[:2], (0.4, 0.8)) == []
+
+
+def test_run_compactctl_scores_what_cannot_fit_as_its_fallback():
+    """A prefix that cannot fit its window (an ask of 2,000 tokens against a target of 500) is scored as the pruned,
+    repaired fallback compact had, with the error, and what that fallback archived is given back when asked for; run
+    as a library call without `archived` it does the same. One that fits is compacted, with no error."""
+    rows = _long_session()
+    rows[1] = {"role": "user", "content": "Fix it. " + " ".join(f"detail_{i} of the issue" for i in range(400))}
+    t = T(rows)
+    total = sum(COUNTER.messages(t.messages))
+    out, err = continuation.run_compactctl(t, COUNTER, 1000)
+    assert err and "cannot fit" in err and check(out) == []
+    assert out.messages[1].text() == rows[1]["content"] and sum(COUNTER.messages(out.messages)) < total // 5  # pruned
+    archived: list = []
+    out2, err2 = continuation.run_compactctl(t, COUNTER, 1000, archived=archived)
+    assert err2 == err and out2.messages == out.messages and archived  # the outputs pruning removed
+    archived = []
+    fits, none = continuation.run_compactctl(t, COUNTER, total // 2, archived=archived)
+    assert none is None and archived and sum(COUNTER.messages(fits.messages)) <= total // 4
+
+
+def test_evaluate_reports_progress_per_cut_and_refuses_an_unknown_strategy():
+    said: list[str] = []
+    res = continuation.evaluate([T(ROWS)], COUNTER, strategies=("head-tail",), cuts=(0.5,), progress=said.append)
+    [row] = res["rows"]
+    assert said == [f"t cut 50% (message {row['cut_index']} of 9): {len(row['facts'])} needed facts"]
+    assert res["settings"] == {"cuts": [0.5], "window_ratio": 0.4, "strategies": ["head-tail"]}
+    try:
+        continuation.evaluate([T(ROWS)], COUNTER, strategies=("head-tail", "tail"))
+    except ValueError as e:
+        assert "unknown strategy 'tail'" in str(e)
+    else:
+        raise AssertionError("an unknown strategy must raise")
+
+
+def test_explain_takes_lost_facts_from_each_cut_in_turn():
+    """`explain` lists the facts a strategy lost a cut at a time (the first of each cut, then the second...), at most
+    n, with up to three places each sat in the prefix and how the `versus` strategy did on it."""
+    rows = _rows()
+    rows[0]["facts"][0]["where"] = [[1, "user", "written"], [2, "assistant", "written"], [3, "tool", "output"], [4, "user", "written"]]
+    lost = continuation.explain(rows, 3, "base", versus="ours")
+    assert [line.split(": ", 1)[1].split(" [")[0] for line in lost] == ["path 'app/x.py'", "url 'https://example.com/a'", "value '8080'"]
+    assert "in #1 user (written), #2 assistant (written), #3 tool (output): ''" in lost[0]
+    assert lost[0].endswith("; ours: in context") and lost[2].endswith("; ours: lost")
+    assert "used at #7 (re-discovered first): " in lost[1]
+    assert len(continuation.explain(rows, 10, "base")) == 6 and continuation.explain(rows, 0, "base") == []
+    assert continuation.explain(rows, 10, "ours") == [
+        "dir/a.jsonl cut 40% (#6): value '8080' [output] in #1 user (written): ''; used at #7: ''",
+        "dir/a.jsonl cut 40% (#6): identifier 'DEFAULT_MS' [injected] in #1 user (written): ''; used at #7: ''",
+    ]

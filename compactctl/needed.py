@@ -28,7 +28,8 @@ Facts, by kind (each fact is a string `key` that is searched in text):
 - ``url``: http(s) URLs, trailing punctuation and slash removed.
 - ``identifier``: snake_case and CONSTANT_CASE (with an underscore), camelCase, PascalCase with 2+
   humps or a leading acronym (``JSONDecodeError``), dotted names (``Spotter.Repo.get``) whose last part
-  is not a file extension, errno-like ``EACCES``; 4+ characters, minus a stop-list.
+  is not a file extension, errno names (``EACCES``, ``ECONNREFUSED``, npm's ``ELIFECYCLE``: a list, not any
+  capital word starting with E such as ``ERROR``); 4+ characters, minus a stop-list and plural acronyms (``APIs``).
 - ``command``: from tool-call arguments named command/cmd/script (Codex ``["bash", "-lc", s]`` too)
   and, for text-action agents, fenced (or ``<command>``) blocks in assistant text: per simple command (split on
   ``&& || ; |`` and newlines, env assignments / sudo / timeout skipped, ``cd`` dropped), the leading
@@ -92,6 +93,18 @@ STOP_IDENTIFIERS = frozenset(
     "JavaScript TypeScript GitHub GitLab PostgreSQL MySQL SQLite MongoDB NodeJS YouTube LinkedIn PowerShell macOS iOS "
     "iPhone iPad OpenAI ChatGPT DevTools VSCode WebSocket LiveView".split()
 )
+# errno names (POSIX, Linux, BSD) and the E-codes of npm and Node.js; the rule took any capital word starting with E
+ERRNO_NAMES = frozenset(
+    "E2BIG EACCES EADDRINUSE EADDRNOTAVAIL EAFNOSUPPORT EAGAIN EALREADY EBADF EBADMSG EBUSY ECANCELED ECHILD "
+    "ECONNABORTED ECONNREFUSED ECONNRESET EDEADLK EDESTADDRREQ EDOM EDQUOT EEXIST EFAULT EFBIG EHOSTDOWN EHOSTUNREACH "
+    "EIDRM EILSEQ EINPROGRESS EINTR EINVAL EIO EISCONN EISDIR ELOOP EMFILE EMLINK EMSGSIZE ENAMETOOLONG ENETDOWN "
+    "ENETRESET ENETUNREACH ENFILE ENOBUFS ENODATA ENODEV ENOENT ENOEXEC ENOLCK ENOLINK ENOMEM ENOMSG ENOPROTOOPT ENOSPC "
+    "ENOSR ENOSTR ENOSYS ENOTBLK ENOTCONN ENOTDIR ENOTEMPTY ENOTRECOVERABLE ENOTSOCK ENOTSUP ENOTTY ENXIO EOPNOTSUPP "
+    "EOVERFLOW EOWNERDEAD EPERM EPFNOSUPPORT EPIPE EPROTO EPROTONOSUPPORT EPROTOTYPE ERANGE EREMOTE EROFS ESHUTDOWN "
+    "ESOCKTNOSUPPORT ESPIPE ESRCH ESTALE ETIME ETIMEDOUT ETOOMANYREFS ETXTBSY EUSERS EWOULDBLOCK EXDEV "
+    "ENOTFOUND ELIFECYCLE ERESOLVE EJSONPARSE EINTEGRITY ENOTCACHED EBADENGINE ENEEDAUTH ENOAUDIT ENOVERSIONS ETARGET "
+    "EPUBLISHCONFLICT ENOWORKSPACES EUSAGE EBADPLATFORM ENOTSUPPORTED".split()
+)
 STOP_PATHS = frozenset("bin/env bin/bash bin/sh bin/zsh dev/null dev/stdout dev/stderr tmp dev".split())
 STOP_DOTTED_HEADS = frozenset("e i vs etc www fig eq cf al".split())
 STOP_VALUES = frozenset(
@@ -117,7 +130,8 @@ _SNAKE = re.compile(r"(?<![\w.-])_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?![
 _CAMEL = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+(?![\w-])")
 _PASCAL = re.compile(r"(?<![\w.-])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)*)(?![\w-])")
 _DOTTED = re.compile(r"(?<![\w.-])[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+(?![\w-])(?!\.\w)")
-_ERRNO = re.compile(r"(?<![\w-])E[A-Z]{3,9}(?![\w-])")
+_ERRNO = re.compile(r"(?<![\w-])E[A-Z0-9]{2,20}(?![\w-])")
+_PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")  # APIs, URLs: what the leading-acronym rule would read as "AP" + "Is"
 _NUMBER = re.compile(r"(?<![\w.,-])\d{3,}(?![\w]|\.\d|,\d)")
 _VERSION = re.compile(r"(?<![\w.-])(?:v\d+(?:\.\d+)+|@\d+(?:\.\d+)+|\d+\.\d+\.\d+(?:\.\d+)*)(?:-[0-9A-Za-z.]+)?(?![\w-])(?!\.\d)")
 _HEX = re.compile(r"(?<![\w-])[0-9a-f]{7,64}(?![\w-])")
@@ -300,7 +314,13 @@ def _is_path(tok: str) -> bool:
 
 
 def _ident_ok(s: str) -> bool:
-    return len(s) >= 4 and s not in STOP_IDENTIFIERS and not s.strip("_").isdigit() and not s.startswith("REDACTED")
+    return (
+        len(s) >= 4
+        and s not in STOP_IDENTIFIERS
+        and not s.strip("_").isdigit()
+        and not s.startswith("REDACTED")
+        and not _PLURAL_ACRONYM.fullmatch(s)
+    )
 
 
 def facts_in(text: str) -> Iterator[tuple[str, str]]:
@@ -355,7 +375,8 @@ def _identifiers_in(text: str) -> Iterator[tuple[str, str]]:
             continue
         yield "identifier", s
     for mo in _ERRNO.finditer(text):
-        yield "identifier", mo.group(0)
+        if mo.group(0) in ERRNO_NAMES:
+            yield "identifier", mo.group(0)
 
 
 def _values_in(text: str) -> Iterator[tuple[str, str]]:

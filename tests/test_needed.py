@@ -100,6 +100,26 @@ def test_what_counts_as_a_quoted_value():
     assert {v for k, v in needed.facts_in(text) if k == "value"} == {"a quick fix", "stop here."}
 
 
+def test_an_errno_name_is_an_identifier_a_shouted_word_is_not():
+    """The errno rule took any capital word of 4 to 10 letters starting with E: ERROR, EXIT, EMPTY, EXPECTED were facts
+    (WARNING, FAILED were not), and ECONNREFUSED (12 letters) was not. Errno names (and npm's codes) are."""
+    text = "ERROR: EXIT code 1, EMPTY body, EXPECTED ok; ENOENT, ECONNREFUSED, ETIMEDOUT, EADDRINUSE, ELIFECYCLE"
+    assert {v for k, v in needed.facts_in(text) if k == "identifier"} == {"ENOENT", "ECONNREFUSED", "ETIMEDOUT", "EADDRINUSE", "ELIFECYCLE"}
+
+
+def test_a_plural_acronym_is_a_word_not_an_identifier():
+    """The leading-acronym rule (JSONDecodeError, IOError, HTTPServer) read a plural acronym as an acronym and a hump
+    ("AP" + "Is"): "the APIs", "URLs", "LLMs", "TODOs" were identifier facts that any prose uses again and keeps."""
+    text = "the APIs and URLs, LLMs, TODOs, GPUs; but HTTPServer, JSONDecodeError, IOError, UIView, XMLHttpRequest"
+    assert {v for k, v in needed.facts_in(text) if k == "identifier"} == {
+        "HTTPServer",
+        "JSONDecodeError",
+        "IOError",
+        "UIView",
+        "XMLHttpRequest",
+    }
+
+
 def test_command_facts_skip_wrappers_and_one_word_noise():
     """The program and its plain sub-command words after wrappers, env assignments and a timeout's duration; a
     one-word program of 3 letters or less (npm), a bare `timeout`, cd/echo/export/source and trivial git reads make

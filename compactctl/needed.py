@@ -35,7 +35,8 @@ Facts, by kind (each fact is a string `key` that is searched in text):
   ``&& || ; |`` and newlines, env assignments / sudo / timeout skipped, ``cd`` dropped), the leading
   words (the program and up to two plain sub-command words, e.g. ``git push``, ``npx prisma migrate``)
   and the whole command when it is short (<= 60 characters, redirections removed). One-word trivial
-  programs (``ls``, ``cat``, ``grep``, ``sed``, ...) and trivial git reads are stop-listed.
+  programs (``ls``, ``cat``, ``grep``, ``sed``, ...), programs named by an English word (``make`` alone: prose
+  writes it) and trivial git reads are stop-listed.
 - ``value``: numbers of 3+ digits, versions (``1.2.3``, ``v2.1``, ``@1.4``), hex hashes (7+ hex chars
   with a digit and a letter) and UUIDs, ids mixing letters and digits (``spotter-gqc.6``, ``E0425``),
   quoted string literals of 6-60 characters holding a space or punctuation (a single word is already
@@ -116,6 +117,9 @@ TRIVIAL_PROGRAMS = frozenset(
     "unset sleep clear exit read nl less more file stat du df date time wait kill ps top diff cmp tree open start "
     "python python3 node ruby perl".split()
 )
+# programs whose name is an English word: alone, "make" would be used again by every "make sure" (its longer forms,
+# "make test", are facts)
+WORD_PROGRAMS = frozenset("make watch patch just task".split())
 TRIVIAL_COMMANDS = frozenset(["git status", "git diff", "git log", "git show", "git branch", "git add"])
 WRAPPERS = frozenset("sudo time nohup exec command builtin noglob".split())
 PATTERN_PROGRAMS = TRIVIAL_PROGRAMS | frozenset(["pytest", "curl", "wget", "jq", "ssh", "scp", "make"])
@@ -462,7 +466,7 @@ def commands_in(script: str) -> Iterator[str]:
                     break
                 lead.append(t)
         s = " ".join(lead)
-        if (len(lead) > 1 or (prog not in TRIVIAL_PROGRAMS and len(prog) >= 4)) and s not in TRIVIAL_COMMANDS:
+        if (len(lead) > 1 or (prog not in TRIVIAL_PROGRAMS and prog not in WORD_PROGRAMS and len(prog) >= 4)) and s not in TRIVIAL_COMMANDS:
             yield s
         whole = " ".join(toks)
         if (

@@ -107,6 +107,17 @@ def test_an_errno_name_is_an_identifier_a_shouted_word_is_not():
     assert {v for k, v in needed.facts_in(text) if k == "identifier"} == {"ENOENT", "ECONNREFUSED", "ETIMEDOUT", "EADDRINUSE", "ELIFECYCLE"}
 
 
+def test_a_program_named_by_an_english_word_is_no_fact_alone():
+    """`make` (or `watch`, `patch`) run in the prefix made the one-word command fact "make", which every "make sure"
+    the continuation writes used again and every output with the word kept. Its longer forms are facts."""
+    assert list(needed.commands_in("make")) == []
+    assert list(needed.commands_in("make test && watch -n 1 ls")) == ["make test", "watch -n 1 ls"]
+    rows = [call("c1", "terminal", {"command": "make"}), {"role": "tool", "tool_call_id": "c1", "content": "built"}]
+    rows.append({"role": "user", "content": "Now make sure the docs build."})
+    assert needed.needed_facts(T(rows).messages, 2) == []
+    assert list(needed.commands_in("cargo")) == ["cargo"]  # a one-word program that no prose writes still is one
+
+
 def test_a_plural_acronym_is_a_word_not_an_identifier():
     """The leading-acronym rule (JSONDecodeError, IOError, HTTPServer) read a plural acronym as an acronym and a hump
     ("AP" + "Is"): "the APIs", "URLs", "LLMs", "TODOs" were identifier facts that any prose uses again and keeps."""

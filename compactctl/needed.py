@@ -43,7 +43,8 @@ Facts, by kind (each fact is a string `key` that is searched in text):
   an identifier or not informative).
 
 Matching (`occurs`): case-sensitive, on whitespace-folded text, at boundaries: an identifier, value
-or command must not continue with a word character on either side; a path key may follow a ``/``
+or command must not continue with a word character on either side, nor a value that starts or ends with a digit
+with a longer number (``404`` is not in ``1.404`` or ``1,404``); a path key may follow a ``/``
 (it is a suffix of a longer path) but not a word character, ``.`` or ``-``; a path or URL key may be followed by
 the trailing ``/`` its key dropped, not by a longer path or URL.
 """
@@ -521,6 +522,11 @@ def _pattern(kind: str, key: str) -> re.Pattern:
             left = ""  # a key that starts (or ends) with punctuation carries its own boundary
         if key[-1:] and not re.match(r"\w", key[-1]) and kind != "path":
             right = ""
+        if kind == "value":  # not inside a longer number: 404 is not in 1.404, 404.5 or 1,404; 1.2.3 not in 1.2.3.4
+            if key[:1].isdigit():
+                left += r"(?<!\d[.,])"
+            if key[-1:].isdigit():
+                right += r"(?![.,]\d)"
         rx = re.compile(left + re.escape(key) + right)
         if len(_rx_cache) > 200_000:
             _rx_cache.clear()

@@ -213,3 +213,18 @@ def test_in_context_reads_the_first_fifty_occurrences_in_the_prefix():
     assert not needed.in_context(f, prefix, "we saw 000050] parse_config there")  # the 51st
     assert not needed.in_context(f, prefix, "we saw parse_config there")
     assert needed.in_context(f, "see parse_config here", "I see parse_config")  # fewer than 8 characters before it
+
+
+def test_a_number_does_not_match_inside_a_longer_number():
+    """A value that starts or ends with a digit is not found inside a longer number: 404 is not in 1.404, 404.5 or
+    1,404 (the extractor does not read 404 there either), 1.2.3 is not in 1.2.3.4; at a sentence's full stop or
+    beside other punctuation it is."""
+    assert needed.occurs("value", "404", "got a 404. then (404), 404-page, :404")
+    for text in ("v1.404", "404.5 s", "1,404 rows", "1.404,2"):
+        assert not needed.occurs("value", "404", text), text
+        assert ("value", "404") not in set(needed.facts_in(text)), text
+    assert not needed.occurs("value", "1.2.3", "now 1.2.3.4") and needed.occurs("value", "1.2.3", "now 1.2.3.")
+    assert not needed.occurs("value", "spotter-gqc.6", "spotter-gqc.6.1")
+    rows = [{"role": "user", "content": "the server returned 404 on /login"}, {"role": "assistant", "content": "ok"}]
+    rows.append({"role": "user", "content": "it took 0.404 s and served 1,404 rows"})
+    assert needed.needed_facts(T(rows).messages, 2) == []

@@ -728,6 +728,24 @@ def test_aggregate_pools_the_cuts_by_kind_source_and_rediscovery():
     }
     assert (only["cuts"], only["needed"], only["kept"], only["tokens_before"], only["reduction"]) == (1, 2, 0.5, 600, 1 - 50 / 600)
     assert only["kinds"]["value"] == {"kept": 0, "needed": 0, "share": None}  # no such fact: no share, not 0%
+    # rows of an older eval (no words, target, in_context or recovered): those figures are empty, not made up
+    old = _rows()
+    for r in old:
+        del r["words"], r["target"]
+        for st in r["strategies"].values():
+            del st["words_kept"], st["in_context"]
+            st.pop("recovered", None)
+    a = continuation.aggregate(old, ["ours"])["ours"]
+    assert a["words"] == {"kept": 0, "needed": 0, "share": None} and (a["in_context"], a["recovered"]) == (0.0, 0)
+    assert a["within_target"] == 2 and a["kept"] == 5 / 7
+    bad = _rows()
+    bad[1]["strategies"]["ours"]["kept"].pop()  # a row whose flags do not answer its facts: refused, not pooled short
+    try:
+        continuation.aggregate(bad, ["ours"])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a row with fewer flags than facts must raise")
     empty = continuation.aggregate([], ["ours"])["ours"]
     assert (empty["kept"], empty["reduction"], empty["needed"]) == (None, 0.0, 0)
 
@@ -815,10 +833,10 @@ def test_run_compactctl_scores_what_cannot_fit_as_its_fallback():
 
 def test_evaluate_reports_progress_per_cut_and_refuses_an_unknown_strategy():
     said: list[str] = []
-    res = continuation.evaluate([T(ROWS)], COUNTER, strategies=("head-tail",), cuts=(0.5,), progress=said.append)
-    [row] = res["rows"]
-    assert said == [f"t cut 50% (message {row['cut_index']} of 9): {len(row['facts'])} needed facts"]
-    assert res["settings"] == {"cuts": [0.5], "window_ratio": 0.4, "strategies": ["head-tail"]}
+    res = continuation.evaluate([T(ROWS)], COUNTER, strategies=("head-tail",), cuts=(0.3, 0.7), progress=said.append)
+    assert len({len(r["facts"]) for r in res["rows"]}) == 2  # each line its own cut's count
+    assert said == [f"t cut {r['cut']:.0%} (message {r['cut_index']} of 9): {len(r['facts'])} needed facts" for r in res["rows"]]
+    assert res["settings"] == {"cuts": [0.3, 0.7], "window_ratio": 0.4, "strategies": ["head-tail"]}
     try:
         continuation.evaluate([T(ROWS)], COUNTER, strategies=("head-tail", "tail"))
     except ValueError as e:
@@ -842,3 +860,20 @@ def test_explain_takes_lost_facts_from_each_cut_in_turn():
         "dir/a.jsonl cut 40% (#6): value '8080' [output] in #1 user (written): ''; used at #7: ''",
         "dir/a.jsonl cut 40% (#6): identifier 'DEFAULT_MS' [injected] in #1 user (written): ''; used at #7: ''",
     ]
+    rows[1]["strategies"]["base"]["in_context"].pop()  # flags that do not answer the facts: refused
+    try:
+        continuation.explain(rows, 10, "base", what="context")
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("in_context flags fewer than the kept ones must raise")
+
+
+def test_md_table_refuses_a_row_of_another_width():
+    assert continuation.md_table(["a", "b"], [["1", "2"]]) == "| a | b |\n|---|---|\n| 1 | 2 |"
+    try:
+        continuation.md_table(["a", "b"], [["1", "2"], ["3"]])
+    except ValueError as e:
+        assert str(e) == "row has 1 cells, header 2"
+    else:
+        raise AssertionError("a row of another width must raise")

@@ -228,3 +228,29 @@ def test_a_number_does_not_match_inside_a_longer_number():
     rows = [{"role": "user", "content": "the server returned 404 on /login"}, {"role": "assistant", "content": "ok"}]
     rows.append({"role": "user", "content": "it took 0.404 s and served 1,404 rows"})
     assert needed.needed_facts(T(rows).messages, 2) == []
+
+
+def test_more_boundaries_of_paths_values_commands_and_observations():
+    """Stop-listed paths (/usr/bin/bash, /dev/null) and a file name with no letter in its stem (2024.log) are no
+    path; a quoted flag with punctuation and no space is a value; a commit message is part of a short whole command
+    unless it holds shell punctuation (then the command is not written out whole); the first message of a
+    text-action transcript is written, even when the last one is an action."""
+    facts = set(needed.facts_in('/usr/bin/bash and /dev/null, 2024.log, notes_2.log, run "--dry-run=true" now'))
+    assert {f for f in facts if f[0] == "path"} == {("path", "notes_2.log")} and ("value", "--dry-run=true") in facts
+    assert list(needed.commands_in('git commit -m "fix: parser"')) == ["git commit", 'git commit -m "fix: parser"']
+    assert list(needed.commands_in('git commit -m "a; b" && npm test')) == ["git commit", "npm test"]
+    msgs = T([{"role": "user", "content": "fix main_app.py"}, {"role": "assistant", "content": "```\nls\n```"}]).messages
+    assert [s.source for s in needed.segments(msgs, 0)] == ["written"]
+
+
+def test_a_command_the_prefix_ran_and_the_continuation_writes_is_needed():
+    rows = [
+        call("c1", "terminal", {"command": "cd web &&  npx prisma   migrate dev"}),
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        {"role": "user", "content": "run npx prisma migrate dev again"},
+    ]
+    fs = needed.needed_facts(T(rows).messages, 2)
+    assert {(f.kind, f.key, f.source) for f in fs} == {
+        ("command", "npx prisma migrate", "written"),
+        ("command", "npx prisma migrate dev", "written"),
+    }

@@ -826,6 +826,9 @@ def test_run_compactctl_scores_what_cannot_fit_as_its_fallback():
     archived: list = []
     out2, err2 = continuation.run_compactctl(t, COUNTER, 1000, archived=archived)
     assert err2 == err and out2.messages == out.messages and archived  # the outputs pruning removed
+    # a window under one token (a small --window-ratio of a short prefix) is a window of 1: cannot fit, not a usage error
+    tiny, why = continuation.run_compactctl(T(ROWS), COUNTER, 0)
+    assert why and "cannot fit the target of 0 tokens" in why and tiny.messages == T(ROWS).messages
     archived = []
     fits, none = continuation.run_compactctl(t, COUNTER, total // 2, archived=archived)
     assert none is None and archived and sum(COUNTER.messages(fits.messages)) <= total // 4

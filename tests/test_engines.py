@@ -1,0 +1,205 @@
+"""Where the work runs (runner/engines.py): serially, in threads (--jobs), in worker processes (--workers). Every
+transcript read comes back once, in input order, whatever the engine; what --on-error skip writes or reports of a
+transcript the work fails on; what the worker processes do when the run ends early or their parent dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactctl import lane
+from compactctl.model import Transcript
+from compactctl.runner.base import Result, _Ctx
+from compactctl.runner.engines import _processes, _serial, _threads
+
+from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session, write_jsonl
+from .rows import T
+
+CTX = _Ctx(fmt_to=None, many=True, archive=False, on_error="fail")
+
+
+def small(n: int) -> list[Transcript]:
+    return [T([{"role": "user", "content": f"ask {k}"}, {"role": "assistant", "content": f"answer {k}"}], id=f"t{k}") for k in range(n)]
+
+
+def items(ts: list[Transcript]):
+    return ((seq, t, [], []) for seq, t in enumerate(ts))
+
+
+def said(done) -> list[str]:
+    """The user's text in the records a Done writes (OpenAI chat dataset records)."""
+    return [m["content"] for r in map(orjson.loads, done.lines) for m in r["messages"] if m["role"] == "user"]
+
+
+def test_threads_give_every_transcript_back_once_in_input_order_past_their_window():
+    """--jobs 2 keeps 8 transcripts in flight; the later ones end first. All 20 come back, each with its own output."""
+
+    def work(t: Transcript) -> Result:
+        k = int(t.id[1:])
+        lane.leave()
+        time.sleep(0.001 * (k % 4 == 0) * 5)
+        return Result(t)
+
+    got = list(_threads(work, items(small(20)), CTX, 2))
+    assert [meta[2] for meta, _ in got] == [f"t{k}" for k in range(20)]
+    assert [said(done) for _, done in got] == [[f"ask {k}"] for k in range(20)]
+
+
+class Echo:
+    """A job (built once in each worker process) whose work writes a transcript as it came; `slow_from`: the seq from
+    which each transcript takes 20 ms; `log`: a file each transcript's id is appended to as its work starts."""
+
+    def __init__(self, log: str | None = None, slow_from: int | None = None) -> None:
+        self.log, self.slow_from = log, slow_from
+
+    def build(self):
+        log, slow_from = self.log, self.slow_from
+
+        def work(t: Transcript) -> Result:
+            if log is not None:
+                with open(log, "a", encoding="utf-8") as f:
+                    f.write(t.id + "\n")
+            if slow_from is not None and int(t.id[1:]) >= slow_from:
+                time.sleep(0.02)
+            return Result(t)
+
+        return work
+
+
+def test_workers_give_every_transcript_back_once_in_input_order_across_batches():
+    """600 transcripts are 3 batches (256 a batch) over 2 worker processes: each comes back once, in input order,
+    with its own output, as the serial engine gives them."""
+    ts = small(600)
+    got = list(_processes(Echo(), items(ts), CTX, 2))
+    serial = list(_serial(Echo().build(), items(ts), CTX))
+    assert [meta[2] for meta, _ in got] == [f"t{k}" for k in range(600)]
+    assert [d.lines for _, d in got] == [d.lines for _, d in serial]
+    assert [said(d) for _, d in got[::97]] == [[f"ask {k}"] for k in range(0, 600, 97)]
+
+
+def test_a_run_that_ends_early_stops_its_workers_at_the_next_transcript(tmp_path):
+    """Ctrl-C, an error, or a reader that stops: the batches not started are cancelled and a worker leaves the batch it
+    is on at its next transcript (a run with --workers ends at once, not after ~512 KB more work a worker)."""
+    log = tmp_path / "started"
+    run = _processes(Echo(str(log), slow_from=256), items(small(256 * 3)), CTX, 1)
+    meta, _ = next(run)  # the first batch is done (fast); the worker is on the second, 20 ms a transcript
+    assert meta[2] == "t0"
+    t0 = time.monotonic()
+    run.close()
+    started = log.read_text(encoding="utf-8").split()
+    assert started[:256] == [f"t{k}" for k in range(256)]
+    assert len(started) < 256 + 100 and time.monotonic() - t0 < 4, len(started)  # not the 512 left (10 s)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if fields[0] != "Z" and int(fields[1]) == pid:
+                kids.append(int(d))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_worker_processes_end_when_their_parent_is_killed(tmp_path):
+    """kill -9 of a run with --workers: its worker processes (each in a process group of its own, so a terminal's
+    Ctrl-C reaches the parent alone) notice and end within a second or so, not lingering for ever."""
+    import subprocess
+    import sys
+
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": tool_session(4, 800), "id": f"r{k}"} for k in range(40)])
+    args = [sys.executable, "-m", "compactctl", "compact", str(src), "--context-window", "3000", "-q", "--workers", "2"]
+    env = {**os.environ, "COMPACTCTL_SLOW_DOWN": "0.5", "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    kids: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(kids := _children(p.pid)) < 2 and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.poll() is None and len(kids) == 2, kids
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+        deadline = time.monotonic() + 5
+        while any(map(_alive, kids)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [k for k in kids if _alive(k)]
+    finally:
+        p.kill()
+        for k in filter(_alive, kids):
+            os.kill(k, signal.SIGKILL)  # this test's own workers, had they lingered
+    assert left == []
+
+
+def test_a_session_that_cannot_share_the_output_names_three_others_at_most(tmp_path):
+    """The refusal of a session file among several inputs on one output names the other inputs' formats, three of
+    them, and says how many more there are (none: no "0 more")."""
+    session = SAMPLES / "claude_code_session.jsonl"
+    others = []
+    for k in range(4):
+        others.append(tmp_path / f"a{k}.jsonl")
+        others[-1].write_bytes((SAMPLES / "anthropic_session.jsonl").read_bytes())
+    three = ", ".join(f"{o} an anthropic session" for o in others[:2]) + f" and {others[2]} an anthropic session"
+    r = cli("prune", str(session), *map(str, others[:3]))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and r.stdout == b"", err
+    assert f"{session} is a claude-code session and {three}: several inputs share one output" in err, err
+    r = cli("prune", str(session), *map(str, others))
+    err = r.stderr.decode()
+    named = ", ".join(f"{o} an anthropic session" for o in others[:3])
+    assert r.returncode == 2 and f"{session} is a claude-code session and {named} and 1 more: several" in err, err
+
+
+def test_a_transcript_changed_with_nothing_archived_still_restores(tmp_path):
+    """repair adds a result for a call that had none and removes nothing: the archive holds no original, only the map
+    of where each original went, and `restore` gives back the input from it (not the repaired transcript)."""
+    rows = [
+        {"role": "user", "content": "read a.py"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+        },
+        {"role": "user", "content": "never mind, thanks"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    out, arch = tmp_path / "o.jsonl", tmp_path / "a.jsonl"
+    r = cli("repair", str(src), "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert [m["role"] for m in read_jsonl(out.read_bytes())] == ["user", "assistant", "tool", "user", "assistant"]
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert read_jsonl(back.stdout) == rows
+
+
+def test_a_prune_job_says_its_figures_only_when_asked():
+    """PruneJob, prune's work as the workers build it: each transcript's report; its figures as a note (stderr, in
+    input order) with `stats` (prune --stats) only."""
+    from compactctl.phases.prune import PruneOptions
+    from compactctl.runner import PruneJob
+
+    t = T(tool_session(4, 1500), id="s1")
+    out = PruneJob(PruneOptions(protect_tokens=500), "o200k_base").build()(t)
+    assert out.notes == [] and out.report is not None
+    assert out.report["transcript"] == "s1" and out.report["status"] == "pruned" and out.archived
+    assert out.transcript is not None and len(out.transcript.messages) == len(t.messages)
+    said = PruneJob(PruneOptions(protect_tokens=500), "o200k_base", stats=True).build()(t).notes
+    assert [orjson.loads(n) for n in said] == [{"transcript": "s1", **out.report["prune"]}]

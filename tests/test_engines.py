@@ -203,3 +203,22 @@ def test_a_prune_job_says_its_figures_only_when_asked():
     assert out.transcript is not None and len(out.transcript.messages) == len(t.messages)
     said = PruneJob(PruneOptions(protect_tokens=500), "o200k_base", stats=True).build()(t).notes
     assert [orjson.loads(n) for n in said] == [{"transcript": "s1", **out.report["prune"]}]
+
+
+def test_a_session_refused_in_a_worker_leaves_what_was_printed_before_it_as_one_process_does(tmp_path):
+    """compact DATASET SESSION --on-error skip on stdout (streamed): the Claude Code session cannot share the output and
+    the run stops (exit 2), leaving the records printed before it. With --workers 2 the records of the session's batch
+    done before it were lost with the error (nothing printed, where --workers 1 printed the 3 records)."""
+    src = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": f"r{k}", "messages": [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]} for k in range(3)],
+    )
+    session = SAMPLES / "claude_code_session.jsonl"
+    got = {}
+    for workers in ("1", "2"):
+        report = tmp_path / f"r{workers}.jsonl"
+        r = cli("compact", str(src), str(session), "--on-error", "skip", "--workers", workers, "-q", "--report", str(report))
+        assert r.returncode == 2 and f"{session} is a claude-code session and {src} an openai dataset" in r.stderr.decode(), r.stderr
+        got[workers] = (r.stdout, [rep["transcript"] for rep in read_jsonl(report.read_bytes())])
+    assert [rec["id"] for rec in read_jsonl(got["1"][0])] == ["r0", "r1", "r2"]
+    assert got["2"] == got["1"]

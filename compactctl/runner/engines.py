@@ -319,7 +319,10 @@ def _init_worker(job, ctx: _Ctx, stop) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tuple[str, int, str, list[str], list[Done]]:
+Failed = tuple[int, str, list[str], list[Done], "SharedSession | None"]  # a batch that ended on an error (_work_batch)
+
+
+def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | Failed:
     work, ctx, stop = _W["work"], _W["ctx"], _W["stop"]
     done: list[Done] = []
     try:
@@ -328,11 +331,10 @@ def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | tupl
                 break
             done.append(_process(seq, t, work, ctx))
         return done
-    except SharedSession:
-        raise  # pickles as it is (its __reduce__): the run names the other inputs' formats in it
     except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code, text and notes,
-        # and the batch's transcripts done before it (written, with their notes, as a run in one process writes them)
-        return ("error", int(e.exit_code), str(e), getattr(e, SAID_WITH, []), done)
+        # and the batch's transcripts done before it (written, with their notes, as a run in one process writes them);
+        # a SharedSession pickles as it is (its __reduce__): the run names the other inputs' formats in it
+        return (int(e.exit_code), str(e), getattr(e, SAID_WITH, []), done, e if isinstance(e, SharedSession) else None)
 
 
 def _size(t: Transcript | Lazy) -> int:
@@ -363,10 +365,13 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             metas, fut = window.popleft()
             got = fut.result()
             if isinstance(got, tuple):
-                yield from zip(metas, got[4], strict=False)  # those before the error (fewer), as in one process
-                err = CompactError(got[2])
-                err.exit_code = got[1]
-                setattr(err, SAID_WITH, got[3])
+                code, text, said, done, shared = got
+                yield from zip(metas, done, strict=False)  # those before the error (fewer), as in one process
+                if shared is not None:
+                    raise shared
+                err = CompactError(text)
+                err.exit_code = code
+                setattr(err, SAID_WITH, said)
                 raise err
             yield from zip(metas, got, strict=True)
 

@@ -222,3 +222,20 @@ def test_a_session_refused_in_a_worker_leaves_what_was_printed_before_it_as_one_
         got[workers] = (r.stdout, [rep["transcript"] for rep in read_jsonl(report.read_bytes())])
     assert [rec["id"] for rec in read_jsonl(got["1"][0])] == ["r0", "r1", "r2"]
     assert got["2"] == got["1"]
+
+
+def test_an_error_of_a_transcript_comes_before_a_bad_line_read_after_it_whatever_the_engine(tmp_path):
+    """A record that cannot fit (exit 5), then a truncated line (exit 3): the run stops on the record, as one process
+    reads and works in order. With --jobs 2 the bad line, read ahead while the record was worked on, was the error
+    (exit 3, "cf.jsonl:3: truncated JSON"); --workers 2 already gave the record's."""
+    big = tool_session(4, 2000)
+    big[-1] = {"role": "user", "content": "Please keep all of this in mind: " + "word " * 9000}
+    src = write_jsonl(tmp_path / "cf.jsonl", [{"messages": tool_session(2, 200), "id": "ok0"}, {"messages": big, "id": "too-big"}])
+    with open(src, "ab") as f:
+        f.write(b'{"messages": [{"role": "user", "content": "truncated\n')
+    said = {}
+    for engine in (["--jobs", "1"], ["--jobs", "2", "--workers", "1"], ["--workers", "2"]):
+        r = cli("compact", str(src), "--context-window", "6000", "--summary-min", "500", "-q", *engine)
+        said[" ".join(engine)] = (r.returncode, r.stdout, r.stderr.decode())
+    assert said["--jobs 1"][0] == 5 and "cf.jsonl#2: cannot fit the target" in said["--jobs 1"][2], said["--jobs 1"]
+    assert said["--jobs 2 --workers 1"] == said["--jobs 1"] and said["--workers 2"] == said["--jobs 1"]

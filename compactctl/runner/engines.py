@@ -243,7 +243,16 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
     pool = ThreadPoolExecutor(max_workers=jobs * 2)
     try:
         window: deque = deque()
-        for seq, t, rej, notes in items:
+        reading = iter(items)
+        late: CompactError | None = None
+        while True:
+            try:
+                seq, t, rej, notes = next(reading)
+            except StopIteration:
+                break
+            except CompactError as e:  # a bad line read ahead: the transcripts before it (and their errors) come first
+                late = e
+                break
             window.append(((seq, t.source, t.id, rej, notes), pool.submit(one, seq, t)))
             if len(window) >= jobs * 4:
                 m, f = window.popleft()
@@ -251,6 +260,8 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
         while window:
             m, f = window.popleft()
             yield m, f.result()
+        if late is not None:
+            raise late
     except BaseException:  # an error (a thread's, or reading), Ctrl-C, or the reader stopped (GeneratorExit)
         _abandon(pool, stop)
         raise

@@ -50,6 +50,29 @@ def test_threads_give_every_transcript_back_once_in_input_order_past_their_windo
     assert [said(done) for _, done in got] == [[f"ask {k}"] for k in range(20)]
 
 
+def test_with_jobs_the_next_transcripts_are_prepared_while_the_calls_wait():
+    """--jobs 2: two LLM calls in flight (the summarizer's cap), and meanwhile the next two transcripts are prepared up
+    to their calls, which go out as soon as a slot is free (threads: twice --jobs)."""
+    import threading
+
+    events: list[str] = []
+    gate, slots = threading.Lock(), threading.Semaphore(2)
+
+    def work(t: Transcript) -> Result:
+        with gate:
+            events.append(f"start {t.id}")
+        lane.leave()  # as LLMSummarizer._sent does, before it waits for a free slot
+        with slots:
+            time.sleep(0.3)
+            with gate:
+                events.append(f"answered {t.id}")
+        return Result(t)
+
+    assert [meta[2] for meta, _ in _threads(work, items(small(6)), CTX, 2)] == [f"t{k}" for k in range(6)]
+    first = next(k for k, e in enumerate(events) if e.startswith("answered"))
+    assert sorted(events[:first]) == [f"start t{k}" for k in range(4)], events
+
+
 class Echo:
     """A job (built once in each worker process) whose work writes a transcript as it came; `slow_from`: the seq from
     which each transcript takes 20 ms; `log`: a file each transcript's id is appended to as its work starts."""

@@ -262,3 +262,23 @@ def test_an_error_of_a_transcript_comes_before_a_bad_line_read_after_it_whatever
         said[" ".join(engine)] = (r.returncode, r.stdout, r.stderr.decode())
     assert said["--jobs 1"][0] == 5 and "cf.jsonl#2: cannot fit the target" in said["--jobs 1"][2], said["--jobs 1"]
     assert said["--jobs 2 --workers 1"] == said["--jobs 1"] and said["--workers 2"] == said["--jobs 1"]
+
+
+def test_a_runs_count_of_changed_transcripts_counts_only_those_the_work_changed(tmp_path):
+    """RunStats.changed (runner.run's counts, journaled for --resume): a record written as read (the passthrough of
+    `keeps`), one the work returns as it came, and lines a work writes itself (plan --json, repair --check) are not
+    changed; a transcript the work replaced is."""
+    from compactctl.runner import IOOptions, run
+
+    rows = [
+        {"id": f"r{k}", "messages": [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]} for k in range(3)
+    ]
+    src = write_jsonl(tmp_path / "d.jsonl", rows)
+
+    def count(work, keeps=None) -> int:
+        return run([str(src)], IOOptions(output=str(tmp_path / "o.jsonl"), quiet=True), work, keeps=keeps).changed
+
+    assert count(Result, keeps=lambda fmt, obj: True) == 0
+    assert count(Result) == 0
+    assert count(lambda t: Result(None, {"transcript": t.id}, lines=[b'{"ok": true}'])) == 0
+    assert count(lambda t: Result(t.evolve(messages=t.messages[:1]) if t.id.endswith("#2") else t)) == 1

@@ -282,3 +282,36 @@ def test_a_runs_count_of_changed_transcripts_counts_only_those_the_work_changed(
     assert count(Result) == 0
     assert count(lambda t: Result(None, {"transcript": t.id}, lines=[b'{"ok": true}'])) == 0
     assert count(lambda t: Result(t.evolve(messages=t.messages[:1]) if t.id.endswith("#2") else t)) == 1
+
+
+def test_the_archive_keeps_anchors_only_for_a_source_message_read_as_several(tmp_path):
+    """An Anthropic session that repair changes (a result added for a call that had none): with each source message
+    read as one, its archive's map holds no `anchors` (one a message, for nothing); with a user message of a tool
+    result and text (read as two), it does. Both restore."""
+    use = {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "a.py"}}
+    alone = [
+        {"role": "user", "content": "read a.py"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": "never mind, thanks"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    shared = [
+        {"role": "user", "content": "read a.py"},
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "x = 1"}, {"type": "text", "text": "and b.py?"}],
+        },
+        {"role": "assistant", "content": [{**use, "id": "c2", "input": {"path": "b.py"}}]},
+        {"role": "user", "content": "never mind, thanks"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    for rows, anchored in ((alone, False), (shared, True)):
+        src = write_jsonl(tmp_path / "s.jsonl", rows)
+        out, arch = tmp_path / "o.jsonl", tmp_path / "a.jsonl"
+        r = cli("repair", str(src), "--from", "anthropic", "-o", str(out), "--archive", str(arch))
+        assert r.returncode == 0, r.stderr
+        [m] = [rec for rec in read_jsonl(arch.read_bytes()) if rec.get("type") == "map"]
+        assert ("anchors" in m) is anchored, m
+        back = cli("restore", str(out), "--archive", str(arch), "-q")
+        assert back.returncode == 0 and read_jsonl(back.stdout) == rows, back.stderr

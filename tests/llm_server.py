@@ -7,6 +7,7 @@ Behaviour is chosen by the requested model name:
   slow       sleeps past the client's timeout
   empty      an empty completion
   garbage    an answer with no section headings
+  sparse     an answer with two of the 13 headings (Goal, Completed Actions); single: with one (Goal)
   denied     401
   latency    good, after `latency` seconds (for the --jobs benchmark)
   notjson    200 with a truncated JSON body
@@ -134,6 +135,8 @@ class Server:
                         200, {"id": "x", "object": "chat.completion", "choices": [], "error": {"message": "context length exceeded"}}
                     )
                 content = {"empty": "", "garbage": "I think it went fine, mostly.", "huge": HUGE, "inject": INJECT}.get(model, GOOD)
+                if model in ("sparse", "single"):
+                    content = "## Goal\nFix the bug in app.py." + ("\n## Completed Actions\n1. Ran the tests." if model == "sparse" else "")
                 if model == "think":
                     content = "<think>\n## Goal\nDRAFT-GOAL\n## Completed Actions\nDRAFT-ACTIONS\n</think>\n" + GOOD
                 if model == "unopened":

@@ -435,3 +435,73 @@ def test_making_the_client_imports_what_its_first_call_would():
     )
     r = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert "'openai.resources.chat.completions.completions'" in r.stdout, r.stdout
+
+
+def test_an_answer_with_two_of_the_headings_is_completed_one_with_a_single_heading_is_not_a_summary(server, tmp_path):
+    """Two headings make an answer a summary (the guard fills the sections it left out from the offline summary);
+    fewer are garbage: the offline summary is used, and the warning says how many sections the answer had."""
+    _, rep, summary = run(server, "sparse", tmp_path)
+    assert rep["summarizer"] == "llm:sparse" and parse_sections(summary)["Goal"] == "Fix the bug in app.py."
+    _, rep, summary = run(server, "single", tmp_path)
+    assert rep["summarizer"] == "offline (llm failed)" and "Fix the bug in app.py." not in summary
+    assert any("answer has 1 of 13 sections" in w for w in rep["warnings"]), rep["warnings"]
+
+
+def test_the_breaker_opens_after_three_failures_in_a_row_and_again_after_its_pause():
+    """A success ends a row; a call that records nothing (a 404, a cancel) neither ends nor extends it; once the pause
+    is over, three more failures in a row open it again."""
+    import time
+
+    from compactctl.summarizers.llm import Breaker
+
+    b = Breaker(cooldown=0.05)  # the threshold by default
+
+    def one(ok: bool | None) -> None:
+        with b.call():
+            if ok is not None:
+                b.record(ok)
+
+    for outcome in (False, False, True, False, False, None):
+        one(outcome)
+    assert b.allow()  # never three in a row
+    one(False)
+    assert not b.allow()  # three, the neutral call between them not counted
+    time.sleep(0.06)
+    assert b.allow()  # the pause is over
+    one(False)
+    one(False)
+    assert b.allow()
+    one(False)
+    assert not b.allow()
+
+
+def test_a_middle_goes_in_as_few_chunks_as_its_limit_allows():
+    from compactctl.summarizers.llm import chunk
+
+    blocks = [f"[tool result for call_{k}]\n" + "word " * 40 for k in range(6)]
+    cost = [COUNTER.text(b) + 2 for b in blocks]  # a block and the blank line after it
+    assert len(set(cost)) == 1
+    assert chunk(blocks, COUNTER, sum(cost)) == ["\n\n".join(blocks)]  # exactly at the limit: one
+    assert chunk(blocks, COUNTER, sum(cost) - 1) == ["\n\n".join(blocks[:5]), blocks[5]]
+    assert chunk(blocks, COUNTER, 2 * cost[0]) == ["\n\n".join(blocks[k : k + 2]) for k in (0, 2, 4)]
+
+
+def test_a_middle_that_fits_one_request_is_sent_in_one(server):
+    """Only a middle that needs more than one request leaves room in each for the summary so far (each part after the
+    first carries it): one that fits --llm-context whole goes in one call."""
+    from compactctl.phases.summarize import SummaryRequest
+    from compactctl.summarizers.facts import extract
+    from compactctl.summarizers.llm import serialize
+    from compactctl.summarizers.prompt import system_prompt
+
+    msgs = [message_from_dict(d, "t", i + 1, i) for i, d in enumerate(tool_session(10, 1000))]
+    head, tail, budget = 2, len(msgs) - 2, 300
+    total = sum(COUNTER.text(b) + 2 for b in serialize(msgs[head:tail]))
+    assert total > 1_000 + budget  # more than the room a later part leaves (at least 1,000)
+    context = total + budget + COUNTER.text(system_prompt(budget, None, None)) + 1_500  # its room: the middle, exactly
+    s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=None, llm_context=context)
+    res = s.summarize(SummaryRequest("t", msgs, head, tail, budget, extract(msgs, head, tail)), COUNTER)
+    assert res.summarizer == "llm:good" and res.calls == 1 and len(server.requests) == 1
+    s = LLMSummarizer("good", server.url, "k", None, timeout=5, retries=0, cache=None, llm_context=context - 1)
+    res = s.summarize(SummaryRequest("t", msgs, head, tail, budget, extract(msgs, head, tail)), COUNTER)
+    assert res.calls == 2 and "PREVIOUS SUMMARY" in server.requests[-1]["messages"][-1]["content"]

@@ -204,6 +204,9 @@ def test_a_404_is_known_before_its_call_slot_goes_to_the_next_call(tmp_path):
         asked = [q["model"] for q in server.requests]
     assert len(reps) == 2 and all(r["summarizer"] == "llm:good" for r in reps)
     assert asked.count("error404") == 1 and asked.count("good") == 2, asked
+    # the call that learned it while waiting goes on to the fallback: no answer of its own read, no failure counted
+    said = [w for r in reps for w in r["warnings"]]
+    assert not any("not a chat completion" in w for w in said) and sum("not asked" in w for w in said) == 1, said
 
 
 def test_drip_is_cut_by_the_overall_deadline(server):

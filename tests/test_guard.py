@@ -221,3 +221,11 @@ def test_the_longest_section_loses_lines_while_it_is_the_longest():
     out = parse_sections(text)
     assert out["Completed Actions"] == OMITTED.format(2) + "\n" + secs["Completed Actions"].split("\n")[2]
     assert out["Critical Context"] == secs["Critical Context"]  # still the shorter: untouched
+
+
+def test_the_index_lists_neither_a_name_the_answer_shows_nor_one_redaction_would_change():
+    secret = "sk-abcdefghijklmnopqrstuvwxyz123456"
+    facts = Facts(names=["parse_header", secret, "TokenBucket", "refill_rate"])
+    text = answer(active="fix parse_header", goal="Make the parser read headers.")
+    index = parse_sections(run(text, facts, 2_000)[0])["Critical Context"]
+    assert index == INDEX_LINE + "TokenBucket refill_rate"

@@ -93,6 +93,14 @@ def test_a_command_too_long_for_the_room_is_passed_over_for_older_ones_that_fit(
     assert listed == ["- `make a` exit 0", "- `make b` exit 0"]
 
 
+def test_a_command_is_shown_by_the_answer_only_as_a_whole_word():
+    """From a mutation run's notes: a one-word command was taken as shown by a longer word (`ls` in "tools", `cat` in
+    "indicates"), so the guard did not list it; a command the answer names, in any case, is not listed again."""
+    facts = Facts(commands=[("ls", 0, False), ("cat notes.md", 0, False), ("make test", 2, True)])
+    text = answer(active="fix the parser", completed="1. Checked the tools; the log indicates a bug.\n2. Ran MAKE TEST: it failed.")
+    assert listed_commands(run(text, facts, 2_000)[0]) == ["- `ls` exit 0", "- `cat notes.md` exit 0"]
+
+
 def test_commands_are_listed_from_a_room_of_min_index_room_tokens():
     facts = Facts(commands=[("make a", 2, True)])
     at = COUNTER.text(ANSWER) + 2 + 3 * MIN_INDEX_ROOM  # a room of exactly MIN_INDEX_ROOM

@@ -10,6 +10,7 @@ each such section saying how many it lost. Pure functions over text: no network.
 from __future__ import annotations
 
 import heapq
+import re
 from typing import TYPE_CHECKING
 
 from ..redact import redact
@@ -34,6 +35,12 @@ def key_facts(facts: Facts) -> dict[str, list[str]]:
 
 def _norm(s: str) -> str:
     return " ".join(s.lower().split())
+
+
+def _says(text: str, command: str) -> bool:
+    """Whether a normalized text names a normalized command as a whole: `ls` is not in "tools", nor `cat` in
+    "indicates"."""
+    return re.search(r"(?<![\w-])" + re.escape(command) + r"(?![\w-])", text) is not None
 
 
 def guard(answer: str, facts: Facts, counter: Counter, req: SummaryRequest) -> tuple[str, float | None]:
@@ -102,7 +109,7 @@ def _with_commands(secs: dict[str, str], facts: Facts, counter: Counter, budget:
     latest: dict[str, str] = {}  # command -> its line, in the order of their latest run
     for cmd, code, failed in facts.commands:
         one, shown = _command_shown(cmd)
-        if one and _norm(one) not in said and redact(shown) == shown:
+        if one and not _says(said, _norm(one)) and redact(shown) == shown:
             latest.pop(one, None)
             latest[one] = f"- `{shown}` " + (f"exit {code}" if code is not None else ("failed" if failed else "ok"))
     lines: list[str] = []

@@ -148,6 +148,12 @@ The forty-third session (one helper a module, --jobs 1, three runs sharing 2 cor
             each worker). Two bugs fixed: a session refused in a worker lost its batch's finished records (--workers 2
             printed nothing where --workers 1 printed them); with --jobs a bad line read ahead was reported before the
             error of a transcript read before it.
+- guard (186; 60, seed 1; the target's list would take ~55 min: 16 run over it, the rest with tests/test_guard.py
+            first): 9 of the first 16 survived; after the tests 13 of 60 (equivalent, `COMMAND_CHARS` and
+            `MIN_INDEX_ROOM`, one-token margins of _cut_to_fit); second sample (30, seed 2) 7 -> 6. llm (383; 50, seed 1,
+            over test_llm and test_llm_faults): 14 survived (+1 timeout), after the tests 5 (equivalent, a one-token
+            floor of a chunk). No bug; the notes led to one in the guard (a one-word command taken as shown by a
+            longer word), fixed.
 """
 
 from __future__ import annotations

@@ -36,15 +36,8 @@ def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[
 
 def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     """The original transcript from a compacted one and its archive entries (same `seq`)."""
-    mapping = next((e for e in entries if e.get("type") == "map"), None)
+    mapping = _map_of(compacted, entries)
     if mapping is None:
-        if any(isinstance(e.get("message"), dict) for e in entries):  # originals without the map that places them
-            raise DataError(
-                compacted.source,
-                None,
-                "archive entries with originals but no map record: restore needs every record of the transcript's seq "
-                "as an --archive file holds them (a record API result's `archived` holds the originals alone)",
-            )
         return compacted  # written as it came (an `unchanged` record), or nothing archived
     n = mapping["messages"]
     native_origins = mapping.get("format", compacted.format) == "openai"
@@ -72,6 +65,19 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     # layouts' state (their lines) described the compacted file.
     carrier = compacted.native if compacted.format == "openai" and isinstance(compacted.native, str) else None
     return compacted.evolve(messages=msgs, native=carrier)
+
+
+def _map_of(compacted: Transcript, entries: list[dict]) -> dict | None:
+    """The entries' map record; None where nothing was archived. Originals without it cannot be placed: an error."""
+    mapping = next((e for e in entries if e.get("type") == "map"), None)
+    if mapping is None and any(isinstance(e.get("message"), dict) for e in entries):
+        raise DataError(
+            compacted.source,
+            None,
+            "archive entries with originals but no map record: restore needs every record of the transcript's seq "
+            "as an --archive file holds them (a record API result's `archived` holds the originals alone)",
+        )
+    return mapping
 
 
 def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: str) -> Message:

@@ -96,7 +96,9 @@ def test_a_stale_index_is_rebuilt_even_when_the_new_jsonl_looks_older(tmp_path):
     arch = tmp_path / "a.jsonl"
     old = compact(SAMPLES / "long_session.jsonl", tmp_path / "c.jsonl", arch)
     assert cli("recall", old[0], "--archive", str(arch)).returncode == 0
-    new = compact(SAMPLES / "claude_code_session.jsonl", tmp_path / "d.jsonl", arch)
+    # another run's archive copied over it (a run writing over it would carry the earlier transcript's originals)
+    new = compact(SAMPLES / "claude_code_session.jsonl", tmp_path / "d.jsonl", tmp_path / "other.jsonl")
+    arch.write_bytes((tmp_path / "other.jsonl").read_bytes())
     past = os.stat(tmp_path / "a.sqlite").st_mtime_ns - 10**10
     os.utime(arch, ns=(past, past))
     gone = next(x for x in old if x not in new)

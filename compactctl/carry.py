@@ -30,9 +30,10 @@ class Carry:
     below 0 (`seq` -1, -2, ... one per reference carried: a span's members stay together, apart from this run's).
     A rerun over the same input carries nothing: everything its output refers to, it archived itself.
 
-    The originals of transcripts this run did not write (another session's, as a hook with one archive path for
-    every session writes them; the first input of a session compacted, continued and compacted again) are carried
-    too, whole: their outputs elsewhere still refer to them, and the archive is where what compaction removed is kept.
+    The other originals the earlier archive holds, those this run did not archive itself (another session's, as a
+    hook with one archive path for every session writes them; the first input of a session compacted, continued and
+    compacted again), are carried too, told by their content (a piped session's transcript is `<stdin>` every
+    time): their outputs elsewhere still refer to them, and the archive is where what compaction removed is kept.
     Restore's own records (maps, line records, `end`) are not: they restore the output of the run that wrote them,
     from that run's archive."""
 
@@ -40,19 +41,16 @@ class Carry:
         self.previous = previous
         self.own: set[bytes] = set()  # references this run archived (records and spans)
         self.used: set[bytes] = set()  # references its output and its archive records hold
-        self.transcripts: set[str] = set()  # the transcripts this run wrote: their earlier originals are its to replace
+        self.own_content: set[str] = set()  # the sha256 of the originals this run archived: the earlier copies are its own
 
     def archived(self, rec: dict, data: bytes) -> None:
         for k in ("ref", "span"):
             v = rec.get(k)
             if isinstance(v, str):
                 self.own.add(v.encode())
-        if isinstance(rec.get("transcript"), str) and not rec.get("carried"):
-            self.transcripts.add(rec["transcript"])
+        if isinstance(rec.get("sha256"), str) and not rec.get("carried"):
+            self.own_content.add(rec["sha256"])
         self.used.update(_REF_BYTES.findall(data))
-
-    def covers(self, transcript: str) -> None:
-        self.transcripts.add(transcript)
 
     def wrote(self, line: bytes) -> None:
         if b"[ref " in line:
@@ -73,50 +71,53 @@ class Carry:
         except OSError:
             pass
 
-    def records(self, warn: Callable[[str], None]) -> list[dict]:
-        """The records to copy, in a stable order (references sorted, then what they hold in turn). All or none: an
-        earlier archive that cannot be read (foreign, damaged) is said, and nothing is copied from it."""
+    def records(self, warn: Callable[[str], None]) -> Iterator[dict]:
+        """The records to copy, in a stable order (references sorted, then what they hold in turn, then the other
+        originals in the earlier archive's order), streamed: an archive written over may be large. An earlier archive
+        that cannot be read (foreign, damaged) is said, and nothing is copied from it."""
         todo = sorted(self.used - self.own, reverse=True)
+        started = False
         try:
             try:
                 with self._previous(index=True) as ix:
-                    return self._carried(ix, list(todo))
+                    carried = self._closure(ix, list(todo)) if todo else []
+                    started = True
+                    yield from carried
+                    yield from self._others(ix, carried)
             except (sqlite3.Error, DataError):  # DataError: an index that is not one when it is opened
-                if is_sqlite(self.previous):
+                if is_sqlite(self.previous) or started:
                     raise
                 with self._previous(index=False) as ix:  # a damaged index of an intact JSONL: the JSONL itself
-                    return self._carried(ix, list(todo))
+                    carried = self._closure(ix, list(todo)) if todo else []
+                    started = True
+                    yield from carried
+                    yield from self._others(ix, carried)
         except (CompactError, sqlite3.Error, OSError, OverflowError) as e:  # OverflowError: an integer SQLite cannot hold
-            warn(
-                f"{self.previous}: the archive written over could not be read ({e}): {len(todo)} references the output "
-                "keeps from it and the originals of other transcripts it held are lost"
+            lost = (
+                "the rest of what it held"
+                if started
+                else f"{len(todo)} references the output keeps from it and the originals of other transcripts it held"
             )
-            return []
+            warn(f"{self.previous}: the archive written over could not be read ({e}): {lost} are lost")
 
-    def _carried(self, ix: Index, todo: list[bytes]) -> list[dict]:
-        out = self._closure(ix, todo) if todo else []
-        return out + self._others(ix, out)
-
-    def _others(self, ix: Index, carried: list[dict]) -> list[dict]:
-        """The originals of the transcripts this run did not write, as the earlier archive holds them (in its order),
-        each transcript's numbered below those `carried` by reference, which are not copied twice."""
+    def _others(self, ix: Index, carried: list[dict]) -> Iterator[dict]:
+        """The originals the earlier archive holds that this run did not archive itself (by content: another
+        session's, whatever its transcript's name, `<stdin>` too), as it holds them (in its order), each transcript's
+        numbered below those `carried` by reference, which are not copied twice."""
         done = {(c.get("transcript"), c.get("index"), c.get("ref"), c.get("phase")) for c in carried}
         k = -min((c["seq"] for c in carried), default=0)
         numbers: dict[tuple, int] = {}
-        out: list[dict] = []
-        for seq, transcript, raw in ix.db.execute("SELECT seq, transcript, raw FROM records ORDER BY id"):
-            if transcript is None or transcript in self.transcripts:
-                continue
+        rows = ix.db.execute("SELECT seq, transcript, raw FROM records WHERE transcript IS NOT NULL ORDER BY id")
+        for seq, transcript, raw in rows:
             rec = orjson.loads(raw)
             if not isinstance(rec, dict) or not isinstance(rec.get("message"), dict):
                 continue  # restore's records of the run that wrote them: a map, a line record
-            if (rec.get("transcript"), rec.get("index"), rec.get("ref"), rec.get("phase")) in done:
+            if rec.get("sha256") in self.own_content or (rec.get("transcript"), rec.get("index"), rec.get("ref"), rec.get("phase")) in done:
                 continue
             if (seq, transcript) not in numbers:
                 k += 1
                 numbers[(seq, transcript)] = k
-            out.append({**rec, "seq": -numbers[(seq, transcript)], "carried": True})
-        return out
+            yield {**rec, "seq": -numbers[(seq, transcript)], "carried": True}
 
     @contextlib.contextmanager
     def _previous(self, index: bool) -> Iterator[Index]:

@@ -184,8 +184,6 @@ class _Sinks:
         self.first_seq.setdefault(source, seq)
         for rec in done.archive:
             rec["seq"] = seq
-        if self.carry is not None:
-            self.carry.covers(tid)
         self.write(source, done, rejects)
         self.stats.transcripts += not done.skipped
         self.stats.rejected += done.skipped

@@ -22,6 +22,7 @@ parse, or a journal written for other inputs or options, is refused.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from typing import IO, Any
@@ -76,7 +77,8 @@ class PartFile:
                 self.f: IO[bytes] = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
                 self.offset = 0
             else:
-                self.f = open(self.path, "r+b")  # noqa: SIM115
+                # never through a link planted where the part was (O_NOFOLLOW: ELOOP, refused below)
+                self.f = os.fdopen(os.open(self.path, os.O_RDWR | os.O_NOFOLLOW), "r+b")
                 size = os.fstat(self.f.fileno()).st_size
                 if size < resume_at:
                     self.f.close()
@@ -92,6 +94,10 @@ class PartFile:
                 raise IOFailure(f"{target}: cannot write here ({e.strerror or e})") from e
             raise UsageError(f"{self.path}: missing, cannot resume (remove the journal to start over)") from e
         except OSError as e:
+            if resume_at is not None and e.errno == errno.ELOOP:
+                raise UsageError(
+                    f"{self.path}: a symbolic link, not the part the run wrote: cannot resume (remove it and the journal to start over)"
+                ) from e
             raise IOFailure(f"{target}: cannot write here ({e.strerror or e})") from e
 
     def write(self, data: bytes) -> None:
@@ -162,7 +168,10 @@ class Journal:
         _fsync_dir(self.path)
 
     def reopen(self, valid_bytes: int) -> None:
-        self.f = open(self.path, "r+b")  # noqa: SIM115
+        try:
+            self.f = os.fdopen(os.open(self.path, os.O_RDWR | os.O_NOFOLLOW), "r+b")  # never through a planted link
+        except OSError as e:
+            raise IOFailure(f"{self.path}: cannot reopen the journal to resume ({e.strerror or e})") from e
         self._started = True
         self.f.truncate(valid_bytes)  # drop a torn last line
         self.f.seek(valid_bytes)

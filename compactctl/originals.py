@@ -250,6 +250,14 @@ def _restored(t: Transcript, k: int, got: list[dict], archive_path: str, name: s
     lines = next((e for e in got if e.get("type") == "lines"), None)
     if lines is not None:
         head, added = _as_written_lines(list(formats.write(t)), written, t, k, archive_path, name)
+        if added and lines.get("format", t.format) != t.format:  # restored as its own lines, added to as another format
+            raise DataError(
+                name,
+                t.line,
+                f"{t.id} (transcript {k + 1}): what was added after the run wrote it as {t.format} ({len(added)} "
+                f"line{'s' if len(added) > 1 else ''}) cannot be written back into the original's {lines.get('format')}: "
+                "restore the file as the run wrote it",
+            )
         yield from _restore_lines(head, lines, archive_path, name)
         yield from added
         return

@@ -411,3 +411,19 @@ def test_an_output_that_cannot_be_put_in_place_or_journaled_says_where_and_why(t
     with pytest.raises(IOFailure) as err:
         Journal(str(tmp_path / "p.compactctl-journal"), _header(1)).load()
     assert str(err.value) == f"{tmp_path}/p.compactctl-journal: Is a directory"
+
+
+def test_a_resumed_part_that_is_now_a_link_is_refused_not_written_through(tmp_path):
+    """From a review: --resume opened the part with `open(r+b)`, so a link planted where the part was had the file it
+    names truncated and written, and the output renamed into place was the link."""
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"keep me, twelve bytes and more\n")
+    Path(part_path(str(tmp_path / "o.jsonl"))).symlink_to(elsewhere)
+    with pytest.raises(UsageError, match="a symbolic link, not the part the run wrote"):
+        PartFile(str(tmp_path / "o.jsonl"), resume_at=8)
+    assert elsewhere.read_bytes() == b"keep me, twelve bytes and more\n"
+    journal = tmp_path / "o.compactctl-journal"
+    journal.symlink_to(elsewhere)
+    with pytest.raises(IOFailure, match="cannot reopen the journal"):
+        Journal(str(journal), _header(1)).reopen(4)
+    assert elsewhere.read_bytes() == b"keep me, twelve bytes and more\n"

@@ -665,3 +665,17 @@ def test_what_a_conversion_writes_otherwise_is_archived_even_when_nothing_else_c
     assert {orjson.dumps(rows[i]) for i in (0, 2, 3, 5)} <= kept
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0 and back.stdout == cli("convert", str(src), "--to", "anthropic", "-q").stdout, back.stderr
+
+
+def test_lines_added_to_a_session_written_in_another_format_are_refused_not_mixed_in(tmp_path):
+    """From the review of that change: a Claude Code session compacted `--to openai` and then continued restored to
+    its Claude Code lines followed by the OpenAI line added, a file of two formats nothing reads (exit 0)."""
+    out, arch, back = tmp_path / "out.jsonl", tmp_path / "a.jsonl", tmp_path / "back.jsonl"
+    src = SAMPLES / "claude_code_session.jsonl"
+    r = cli("compact", str(src), "--context-window", "8000", "--to", "openai", "-o", str(out), "--archive", str(arch), "-q")
+    assert r.returncode == 0, r.stderr
+    assert cli("restore", str(out), "--archive", str(arch)).stdout == src.read_bytes()
+    out.write_bytes(out.read_bytes() + b'{"role":"user","content":"go on"}\n')
+    r = cli("restore", str(out), "--archive", str(arch), "-o", str(back))
+    assert r.returncode == 3 and b"what was added after the run wrote it as openai (1 line) cannot be written back" in r.stderr, r.stderr
+    assert not back.exists()

@@ -92,7 +92,9 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
     if res.archived or changed or fmt != t_in.format:  # repair may add or move messages; --to writes some otherwise
         from ..originals import lines_record
 
-        kept, unfound = _placed(t, written, fmt) if fmt != t.format else (_kept(t), [])
+        log = lines_record(t_in, written)  # line logs: every source line, record for record
+        back = _read_back(t, written, fmt) if fmt != t.format or log is None else None  # read once, used twice
+        kept, unfound = _placed(t, back or []) if fmt != t.format else (_kept(t), [])
         res.archived += [Archived(t_in.id, m.index, "convert", m) for m in unfound if m.index is not None]
         archive = [{"seq": seq, "source": src, **a.record()} for a in res.archived]
         archive.append(
@@ -106,12 +108,11 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
                 "kept": kept,
             }
         )
-        log = lines_record(t_in, written)  # line logs: every source line, record for record
         if log is not None:
             archive.append({"seq": seq, "source": src, **log})
         elif (anchors := _shared_anchors(t_in)) is not None:
             archive[-1]["anchors"] = anchors
-        if (check := _written_check(t, written, fmt, log is not None)) is not None:
+        if (check := _written_check(written, back, log is not None)) is not None:
             archive[-2 if log is not None else -1]["written"] = check
         return archive
     from ..originals import compacted_here
@@ -124,19 +125,24 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
     return []
 
 
-def _written_check(t: Transcript, written: list[bytes], fmt: str, line_log: bool) -> dict | None:
-    """What restore checks the file it is given against (api.verified): the print of the lines written (a line log) or
-    of the messages they read back as, and how many there were, so that what was added after them (a session that went
-    on) is told from a changed transcript or another run's output. None where the output does not read back."""
+def _written_check(written: list[bytes], back: list[Transcript] | None, line_log: bool) -> dict | None:
+    """What restore checks the file it is given against (originals._as_written): the print of the lines written (a
+    line log) or of the messages they read back as (`back`), and how many there were, so that what was added after
+    them (a session that went on) is told from a changed transcript or another run's output. None where the output
+    does not read back as one transcript."""
     if line_log:
         return {"lines": len(written), "print": digest(b"\n".join(written), 16)}
-    try:
-        back = formats.read_back(written, fmt, t.layout, t.id)
-    except (DataError, ValueError):
-        return None
-    if len(back) != 1:
+    if back is None or len(back) != 1:
         return None
     return {"messages": len(back[0].messages), "print": transcript_print(back[0].messages)}
+
+
+def _read_back(t: Transcript, written: list[bytes], fmt: str) -> list[Transcript] | None:
+    """The transcripts the lines written read back as (None: they do not: a writer's fault)."""
+    try:
+        return formats.read_back(written, fmt, t.layout, t.id)
+    except (DataError, ValueError):
+        return None
 
 
 def _written_print(t_in: Transcript, t: Transcript, written: list[bytes], fmt: str) -> str:
@@ -477,15 +483,12 @@ def _kept(t: Transcript) -> list[list]:
     return [[m.index, j, content_print(m)] for j, m in enumerate(t.messages) if m.untouched]
 
 
-def _placed(t: Transcript, written: list[bytes], fmt: str) -> tuple[list[list], list[Message]]:
-    """For a transcript written in another format: `_kept` of the originals found in the output as read back, as
-    `restore` finds them (by print, at their place there), and the originals it would not find, which the writer
-    wrote otherwise (system prompts joined into one, an empty prompt left out, a developer message as a system
-    one): those go to the archive."""
-    try:
-        back = [m for b in formats.read_back(written, fmt, t.layout, t.id) for m in b.messages]
-    except (DataError, ValueError):  # not read back (a writer's fault): every original is archived
-        back = []
+def _placed(t: Transcript, back_as: list[Transcript]) -> tuple[list[list], list[Message]]:
+    """For a transcript written in another format: `_kept` of the originals found in the output as read back
+    (`back_as`), as `restore` finds them (by print, at their place there), and the originals it would not find, which
+    the writer wrote otherwise (system prompts joined into one, an empty prompt left out, a developer message as a
+    system one): those go to the archive (all of them when the output does not read back: a writer's fault)."""
+    back = [m for b in back_as for m in b.messages]
     at: dict[str, deque[int]] = {}
     for j, m in enumerate(back):
         for p in dict.fromkeys((content_print(m), fingerprint(m), content_print(m, canonical_arguments=False))):

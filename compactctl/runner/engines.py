@@ -249,16 +249,8 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
     pool = ThreadPoolExecutor(max_workers=jobs * 2)
     try:
         window: deque = deque()
-        reading = iter(items)
-        late: CompactError | None = None
-        while True:
-            try:
-                seq, t, rej, notes = next(reading)
-            except StopIteration:
-                break
-            except CompactError as e:  # a bad line read ahead: the transcripts before it (and their errors) come first
-                late = e
-                break
+        reading = _ReadAhead(items)
+        for seq, t, rej, notes in reading:
             window.append(((seq, t.source, t.id, rej, notes), pool.submit(one, seq, t)))
             if len(window) >= jobs * 4:
                 m, f = window.popleft()
@@ -266,8 +258,7 @@ def _threads(work, items: Iterable[Item], ctx: _Ctx, jobs: int) -> Iterator[tupl
         while window:
             m, f = window.popleft()
             yield m, f.result()
-        if late is not None:
-            raise late
+        reading.raise_late()
     except BaseException:  # an error (a thread's, or reading), Ctrl-C, or the reader stopped (GeneratorExit)
         _abandon(pool, stop)
         raise
@@ -396,15 +387,8 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
         batch: list[tuple[int, Transcript | Lazy]] = []
         metas: list[Meta] = []
         size = 0
-        late: CompactError | None = None
-        while True:
-            try:
-                seq, t, rej, notes = next(items)
-            except StopIteration:
-                break
-            except CompactError as e:  # a bad line read ahead: errors of the transcripts before it come first
-                late = e
-                break
+        reading = _ReadAhead(items)
+        for seq, t, rej, notes in reading:
             if isinstance(t, Lazy):
                 t.obj = None  # a worker parses the bytes: the parent does not hold parsed records in flight
             batch.append((seq, t))
@@ -417,12 +401,36 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
         if batch:
             window.append((metas, _submit(pool, batch)))
         yield from drain(0)
-        if late is not None:
-            raise late
+        reading.raise_late()
     except BaseException:  # Ctrl-C, SIGTERM, an error, or the loop that reads the results left early (GeneratorExit)
         _stop(pool, stop)
         raise
     pool.shutdown(wait=True)
+
+
+class _ReadAhead:
+    """The items an engine reads ahead of its work, ending at a bad line (a CompactError of the reader), which is
+    raised only once the transcripts read before it, and their own errors, are out (`raise_late`), as one process
+    without read-ahead would have met them."""
+
+    def __init__(self, items: Iterable[Item]):
+        self.items = iter(items)
+        self.late: CompactError | None = None
+
+    def __iter__(self) -> Iterator[Item]:
+        while True:
+            try:
+                item = next(self.items)
+            except StopIteration:
+                return
+            except CompactError as e:
+                self.late = e
+                return
+            yield item
+
+    def raise_late(self) -> None:
+        if self.late is not None:
+            raise self.late
 
 
 def _submit(pool, batch: list[tuple[int, Transcript | Lazy]]):

@@ -297,6 +297,12 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "needed": ("compactctl/needed.py", ["tests/test_continuation.py", "tests/test_outside_eval.py"]),
     "continuation": ("compactctl/continuation.py", ["tests/test_continuation.py", "tests/test_evaluate.py"]),
+    "originals": ("compactctl/originals.py", ["tests/test_restore.py", "tests/test_archive_carry.py"]),
+    "carry": ("compactctl/carry.py", ["tests/test_archive_carry.py", "tests/test_restore.py"]),
+    "tokens": ("compactctl/tokens.py", ["tests/test_tokens.py", "tests/test_config.py"]),
+    "ranks": ("compactctl/ranks.py", ["tests/test_tokens.py", "tests/test_config.py"]),
+    "jsonl": ("compactctl/jsonl.py", ["tests/test_jsonl.py", "tests/test_odd_input.py"]),
+    "search": ("compactctl/search.py", ["tests/test_recall.py", "tests/test_recall_index.py", "tests/test_mcp.py"]),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {

@@ -115,7 +115,8 @@ def run_compactctl(
 
 def recovered(prefix: Transcript, facts: list, kept: list[bool], archived: list) -> list[bool]:
     """The recovery arm: for each fact compactctl did not keep, whether one `recall --search` for it (top 5)
-    in the archive of what it removed brings back an original that holds it."""
+    in the archive of what it removed brings back an original that holds it, matched as `kept` matches (case and
+    boundaries: a search hit that holds `a.html` does not bring back `a`)."""
     import tempfile
 
     from .archive import SqliteSink
@@ -123,6 +124,10 @@ def recovered(prefix: Transcript, facts: list, kept: list[bool], archived: list)
     from .search import Index
 
     lost = [f.key for f, k in zip(facts, kept, strict=True) if not k]
+    kinds: dict[str, set[str]] = {}
+    for f, k in zip(facts, kept, strict=True):
+        if not k:
+            kinds.setdefault(f.key, set()).add(f.kind)
     if not lost or not archived:
         return [False] * len(facts)
     with tempfile.TemporaryDirectory() as d:
@@ -132,8 +137,13 @@ def recovered(prefix: Transcript, facts: list, kept: list[bool], archived: list)
             sink.add({"seq": 0, **a.record()})
         sink.close(True)
         with Index.open(path) as ix:
-            back = recoverable(lost, ix)
+            back = recoverable(lost, ix, holds=lambda key, text: _holds(kinds[key], key, text))
     return [(not k) and f.key in back for f, k in zip(facts, kept, strict=True)]
+
+
+def _holds(kinds: set[str], key: str, text: str) -> bool:
+    hay = needed.fold(needed.decode_json_text(text))
+    return any(needed.occurs(kind, key, hay) for kind in kinds)
 
 
 def score_cut(

@@ -504,13 +504,18 @@ def scripts_of(m: Message, text_actions: bool) -> Iterator[str]:
 # ---- occurrence
 
 
+_DEFAULT_LEFT = rf"(?<!{_WORDCH})"
+_EXT_ALT = "|".join(sorted(EXTENSIONS, key=len, reverse=True))
+
 # A key drops a path's or URL's trailing slash: the same path or URL written with it is the same fact (a slash that goes
 # on to a longer path or URL is not: after it and any trailing punctuation the URL rule strips, no more of it follows).
 _BOUNDS: dict[str, tuple[str, str]] = {
     "path": (r"(?<![A-Za-z0-9_.-])", r"(?![A-Za-z0-9_-])(?!/[\w@+.~-])(?!\.[A-Za-z0-9])"),
-    "url": (r"", r"(?![A-Za-z0-9_-])(?!/+[.,:;!?]*[^\s\"'<>`)\]}|\\.,:;!?/])"),
+    "url": (r"", r"(?![A-Za-z0-9_-])(?!/+[.,:;!?]*[^\s\"'<>`)\]}|\\.,:;!?/])(?!\.[A-Za-z0-9])"),
+    # an identifier is not used again by a file it names the stem of (main_app in main_app.py)
+    "identifier": (_DEFAULT_LEFT, rf"(?!{_WORDCH})(?!\.(?:{_EXT_ALT})(?![A-Za-z0-9_(-]))"),
 }
-_DEFAULT_BOUNDS = (rf"(?<!{_WORDCH})", rf"(?!{_WORDCH})")
+_DEFAULT_BOUNDS = (_DEFAULT_LEFT, rf"(?!{_WORDCH})")
 _rx_cache: dict[tuple[str, str], re.Pattern] = {}
 
 

@@ -7,6 +7,8 @@ escapes removed, whitespace folded).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .evaluate import haystack, norm
 from .model import Transcript
 from .search import Index
@@ -14,12 +16,22 @@ from .search import Index
 TOP = 5
 
 
-def recoverable(facts: list[str], index: Index, transcript: str | None = None, top: int = TOP) -> set[str]:
-    """The facts found by one search each (top `top`) in the archive (optionally one transcript's part)."""
+def recoverable(
+    facts: list[str],
+    index: Index,
+    transcript: str | None = None,
+    top: int = TOP,
+    holds: Callable[[str, str], bool] | None = None,
+) -> set[str]:
+    """The facts found by one search each (top `top`) in the archive (optionally one transcript's part). A hit
+    holds a fact when `holds(fact, text)` says so; by default when its normalized text contains the fact's."""
     out: set[str] = set()
     for fact in facts:
         needle = norm(fact)
-        if needle and any(needle in norm(h.text) for h in index.search(fact, top, transcript)):
+        if not needle:
+            continue
+        found = (holds(fact, h.text) if holds is not None else needle in norm(h.text) for h in index.search(fact, top, transcript))
+        if any(found):
             out.add(fact)
     return out
 

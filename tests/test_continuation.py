@@ -880,3 +880,19 @@ def test_md_table_refuses_a_row_of_another_width():
         assert str(e) == "row has 1 cells, header 2"
     else:
         raise AssertionError("a row of another width must raise")
+
+
+def test_the_recovery_arm_matches_a_lost_fact_as_kept_does(tmp_path):
+    # an archived original that holds only `Config_Loader.py` or `CONFIG_LOADER` does not bring back `config_loader`
+    from compactctl.continuation import recovered
+    from compactctl.model import Message, Transcript
+    from compactctl.needed import Fact
+    from compactctl.phases import Archived
+
+    def arch(text: str) -> Archived:
+        return Archived("s", 1, "prune", Message("tool", text, tool_call_id="c1"))
+
+    facts = [Fact("identifier", "config_loader", "output"), Fact("path", "src/app.py", "output")]
+    prefix = Transcript([Message("user", "go")], id="s")
+    assert recovered(prefix, facts, [False, False], [arch("wrote Config_Loader.py and CONFIG_LOADER=1; src/app.py")]) == [False, True]
+    assert recovered(prefix, facts, [False, False], [arch("config_loader() failed; see src/app.py:12")]) == [True, True]

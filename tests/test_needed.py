@@ -254,3 +254,13 @@ def test_a_command_the_prefix_ran_and_the_continuation_writes_is_needed():
         ("command", "npx prisma migrate", "written"),
         ("command", "npx prisma migrate dev", "written"),
     }
+
+
+def test_a_url_is_not_used_again_by_a_longer_file_name_and_an_identifier_not_by_a_file_of_its_stem():
+    # a summary or digest that lists `a.html` or `main_app.py` does not keep the URL `.../a` or the name `main_app`
+    assert not needed.occurs("url", "https://example.com/docs/a", "see https://example.com/docs/a.html")
+    assert needed.occurs("url", "https://example.com/docs/a", "see https://example.com/docs/a. Then")
+    assert not needed.occurs("identifier", "main_app", "edited main_app.py and main_app.json")
+    assert needed.occurs("identifier", "main_app", "main_app.run() and main_app.")
+    assert needed.occurs("identifier", "logger", "logger.log(msg)")  # a call of a method named like an extension
+    assert needed.occurs("identifier", "main_app", "main_app.pyx")  # not an extension the rule knows

@@ -9,6 +9,7 @@ Behaviour is chosen by the requested model name:
   garbage    an answer with no section headings
   sparse     an answer with two of the 13 headings (Goal, Completed Actions); single: with one (Goal)
   denied     401
+  quota      429 insufficient_quota (an account whose credit is spent), every time
   latency    good, after `latency` seconds (for the --jobs benchmark)
   notjson    200 with a truncated JSON body
   html       200 with an HTML page (a proxy's login or error page)
@@ -116,6 +117,12 @@ class Server:
                     param = "max_tokens" if "max_tokens" in body else "temperature"
                     return self._send(400, {"error": {"message": f"Unsupported parameter: {param!r}", "param": param}})
                 key = model + body["messages"][-1]["content"]
+                if model == "quota":  # the OpenAI API's answer once an account's credit is spent (retrying never helps)
+                    err = {
+                        "message": "You exceeded your current quota, please check your plan and billing details.",
+                        "type": "insufficient_quota",
+                    }
+                    return self._send(429, {"error": {**err, "param": None, "code": "insufficient_quota"}}, {"retry-after-ms": "10"})
                 if model == "denied":
                     return self._send(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
                 if model == "down":

@@ -610,3 +610,38 @@ def test_the_breaker_counts_failures_in_a_row_in_the_order_the_calls_went_out():
     assert not run(outage, [3, 1, 0, 2]).allow()
     late = [True, False, False, False]
     assert not run(late, [1, 2, 3, 0]).allow()  # three in a row after a success, whatever the order they end in
+
+
+def test_a_spent_quota_stops_the_run_where_a_rate_limit_falls_back(server):
+    """A 429 `insufficient_quota` is no rate limit: every later call would fail the same way, so it stops the run
+    (exit 7) as a 401 does, instead of summarizing each transcript offline after its retries."""
+    from compactctl.errors import LLMAuthError
+
+    s = LLMSummarizer("quota", server.url, "k", "good", timeout=5, retries=1, cache=None)
+    with pytest.raises(LLMAuthError, match="answered 429 insufficient_quota: the account's quota is spent"):
+        api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))
+    s = LLMSummarizer("error429", server.url, "k", None, timeout=5, retries=0, cache=None)
+    _, rep = api.compact(transcript(), COUNTER, s, api.CompactOptions(BUDGET))  # a plain 429: offline, the run goes on
+    assert rep["summarizer"] == "offline (llm failed)"
+
+
+def test_a_spent_quota_is_exit_7_with_nothing_written(server, tmp_path):
+    src = write_jsonl(tmp_path / "s.jsonl", tool_session(30, 4000))
+    out = tmp_path / "out.jsonl"
+    env = {"OPENAI_API_KEY": "k"}
+    p = cli(
+        "compact",
+        str(src),
+        "-o",
+        str(out),
+        "--summarizer",
+        "llm",
+        "--base-url",
+        server.url,
+        "--model",
+        "quota",
+        "--context-window",
+        "3000",
+        env=env,
+    )
+    assert p.returncode == 7 and "insufficient_quota" in p.stderr.decode() and not out.exists()

@@ -4,8 +4,8 @@
   secrets redacted; a middle larger than `llm_context` goes in chunks, each later chunk updating
   the summary so far (PREVIOUS SUMMARY + NEW TURNS), never cut;
 - retries with backoff on 429/5xx/timeouts (the client's own, honouring retry-after), then the
-  fallback model once, then the offline summarizer (the report says so); 401/403 stop the run, and
-  so does a 404 for every model asked (no such model or path: a configuration error, not an outage); a model
+  fallback model once, then the offline summarizer (the report says so); 401/403 stop the run, so does a
+  429 whose quota is spent (`insufficient_quota`), and so does a 404 for every model asked (no such model or path: a configuration error, not an outage); a model
   that answered 404 is not asked again in the same run (the fallback answers at once);
 - a circuit breaker per endpoint pauses calls after repeated transient failures;
 - answers are cached by the exact request; what is done to an answer after (sections completed from the
@@ -230,6 +230,16 @@ def _refused_credentials(e: Exception) -> bool:
     """A 401 or 403 from the endpoint (an openai error: the package is imported once a call was made)."""
     openai = sys.modules.get("openai")
     return openai is not None and isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError))
+
+
+def _quota_spent(e: Exception) -> bool:
+    """A 429 that is no rate limit: the account's quota is spent (`insufficient_quota`); waiting never helps."""
+    openai = sys.modules.get("openai")
+    return (
+        openai is not None
+        and isinstance(e, openai.RateLimitError)
+        and "insufficient_quota" in (getattr(e, "code", None), getattr(e, "type", None))
+    )
 
 
 def _not_found(e: Exception) -> bool:
@@ -475,11 +485,16 @@ class LLMSummarizer:
         return True
 
     def _failed(self, model: str, e: Exception, missing: list[str], stats: _CallStats) -> None:
-        """A call that raised: 401/403 stop the run; a 404 marks the model missing (a configuration error, not an
-        outage: it must not open the breaker, which hides it); anything else counts against the endpoint."""
+        """A call that raised: 401/403 and a spent quota stop the run; a 404 marks the model missing (a configuration
+        error, not an outage: it must not open the breaker, which hides it); anything else counts against the endpoint."""
         if _refused_credentials(e):
             raise LLMAuthError(
                 f"the LLM endpoint refused the credentials ({getattr(e, 'status_code', '?')}): check OPENAI_API_KEY and --base-url"
+            ) from e
+        if _quota_spent(e):  # every later call would fail the same way: each transcript summarized offline, paid for in retries
+            raise LLMAuthError(
+                f"the LLM endpoint {shown_url(self.base_url or 'https://api.openai.com/v1')} answered 429 insufficient_quota: "
+                "the account's quota is spent; check its plan and billing, or run without --summarizer llm"
             ) from e
         stats["warnings"].append(f"{model}: {type(e).__name__}: {self._said(str(e))[:160]}")
         if _not_found(e):

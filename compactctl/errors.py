@@ -14,7 +14,7 @@ class Exit(IntEnum):
     IO = 4  # cannot read or write a file
     CANNOT_FIT = 5  # head + tail + summary exceed the target
     CHECK_FAILED = 6  # repair --check found violations
-    LLM_AUTH = 7  # the LLM endpoint refused our credentials (401/403), or has none of the models asked (404)
+    LLM_AUTH = 7  # the LLM endpoint refused our credentials (401/403), the quota is spent (429), or no model asked is there (404)
     NOT_FOUND = 8  # recall: no archived original has this reference
 
 

@@ -510,3 +510,39 @@ def test_a_read_only_format_shares_an_output_with_what_it_is_written_as(tmp_path
         r = cli(cmd, str(gemini), str(openai), "-o", str(out))
         assert r.returncode == 0, r.stderr
         assert [t.format for t in api.read([str(out)])] == ["openai", "openai"]
+
+
+@pytest.mark.parametrize("engine", [["--workers", "2"], ["--jobs", "2"], ["--jobs", "2", "--workers", "1"]], ids=" ".join)
+def test_a_bug_in_a_phase_leaves_what_one_process_printed_before_it(tmp_path, monkeypatch, engine):
+    """compact --on-error skip on stdout (streamed), a phase with a bug (a RuntimeError) on the 6th record, a bad record
+    rejected before it: one process prints the 4 good records before it, keeps the report and the rejects to match,
+    then ends on the bug (exit 1, its traceback). With worker processes (--workers 2, or --jobs 2, whose offline
+    summarizer runs in workers) the records of the bug's batch done before it were lost with it: nothing printed, no
+    report, no rejects. Now every engine gives what one process gives."""
+    from compactctl import pipeline
+
+    real = pipeline.repair
+
+    def buggy(t, *a, **k):
+        if any("BOOM" in str(m.content) for m in t.messages):
+            raise RuntimeError("a bug in repair")
+        return real(t, *a, **k)
+
+    monkeypatch.setattr(pipeline, "repair", buggy)  # forked workers have it too
+    rows = [{"id": f"r{k}", "messages": tool_session(3, 300) + [{"role": "user", "content": f"q{k}"}]} for k in range(8)]
+    rows[2] = {"id": "bad", **BAD["wizard"]}
+    rows[5]["messages"][-1]["content"] = "BOOM"
+    src = write_jsonl(tmp_path / "d.jsonl", rows)
+    got = {}
+    for name, args in (("one", ["--workers", "1"]), ("engine", engine)):
+        rep, rej = tmp_path / f"{name}.report", tmp_path / f"{name}.rejects"
+        r = cli(
+            "compact", str(src), "--context-window", "2000", "-q", "--on-error", "skip", "--report", str(rep), "--rejects", str(rej), *args
+        )
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.rstrip().endswith("RuntimeError: a bug in repair"), err
+        assert "skipped" in err and "d.jsonl:3" in err, err
+        got[name] = (r.stdout, [x["transcript"] for x in _json_lines(rep.read_bytes())], rej.read_bytes())
+    assert [x["id"] for x in _json_lines(got["one"][0])] == ["r0", "r1", "r3", "r4"]
+    assert got["one"][2] == orjson.dumps(rows[2]) + b"\n"
+    assert got["engine"] == got["one"]

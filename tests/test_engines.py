@@ -14,7 +14,7 @@ import pytest
 
 from compactctl import lane
 from compactctl.model import Transcript
-from compactctl.runner.base import Result, _Ctx
+from compactctl.runner.base import SAID_WITH, Result, _Ctx
 from compactctl.runner.engines import _processes, _serial, _threads
 
 from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session, write_jsonl
@@ -103,6 +103,48 @@ def test_workers_give_every_transcript_back_once_in_input_order_across_batches()
     assert [meta[2] for meta, _ in got] == [f"t{k}" for k in range(600)]
     assert [d.lines for _, d in got] == [d.lines for _, d in serial]
     assert [said(d) for _, d in got[::97]] == [[f"ask {k}"] for k in range(0, 600, 97)]
+
+
+class Faulty:
+    """A job whose work has a bug (a RuntimeError, no CompactError) on transcript `bad`, and says a note before it."""
+
+    def __init__(self, bad: str) -> None:
+        self.bad = bad
+
+    def build(self):
+        from compactctl.runner import warn
+
+        bad = self.bad
+
+        def work(t: Transcript) -> Result:
+            if t.id == bad:
+                warn(f"{t.id}: about to fail")
+                raise RuntimeError(f"a bug on {t.id}")
+            return Result(t)
+
+        return work
+
+
+def _until_error(run) -> tuple[list[tuple[str, list[str]]], BaseException]:
+    """(id, user text) of each transcript an engine gives back before it raises, and the error."""
+    got: list[tuple[str, list[str]]] = []
+    with pytest.raises(Exception) as e:
+        for meta, done in run:
+            got.append((meta[2], said(done)))
+    return got, e.value
+
+
+def test_a_bug_in_a_worker_raises_after_the_transcripts_of_its_batch_done_before_it():
+    """An unexpected error (a bug, not a CompactError) on the 6th transcript of a batch: the serial engine gives the 5
+    before it, then raises it. With --workers 2 the 5 were lost with the error (the batch's finished records dropped:
+    nothing before it written on a streamed stdout, no report)."""
+    serial = _until_error(_serial(Faulty("t5").build(), items(small(8)), CTX))
+    workers = _until_error(_processes(Faulty("t5"), items(small(8)), CTX, 2))
+    assert serial[0] == workers[0] == [(f"t{k}", [f"ask {k}"]) for k in range(5)]
+    for _, e in (serial, workers):
+        assert type(e) is RuntimeError and str(e) == "a bug on t5"
+        assert getattr(e, SAID_WITH) == ["compactctl: t5: about to fail"]
+    assert "in work" in str(workers[1].__cause__)  # the worker's traceback, where the bug is
 
 
 def test_a_run_that_ends_early_stops_its_workers_at_the_next_transcript(tmp_path):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
+import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 import orjson
 
 from .. import formats
-from ..errors import CannotFit, CompactError, DataError, UsageError
+from ..errors import CannotFit, CompactError, DataError, Exit, UsageError
 from ..jsonl import MAX_DEPTH
 from ..lane import Lane, working_for
 from ..lean import dataclass
@@ -327,7 +329,9 @@ def _init_worker(job, ctx: _Ctx, stop) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-Failed = tuple[int, str, list[str], list[Done], "SharedSession | None"]  # a batch that ended on an error (_work_batch)
+# A batch that ended on an error (_work_batch): (exit code, text, notes, the Done before it, the error to raise as it
+# is: a SharedSession, or a bug's own exception) and, for a bug, its traceback in the worker
+Failed = tuple[int, str, list[str], list[Done], "Exception | None", str]
 
 
 def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | Failed:
@@ -342,7 +346,42 @@ def _work_batch(batch: list[tuple[int, Transcript | Lazy]]) -> list[Done] | Fail
     except CompactError as e:  # exceptions with custom constructors do not pickle: carry the code, text and notes,
         # and the batch's transcripts done before it (written, with their notes, as a run in one process writes them);
         # a SharedSession pickles as it is (its __reduce__): the run names the other inputs' formats in it
-        return (int(e.exit_code), str(e), getattr(e, SAID_WITH, []), done, e if isinstance(e, SharedSession) else None)
+        return (int(e.exit_code), str(e), getattr(e, SAID_WITH, []), done, e if isinstance(e, SharedSession) else None, "")
+    except Exception as e:  # a bug: raised in the parent as it is, after the transcripts done before it, as one process
+        # raises it after writing them (the executor, given it, would drop them); its traceback here is its cause there
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        return (int(Exit.INTERNAL), str(e), getattr(e, SAID_WITH, []), done, _portable(e), tb)
+
+
+def _portable(e: Exception) -> Exception:
+    """`e` if it comes back from pickle as it is (an exception whose constructor takes other arguments than its
+    `args` does not), else a RuntimeError that names it."""
+    try:
+        back = pickle.loads(pickle.dumps(e))
+    except Exception:
+        return RuntimeError(f"{type(e).__module__}.{type(e).__qualname__}: {e}")
+    return e if type(back) is type(e) else RuntimeError(f"{type(e).__module__}.{type(e).__qualname__}: {e}")
+
+
+class _WorkerTraceback(Exception):
+    """A bug's traceback in the worker process it happened in (the cause of the error raised here)."""
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.args[0]}"""'
+
+
+def _raise_failed(got: Failed) -> None:
+    """The error a batch ended on, raised here as a run in one process raises it."""
+    code, text, said, _, exc, tb = got
+    if isinstance(exc, SharedSession):
+        raise exc
+    if exc is not None:
+        setattr(exc, SAID_WITH, said)
+        raise exc from _WorkerTraceback(tb)
+    err = CompactError(text)
+    err.exit_code = Exit(code)
+    setattr(err, SAID_WITH, said)
+    raise err
 
 
 def _size(t: Transcript | Lazy) -> int:
@@ -373,14 +412,8 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
             metas, fut = window.popleft()
             got = fut.result()
             if isinstance(got, tuple):
-                code, text, said, done, shared = got
-                yield from zip(metas, done, strict=False)  # those before the error (fewer), as in one process
-                if shared is not None:
-                    raise shared
-                err = CompactError(text)
-                err.exit_code = code
-                setattr(err, SAID_WITH, said)
-                raise err
+                yield from zip(metas, got[3], strict=False)  # those before the error (fewer), as in one process
+                _raise_failed(got)
             yield from zip(metas, got, strict=True)
 
     try:

@@ -147,6 +147,47 @@ def test_a_bug_in_a_worker_raises_after_the_transcripts_of_its_batch_done_before
     assert "in work" in str(workers[1].__cause__)  # the worker's traceback, where the bug is
 
 
+class Unpicklable(Exception):
+    def __init__(self, what: str, where: str) -> None:  # pickle rebuilds it from its args: one, not two
+        super().__init__(f"{what} on {where}")
+
+
+class FaultyOdd:
+    """A job whose work raises an exception that does not come back from pickle, on t3."""
+
+    def build(self):
+        def work(t: Transcript) -> Result:
+            if t.id == "t3":
+                raise Unpicklable("a bug", t.id)
+            return Result(t)
+
+        return work
+
+
+def test_a_bug_whose_exception_does_not_pickle_is_named_not_a_broken_pool():
+    """An exception of a worker that does not unpickle (a constructor of its own) broke the result's way back: the
+    run said "A process in the process pool was terminated abruptly" (BrokenProcessPool) and wrote none of the batch.
+    Now the transcripts before it come back and the error names it (exit 1, as the serial engine's own)."""
+    got, e = _until_error(_processes(FaultyOdd(), items(small(8)), CTX, 2))
+    assert [tid for tid, _ in got] == ["t0", "t1", "t2"]
+    assert type(e) is RuntimeError and str(e) == "tests.test_engines.Unpicklable: a bug on t3", e
+
+
+def test_a_bug_in_the_reader_comes_after_the_transcripts_read_before_it_whatever_the_engine():
+    """The reader fails with a bug (no CompactError: the read-ahead held those only) after 3 transcripts: one process
+    gives the 3, then raises it. The thread and process engines, which read ahead, raised it at once: the 3 were lost
+    (compact --on-error skip on stdout printed nothing)."""
+
+    def read():
+        yield from items(small(3))
+        raise RuntimeError("a bug in the reader")
+
+    for run in (_serial(Echo().build(), read(), CTX), _threads(Echo().build(), read(), CTX, 2), _processes(Echo(), read(), CTX, 2)):
+        got, e = _until_error(run)
+        assert [tid for tid, _ in got] == ["t0", "t1", "t2"]
+        assert type(e) is RuntimeError and str(e) == "a bug in the reader"
+
+
 def test_a_run_that_ends_early_stops_its_workers_at_the_next_transcript(tmp_path):
     """Ctrl-C, an error, or a reader that stops: the batches not started are cancelled and a worker leaves the batch it
     is on at its next transcript (a run with --workers ends at once, not after ~512 KB more work a worker)."""

@@ -442,13 +442,14 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
 
 
 class _ReadAhead:
-    """The items an engine reads ahead of its work, ending at a bad line (a CompactError of the reader), which is
-    raised only once the transcripts read before it, and their own errors, are out (`raise_late`), as one process
-    without read-ahead would have met them."""
+    """The items an engine reads ahead of its work, ending at a bad line (a CompactError of the reader) or a bug of
+    the reader (any other Exception), which is raised only once the transcripts read before it, and their own errors,
+    are out (`raise_late`), as one process without read-ahead would have met them. (Ctrl-C is no error of the reader:
+    it is raised at once.)"""
 
     def __init__(self, items: Iterable[Item]):
         self.items = iter(items)
-        self.late: CompactError | None = None
+        self.late: Exception | None = None
 
     def __iter__(self) -> Iterator[Item]:
         while True:
@@ -456,7 +457,7 @@ class _ReadAhead:
                 item = next(self.items)
             except StopIteration:
                 return
-            except CompactError as e:
+            except Exception as e:
                 self.late = e
                 return
             yield item

@@ -546,3 +546,77 @@ def test_a_bug_in_a_phase_leaves_what_one_process_printed_before_it(tmp_path, mo
     assert [x["id"] for x in _json_lines(got["one"][0])] == ["r0", "r1", "r3", "r4"]
     assert got["one"][2] == orjson.dumps(rows[2]) + b"\n"
     assert got["engine"] == got["one"]
+
+
+DEEP = b"[" * 300 + b"1" + b"]" * 300  # read (orjson reads 1024 levels), never written back (254)
+GEMINI = {"sessionId": "s1", "messages": [{"type": "user", "content": "hi"}, {"type": "gemini", "content": "yo", "thoughts": []}]}
+OPENHANDS = {
+    "instance_id": "i1",
+    "history": [
+        {"id": 0, "source": "user", "action": "message", "message": "fix it", "args": {"content": "fix it"}},
+        {"id": 1, "source": "agent", "action": "finish", "message": "done", "args": {"final_thought": "done"}},
+    ],
+}
+SPACED = b'{"system": "be brief"}\n{"role": "user", "content": "caf\\u00e9?"}\n{"role": "assistant", "content": [{"type": "text", "text": "yes"}]}\n'
+
+
+def _deep(rec: dict) -> bytes:
+    """`rec` as a line with one more key nested 300 levels deep."""
+    return orjson.dumps(rec)[:-1] + b', "deep": ' + DEEP + b"}"
+
+
+@pytest.mark.parametrize("kind", ["gemini", "openhands", "anthropic-session"])
+def test_a_record_too_deep_to_write_goes_to_rejects_as_read(tmp_path, kind):
+    """--on-error skip, a record nested deeper than orjson writes: skipped, and its lines go to --rejects as read. A
+    Gemini or OpenHands record (read-only formats, written as OpenAI chat) and an Anthropic session (one transcript
+    of many lines) kept no lines: --rejects was to get the transcript written again, which failed as its output had,
+    and the run ended in a traceback (exit 1, nothing written)."""
+    if kind == "anthropic-session":
+        data = SPACED + _deep({"role": "user", "content": "and?"}) + b"\n"
+        want, kept = data, 0
+    else:
+        rec = GEMINI if kind == "gemini" else OPENHANDS
+        data = orjson.dumps(rec) + b"\n" + _deep(rec) + b"\n"
+        want, kept = data.split(b"\n", 1)[1], 1
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    out, rej = tmp_path / "o.jsonl", tmp_path / "r.jsonl"
+    r = cli("repair", str(src), "--on-error", "skip", "--rejects", str(rej), "-o", str(out))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "nested deeper than 254 levels" in err and "Traceback" not in err, err
+    assert rej.read_bytes() == want
+    assert len(_json_lines(out.read_bytes())) == kept
+
+
+def _fail_every_transcript(monkeypatch) -> None:
+    from compactctl import pipeline
+    from compactctl.errors import DataError
+
+    def refused(t, *a, **k):
+        raise DataError(t.source or t.id, t.line or 1, "nothing a model could be sent")
+
+    monkeypatch.setattr(pipeline, "repair", refused)
+
+
+@pytest.mark.parametrize("kind", ["gemini.json", "openhands.json", "anthropic.jsonl"])
+def test_a_skipped_session_file_goes_to_rejects_as_read_not_written_again(tmp_path, monkeypatch, kind):
+    """compact --on-error skip, a session file the work refuses (a DataError): --rejects got it written again, not
+    as read: a Gemini session as Gemini with its messages rewritten (3.2 KB of a 7.6 KB corpus session), OpenHands
+    events as OpenAI chat messages (8.5 KB for 24 KB of events), an Anthropic session re-encoded (spaces and escapes
+    gone). Now each gets the lines its reader read: the document's record, or its elements one a line, as a
+    document's bad element goes to --rejects; a JSONL session's lines byte for byte."""
+    _fail_every_transcript(monkeypatch)
+    src = tmp_path / kind
+    if kind == "gemini.json":
+        src.write_bytes(orjson.dumps(GEMINI, option=orjson.OPT_INDENT_2))
+        want = orjson.dumps(GEMINI) + b"\n"
+    elif kind == "openhands.json":
+        src.write_bytes(orjson.dumps(OPENHANDS["history"], option=orjson.OPT_INDENT_2))
+        want = b"".join(orjson.dumps(e) + b"\n" for e in OPENHANDS["history"])
+    else:
+        src.write_bytes(SPACED)
+        want = SPACED
+    rej = tmp_path / "r.jsonl"
+    r = cli("compact", str(src), "--on-error", "skip", "--rejects", str(rej), "-o", str(tmp_path / "o.jsonl"), "-q")
+    assert r.returncode == 0 and "skipped" in r.stderr.decode(), r.stderr
+    assert rej.read_bytes() == want

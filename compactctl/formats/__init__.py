@@ -9,7 +9,7 @@ from its first record (the first that can tell, when it holds only role and text
 
 from __future__ import annotations
 
-from .convert import ids_for, one_system_turn, ported, read_back, write, written_as
+from .convert import as_read, ids_for, one_system_turn, ported, read_back, write, written_as
 from .reader import LOOKAHEAD_BYTES, LOOKAHEAD_RECORDS, RawSink, Reader
 from .registry import (
     FORMAT_NAMES,
@@ -37,6 +37,7 @@ __all__ = [
     "Record",
     "Registered",
     "WritableFormat",
+    "as_read",
     "detect",
     "get_format",
     "ids_for",

@@ -94,6 +94,15 @@ def _finish(msgs: list[Message], system) -> list[Message]:
     return msgs
 
 
+class Rows(list):
+    """A session's message rows as read (what the writer writes an untouched message back from) and `raws`, the
+    lines they and its system lines were read from, in order (what --rejects takes of it: formats.as_read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raws: list[bytes] = []
+
+
 def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:
     if layout == "dataset":
         for n, (lineno, raw, obj) in enumerate(records):
@@ -113,7 +122,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                     native=items,
                 )
         return
-    rows: list[dict] = []
+    rows = Rows()
     msgs: list[Message] = []
     system, first = None, 0
     for lineno, raw, obj in records:
@@ -121,9 +130,11 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         with reader.guard(lineno, raw):
             if "role" not in obj and "system" in obj:
                 system = _system(obj["system"], source, lineno)
+                rows.raws.append(raw)
                 continue
             msgs += messages_from([obj], source, lineno, start=len(rows))  # errors name this line
             rows.append(obj)
+            rows.raws.append(raw)
     if rows or system is not None:
         yield Transcript(_finish(msgs, system), id=source, source=source, line=first, format=NAME, layout="session", native=rows)
 

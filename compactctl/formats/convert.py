@@ -12,6 +12,7 @@ import orjson
 
 from ..errors import UsageError
 from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, check_roles, is_value_part, other_content
+from .linelog import LineLog
 from .reader import Reader
 from .registry import REGISTRY, get_format
 
@@ -55,6 +56,22 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
     if source.write is None:  # to names the read-only input format itself
         raise UsageError(f"{source.name.replace('_', '-')} is read-only: it cannot be written")
     return source.write(t)
+
+
+def as_read(t: Transcript) -> list[bytes] | None:
+    """The lines a transcript was read from, as its reader kept them: what --rejects takes of one the run cannot
+    write. None where its reader did not keep them all (an OpenAI session line with a note, re-encoded; a transcript
+    built otherwise). Nothing is copied: a dataset record's `raw`, a line log's lines and an OpenAI session's lines
+    are what the writer writes back from; an Anthropic session's rows, a Gemini record and OpenHands events keep
+    theirs for this alone."""
+    if t.raw is not None:
+        return [t.raw]
+    if isinstance(t.native, LineLog):
+        return [raw for raw, _ in t.native.lines]
+    raws = getattr(t.native, "raws", t.native)  # an Anthropic session's rows carry theirs
+    if isinstance(raws, list) and raws and all(isinstance(raw, bytes) for raw in raws):
+        return list(raws)
+    return None
 
 
 def _count_native(t: Transcript, target: str, lost: Counter) -> None:

@@ -199,11 +199,13 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                     format=NAME,
                     layout="dataset",
                     metadata=meta,
+                    raw=raw,  # for --rejects (as_read): the writer, OpenAI chat's, never reads it
                 )
         return
-    events = []
+    events, raws = [], []
     for lineno, raw, obj in records:
         with reader.guard(lineno, raw):
             check_event(obj, source, lineno)
             events.append(obj)
-    yield Transcript(messages_from(events), id=source, source=source, line=1, format=NAME, layout="session")
+            raws.append(raw)  # for --rejects (as_read): the writer, OpenAI chat's, never reads them
+    yield Transcript(messages_from(events), id=source, source=source, line=1, format=NAME, layout="session", native=raws)

@@ -212,7 +212,7 @@ def _process_saying(seq: int, item: Transcript | Lazy, work, ctx: _Ctx, say: Cal
         if ctx.on_error != "skip":
             raise err from None
         say(f"skipped {err}")
-        raw = [item.raw] if isinstance(item, Lazy) else list(formats.write(t))
+        raw = [item.raw] if isinstance(item, Lazy) else formats.as_read(t) or list(formats.write(t))
         return Done([], [], None, False, rejected + raw, skipped=True)
 
 

@@ -4,13 +4,18 @@ BIN := $(VENV)/bin
 
 .PHONY: install test test-oldest test-newest lint docs demo bench bench-latency bench-scale eval eval-outside eval-llm-floor e2e fuzz mutate clean
 
+# The package alone (what `make demo` needs: typer, orjson, tiktoken, openai, tqdm), then the extras the tests use.
 $(BIN)/compactctl: pyproject.toml compactctl/_version.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+$(VENV)/.extras: $(BIN)/compactctl
 	$(BIN)/pip install -q -e '.[test,mcp,ray,hf]'  # mcp, ray, hf: tests/test_mcp.py and tests/test_ray.py run in CI
 	@touch $@
 
-install: $(BIN)/compactctl
+install: $(VENV)/.extras
 
 test: install
 	$(BIN)/python -m pytest
@@ -41,7 +46,7 @@ lint: install
 docs: install
 	$(BIN)/python docs/gen_cli.py
 
-demo: install
+demo: $(BIN)/compactctl
 	$(BIN)/compactctl compact sample_transcripts/long_session.jsonl --context-window 8000 -o /tmp/compactctl-demo.jsonl --archive /tmp/compactctl-demo-archive.jsonl
 	$(BIN)/compactctl repair --check /tmp/compactctl-demo.jsonl
 	@echo "compacted transcript: /tmp/compactctl-demo.jsonl (archive of what was removed: /tmp/compactctl-demo-archive.jsonl)"

@@ -10,7 +10,7 @@ import inspect
 import threading
 
 from ._version import __version__
-from .errors import CompactError
+from .errors import UsageError
 from .search import Archives, Index, UnknownRef
 
 MAX_CHARS = 40_000  # what one recall returns at most (a summarized span can be megabytes)
@@ -26,7 +26,7 @@ def _sdk():
             from mcp.server.fastmcp import FastMCP as MCPServer  # mcp 1.x
             from mcp.server.fastmcp.exceptions import ToolError
         except ImportError as e:
-            raise CompactError(
+            raise UsageError(  # a missing extra is the command line's to fix (exit 2), as --engine ray without Ray
                 "the MCP server needs the mcp package: pip install '.[mcp]' in a compactctl checkout, or pip install mcp"
             ) from e
     return MCPServer, ToolError

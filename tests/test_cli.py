@@ -333,3 +333,17 @@ def test_rejects_without_on_error_skip_is_a_usage_error(tmp_path, cmd):
     assert not rej.exists() and not out.exists()
     r = cli(cmd, str(src), "--rejects", str(rej), "-o", str(out), "--on-error", "skip")
     assert r.returncode == 0 and rej.read_bytes() == b"" and out.exists(), r.stderr
+
+
+def test_json_gives_a_line_for_a_transcript_that_cannot_fit_too(tmp_path):
+    """`--json` is a line per transcript: one that cannot fit (written pruned, or as read, under --on-error skip) had
+    only its warning, so a script reading the JSON lines did not see it (`--report -` had it)."""
+    src = SAMPLES / "long_session.jsonl"
+    planned = tmp_path / "planned.jsonl"
+    planned.write_bytes(cli("plan", str(src), "--context-window", "300", "--on-error", "skip").stdout)
+    for args in (("compact", str(src)), ("summarize", str(planned))):
+        r = cli(*args, "--context-window", "300", "--on-error", "skip", "--json", "-o", str(tmp_path / "out.jsonl"))
+        lines = [orjson.loads(x) for x in r.stderr.splitlines() if x.startswith(b"{")]
+        assert r.returncode == 0 and [x["status"] for x in lines] == ["cannot-fit"], (args, r.stderr)
+        r = cli(*args, "--context-window", "30000", "--json", "-o", str(tmp_path / "out.jsonl"))
+        assert [orjson.loads(x)["status"] for x in r.stderr.splitlines() if x.startswith(b"{")] in (["compacted"], ["not-needed"])

@@ -414,3 +414,16 @@ def test_an_app_run_not_standalone_returns_the_exit_code():
     r = CliRunner().invoke(app, ["compact", LONG, "--workers", "0"], standalone_mode=False)
     assert r.exit_code == 0 and r.return_value == Exit.USAGE
     assert "compactctl: error: --workers 0: must be at least 1" in r.stderr
+
+
+def test_a_missing_extra_is_a_usage_error_naming_the_install(tmp_path, monkeypatch):
+    """`compactctl mcp` without the mcp package (a plain `pip install .`) exited 1, the code of a bug, where
+    `--engine ray` without Ray exits 2: both are the command line's to fix."""
+    import sys
+
+    src = write_jsonl(tmp_path / "s.jsonl", tool_session(12, 2000))
+    archive = tmp_path / "a.jsonl"
+    assert cli("compact", str(src), "--context-window", "2000", "--archive", str(archive), "-o", str(tmp_path / "o.jsonl")).returncode == 0
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp...` raises ImportError, as when it is not installed
+    r = cli("mcp", "--archive", str(archive))
+    assert r.returncode == Exit.USAGE and b"needs the mcp package: pip install '.[mcp]'" in r.stderr, r.stderr

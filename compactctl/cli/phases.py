@@ -168,7 +168,11 @@ def summarize(
         report_line(io, rep, as_json)
         return Result(out, rep, st.archived)
 
-    run(inputs or ["-"], io, work, "summarize", on_start=lambda: _say_all(io, status))
+    def on_report(rep: dict) -> None:  # a transcript that cannot fit (warned already): its line too with --json
+        if as_json and rep["status"] == "cannot-fit":
+            report_line(io, rep, as_json)
+
+    run(inputs or ["-"], io, work, "summarize", on_report=on_report, on_start=lambda: _say_all(io, status))
 
 
 @with_groups(
@@ -337,7 +341,7 @@ def compact(
         return Result(oc.transcript, oc.report, oc.archived)
 
     def on_report(rep: dict) -> None:
-        if rep["status"] != "cannot-fit":  # cannot-fit: warned already
+        if rep["status"] != "cannot-fit" or as_json:  # cannot-fit: warned already (--json: a line for every transcript)
             report_line(io, rep, as_json)
 
     job = PhaseJob(options) if offline else None

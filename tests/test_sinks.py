@@ -182,6 +182,18 @@ def test_resume_refuses_an_sqlite_archive_the_killed_run_had_begun(tmp_path):
     assert r.returncode == 0 and (tmp_path / "a.sqlite").exists(), r.stderr
 
 
+def test_an_interrupted_run_that_writes_an_sqlite_archive_keeps_nothing_resume_would_refuse(tmp_path):
+    """Ctrl-C (or SIGTERM) kept the parts and the journal and said "the same command with --resume continues from
+    there", which then refused the SQLite archive (exit 2): nothing kept now, and said why."""
+    src = dataset(tmp_path / "d.jsonl", 5)
+    args = ["compact", str(src), *OPTS, "-o", f"{tmp_path}/o.jsonl", "--archive", f"{tmp_path}/a.sqlite"]
+    r = run(*args, kill_at="ctrl-c=3")
+    assert r.returncode == 130 and b"nothing was kept (--resume cannot continue a run that writes the SQLite archive" in r.stderr
+    assert b"--resume continues" not in r.stderr and sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl"]
+    r = run(*args, "--resume")  # starts over, as without a journal
+    assert r.returncode == 0 and (tmp_path / "a.sqlite").exists(), r.stderr
+
+
 @pytest.mark.parametrize("where", ["o/c.jsonl", "r.jsonl", "a.jsonl"])
 def test_an_output_whose_place_is_a_folder_is_refused_before_anything_is_written(tmp_path, where):
     """A folder where an output goes (-o DIR/'s file for one input, a side file) cannot be written over: the run

@@ -50,6 +50,7 @@ class _Sinks:
         self.every = float(os.environ.get("COMPACTCTL_JOURNAL_EVERY", "1.0"))  # seconds between checkpoints
         self.carry: Carry | None = _carry(io.archive)  # an archive this run writes over: what its output still refers to in it
         self.archive_ended = False  # the archive's end record is written
+        self.unresumable: str | None = None  # a side file written whole (an SQLite archive, a device): no --resume
         out = io.output
         journaled = self.journaled = to_dir or (out not in (None, "-") and not in_place(out))
         if io.resume and not journaled:
@@ -140,12 +141,14 @@ class _Sinks:
                 if self.io.resume and ck:  # spooled and written at the end: what the interrupted run wrote is gone
                     raise UsageError(f"--resume cannot continue --{k} {p}: it is not a regular file; give a file")
                 self.sides[k] = (_archive_sink if k == "archive" else JsonlSink)(p)
+                self.unresumable = f"--{k} {p}"
             elif k == "archive" and _is_sqlite(p):  # an SQLite index is written whole, not in resumable parts
                 if self.io.resume and ck:
                     raise UsageError(
                         f"--resume cannot continue the SQLite archive {p}: use a JSONL archive (recall indexes it on first use)"
                     )
                 self.sides[k] = _archive_sink(p)
+                self.unresumable = f"the SQLite archive {p}"
             else:
                 self.sides[k] = PartFile(p, offs.get(k) if ck else None) if not self.ended else None
 
@@ -433,10 +436,20 @@ class _Sinks:
                     )
 
     def _nothing_to_resume(self) -> bool:
-        """An interrupted run to files that wrote no journal yet (before its first checkpoint): --resume would start
-        over, so what it wrote is removed; said on stderr, as is the one output already renamed into place."""
-        if not self.journaled or (self.journal is not None and self.journal.started):
+        """An interrupted run to files that wrote no journal yet (before its first checkpoint), or that writes a side
+        file whole (an SQLite archive, a device): --resume would start over, or refuse, so what it wrote is removed;
+        said on stderr, as is the one output already renamed into place."""
+        if not self.journaled:
             return False
+        if self.journal is not None and self.journal.started:
+            if self.unresumable is None:
+                return False
+            with contextlib.suppress(OSError):  # what was kept would only be refused by --resume
+                print(
+                    f"compactctl: interrupted: nothing was kept (--resume cannot continue a run that writes {self.unresumable})",
+                    file=sys.stderr,
+                )
+            return True
         renamed = isinstance(self.out, PartFile) and not os.path.exists(self.out.path)
         with contextlib.suppress(OSError):
             print(

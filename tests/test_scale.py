@@ -158,7 +158,7 @@ def test_workers_output_is_byte_identical(dataset, reference, tmp_path):
     r = _run(*_args(dataset, base), "--workers", "2", "--json")
     assert _outputs(base) == reference
     reports = [orjson.loads(ln) for ln in r.stderr.split(b"\n") if ln.startswith(b"{")]
-    assert [x["transcript"] for x in reports] == [x["transcript"] for x in read_jsonl(reference["report"]) if x["status"] != "cannot-fit"]
+    assert [x["transcript"] for x in reports] == [x["transcript"] for x in read_jsonl(reference["report"])]  # cannot-fit ones too
 
 
 def test_workers_on_session_files_and_directories(tmp_path):

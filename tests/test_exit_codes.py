@@ -424,6 +424,7 @@ def test_a_missing_extra_is_a_usage_error_naming_the_install(tmp_path, monkeypat
     src = write_jsonl(tmp_path / "s.jsonl", tool_session(12, 2000))
     archive = tmp_path / "a.jsonl"
     assert cli("compact", str(src), "--context-window", "2000", "--archive", str(archive), "-o", str(tmp_path / "o.jsonl")).returncode == 0
-    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp...` raises ImportError, as when it is not installed
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")] + ["mcp"]:  # imported by an earlier test
+        monkeypatch.setitem(sys.modules, name, None)  # `import mcp...` raises ImportError, as when it is not installed
     r = cli("mcp", "--archive", str(archive))
     assert r.returncode == Exit.USAGE and b"needs the mcp package: pip install '.[mcp]'" in r.stderr, r.stderr

@@ -668,12 +668,21 @@ def test_anti_thrash_strikes_then_skip():
 
             return SummaryResult("## Goal\n" + "word " * 3000, "verbose")
 
-    out, rep = api.compact(t, COUNTER, Verbose(), opts)
-    assert rep["status"] == "ineffective" and out.messages[0].note["strikes"] == 1
+    # a dataset record keeps its strikes in its own metadata, beside the messages
+    d = dataclasses.replace(t, layout="dataset")
+    out, rep = api.compact(d, COUNTER, Verbose(), opts)
+    assert rep["status"] == "ineffective" and out.metadata["_compactctl"]["strikes"] == 1 and api.check(out) == []
     out2, rep2 = api.compact(out, COUNTER, Verbose(), opts)
-    assert out2.messages[0].note["strikes"] == 2
+    assert out2.metadata["_compactctl"]["strikes"] == 2
     _, rep3 = api.compact(out2, COUNTER, Verbose(), opts)
     assert rep3["status"] == "skipped" and "ineffective" not in rep3["reason"] and "saved under" in rep3["reason"]
+    # a session has no place for them that the APIs take (a `_compactctl` key on its first message was written, and
+    # `--check` passed it): `summarize` alone still notes the strike, which `repair` (and so `compact`) takes off
+    out, rep = api.compact(t, COUNTER, Verbose(), opts)
+    assert rep["status"] == "ineffective" and not any(m.note for m in out.messages) and api.check(out) == []
+    s_out, _ = api.summarize(t, COUNTER, Verbose(), api.SummarizeOptions(budget, min_saving=0.9))
+    assert s_out.messages[0].note == {"strikes": 1} and "annotation" in [v.rule for v in api.check(s_out)]
+    assert api.check(api.repair(s_out)[0]) == []
 
 
 def test_last_ask_summary_keeps_the_ask_verbatim_or_refuses():

@@ -9,7 +9,8 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 - Anthropic (after conversion): `tool_use` ids are unique over the whole request; the first
   non-system message is from the user; no user/assistant message is empty; no text block is empty
   ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
-- Both: a call names its tool, 1-64 letters, digits, `_` or `-` (in a conversation's calls too); every content part is an object with a type; a text part holds its text, a string, under "text".
+- Both: no message carries compactctl's private `_compactctl` key (the APIs refuse properties they do not define);
+  a call names its tool, 1-64 letters, digits, `_` or `-` (in a conversation's calls too); every content part is an object with a type; a text part holds its text, a string, under "text".
 - Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
   one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
   that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
@@ -50,6 +51,8 @@ def validate(messages: list[dict]) -> list[str]:
             and not (isinstance(m.get("content"), list) and m["content"])
         ):
             errors.append(f"{i}: empty {role} message")
+        if "_compactctl" in m:
+            errors.append(f"{i}: a private _compactctl key")
         content = m.get("content")
         if isinstance(content, list) and any(
             isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) and not p["text"].strip() for p in content

@@ -108,6 +108,13 @@ def strip_zone(m: Message) -> Message:
     return dataclasses.replace(m, note=note)
 
 
+def without_notes(t: Transcript) -> Transcript:
+    """`t` without compactctl's own keys on its messages (`plan`'s zones, a session's strikes): no API takes them."""
+    if not any(m.note for m in t.messages):
+        return t
+    return dataclasses.replace(t, messages=[dataclasses.replace(m, note={}) if m.note else m for m in t.messages], raw=None)
+
+
 def without_zones(t: Transcript) -> Transcript:
     """`t` without `plan`'s zone annotations (for `summarize`, which reads them; no API takes the key)."""
     if not any("zone" in m.note for m in t.messages):

@@ -39,7 +39,7 @@ from ..model import (
 )
 from ..pairs import NewIds, match
 from . import Archived, archive
-from .assemble import without_zones
+from .assemble import without_notes
 from .rules import (
     VALID_ID,
     VALID_NAME,
@@ -138,7 +138,7 @@ MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     o = opts or RepairOptions()
     check_roles(t)  # the readers refuse one; a transcript built through the library may hold one
-    t = without_zones(t)  # `plan`'s annotation is for `summarize`: no API takes the key
+    t = without_notes(t)  # `plan`'s zones are for `summarize`, a strike for the next `summarize`: no API takes the key
     fix = _Repair(t, o.strip_unanswered)
     msgs = fix.msgs
     placed: list[Message] = []

@@ -168,6 +168,10 @@ def check(t: Transcript) -> list[Violation]:
                 out.extend(_reused(t.id, i, m, earlier))
             earlier.update(c.id for c in m.tool_calls if isinstance(c.id, str))
         out.extend(_content_violations(t.id, i, m, t.format))
+        if m.note:
+            out.append(
+                Violation(t.id, i, "annotation", f"compactctl's own '_compactctl' key ({', '.join(map(str, m.note))}): no API takes it")
+            )
     last = final_turn(msgs)
     if last is not None and final_space(msgs[last]):
         out.append(Violation(t.id, last, "final-space", "the last turn, an assistant's, ends in whitespace (Anthropic refuses it)"))

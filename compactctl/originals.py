@@ -11,7 +11,9 @@ from . import formats
 from .errors import DataError, UsageError
 from .formats.openai import message_from_dict
 from .jsonl import Output
-from .model import Message, Transcript, content_print, digest, fingerprint, transcript_print
+from .model import Message, ToolCall, Transcript, call_input, content_print, digest, fingerprint, transcript_print
+
+ARCHIVE = "<archive>"  # the source of an archived original's error in `restore` (restore_file names the archive)
 
 
 def _kept_messages(messages: list[Message], kept: list[list]) -> Iterator[tuple[int, Message | None]]:
@@ -45,9 +47,12 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     for orig, found in _kept_messages(compacted.messages, mapping["kept"]):
         originals[orig] = found
     read_as = mapping.get("format", compacted.format)
+    calls: dict[int, dict] = {}  # an archived result's call (name, arguments), by its place
     for e in entries:
         if e.get("type") != "map":
             originals[e["index"]] = _archived_original(e, native_origins, read_as, compacted.format)
+            if isinstance(e.get("call"), dict):
+                calls[e["index"]] = e["call"]
     missing = [i for i, m in enumerate(originals) if m is None]
     if missing:
         raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")
@@ -58,7 +63,7 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
         if isinstance(anchors, list) and len(anchors) == n:  # messages read from one source message go back as one
             m.anchor = _tuples(anchors[i])
     if compacted.format == "sharegpt":
-        msgs = _sharegpt_restored(msgs, mapping.get("format", "sharegpt"))
+        msgs = _sharegpt_restored(msgs, mapping.get("format", "sharegpt"), calls)
     if read_as != compacted.format:  # written with --to: the originals' call ids as that conversion gives them
         msgs = formats.ids_for(msgs, compacted.format)
     # A dataset record keeps the key that carried its messages (a SWE-agent trajectory's "history"); line
@@ -83,8 +88,12 @@ def _map_of(compacted: Transcript, entries: list[dict]) -> dict | None:
 def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: str) -> Message:
     """An archived original as a message of the restored transcript: in the format the output was written in, as
     `convert --to` gives it (a message read as ShareGPT or Anthropic and written as OpenAI chat takes no internal
-    keys, `_from`, `_raw_call`, nor an empty part list beside its calls: restore wrote them)."""
-    m = message_from_dict(e["message"], "<archive>", 0, e["index"])
+    keys, `_from`, `_raw_call`, nor an empty part list beside its calls: restore wrote them). One that is no message
+    is an error of ARCHIVE, the source restore_file names."""
+    try:
+        m = message_from_dict(e["message"], ARCHIVE, 0, e["index"])
+    except DataError as err:
+        raise DataError(ARCHIVE, None, f"the archived original of message {e['index']}: {err.what}") from err
     if not native_origins:
         m.origin = None  # rebuilt by the format's writer from the canonical message
     if read_as != written_as and read_as in formats.FORMAT_NAMES and written_as in formats.FORMAT_NAMES:
@@ -93,16 +102,49 @@ def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: 
     return m
 
 
-def _sharegpt_restored(msgs: list[Message], read_as: str) -> list[Message]:
+def _sharegpt_restored(msgs: list[Message], read_as: str, calls: dict[int, dict]) -> list[Message]:
     """A restored ShareGPT record's messages: converted from another format, its system turns joined as `convert
-    --to` joins them; read as ShareGPT, the ids of the input's reading (archived originals) and of the output's
-    (messages kept) made one, as the reader pairs results with calls."""
+    --to` joins them, and its archived results tied to the kept calls they answer (the writer puts results in call
+    order); read as ShareGPT, the ids of the input's reading (archived originals) and of the output's (messages
+    kept) made one, as the reader pairs results with calls."""
     if read_as != "sharegpt":
+        _answer_kept_calls(msgs, calls)
         return formats.one_system_turn(msgs)
     from .formats.sharegpt import paired_in_order
 
     paired_in_order(msgs)
     return msgs
+
+
+def _answer_kept_calls(msgs: list[Message], calls: dict[int, dict]) -> None:
+    """Each archived result (the input's call id) after a kept call (read back from ShareGPT: an id numbered by
+    position) given the id of the call not yet answered in its turn that its archive record names (its name, and
+    its arguments where the record holds them whole): ShareGPT pairs results with calls by position only, and its
+    writer puts them in call order by id (parallel results are logged as they finish)."""
+    pending: list[ToolCall] = []
+    for i, m in enumerate(msgs):
+        if m.role == "assistant":
+            pending = list(m.tool_calls)
+        elif m.role == "tool" and pending:
+            answered = next((c for c in pending if c.id == m.tool_call_id), None)
+            if answered is None and i in calls:
+                answered = next((c for c in pending if _is_call(c, calls[i])), None)
+                if answered is not None:
+                    m.tool_call_id = answered.id
+            if answered is not None:
+                pending.remove(answered)
+
+
+def _is_call(c: ToolCall, recorded: dict) -> bool:
+    """`c` is the call an archive record names (`phases.Archived.call`: its arguments' first CALL_CHARS)."""
+    from .phases import CALL_CHARS
+
+    args = recorded.get("arguments")
+    if c.name != recorded.get("name") or not isinstance(args, str):
+        return False
+    if len(args) < CALL_CHARS:
+        return call_input(c.arguments) == call_input(args)
+    return "".join(c.arguments.split()).startswith("".join(args.split()))  # cut: its start, white space aside
 
 
 def _tuples(x):
@@ -262,7 +304,12 @@ def _restored(t: Transcript, k: int, got: list[dict], archive_path: str, name: s
         yield from added
         return
     ours, more = _as_written(t, written, k, archive_path, name)
-    restored = restore(ours, got)
+    try:
+        restored = restore(ours, got)
+    except DataError as e:
+        if e.source != ARCHIVE:
+            raise
+        raise DataError(archive_path, None, f"{t.id} (transcript {k + 1}): {e.what}") from e
     if more:
         restored = restored.evolve(messages=[*restored.messages, *more])
         for i, m in enumerate(restored.messages):

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from .archive import INDEXES, connect, fill, is_sqlite, locate, open_for_writing
+from .archive import records as archive_records
 from .errors import CompactError, DataError, IOFailure
 from .refs import REF_RE
 from .search import Index
@@ -84,7 +85,7 @@ class Carry:
                     started = True
                     yield from carried
                     yield from self._others(ix, carried)
-            except (sqlite3.Error, DataError):  # DataError: an index that is not one when it is opened
+            except (sqlite3.Error, DataError, orjson.JSONDecodeError):  # an index that is not one, or damaged
                 if is_sqlite(self.previous) or started:
                     raise
                 with self._previous(index=False) as ix:  # a damaged index of an intact JSONL: the JSONL itself
@@ -92,7 +93,8 @@ class Carry:
                     started = True
                     yield from carried
                     yield from self._others(ix, carried)
-        except (CompactError, sqlite3.Error, OSError, OverflowError) as e:  # OverflowError: an integer SQLite cannot hold
+        # OverflowError: an integer SQLite cannot hold; JSONDecodeError: a row of an SQLite archive that is no JSON
+        except (CompactError, sqlite3.Error, OSError, OverflowError, orjson.JSONDecodeError) as e:
             lost = (
                 "the rest of what it held"
                 if started
@@ -107,9 +109,7 @@ class Carry:
         done = {(c.get("transcript"), c.get("index"), c.get("ref"), c.get("phase")) for c in carried}
         k = -min((c["seq"] for c in carried), default=0)
         numbers: dict[tuple, int] = {}
-        rows = ix.db.execute("SELECT seq, transcript, raw FROM records WHERE transcript IS NOT NULL ORDER BY id")
-        for seq, transcript, raw in rows:
-            rec = orjson.loads(raw)
+        for seq, transcript, rec in self._rows(ix):
             if not isinstance(rec, dict) or not isinstance(rec.get("message"), dict):
                 continue  # restore's records of the run that wrote them: a map, a line record
             if rec.get("sha256") in self.own_content or (rec.get("transcript"), rec.get("index"), rec.get("ref"), rec.get("phase")) in done:
@@ -118,6 +118,19 @@ class Carry:
                 k += 1
                 numbers[(seq, transcript)] = k
             yield {**rec, "seq": -numbers[(seq, transcript)], "carried": True}
+
+    def _rows(self, ix: Index) -> Iterator[tuple[Any, Any, Any]]:
+        """(seq, transcript, record) of every record of the earlier archive that names its transcript, in its order:
+        an SQLite archive's rows; a JSONL's own lines (its index, once the references are looked up, is not read
+        again: a damaged row past them would stop the copy with records already given)."""
+        if is_sqlite(self.previous):
+            rows = ix.db.execute("SELECT seq, transcript, raw FROM records WHERE transcript IS NOT NULL ORDER BY id")
+            for seq, transcript, raw in rows:
+                yield seq, transcript, orjson.loads(raw)
+            return
+        for rec in archive_records(self.previous):
+            if isinstance(rec, dict) and rec.get("transcript") is not None:
+                yield rec.get("seq"), rec["transcript"], rec
 
     @contextlib.contextmanager
     def _previous(self, index: bool) -> Iterator[Index]:

@@ -218,3 +218,24 @@ def test_a_transcript_written_unchanged_then_continued_restores_with_what_was_ad
     write_jsonl(arch, rows)
     back = cli("restore", str(b1), "--archive", str(arch))
     assert back.returncode == 0 and back.stdout == b1.read_bytes(), back.stderr
+
+
+def test_parallel_results_of_calls_alike_restored_as_sharegpt_answer_their_own_calls(tmp_path):
+    """The same: a turn whose calls repeat one (read x twice) or share their arguments under another name (grep x),
+    arguments with a non-ASCII character (escaped by json.dumps, not once read back)."""
+    import json
+
+    def call(cid: str, name: str, path: str) -> dict:
+        return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps({"path": path, "note": "café"})}}
+
+    rows: list[dict] = [{"role": "user", "content": "look at the files " + "x " * 40}]
+    for i in range(16):
+        calls = [call(f"r{i}", "read", f"x{i}.py"), call(f"g{i}", "grep", f"x{i}.py"), call(f"again{i}", "read", f"x{i}.py")]
+        rows.append({"role": "assistant", "content": None, "tool_calls": calls})
+        for cid in (f"g{i}", f"r{i}", f"again{i}"):
+            rows.append({"role": "tool", "tool_call_id": cid, "content": f"{cid}: " + "word " * 200})
+    rows.append({"role": "user", "content": "thanks, now finish"})
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    out, arch = _compacted(tmp_path, src, "--to", "sharegpt", "--context-window", "6000")
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0 and back.stdout == cli("convert", str(src), "--to", "sharegpt", "-q").stdout, back.stderr

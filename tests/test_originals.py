@@ -239,3 +239,17 @@ def test_parallel_results_of_calls_alike_restored_as_sharegpt_answer_their_own_c
     out, arch = _compacted(tmp_path, src, "--to", "sharegpt", "--context-window", "6000")
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0 and back.stdout == cli("convert", str(src), "--to", "sharegpt", "-q").stdout, back.stderr
+
+
+@pytest.mark.parametrize("sample", ["claude_code_session.jsonl", "codex_rollout.jsonl"])
+def test_a_line_log_archive_keeps_a_line_written_unchanged_as_its_number(tmp_path, sample):
+    """A Claude Code or Codex session's archive gives each source line written unchanged as the number of the line
+    that holds it (the archive does not hold the session twice), and the text of the others."""
+    src = SAMPLES / sample
+    out, arch = _compacted(tmp_path, src, "--context-window", "8000")
+    [rec] = [r for r in read_jsonl(arch.read_bytes()) if r.get("type") == "lines"]
+    written = out.read_bytes().splitlines()
+    source = src.read_bytes().splitlines()
+    unchanged = [line for line in source if line in written]
+    assert unchanged and len(unchanged) < len(source)
+    assert [x for x in rec["lines"] if isinstance(x, int)] == [written.index(line) for line in unchanged]

@@ -221,25 +221,33 @@ def restore_file(
         raise UsageError(
             f"{compacted_path}: is a folder: restore one output file at a time (each file of a -o DIR/ run restores from its archive)"
         )
+    for a in archives:
+        if os.path.isdir(a):
+            raise UsageError(
+                f"--archive {a}: is a folder: give the archive file the run wrote (one file for every output of a -o DIR/ run)"
+            )
+    if output is not None and (os.path.isdir(output) or output.endswith(("/", os.sep))):
+        raise UsageError(f"-o {output}: is a folder: restore writes one file, the input the compacted file came from")
     _not_over_an_input(output, [compacted_path, *archives])
     loaded = [(a, _read_archive(a)) for a in archives]  # each one whole before any is undone
     if len(loaded) == 1:
         _restore_one(compacted_path, compacted_path, *loaded[0], output)
         return
     with tempfile.TemporaryDirectory(prefix="compactctl-restore-") as tmp:
-        data, name = compacted_path, compacted_path
+        data, name, undone = compacted_path, compacted_path, ""
         for k, (a, entries) in enumerate(reversed(loaded)):
             last = k == len(loaded) - 1
             step = output if last else os.path.join(tmp, f"{k}.jsonl")
             try:
                 name = _restore_one(data, name, a, entries, step)
             except DataError as e:
+                what = e.what.replace(data, f"what undoing {undone} gave") if undone else e.what  # not a temporary file's name
                 raise DataError(
                     e.source if e.source != data else name,
                     e.line,
-                    f"{e.what} (several archives are undone last first: give them in the order the stages wrote them)",
+                    f"{what} (several archives are undone last first: give them in the order the stages wrote them)",
                 ) from e
-            data = step or ""
+            data, undone = step or "", a
 
 
 def _not_over_an_input(output: str | None, inputs: list[str]) -> None:

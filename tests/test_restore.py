@@ -466,6 +466,9 @@ def test_the_archives_of_a_chain_restore_together_in_the_order_they_were_written
     other = tmp_path / "other.jsonl"
     r = cli("restore", str(compacted), "--archive", a3, "--archive", a2, "--archive", a1, "-o", str(other))
     assert r.returncode == 3 and b"in the order the stages wrote them" in r.stderr and not other.exists()
+    r = cli("restore", str(compacted), "--archive", a2, "--archive", a1, "--archive", a3, "-o", str(other))  # a later step fails
+    err = r.stderr.decode()
+    assert r.returncode == 3 and f"what undoing {a3} gave (transcript 1)" in err and "compactctl-restore-" not in err, err
 
 
 @pytest.mark.parametrize("to", ["sharegpt", "anthropic"])
@@ -619,6 +622,14 @@ def test_two_archives_in_one_file_a_folder_or_an_output_over_an_input_are_refuse
     assert cli("restore", str(c2), "--archive", str(a1), "--archive", str(a2)).stdout == src.read_bytes()
     r = cli("restore", str(tmp_path), "--archive", str(a1))
     assert r.returncode == 2 and b"is a folder" in r.stderr, r.stderr
+    (tmp_path / "dd").mkdir()  # an archive or an output that is a folder: exit 4 ("Is a directory") before
+    for args in (
+        ("--archive", str(tmp_path / "dd")),
+        ("--archive", str(a1), "-o", str(tmp_path / "dd")),
+        ("--archive", str(a1), "-o", f"{tmp_path}/new/"),
+    ):
+        r = cli("restore", str(c1), *args)
+        assert r.returncode == 2 and b"is a folder" in r.stderr, (args, r.stderr)
     before = a1.read_bytes()
     for target in (a1, c1):
         r = cli("restore", str(c1), "--archive", str(a1), "-o", str(target))

@@ -297,8 +297,15 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "needed": ("compactctl/needed.py", ["tests/test_continuation.py", "tests/test_outside_eval.py"]),
     "continuation": ("compactctl/continuation.py", ["tests/test_continuation.py", "tests/test_evaluate.py"]),
-    "originals": ("compactctl/originals.py", ["tests/test_restore.py", "tests/test_archive_carry.py"]),
-    "carry": ("compactctl/carry.py", ["tests/test_archive_carry.py", "tests/test_restore.py"]),
+    "originals": ("compactctl/originals.py", ["tests/test_restore.py", "tests/test_archive_carry.py", "tests/test_originals.py"]),
+    "carry": (
+        "compactctl/carry.py",
+        [
+            "tests/test_archive_carry.py",
+            "tests/test_restore.py",
+            "tests/test_sinks.py::test_a_rerun_over_its_own_archive_killed_and_resumed_carries_nothing_twice",
+        ],
+    ),
     "tokens": ("compactctl/tokens.py", ["tests/test_tokens.py", "tests/test_config.py"]),
     "ranks": ("compactctl/ranks.py", ["tests/test_tokens.py", "tests/test_config.py"]),
     "jsonl": ("compactctl/jsonl.py", ["tests/test_jsonl.py", "tests/test_odd_input.py"]),

@@ -345,6 +345,26 @@ def test_a_datasets_bad_record_says_nothing_was_written_and_how_to_write_the_oth
     assert r.returncode == 0
 
 
+def test_a_sessions_bad_line_says_nothing_was_written_and_that_skip_writes_the_rest(tmp_path):
+    """A session file (one message a line) with a bad line stopped the run with the line's error alone, where the
+    README promises "nothing written" and what --on-error skip writes: the session without that line."""
+    src = SAMPLES / "long_session.jsonl"
+    lines = src.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "s.jsonl"
+    bad.write_bytes(b"".join(lines[:2]) + b"{bad\n" + b"".join(lines[2:6]))
+    out = tmp_path / "o.jsonl"
+    r = cli("repair", str(bad), "-o", str(out))
+    err = r.stderr.decode()
+    assert r.returncode == Exit.DATA and not out.exists(), err
+    assert f"{bad}:3: invalid JSON" in err and "nothing written: --on-error skip leaves the line out, writes the rest" in err, err
+    r = cli("repair", str(bad), "-o", str(out), "--on-error", "skip")
+    assert r.returncode == 0 and out.read_bytes().startswith(b"".join(lines[:4])) and b"{bad" not in out.read_bytes()
+    first = tmp_path / "a.jsonl"  # another input read before it: skip writes the others too
+    first.write_bytes(b"".join(lines[:4]))
+    r = cli("repair", str(first), str(bad), "-o", f"{tmp_path}/d/")
+    assert r.returncode == Exit.DATA and "nothing written: --on-error skip writes the others" in r.stderr.decode()
+
+
 def _busy_dataset(path) -> None:
     """~20 MB of distinct tool outputs (20 sessions, written 15 times over): two worker processes take a few seconds
     to compact it, so a signal finds them in the middle of batches."""

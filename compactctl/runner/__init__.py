@@ -8,6 +8,7 @@ engines.py runs the work on them, sinks.py writes the outputs, base.py holds wha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -48,12 +49,20 @@ def _progress(items: Iterable[Item], quiet: bool, desc: str) -> Iterable[Item]:
     return tqdm(items, desc=desc, unit=" transcripts", file=sys.stderr, leave=False)
 
 
+_WHILE_READING = "_compactctl_while_reading"  # set on a data error the reader raised (a bad line), not the work
+
+
 def _counted(items: Iterable[Item], seqs: list[int], on_start: Callable[[], None] | None) -> Iterator[Item]:
-    for item in items:
-        if not seqs and on_start is not None:
-            on_start()
-        seqs.append(item[0])
-        yield item
+    try:
+        for item in items:
+            if not seqs and on_start is not None:
+                on_start()
+            seqs.append(item[0])
+            yield item
+    except CompactError as e:
+        with contextlib.suppress(Exception):
+            setattr(e, _WHILE_READING, True)
+        raise
 
 
 def _flow(work: Callable[[Transcript], Result], job: Any, items: Iterable[Item], ctx: _Ctx, io: IOOptions) -> Iterator:
@@ -68,10 +77,16 @@ def _flow(work: Callable[[Transcript], Result], job: Any, items: Iterable[Item],
 
 
 def _say_nothing_written(e: Exception, io: IOOptions, read: int) -> None:
-    """A record's data error that stopped a run of several transcripts (from a worker process it is a CompactError
-    with that exit code) says that nothing was written and how to write the others."""
-    if isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail" and read > 1:
+    """A data error that stopped the run (from a worker process it is a CompactError with that exit code) says that
+    nothing was written and what --on-error skip would write: the other transcripts, or the rest of a session whose
+    line it is (a bad line is met while its transcript is read, before it counts as read)."""
+    if not (isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail"):
+        return
+    reading = getattr(e, _WHILE_READING, False)
+    if read - (0 if reading else 1) > 0:  # transcripts other than the one that failed
         e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
+    elif reading:  # the bad line of a session, or a dataset's first record
+        e.args = (f"{e} -- nothing written: --on-error skip leaves the line out, writes the rest and reports it",)
 
 
 def _described(e: SharedSession, files: list[str], io: IOOptions) -> SharedSession:

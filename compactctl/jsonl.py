@@ -131,7 +131,7 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
         ) from None
     except json.JSONDecodeError as e:
         body = text.strip()  # (a line that opens no object or array, `x`, is not one cut short)
-        ends_early = body[:1] in ("{", "[") and (e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1)
+        ends_early = body[:1] in ("{", "[") and _cut_short(text, e)
         what = (
             f"truncated JSON (the line ends early: {e.msg})"
             if ends_early
@@ -148,6 +148,35 @@ def parse_record(raw: bytes, source: str, lineno: int, warn: Warn = _no_warn) ->
         return value, orjson.dumps(value)
     except TypeError:  # an integer beyond 64 bits: exact in the line, the nearest float in the value (as orjson reads it)
         return _nearest(value), json.dumps(value, ensure_ascii=False).encode()
+
+
+# What completes a token the end of a line cut short: a literal's first letters, a number's sign, dot or exponent,
+# a \\u escape's first hex digits (json's error stands at the token, or at what its number part could not take).
+_TOKEN_REST = {w[:k]: w[k:] for w in ("true", "false", "null") for k in range(1, len(w))}
+_TOKEN_REST.update({"-": "0", ".": "0", "e": "0", "E": "0", "e+": "0", "e-": "0", "E+": "0", "E-": "0"})
+_ESCAPE_CUT = re.compile(r"u[0-9a-fA-F]{0,3}")
+
+
+def _cut_short(text: str, e: json.JSONDecodeError) -> bool:
+    """Whether `text`, which json failed on with `e`, is JSON cut short: its error is at its end, or at a token its end
+    cuts (`tr`, `1.`, `1e+`, `-`, `\\u12`), which completed moves the error to the end. Not a line with one character
+    too many (`{...}}`) or a trailing comma (`{"a": 1,}`): they were "truncated JSON (the line ends early: Extra data)"."""
+    end = len(text.rstrip())
+    if e.msg.startswith("Unterminated") or e.pos >= end:
+        return True
+    rest = text[e.pos :]
+    fill = _TOKEN_REST.get(rest)
+    if fill is None and _ESCAPE_CUT.fullmatch(rest):
+        fill = "0" * (5 - len(rest)) + '"'  # (and the string closed: json wants a character after the escape)
+    if fill is None:
+        return False
+    try:
+        json.loads(text + fill)
+    except json.JSONDecodeError as again:
+        return again.msg.startswith("Unterminated") or again.pos >= len(text + fill)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 class _NonFinite(ValueError):

@@ -241,3 +241,124 @@ def test_a_json_document_over_the_line_limit_is_refused_naming_the_file(tmp_path
     )
     r = cli("repair", "--on-error", "skip", str(cut), env=env)
     assert r.returncode == 0 and len(read_jsonl(r.stdout)) == 3 and f"{cut}:1: truncated JSON" in r.stderr.decode(), r.stderr
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        (b'{"role":"user","content":"hi"}}', "invalid JSON: Extra data at column 31"),
+        (b'{"role":"user","content":"hi",}', "invalid JSON: Expecting property name enclosed in double quotes at column 31"),
+        (b'{"role":"user","content":"hi","n":1.5.}', "invalid JSON: Expecting ',' delimiter at column 38"),
+        (b'{"role":"user","content":"hi","ok":t}', "invalid JSON: Expecting value at column 36"),
+        (b'{"role":"user","content":"hi","ok":tr', "truncated JSON"),
+        (b'{"role":"user","content":"hi","ok":nul', "truncated JSON"),
+        (b'{"role":"user","content":"hi","ok":f', "truncated JSON"),
+        (b'{"role":"user","content":"hi","n":-', "truncated JSON"),
+        (b'{"role":"user","content":"hi","n":1.', "truncated JSON"),
+        (b'{"role":"user","content":"hi","n":1e+', "truncated JSON"),
+        (b'{"role":"user","content":"hi \\u00', "truncated JSON"),
+        (b'{"role":"user","content":"hi","n":1', "truncated JSON"),
+    ],
+    ids=[
+        "one-brace-too-many",
+        "trailing-comma",
+        "two-dots",
+        "bad-literal",
+        "in-true",
+        "in-null",
+        "in-false",
+        "at-sign",
+        "at-dot",
+        "in-exponent",
+        "in-escape",
+        "after-number",
+    ],
+)
+def test_a_line_cut_short_is_told_from_one_that_is_wrong(tmp_path, line, said):
+    """A line a crash cut (in a literal, a number, an escape) is "truncated JSON"; a line with one character too many
+    or a trailing comma is invalid JSON at its column. They were told apart by where json's error stood (the last
+    character or after): `{...}}` was "truncated JSON (the line ends early: Extra data)", `"ok":tr` invalid JSON."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD + line + b"\n")
+    r = cli("repair", str(src))
+    err = r.stderr.decode()
+    assert r.returncode == 3 and r.stdout == b"", err
+    assert f"{src}:3: {said}" in err, err
+    assert ("truncated" in err) == said.startswith("truncated"), err
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "nan", "inf", ""])
+def test_a_line_limit_that_is_not_a_size_is_a_usage_error(tmp_path, value):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD)
+    r = cli("repair", str(src), env={"COMPACTCTL_MAX_LINE_MB": value})
+    assert r.returncode == 2 and r.stdout == b"", r.stderr
+    assert f"$COMPACTCTL_MAX_LINE_MB must be a number of megabytes (0: no limit), got {value!r}" in r.stderr.decode()
+
+
+def test_a_directory_contributes_only_its_transcript_files(tmp_path):
+    """Notes, a README or a folder whose name ends in .jsonl beside the transcripts are not inputs."""
+    d = tmp_path / "dir"
+    (d / "old.jsonl").mkdir(parents=True)  # a folder: its files are read, not it
+    (d / "a.jsonl").write_bytes(GOOD)
+    (d / "old.jsonl" / "b.json").write_bytes(b"[" + GOOD.strip().replace(b"\n", b",") + b"]")
+    (d / "notes.txt").write_bytes(b"not json\n")
+    (d / "README.md").write_bytes(b"# transcripts\n")
+    r = cli("repair", str(d))
+    assert r.returncode == 0, r.stderr
+    assert [rec["source"].removeprefix(str(d) + "/") for rec in read_jsonl(r.stdout)] == ["a.jsonl", "old.jsonl/b.json"]
+
+
+def _parsed(line: bytes):
+    from compactctl.jsonl import parse_record
+
+    said: list[str] = []
+    value, raw = parse_record(line, "f.jsonl", 7, said.append)
+    return value, raw, said
+
+
+def test_valid_json_orjson_refuses_is_kept_as_written_without_a_surrogate_warning():
+    """Nesting deeper than orjson reads (1,024 levels) is valid JSON: where json reads it (Python 3.12's json takes
+    deeper nesting than 3.11's recursion limit of 1,000 lets it: raised here), kept as written, and no "lone
+    surrogate" warning (there is none: an escaped pair is one character)."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(5000)
+    deep = b'{"role": "user", "content": "hi \\u00e9 \\ud83d\\ude00", "x": ' + b"[" * 1100 + b"]" * 1100 + b"}"
+    try:
+        value, raw, said = _parsed(deep)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (value["content"], raw, said) == ("hi \u00e9 \U0001f600", deep, [])
+
+
+def test_lone_surrogates_are_replaced_wherever_they_stand():
+    """In a list (content parts), in a key, at either end of the surrogate range (U+D800, U+DFFF): replaced by U+FFFD,
+    with one warning naming file and line, and the bytes written back encode."""
+    line = b'{"role": "user", "content": [{"type": "text", "text": "a \\udfff"}, "b \\ud800"], "k\\udbff": ["\\udc00"]}'
+    value, raw, said = _parsed(line)
+    assert value == {"role": "user", "content": [{"type": "text", "text": "a \ufffd"}, "b \ufffd"], "k\ufffd": ["\ufffd"]}
+    assert orjson.loads(raw) == value
+    assert said == ["f.jsonl:7: lone UTF-16 surrogate replaced by U+FFFD"]
+
+
+def test_integers_beside_a_surrogate_are_read_as_orjson_reads_them():
+    """A record with a lone surrogate and an integer beyond 64 bits: the line keeps each integer exact, the value holds
+    what orjson reads from it (an integer within its range, the nearest float beyond), as for any other record."""
+    ints = [-(2**63) - 1, -(2**63), -5, 0, 7, 2**63, 2**64 - 1, 2**64]
+    body = b'{"role": "user", "content": "x", "n": [' + ", ".join(map(str, ints)).encode() + b"]"
+    value, raw, said = _parsed(body + b', "s": "\\ud800"}')
+    want = orjson.loads(body + b', "s": "\\ufffd"}')
+    assert [type(v) for v in value["n"]] == [type(v) for v in want["n"]] == [float, int, int, int, int, int, int, float]
+    assert value == want and said
+    assert orjson.loads(raw.replace(b"18446744073709551616", b"0").replace(b"-9223372036854775809", b"0"))["s"] == "\ufffd"
+    assert b"18446744073709551616" in raw and b"-9223372036854775809" in raw  # exact in the line
+
+
+def test_an_integer_no_float_holds_is_named_in_the_error(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD + b'{"role":"user","content":"hi","n":-' + b"1234567890" * 40 + b"}\n")
+    r = cli("repair", str(src))
+    assert r.returncode == 3, r.stderr
+    assert f"{src}:3: invalid JSON: the number -12345678901... (400 digits) is not finite" in r.stderr.decode(), r.stderr

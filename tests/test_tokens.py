@@ -454,3 +454,175 @@ def test_prepare_builds_the_encoder_only_for_a_counter_that_would_build_it_first
     approx.expect(4 * tokens.FAST_CHARS)
     approx.prepare()
     assert approx._encoder is None
+
+
+# --- what the token counter's callers rely on: counts that add up, bounds that hold -----------------------------
+
+RUN_PARTS = [
+    ["src/app.py", " ", "tests/test_app.py", "\n", "README.md"],
+    ["line one", "\n", "line two", " and more", "\n\n", "x"],
+    ["read 3 files:", " a.py", " b.py", " c.py"],
+    ["naïve", " café", " — done ✓", "\n", "日本語のテキスト"],
+    ["12", " 34", " 56", "\n78"],
+    ["", "x", " ", "", "y"],
+    ["a", "b", "c"],
+    ["w0", " w1", " w2", " w3", " w4", " w5"],
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_text_from_counts_the_joined_text(name, reference):
+    """A prune digest is counted from its parts, run by run: the runs add up to tiktoken's count of the whole text,
+    counted once or again (memoized), and a text counted whole after gives the same."""
+    from compactctl import tokens
+
+    enc = reference(name)
+    for parts in RUN_PARTS:
+        s = "".join(parts)
+        want = len(enc.encode_ordinary(s))
+        c = tokens.Counter(name)
+        assert c.text_from(s, parts) == want, parts
+        assert c.text_from(s, parts) == want and c.text(s) == want, parts
+        other = tokens.Counter(name)
+        other.text_from(s + " tail", [*parts, " tail"])  # its runs memoized, not the text
+        assert other.text_from(s, parts) == want, parts
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_runs_over_is_sure_only_past_the_limit(name, reference):
+    """runs_over(parts, most) is True when the runs before the last one already count more than `most` (so the text
+    does), False at or under it: never True for a text that fits."""
+    from compactctl import tokens
+
+    enc = reference(name)
+    parts = ["w0", " w1", " w2", " w3", " w4", " w5"]  # one run each (a letter or digit, then a space)
+    leading = len(enc.encode_ordinary("".join(parts[:-1])))
+    whole = len(enc.encode_ordinary("".join(parts)))
+    c = tokens.Counter(name)
+    assert c.runs_over(parts, leading - 1) is True
+    assert c.runs_over(parts, leading) is False
+    assert c.runs_over(parts, whole) is False
+    assert c.runs_over(iter(parts), 0) is True  # (read as an iterator, as prune passes a chain)
+    approx = tokens.Counter(name, approx=True)  # a quarter of the characters, rounded up
+    chars = sum(map(len, parts))
+    assert approx.runs_over(parts, (chars - 1) // 4) is True
+    assert approx.runs_over(parts, (chars + 3) // 4) is False
+    assert approx.runs_over(["x" * 8], 2) is False and approx.runs_over(["x" * 8, "y"], 2) is True
+
+
+def test_the_run_memo_is_bounded_and_holds_a_long_digest_tried_again(monkeypatch):
+    """The run memo holds RUNS_MAX runs, or twice those of the longest text tried (a digest counted at several sizes
+    finds its runs the third time), and shed_runs gives that room back."""
+    from compactctl import tokens
+
+    monkeypatch.setattr(tokens, "RUNS_MAX", 64)
+    c = tokens.Counter("o200k_base")
+    for k in range(10):  # 300 distinct short runs, in texts of 30
+        parts = [f"a{k}x{i}" if i == 0 else f" a{k}x{i}" for i in range(30)]
+        c.text_from("".join(parts), parts)
+        assert len(c._runs) <= 64
+    long = ["n0"] + [f" n{i}" for i in range(1, 100)]  # 100 runs: more than the memo's 64
+    counted: list[str] = []
+    real = c._count
+    monkeypatch.setattr(c, "_count", lambda s: counted.append(s) or real(s))
+    for _ in range(3):
+        counted.clear()
+        assert c.runs_over(long, 10**6) is False
+    assert counted == []  # the third try counted nothing again
+    assert len(c._runs) <= 200
+    c.shed_runs()
+    assert len(c._runs) <= 64 and c._runs_max == 64
+
+
+def test_message_costs_of_a_name_no_content_and_a_value_part():
+    from compactctl.model import ToolCall
+
+    c = make_counter("gpt-4o")
+    call = ToolCall("1", "terminal", '{"command":"ls"}')
+    per_call = c.text("terminal") + c.text('{"command":"ls"}') + 3
+    assert c.message(Message(role="assistant", content=None, tool_calls=[call])) == MESSAGE_OVERHEAD + per_call
+    assert c.message(Message(role="user", content="hi there", name="alice")) == MESSAGE_OVERHEAD + c.text("hi there") + 1
+    assert c.message(Message(role="user", content=[{"type": "text", "value": "hi there"}])) == MESSAGE_OVERHEAD + c.text("hi there")
+    assert c.message(Message(role="user", content=[{"type": "text", "text": "a", "value": "not counted"}])) == MESSAGE_OVERHEAD + 1
+
+
+def test_message_upper_and_bound_hold_for_every_message():
+    """message_upper is never under the count (prune trusts it to skip counting), message_bound never over it, and
+    exact whenever it does not reach `need`."""
+    from compactctl.model import ToolCall
+
+    c = make_counter("gpt-4o")
+    long = "\n".join(f"line {i}: value={i * 7} ok" for i in range(600))
+    msgs = [
+        Message(role="user", content=""),
+        Message(role="assistant", content=None, tool_calls=[ToolCall("1", "t", "")]),
+        Message(role="user", content="hi", name="bob"),
+        Message(role="tool", content=[{"type": "tool_result", "content": [{"type": "text", "text": "naïve — ✓ 日本"}]}]),
+        Message(role="assistant", content=[{"type": "thinking", "thinking": "hmm"}, {"type": "image_url", "image_url": {"url": "x"}}]),
+        Message(role="assistant", content=long, reasoning="why", tool_calls=[ToolCall("2", "terminal", long)]),
+    ]
+    for m in msgs:
+        n = c.message(m)
+        assert n <= c.message_upper(m), m
+        assert c.message_bound(m, n + 1) == n, m
+        assert c.message_bound(m, 10) >= min(n, 10), m
+    assert c.message_upper(Message(role="user", content="")) == MESSAGE_OVERHEAD == c.message(Message(role="user", content=""))
+
+
+def test_text_bound_is_exact_or_reaches_need_reading_a_prefix(reference):
+    """text_bound(s, need): 0 for no need; the exact count of a short text, or of a long one whose count does not reach
+    `need`; else at least `need` from a prefix (a long output is not counted whole to decide it is over)."""
+    enc = reference("o200k_base")
+    long = "\n".join(f"line {i}: value={i * 7} ok" for i in range(3000))
+    full = len(enc.encode_ordinary(long))
+    c = make_counter("gpt-4o")
+    assert c.text_bound(long, 0) == 0 and c.text_bound("hi", -5) == 0
+    assert c.text_bound("a short text", 1) == len(enc.encode_ordinary("a short text"))
+    assert make_counter("gpt-4o").text_bound(long, full + 10) == full
+    assert make_counter("gpt-4o").text_bound(long, full) == full
+    b = make_counter("gpt-4o").text_bound(long, 100)
+    assert 100 <= b < full // 10
+    approx = make_counter("gpt-4o", tokenizer="approx")
+    assert approx.text_bound(long, 100) == (len(long) + 3) // 4 and approx._fast is None
+
+
+def test_an_exact_counter_checks_its_encoding_at_once_and_an_approximate_one_needs_no_ranks(tmp_path, monkeypatch):
+    """An unknown encoding or a missing rank file fails when the counter is made (not mid-run, after output was
+    written); --tokenizer approx needs no rank file at all."""
+    from compactctl.errors import UsageError
+
+    tokens = _fresh_tables(monkeypatch, tmp_path)
+    with pytest.raises(UsageError, match="unknown encoding 'o100k_base'"):
+        tokens.Counter("o100k_base")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("COMPACTCTL_BPE_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("COMPACTCTL_RANK_CACHE", str(tmp_path / "no-cache"))
+    with pytest.raises(UsageError, match="has no o200k_base.tiktoken"):
+        tokens.Counter("o200k_base")
+    approx = tokens.Counter("o200k_base", approx=True)
+    assert approx.text("abcdefgh") == 2 and approx.message(Message(role="user", content="abcd")) == MESSAGE_OVERHEAD + 1
+
+
+def test_context_windows_are_the_published_ones():
+    """The window a model name gets without --context-window: the vendor's figure for the longest known prefix
+    (gpt-4o-mini is not gpt-4o's, gpt-4-turbo not gpt-4's), any case; None for an unknown model."""
+    from compactctl.tokens import context_window_for
+
+    published = {
+        "gpt-5": 400_000,
+        "gpt-5-mini": 400_000,
+        "gpt-4.1-2025-04-14": 1_047_576,
+        "GPT-4o": 128_000,
+        "gpt-4o-mini": 128_000,
+        "o1-preview": 200_000,
+        "o3": 200_000,
+        "o4-mini-high": 200_000,
+        "gpt-4-turbo-2024-04-09": 128_000,
+        "gpt-4-0613": 8_192,
+        "gpt-3.5-turbo-0125": 16_385,
+        "claude-sonnet-4-5": 200_000,
+        "llama-3.1-70b": 128_000,
+        "qwen2.5-coder": 32_768,
+    }
+    assert {m: context_window_for(m) for m in published} == published
+    assert context_window_for("mistral-large") is None and context_window_for("") is None

@@ -65,14 +65,31 @@ def test_whitespace_only_last_user_turn_does_not_hide_the_real_ask():
     assert t.messages[i].text() == "Thanks. Now update the changelog."
 
 
-def test_full_disk_is_a_clean_error(tmp_path):
-    f = write_jsonl(tmp_path / "s.jsonl", tool_session(3, 100))
+def _full_device(tmp_path) -> str:
+    """A full device to write to: as root, a /dev/full of the test's own (a fault that renames an output over its
+    target, as a mutant of jsonl.Output does, then replaces that node, not /dev/full for the whole machine: a
+    mutation run did); otherwise /dev/full itself, which no such rename can replace."""
+    import stat
+
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
-    with open("/dev/full", "wb") as full:
+    if os.geteuid() != 0:
+        return "/dev/full"
+    own = tmp_path / "full"
+    try:
+        os.mknod(own, 0o666 | stat.S_IFCHR, os.stat("/dev/full").st_rdev)
+    except OSError:
+        pytest.skip("cannot make a full device of the test's own")
+    return str(own)
+
+
+def test_full_disk_is_a_clean_error(tmp_path):
+    f = write_jsonl(tmp_path / "s.jsonl", tool_session(3, 100))
+    full_path = _full_device(tmp_path)
+    with open(full_path, "wb") as full:
         p = subprocess.run([sys.executable, "-m", "compactctl", "repair", str(f)], stdout=full, stderr=subprocess.PIPE)
     assert p.returncode != 0 and b"Traceback" not in p.stderr and b"No space left" in p.stderr
-    p = cli("repair", str(f), "-o", "/dev/full")
+    p = cli("repair", str(f), "-o", full_path)
     assert p.returncode != 0 and b"Traceback" not in p.stderr and b"No space left" in p.stderr
 
 

@@ -172,10 +172,8 @@ def _cut_short(text: str, e: json.JSONDecodeError) -> bool:
         return False
     try:
         json.loads(text + fill)
-    except json.JSONDecodeError as again:
+    except json.JSONDecodeError as again:  # (always: the line opens an object or array that no token closes)
         return again.msg.startswith("Unterminated") or again.pos >= len(text + fill)
-    except (ValueError, RecursionError):
-        return False
     return True
 
 

@@ -347,13 +347,14 @@ def test_integers_beside_a_surrogate_are_read_as_orjson_reads_them():
     """A record with a lone surrogate and an integer beyond 64 bits: the line keeps each integer exact, the value holds
     what orjson reads from it (an integer within its range, the nearest float beyond), as for any other record."""
     ints = [-(2**63) - 1, -(2**63), -5, 0, 7, 2**63, 2**64 - 1, 2**64]
-    body = b'{"role": "user", "content": "x", "n": [' + ", ".join(map(str, ints)).encode() + b"]"
+    body = b'{"role": "user", "content": "caf\xc3\xa9", "n": [' + ", ".join(map(str, ints)).encode() + b"]"
     value, raw, said = _parsed(body + b', "s": "\\ud800"}')
     want = orjson.loads(body + b', "s": "\\ufffd"}')
     assert [type(v) for v in value["n"]] == [type(v) for v in want["n"]] == [float, int, int, int, int, int, int, float]
     assert value == want and said
     assert orjson.loads(raw.replace(b"18446744073709551616", b"0").replace(b"-9223372036854775809", b"0"))["s"] == "\ufffd"
     assert b"18446744073709551616" in raw and b"-9223372036854775809" in raw  # exact in the line
+    assert '"café"'.encode() in raw  # UTF-8, as orjson writes every other line (not an escape)
 
 
 def test_an_integer_no_float_holds_is_named_in_the_error(tmp_path):

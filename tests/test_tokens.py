@@ -145,8 +145,12 @@ def test_message_cost_counts_what_is_sent():
 
 
 def _fresh_tables(monkeypatch, cache_home):
+    """Rank tables opened anew from a cache under `cache_home` (as $XDG_CACHE_HOME): not the session's cache that
+    conftest names in $COMPACTCTL_RANK_CACHE (which overrides it: these tests damaged that one, and the folder they
+    checked was the one pytest had made, not the one compactctl makes), nor the user's."""
     from compactctl import tokens
 
+    monkeypatch.delenv("COMPACTCTL_RANK_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
     monkeypatch.setattr(tokens, "_tables", {})
     return tokens
@@ -544,6 +548,12 @@ def test_message_costs_of_a_name_no_content_and_a_value_part():
     assert c.message(Message(role="user", content="hi there", name="alice")) == MESSAGE_OVERHEAD + c.text("hi there") + 1
     assert c.message(Message(role="user", content=[{"type": "text", "value": "hi there"}])) == MESSAGE_OVERHEAD + c.text("hi there")
     assert c.message(Message(role="user", content=[{"type": "text", "text": "a", "value": "not counted"}])) == MESSAGE_OVERHEAD + 1
+    results = [  # an Anthropic tool result's content: a string, or parts (text, an image)
+        {"type": "tool_result", "tool_use_id": "1", "content": "hi there"},
+        {"type": "tool_result", "tool_use_id": "2", "content": [{"type": "text", "text": "hi there"}, {"type": "image", "source": {}}]},
+    ]
+    want = MESSAGE_OVERHEAD + 2 * c.text("hi there") + IMAGE_TOKENS
+    assert c.message(Message(role="user", content=results)) == want
 
 
 def test_message_upper_and_bound_hold_for_every_message():
@@ -626,3 +636,15 @@ def test_context_windows_are_the_published_ones():
     }
     assert {m: context_window_for(m) for m in published} == published
     assert context_window_for("mistral-large") is None and context_window_for("") is None
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_marks_and_numbers_of_any_script_are_counted_without_tiktoken(name, reference):
+    """Combining marks (a decomposed é, Devanagari's vowel signs) and numbers that are not ASCII digits (², ½, Ⅻ, १२३)
+    have settled classes: the pure-Python counter counts them, as tiktoken does, with no encoder to build."""
+    from compactctl import ranks, tokens
+
+    fast = ranks.FastCounter(name, tokens.rank_table(name))
+    enc = reference(name)
+    for s in ["cafe\u0301 re\u0301sume\u0301", "हिन्दी में लिखा १२३", "x² + ½ = ³", "Ⅻ chapter", "ا\u064b ب\u0650"]:
+        assert fast.count(s) == len(enc.encode_ordinary(s)), s

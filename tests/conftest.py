@@ -57,6 +57,25 @@ def read_jsonl(data: bytes) -> list:
     return [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
 
 
+def own_device(tmp_path: Path, device: str) -> str:
+    """A device to write to (/dev/full, /dev/null): as root, a node of the test's own with the device's number in
+    `tmp_path` (a fault that renames an output over its target, as a mutant of jsonl.Output does, then replaces that
+    node, not the machine's device: a mutation run replaced /dev/full); otherwise the device itself, which no rename
+    can replace."""
+    import stat
+
+    if not os.path.exists(device):
+        pytest.skip(f"no {device}")
+    if os.geteuid() != 0:
+        return device
+    own = tmp_path / os.path.basename(device)
+    try:
+        os.mknod(own, 0o666 | stat.S_IFCHR, os.stat(device).st_rdev)
+    except OSError:
+        pytest.skip(f"cannot make a {device} of the test's own")
+    return str(own)
+
+
 def refuse_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any attempt to open a connection fails (until `monkeypatch` is undone)."""
 

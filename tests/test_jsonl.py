@@ -7,7 +7,7 @@ import os
 import orjson
 import pytest
 
-from .conftest import cli, read_jsonl, tool_session
+from .conftest import cli, own_device, read_jsonl, tool_session
 
 GOOD = b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"hello"}\n'
 
@@ -363,3 +363,43 @@ def test_an_integer_no_float_holds_is_named_in_the_error(tmp_path):
     r = cli("repair", str(src))
     assert r.returncode == 3, r.stderr
     assert f"{src}:3: invalid JSON: the number -12345678901... (400 digits) is not finite" in r.stderr.decode(), r.stderr
+
+
+def test_a_device_side_file_gets_its_lines_and_stdout_only_the_records(tmp_path):
+    """--rejects to a device (/dev/null, or one of the test's own) is written there, spooled and copied once: not to
+    standard output among the records, and the device stays a device."""
+    import stat
+
+    null = own_device(tmp_path, "/dev/null")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD + b"not json\n")
+    r = cli("repair", str(src), "--on-error", "skip", "--rejects", null)
+    assert r.returncode == 0 and r.stdout == GOOD, r.stderr
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+
+
+def test_an_output_whose_folder_cannot_be_written_is_named_with_the_reason(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(GOOD)
+    out = tmp_path / "no-such-folder" / "out.jsonl"
+    r = cli("repair", str(src), "-o", str(out))
+    assert r.returncode == 4 and r.stdout == b""
+    assert f"compactctl: error: {out}: cannot write here (No such file or directory)" in r.stderr.decode(), r.stderr
+
+
+def test_an_unspooled_output_on_stdout_streams(monkeypatch):
+    """With --on-error skip, records go to standard output as they come (a pipe's next stage starts at once; what was
+    written before a fatal error stays written): Output(None, spool=False) writes through, not at commit."""
+    import io
+    import sys
+
+    from compactctl.jsonl import Output
+
+    fake = io.TextIOWrapper(io.BytesIO())
+    monkeypatch.setattr(sys, "stdout", fake)
+    out = Output(None, spool=False)
+    assert out.streams
+    out.write(b"first\n")
+    assert fake.buffer.getvalue() == b"first\n"
+    out.commit()
+    assert fake.buffer.getvalue() == b"first\n"

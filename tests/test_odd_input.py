@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ from compactctl import api
 from compactctl.formats.openai import message_from_dict
 from compactctl.model import Transcript, last_user_index
 
-from .conftest import CORPUS, ROOT, SAMPLES, cli, tool_session, write_jsonl
+from .conftest import CORPUS, ROOT, SAMPLES, cli, own_device, tool_session, write_jsonl
 from .validator import validate, validate_anthropic
 
 
@@ -65,32 +64,15 @@ def test_whitespace_only_last_user_turn_does_not_hide_the_real_ask():
     assert t.messages[i].text() == "Thanks. Now update the changelog."
 
 
-def _full_device(tmp_path) -> str:
-    """A full device to write to: as root, a /dev/full of the test's own (a fault that renames an output over its
-    target, as a mutant of jsonl.Output does, then replaces that node, not /dev/full for the whole machine: a
-    mutation run did); otherwise /dev/full itself, which no such rename can replace."""
-    import stat
-
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
-    if os.geteuid() != 0:
-        return "/dev/full"
-    own = tmp_path / "full"
-    try:
-        os.mknod(own, 0o666 | stat.S_IFCHR, os.stat("/dev/full").st_rdev)
-    except OSError:
-        pytest.skip("cannot make a full device of the test's own")
-    return str(own)
-
-
 def test_full_disk_is_a_clean_error(tmp_path):
     f = write_jsonl(tmp_path / "s.jsonl", tool_session(3, 100))
-    full_path = _full_device(tmp_path)
+    full_path = own_device(tmp_path, "/dev/full")
     with open(full_path, "wb") as full:
         p = subprocess.run([sys.executable, "-m", "compactctl", "repair", str(f)], stdout=full, stderr=subprocess.PIPE)
     assert p.returncode != 0 and b"Traceback" not in p.stderr and b"No space left" in p.stderr
     p = cli("repair", str(f), "-o", full_path)
-    assert p.returncode != 0 and b"Traceback" not in p.stderr and b"No space left" in p.stderr
+    assert p.returncode == 4 and b"Traceback" not in p.stderr
+    assert f"compactctl: error: {full_path}: No space left on device" in p.stderr.decode(), p.stderr
 
 
 def test_huge_single_line_is_refused_clearly_with_a_limit(tmp_path):

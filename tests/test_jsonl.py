@@ -20,6 +20,9 @@ BAD_CASES = {
     # a UTF-16 file (Windows PowerShell's `>` writes one) was "invalid UTF-8 at byte 0", not what to do about it
     "utf-16": (GOOD.decode().encode("utf-16-le").join([b"\xff\xfe", b""]), 1, "the file is UTF-16 (it starts with its byte-order mark)"),
     "utf-16-be": (b"\xfe\xff" + GOOD.decode().encode("utf-16-be"), 1, "iconv -f UTF-16 -t UTF-8"),
+    # only a first line that starts with UTF-16's byte-order mark is named as UTF-16
+    "invalid-utf8-first-line": (b'{"role":"user","content":"\xff"}\n' + GOOD, 1, "invalid UTF-8 at byte 26"),
+    "utf-16-bom-on-a-later-line": (GOOD + b'\xff\xfe{"role":"user","content":"x"}\n', 3, "invalid UTF-8 at byte 0"),
     "non-object": (GOOD + b"[1, 2]\n", 3, "expected a JSON object"),
     "unknown-role": (GOOD + b'{"role":"wizard","content":"x"}\n', 3, "unknown role 'wizard'"),
     "no-role": (GOOD + b'{"content":"x"}\n', 3, "no role"),
@@ -385,6 +388,12 @@ def test_an_output_whose_folder_cannot_be_written_is_named_with_the_reason(tmp_p
     r = cli("repair", str(src), "-o", str(out))
     assert r.returncode == 4 and r.stdout == b""
     assert f"compactctl: error: {out}: cannot write here (No such file or directory)" in r.stderr.decode(), r.stderr
+    from compactctl.errors import IOFailure
+    from compactctl.jsonl import Output
+
+    with pytest.raises(IOFailure) as e:  # a side file's output (repair -o FILE above is a journaled part file)
+        Output(str(out))
+    assert str(e.value) == f"{out}: cannot write here (No such file or directory)"
 
 
 def test_an_unspooled_output_on_stdout_streams(monkeypatch):

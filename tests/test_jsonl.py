@@ -412,3 +412,25 @@ def test_an_unspooled_output_on_stdout_streams(monkeypatch):
     assert fake.buffer.getvalue() == b"first\n"
     out.commit()
     assert fake.buffer.getvalue() == b"first\n"
+
+
+def test_an_open_descriptor_is_known_by_any_of_its_names(tmp_path):
+    """/dev/fd/N, /proc/self/fd/N and /dev/stdout (a link to one) name an open file of this process: written in place,
+    through the descriptor (never a part file renamed over the name); a regular file, or a link to one, is not."""
+    from compactctl.jsonl import descriptor, in_place
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    assert descriptor("/dev/fd/5") == 5 and descriptor("/proc/self/fd/12") == 12
+    if os.path.islink("/dev/stdout"):
+        assert descriptor("/dev/stdout") == 1 and descriptor("/dev/stderr") == 2
+    link = tmp_path / "out"
+    link.symlink_to("/proc/self/fd/7")
+    assert descriptor(str(link)) == 7
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(GOOD)
+    (tmp_path / "to-plain").symlink_to(plain)
+    assert descriptor(str(plain)) is None and descriptor(str(tmp_path / "to-plain")) is None
+    assert not in_place(str(plain)) and not in_place(str(tmp_path / "new.jsonl"))
+    with open(plain, "rb") as f:
+        assert in_place(f"/dev/fd/{f.fileno()}")

@@ -594,6 +594,8 @@ def test_text_bound_is_exact_or_reaches_need_reading_a_prefix(reference):
     assert 100 <= b < full // 10
     approx = make_counter("gpt-4o", tokenizer="approx")
     assert approx.text_bound(long, 100) == (len(long) + 3) // 4 and approx._fast is None
+    minified = '{"k":1,"v":[true,null],"s":"x"},' * 200  # no letter or digit a space or newline follows: no cut
+    assert make_counter("gpt-4o").text_bound(minified, 10) == len(enc.encode_ordinary(minified))
 
 
 def test_an_exact_counter_checks_its_encoding_at_once_and_an_approximate_one_needs_no_ranks(tmp_path, monkeypatch):

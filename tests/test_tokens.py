@@ -567,6 +567,7 @@ def test_message_upper_and_bound_hold_for_every_message():
         Message(role="user", content=""),
         Message(role="assistant", content=None, tool_calls=[ToolCall("1", "t", "")]),
         Message(role="user", content="hi", name="bob"),
+        Message(role="user", content="", name="bob"),  # the name's token is all the upper bound has beyond the overhead
         Message(role="tool", content=[{"type": "tool_result", "content": [{"type": "text", "text": "naïve — ✓ 日本"}]}]),
         Message(role="assistant", content=[{"type": "thinking", "thinking": "hmm"}, {"type": "image_url", "image_url": {"url": "x"}}]),
         Message(role="assistant", content=long, reasoning="why", tool_calls=[ToolCall("2", "terminal", long)]),

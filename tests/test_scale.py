@@ -18,7 +18,7 @@ import pytest
 import compactctl
 from compactctl.errors import CannotFit
 
-from .conftest import ROOT, SAMPLES, cli, read_jsonl, tool_session, write_jsonl
+from .conftest import ROOT, SAMPLES, cli, own_device, read_jsonl, tool_session, write_jsonl
 
 OPTS = ["--context-window", "6000", "--no-summaries", "--summary-min", "500", "--on-error", "skip"]
 LIB = {"context_window": 6000, "summaries": False, "summary_min": 500, "archive": True}  # as the CLI's --archive: references
@@ -361,7 +361,8 @@ def test_colliding_outputs_are_refused_before_writing(tmp_path):
         r = cli("compact", *args, "--context-window", "8000")
         assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
     assert sorted(p for p in tmp_path.rglob("*")) == before
-    assert cli("compact", a, "--context-window", "8000", "--archive", "/dev/null", "--report", "/dev/null").returncode == 0
+    null = own_device(tmp_path, "/dev/null")  # (as root, a node of its own: a fault that renames over it replaces that)
+    assert cli("compact", a, "--context-window", "8000", "--archive", null, "--report", null).returncode == 0
 
 
 def test_side_files_on_stdout_beside_the_transcripts_are_refused(tmp_path):

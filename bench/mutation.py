@@ -154,6 +154,20 @@ The forty-third session (one helper a module, --jobs 1, three runs sharing 2 cor
             over test_llm and test_llm_faults): 14 survived (+1 timeout), after the tests 5 (equivalent, a one-token
             floor of a chunk). No bug; the notes led to one in the guard (a one-word command taken as shown by a
             longer word), fixed.
+The forty-fourth session (one helper for restore's two modules, one for the counter and the reader; --jobs 1):
+- originals (restore, 276 mutants; 60, seed 1) 16 survived, after tests/test_originals.py 4 (equivalent); second
+            sample (25, seed 2) 3 -> 2; carry (95; 40, seed 1) 22, then 12 (equivalent: the closure by reference adds
+            nothing `_others` does not carry; or unreachable), second sample (20) 5, equivalent. Three bugs: parallel
+            results restored as ShareGPT answered the wrong calls (exit 0; found writing a test for a survivor), a
+            damaged archived original named "<archive>:0", a damaged index row beside an intact JSONL archive
+            written over ended in a traceback.
+- jsonl (195; 50, seed 1) 16 survived (+9 that a replaced /dev/full had "killed", see devices_mended), after the
+            tests 6, second sample (30, seed 2) 10 -> 7, equivalent or killed only outside the list; tokens (322; 50)
+            37, then 10 (equivalent, memo and size constants), second 10 -> 8; ranks (255; 40) 12 (+2 timeouts), then
+            10, equivalent, second 8, equivalent. One bug: a line cut short was told from a wrong one by where the
+            JSON error stood (`{...}}` said "truncated", a line cut inside `tru` or a `\\u00` escape said "invalid"). The
+            rank-cache tests set XDG_CACHE_HOME, which conftest's COMPACTCTL_RANK_CACHE overrides: they tested the
+            shared cache, never an unwritable folder; they use their own now.
 """
 
 from __future__ import annotations

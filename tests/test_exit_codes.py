@@ -345,9 +345,11 @@ def test_a_datasets_bad_record_says_nothing_was_written_and_how_to_write_the_oth
     assert r.returncode == 0
 
 
-def test_a_sessions_bad_line_says_nothing_was_written_and_that_skip_writes_the_rest(tmp_path):
+def test_a_sessions_bad_line_says_nothing_was_written_and_that_skip_writes_the_others(tmp_path):
     """A session file (one message a line) with a bad line stopped the run with the line's error alone, where the
-    README promises "nothing written" and what --on-error skip writes: the session without that line."""
+    README promises "nothing written" (and, when other transcripts were read, that --on-error skip writes them).
+    What skip writes of the file itself depends on it (the rest of a session; nothing of a UTF-16 file or a .json
+    document cut short): not said. `repair --check` writes nothing anyway: not said there."""
     src = SAMPLES / "long_session.jsonl"
     lines = src.read_bytes().splitlines(keepends=True)
     bad = tmp_path / "s.jsonl"
@@ -356,7 +358,13 @@ def test_a_sessions_bad_line_says_nothing_was_written_and_that_skip_writes_the_r
     r = cli("repair", str(bad), "-o", str(out))
     err = r.stderr.decode()
     assert r.returncode == Exit.DATA and not out.exists(), err
-    assert f"{bad}:3: invalid JSON" in err and "nothing written: --on-error skip leaves the line out, writes the rest" in err, err
+    assert f"{bad}:3: invalid JSON" in err and err.endswith(" -- nothing written\n"), err
+    r = cli("repair", "--check", str(bad))
+    assert r.returncode == Exit.DATA and "nothing written" not in r.stderr.decode()
+    utf16 = tmp_path / "u.jsonl"
+    utf16.write_bytes(b"".join(lines[:4]).decode().encode("utf-16"))
+    r = cli("repair", str(utf16), "-o", str(out))
+    assert r.returncode == Exit.DATA and r.stderr.decode().endswith(" -- nothing written\n"), r.stderr
     r = cli("repair", str(bad), "-o", str(out), "--on-error", "skip")
     assert r.returncode == 0 and out.read_bytes().startswith(b"".join(lines[:4])) and b"{bad" not in out.read_bytes()
     first = tmp_path / "a.jsonl"  # another input read before it: skip writes the others too

@@ -110,10 +110,7 @@ def test_a_bad_line_is_exit_3_naming_file_and_line(tmp_path, monkeypatch):
     r, loaded = real(tmp_path, "compact", str(bad), "-q")
     assert loaded == []
     assert r.returncode == Exit.DATA
-    assert r.stderr.decode() == (
-        f"compactctl: error: {bad}:2: truncated JSON (the line ends early: Expecting value)"
-        " -- nothing written: --on-error skip leaves the line out, writes the rest and reports it\n"
-    )
+    assert r.stderr.decode() == (f"compactctl: error: {bad}:2: truncated JSON (the line ends early: Expecting value) -- nothing written\n")
     ref = in_app(tmp_path, "compact", str(bad), "-q", monkeypatch=monkeypatch)
     assert (r.returncode, r.stdout, r.stderr) == (ref.returncode, ref.stdout, ref.stderr)
 

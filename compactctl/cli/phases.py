@@ -219,7 +219,7 @@ def repair(
 
     # A record written as read (passthrough) makes no report line and no archive record (one that holds a summary
     # needs one, or restore takes it for another run's): with --report or --archive, every record is repaired.
-    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check or io.report or io.archive else repair_keeps)
+    stats = run(inputs or ["-"], io, work, "repair", keeps=None if check or io.report or io.archive else repair_keeps, writes=not check)
     if check:
         bad = stats.skipped_lines + stats.rejected  # --on-error skip: not checked, in --rejects
         skipped = f" ({bad} bad record{'s' if bad != 1 else ''} skipped)" if bad else ""

@@ -78,15 +78,15 @@ def _flow(work: Callable[[Transcript], Result], job: Any, items: Iterable[Item],
 
 def _say_nothing_written(e: Exception, io: IOOptions, read: int) -> None:
     """A data error that stopped the run (from a worker process it is a CompactError with that exit code) says that
-    nothing was written and what --on-error skip would write: the other transcripts, or the rest of a session whose
-    line it is (a bad line is met while its transcript is read, before it counts as read)."""
+    nothing was written, and when other transcripts were read, that --on-error skip writes them (a bad line is met
+    while its transcript is read, before it counts as read)."""
     if not (isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail"):
         return
     reading = getattr(e, _WHILE_READING, False)
     if read - (0 if reading else 1) > 0:  # transcripts other than the one that failed
         e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
-    elif reading:  # the bad line of a session, or a dataset's first record
-        e.args = (f"{e} -- nothing written: --on-error skip leaves the line out, writes the rest and reports it",)
+    elif reading:  # what --on-error skip writes then depends on the input: the rest of a session, none of a UTF-16 file
+        e.args = (f"{e} -- nothing written",)
 
 
 def _described(e: SharedSession, files: list[str], io: IOOptions) -> SharedSession:
@@ -107,6 +107,7 @@ def run(
     keeps: Callable[[str, Any], bool] | None = None,
     check_written: bool = False,
     on_start: Callable[[], None] | None = None,
+    writes: bool = True,
 ) -> RunStats:
     """Read `inputs`, apply `work` to each transcript, write in input order.
 
@@ -116,7 +117,8 @@ def run(
     byte with no report and nothing archived (see passthrough.py): it is written as read, unbuilt.
     `check_written`: each transcript's output is read back and checked, and the rules it breaks are said.
     `on_start`: called here, once, when the first transcript is read, before any work on it (not for an input that
-    holds none, or that fails before its first)."""
+    holds none, or that fails before its first). `writes`: False for a run that writes no transcript (`repair
+    --check`), whose data error then does not say that nothing was written."""
     files = expand_inputs(inputs)
     if files == [STDIN] and not io.quiet and sys.stdin.isatty():  # `compactctl compact` typed alone: say why it waits
         warn("reading JSONL from the terminal (end with Ctrl-D); give a file or a directory, or pipe one in")
@@ -159,7 +161,8 @@ def run(
         say_notes(rejects.take_notes())  # read before the error
         say_notes(getattr(e, SAID_WITH, []))  # what the failed transcript's work said before it
         sinks.fail(interrupted=False, error=e)
-        _say_nothing_written(e, io, len(read_seqs))
+        if writes:
+            _say_nothing_written(e, io, len(read_seqs))
         raise
     except BaseException:
         say_notes(rejects.take_notes())

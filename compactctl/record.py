@@ -422,8 +422,8 @@ class Compactor:
     # -- records -------------------------------------------------------------------------------
     def run(self, record: dict | bytes | str | Transcript, phase: str = "compact") -> CompactResult:
         """One record through a phase (compact, prune, plan, summarize, repair). Never raises for a bad
-        record or "cannot fit": the status says what happened. An LLM endpoint that refuses the run (401/403, or a
-        404 for every model) raises LLMAuthError, as the CLI stops (exit 7)."""
+        record or "cannot fit": the status says what happened. An LLM endpoint that refuses the run (401/403, a spent
+        quota, or a 404 for every model) raises LLMAuthError, as the CLI stops (exit 7)."""
         try:
             if isinstance(record, Transcript):
                 t = record

@@ -130,11 +130,13 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         with reader.guard(lineno, raw):
             if "role" not in obj and "system" in obj:
                 system = _system(obj["system"], source, lineno)
-                rows.raws.append(raw)
+                if reader.rejects is not None:  # kept for --rejects alone (as_read)
+                    rows.raws.append(raw)
                 continue
             msgs += messages_from([obj], source, lineno, start=len(rows))  # errors name this line
             rows.append(obj)
-            rows.raws.append(raw)
+            if reader.rejects is not None:  # kept for --rejects alone (as_read)
+                rows.raws.append(raw)
     if rows or system is not None:
         yield Transcript(_finish(msgs, system), id=source, source=source, line=first, format=NAME, layout="session", native=rows)
 

@@ -124,5 +124,5 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 format=NAME,
                 layout="dataset",
                 metadata=meta,
-                raw=raw,  # for --rejects (as_read): the writer, OpenAI chat's, never reads it
+                raw=raw if reader.rejects is not None else None,  # for --rejects alone (as_read): the writer never reads it
             )

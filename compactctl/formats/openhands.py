@@ -199,7 +199,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                     format=NAME,
                     layout="dataset",
                     metadata=meta,
-                    raw=raw,  # for --rejects (as_read): the writer, OpenAI chat's, never reads it
+                    raw=raw if reader.rejects is not None else None,  # for --rejects alone (as_read)
                 )
         return
     events, raws = [], []
@@ -207,5 +207,6 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         with reader.guard(lineno, raw):
             check_event(obj, source, lineno)
             events.append(obj)
-            raws.append(raw)  # for --rejects (as_read): the writer, OpenAI chat's, never reads them
+            if reader.rejects is not None:  # for --rejects alone (as_read): the writer never reads them
+                raws.append(raw)
     yield Transcript(messages_from(events), id=source, source=source, line=1, format=NAME, layout="session", native=raws)

@@ -5,6 +5,7 @@ originals the archive holds."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 
 from . import formats
@@ -119,20 +120,39 @@ def _sharegpt_restored(msgs: list[Message], read_as: str, calls: dict[int, dict]
 def _answer_kept_calls(msgs: list[Message], calls: dict[int, dict]) -> None:
     """Each archived result (the input's call id) after a kept call (read back from ShareGPT: an id numbered by
     position) given the id of the call not yet answered in its turn that its archive record names (its name, and
-    its arguments where the record holds them whole): ShareGPT pairs results with calls by position only, and its
-    writer puts them in call order by id (parallel results are logged as they finish)."""
+    its arguments where the record holds them whole), and each kept result after an archived call the id of the
+    call at its position: ShareGPT pairs results with calls by position only, and its writer puts them in call
+    order by id (parallel results are logged as they finish)."""
     pending: list[ToolCall] = []
+    turn: list[ToolCall] = []
     for i, m in enumerate(msgs):
         if m.role == "assistant":
-            pending = list(m.tool_calls)
+            pending, turn = list(m.tool_calls), list(m.tool_calls)
         elif m.role == "tool" and pending:
             answered = next((c for c in pending if c.id == m.tool_call_id), None)
-            if answered is None and i in calls:
-                answered = next((c for c in pending if _is_call(c, calls[i])), None)
+            if answered is None:
+                answered = _by_record(pending, calls[i]) if i in calls else _by_position(pending, turn, m)
                 if answered is not None:
                     m.tool_call_id = answered.id
             if answered is not None:
                 pending.remove(answered)
+
+
+_READ_BACK_ID = re.compile(r"sg_\d+_(\d+)")  # the id the ShareGPT reader gives the k-th call of a turn (formats/sharegpt.py)
+
+
+def _by_record(pending: list[ToolCall], recorded: dict) -> ToolCall | None:
+    return next((c for c in pending if _is_call(c, recorded)), None)
+
+
+def _by_position(pending: list[ToolCall], turn: list[ToolCall], m: Message) -> ToolCall | None:
+    """A kept result (read back from ShareGPT: `sg_<turn>_<k>`) after an archived call (the input's ids): the k-th
+    call of the turn, which ShareGPT wrote it after, when it is still unanswered and of the result's name."""
+    mo = _READ_BACK_ID.fullmatch(m.tool_call_id or "")
+    if mo is None or int(mo[1]) >= len(turn):
+        return None
+    c = turn[int(mo[1])]
+    return c if any(c is p for p in pending) and (not m.name or m.name == c.name) else None
 
 
 def _is_call(c: ToolCall, recorded: dict) -> bool:

@@ -115,6 +115,32 @@ def test_parallel_results_restored_as_sharegpt_answer_their_own_calls(tmp_path, 
     assert len(results) == 40 and all(orjson.loads(calls[m.tool_call_id].arguments)["path"] in m.text() for m in results)
 
 
+def test_kept_results_of_an_archived_call_restored_as_sharegpt_answer_their_own_calls(tmp_path):
+    """The mirror of the test above (helper 143's review): the call message archived (repair took off its blank text
+    part), its results kept and logged out of call order. Read back from the ShareGPT output they carry ids numbered
+    by their call's position, which the archived call's ids never match: they stayed in the input's order, glob's
+    result answering search (exit 0). Now each answers the call at its position, as `convert --to sharegpt` writes."""
+    calls = [
+        {"id": "call_a", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "glob", "arguments": '{"p": "*.js"}'}},
+    ]
+    src = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"role": "user", "content": "look at both"},
+            {"role": "assistant", "content": [{"type": "text", "text": "\n\n"}], "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "call_b", "content": "app.js"},
+            {"role": "tool", "tool_call_id": "call_a", "content": "results for x"},
+            {"role": "assistant", "content": "done"},
+        ],
+    )
+    out, arch = _compacted(tmp_path, src, "--to", "sharegpt")
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == cli("convert", str(src), "--to", "sharegpt", "-q").stdout
+    assert back.stdout.index(b"results for x") < back.stdout.index(b"app.js")
+
+
 def test_a_damaged_original_in_the_archive_is_named_by_its_archive(tmp_path):
     """An archived original that is no message (hand-edited, damaged) was said as "<archive>:0: message has no role":
     neither the archive file nor the message. Exit 3, naming both, nothing written."""

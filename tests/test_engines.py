@@ -254,6 +254,27 @@ def test_worker_processes_end_when_their_parent_is_killed(tmp_path):
     assert left == []
 
 
+def test_a_worker_whose_parent_died_while_it_started_ends_too(tmp_path):
+    """The watch on the parent began after the work was built, with the parent's pid read then: a parent killed
+    while its workers built their work (seconds on a busy machine: the kill test above failed under two suites at
+    once) left them running for ever, the reaper taken for the parent. The parent gives its pid; the watch begins
+    first. Here the worker's parent is not the pid it is given, and its build takes 30 s: it ends at once."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from compactctl.runner import engines\n"
+        "class Slow:\n"
+        "    def build(self):\n"
+        "        time.sleep(30)\n"
+        "engines._init_worker(Slow(), None, None, 1)\n"  # pid 1 is never this process's parent here
+    )
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=60)
+    assert r.returncode == 1 and r.stderr == b"" and time.monotonic() - t0 < 15, r.stderr  # os._exit(1), not an error
+
+
 def test_a_session_that_cannot_share_the_output_names_three_others_at_most(tmp_path):
     """The refusal of a session file among several inputs on one output names the other inputs' formats, three of
     them, and says how many more there are (none: no "0 more")."""

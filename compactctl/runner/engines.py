@@ -311,22 +311,23 @@ def _leave_signals_to_the_parent() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _init_worker(job, ctx: _Ctx, stop) -> None:
+def _init_worker(job, ctx: _Ctx, stop, parent: int) -> None:
     """Once per worker process: build the work function (a PhaseJob's Compactor: encoding, summarizer; a PruneJob's
-    token counter)."""
+    token counter). `parent`: the parent's pid, given by it: a parent killed before this runs, or while the work is
+    built (seconds on a busy machine), is seen as gone; read here after the build, it was the reaper's, and the
+    worker lingered for ever."""
+
+    def watch() -> None:  # the parent was killed (kill -9): do not linger
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True).start()
     _leave_signals_to_the_parent()
     _W["work"] = job.build()
     _W["ctx"] = ctx
     _W["stop"] = stop
-    parent = os.getppid()
-
-    def watch() -> None:  # the parent was killed (kill -9): do not linger
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 # A batch that ended on an error (_work_batch): (exit code, text, notes, the Done before it, the error to raise as it
@@ -404,7 +405,7 @@ def _processes(job, items: Iterator[Item], ctx: _Ctx, workers: int) -> Iterator[
     if method == "fork" and hasattr(job, "before_fork"):
         job.before_fork()  # what every worker would build alike, built once here: forked, they all have it
     stop = mp.get_context(method).RawValue("b", 0)  # set by _stop; shared memory, no lock a killed worker could hold
-    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context(method), initializer=_init_worker, initargs=(job, ctx, stop))
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context(method), initializer=_init_worker, initargs=(job, ctx, stop, os.getpid()))
     window: deque = deque()
 
     def drain(limit: int) -> Iterator[tuple[Meta, Done]]:

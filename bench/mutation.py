@@ -325,6 +325,49 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "ranks": ("compactctl/ranks.py", ["tests/test_tokens.py", "tests/test_config.py"]),
     "jsonl": ("compactctl/jsonl.py", ["tests/test_jsonl.py", "tests/test_odd_input.py"]),
     "search": ("compactctl/search.py", ["tests/test_recall.py", "tests/test_recall_index.py", "tests/test_mcp.py"]),
+    "sharegpt": (
+        "compactctl/formats/sharegpt.py",
+        [
+            "tests/test_formats.py",
+            "tests/test_convert.py",
+            "tests/test_restore.py",
+            "tests/test_originals.py",
+            "tests/test_format_properties.py",
+        ],
+    ),
+    "openai": (
+        "compactctl/formats/openai.py",
+        [
+            "tests/test_formats.py",
+            "tests/test_convert.py",
+            "tests/test_odd_input.py",
+            "tests/test_format_properties.py",
+            "tests/test_passthrough.py",
+        ],
+    ),
+    "anthropic": (
+        "compactctl/formats/anthropic.py",
+        [
+            "tests/test_formats.py",
+            "tests/test_convert.py",
+            "tests/test_odd_input.py",
+            "tests/test_format_properties.py",
+            "tests/test_restore.py",
+        ],
+    ),
+    "rules": (
+        "compactctl/phases/rules.py",
+        ["tests/test_phases.py", "tests/test_properties.py", "tests/test_fuzz.py", "tests/test_passthrough.py"],
+    ),
+    "harness": ("compactctl/harness.py", ["tests/test_budget_aware.py", "tests/test_formats.py", "tests/test_codex_variants.py"]),
+    "archive": (
+        "compactctl/archive.py",
+        ["tests/test_restore.py", "tests/test_archive_carry.py", "tests/test_originals.py", "tests/test_sinks.py"],
+    ),
+    "record": (
+        "compactctl/record.py",
+        ["tests/test_record.py", "tests/test_dataset_faults.py", "tests/test_scale.py", "tests/test_llm.py"],
+    ),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {

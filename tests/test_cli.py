@@ -90,6 +90,21 @@ def test_repair_after_plan_writes_no_zone_annotations(sample):
     assert r.stdout == cli("repair", "-q", "-", input=src).stdout
 
 
+@pytest.mark.parametrize("value", ["{}", "null", "3", '"x"', "[]"])
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+def test_compactctls_key_whatever_it_holds_is_named_by_check_and_taken_off_by_repair(value, layout):
+    """`"_compactctl": {}` passed `repair --check`, and `"_compactctl": null` passed it and was written back by
+    `repair` (both APIs refuse the key, whatever it holds): only an object with keys was read as compactctl's note."""
+    first = '{"role":"user","content":"hi","_compactctl":' + value + "}"
+    rest = '{"role":"assistant","content":"ok"}'
+    src = (f"{first}\n{rest}\n" if layout == "session" else '{"messages":[' + first + "," + rest + "]}\n").encode()
+    check = cli("repair", "--check", "-", input=src)
+    assert check.returncode == 6 and b"annotation" in check.stderr, check.stderr
+    r = cli("repair", "-q", "-", input=src)
+    assert r.returncode == 0 and b"_compactctl" not in r.stdout
+    assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
+
+
 def test_real_pipe_of_four_processes_equals_compact():
     """The README's pipe, as real processes through real pipes."""
     src = (SAMPLES / "dataset.jsonl").read_bytes()

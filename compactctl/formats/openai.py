@@ -68,7 +68,11 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     content = _content(d, source, lineno)
     calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
-    note = d.get(NOTE_KEY)
+    # compactctl's own key, whatever it holds (`{}` and `null` too: no API takes the key): a note, which `repair`
+    # takes off and `repair --check` names; one that is not an object of its own is kept as its "value"
+    note = d.get(NOTE_KEY) if NOTE_KEY in d else None
+    if NOTE_KEY in d and not (isinstance(note, dict) and note):
+        note = {"value": note}
     extra = {k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))}
     if legacy:
         extra[LEGACY] = True
@@ -81,7 +85,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         reasoning=reasoning if isinstance(reasoning, str) else None,
         extra=extra,
         provenance=Provenance(origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY}, index=index),
-        note=dict(note) if isinstance(note, dict) else {},
+        note=dict(note) if note is not None else {},
     )
 
 

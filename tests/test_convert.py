@@ -10,7 +10,7 @@ import pytest
 from compactctl import api
 from compactctl.model import is_summary
 
-from .conftest import CORPUS, cli, needs_corpus, write_jsonl
+from .conftest import CORPUS, SAMPLES, cli, needs_corpus, write_jsonl
 
 
 def _pairs(t) -> list[tuple[str, str]]:
@@ -435,6 +435,15 @@ def test_convert_says_when_a_transcript_breaks_the_apis_rules_as_read(tmp_path):
     assert cli("repair", "--check", str(out)).returncode == 6
     _, err = _convert(tmp_path, SYSTEM_MID[:4], "openai")
     assert "breaks" not in err
+
+
+def test_convert_of_a_planned_file_says_summarize_reads_its_zones():
+    """convert of `plan`'s output said only "`compactctl repair` mends it", and repair takes off the zones that
+    `summarize` needs: the hint names summarize too."""
+    planned = cli("plan", "--context-window", "8000", "-q", "-", input=(SAMPLES / "dataset.jsonl").read_bytes())
+    r = cli("convert", "--to", "openai", "-", input=planned.stdout)
+    assert r.returncode == 0 and b" annotation" in r.stderr
+    assert b"`compactctl summarize` reads plan's `_compactctl` zones first" in r.stderr
 
 
 def test_a_parameter_schema_without_a_type_gets_the_object_type_anthropic_requires(tmp_path):

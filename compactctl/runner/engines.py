@@ -84,7 +84,9 @@ def _broken_as_written(tid: str, written: list[bytes], fmt: str, layout: str) ->
     if not rules:
         return []
     said = ", ".join(f"{n} {rule}" for rule, n in rules.items())
-    return [f"compactctl: {tid}: breaks the APIs' rules ({said}); `compactctl repair` mends it"]
+    zones = "annotation" in rules  # a planned file: its zones are for summarize, which takes them off as repair does
+    hint = "; `compactctl summarize` reads plan's `_compactctl` zones first, `repair` drops them" if zones else ""
+    return [f"compactctl: {tid}: breaks the APIs' rules ({said}); `compactctl repair` mends it{hint}"]
 
 
 def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, written: list[bytes], fmt: str, changed: bool) -> list[dict]:

@@ -345,6 +345,25 @@ def test_a_datasets_bad_record_says_nothing_was_written_and_how_to_write_the_oth
     assert r.returncode == 0
 
 
+@pytest.mark.parametrize("engine", [(), ("--workers", "2"), ("--jobs", "2")])
+def test_the_message_of_a_first_record_refused_by_the_work_is_the_same_on_every_engine(engine, tmp_path):
+    """The first record of a dataset refused by the work said "nothing written: --on-error skip writes the others"
+    with --workers 2 (which had read the second ahead) and nothing at all with one worker. The transcripts counted
+    are those finished before it, in input order: the same words on every engine."""
+    import orjson
+
+    ok = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}
+    bad = {"messages": [{"role": "system", "content": "s"}]}
+    data = tmp_path / "ds.jsonl"
+    data.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (bad, ok, ok)))
+    r = cli("compact", str(data), "-q", *engine)
+    assert r.returncode == Exit.DATA and r.stdout == b""
+    assert (
+        r.stderr.decode()
+        == f"compactctl: error: {data}:1: no user or assistant message with content: nothing a model could be sent -- nothing written\n"
+    )
+
+
 def test_a_sessions_bad_line_says_nothing_was_written_and_that_skip_writes_the_others(tmp_path):
     """A session file (one message a line) with a bad line stopped the run with the line's error alone, where the
     README promises "nothing written" (and, when other transcripts were read, that --on-error skip writes them).

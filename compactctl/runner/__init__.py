@@ -76,16 +76,18 @@ def _flow(work: Callable[[Transcript], Result], job: Any, items: Iterable[Item],
     return _serial(work, items, ctx)
 
 
-def _say_nothing_written(e: Exception, io: IOOptions, read: int) -> None:
+def _say_nothing_written(e: Exception, io: IOOptions, read: int, done: int) -> None:
     """A data error that stopped the run (from a worker process it is a CompactError with that exit code) says that
-    nothing was written, and when other transcripts were read, that --on-error skip writes them (a bad line is met
-    while its transcript is read, before it counts as read)."""
+    nothing was written, and when other transcripts came before it, that --on-error skip writes them: `read`, the
+    transcripts read before a bad line (met while its transcript is read, before it counts as read); `done`, those
+    whose work ended before the one that failed (in input order: not the ones --workers or --jobs read ahead, which
+    would make the message depend on them)."""
     if not (isinstance(e, CompactError) and e.exit_code == Exit.DATA and io.on_error == "fail"):
         return
     reading = getattr(e, _WHILE_READING, False)
-    if read - (0 if reading else 1) > 0:  # transcripts other than the one that failed
+    if (read if reading else done) > 0:  # transcripts other than the one that failed
         e.args = (f"{e} -- nothing written: --on-error skip writes the others and reports this one",)
-    elif reading:  # what --on-error skip writes then depends on the input: the rest of a session, none of a UTF-16 file
+    else:  # with skip, what is written then depends on the input: the rest of a session, none of a UTF-16 file
         e.args = (f"{e} -- nothing written",)
 
 
@@ -133,6 +135,7 @@ def run(
     slow = float(os.environ.get("COMPACTCTL_SLOW_DOWN", "0"))  # seconds per transcript: a test hook (kill points)
     rejects = _Rejects()
     read_seqs: list[int] = []  # the transcripts read so far
+    finished = 0  # the transcripts whose work ended, in input order
     # the reader's notes (a line skipped) go with the transcript after them: said in input order (see the loop)
     reader = formats.Reader(
         on_error=io.on_error, fmt=io.fmt_from, layout=io.layout, rejects=rejects if io.rejects else None, warn=rejects.note
@@ -144,6 +147,7 @@ def run(
             for (_, source, tid, rej, read_notes), done in _flow(work, job, _progress(read, io.quiet, desc), ctx, io):
                 say_notes(read_notes)  # what the reader said of the lines before it (workers read ahead)
                 sinks.add(source, tid, done, rej)  # first: a record it refuses (formats that cannot share a file) gets no note
+                finished += 1
                 say_notes(done.notes)
                 if done.report is not None and on_report is not None:
                     on_report(done.report)
@@ -162,7 +166,7 @@ def run(
         say_notes(getattr(e, SAID_WITH, []))  # what the failed transcript's work said before it
         sinks.fail(interrupted=False, error=e)
         if writes:
-            _say_nothing_written(e, io, len(read_seqs))
+            _say_nothing_written(e, io, len(read_seqs), finished)
         raise
     except BaseException:
         say_notes(rejects.take_notes())

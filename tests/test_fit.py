@@ -3,6 +3,7 @@ that is said, the identifier index and the quoted lines, and that the summary st
 
 from __future__ import annotations
 
+from compactctl.summarizers import fit as fitting
 from compactctl.summarizers.fit import (
     EXCERPT_HEAD,
     EXCERPT_INDENT,
@@ -215,3 +216,33 @@ def test_the_summary_quotes_the_lines_that_show_the_index_s_names_and_does_not_l
         EXCERPT_INDENT + "    return session_store.get(user_id)",
         INDEX_LINE + "handler_1",
     ]
+
+
+def test_the_room_left_goes_to_an_index_line_not_to_a_quoted_line_left_out():
+    """A quoted line the excerpts' room could not hold (the terse heading it pays) shares the index's tier: the
+    room left took it for the first index line that did not fit and cut its first 9 characters off as names,
+    writing `- names: hmed_6699` for the tau-bench user id `aarav_ahmed_6699` (7 of 200 records at 4,000 tokens)."""
+    quoted = Item("Critical Context", EXCERPT_INDENT + "aarav_ahmed_6699", Tier.INDEX, 2)
+    index = Item("Critical Context", INDEX_LINE + "refresh_token session_store", Tier.INDEX, 3)
+    ch = fitting._Choice(items(*HEAD) + [quoted, index], COUNTER, 400)
+    for it in ch.items[:2]:
+        ch.take(it)
+    fitting._top_up(ch, 400)
+    text = fitting._render(ch.items, set(ch.chosen), ch.terse)
+    assert "hmed_6699" not in text.replace("aarav_ahmed_6699", "")
+    assert index_names(text) == ["refresh_token", "session_store"]
+
+
+def test_where_things_stand_is_cut_to_its_share_not_left_out_whole():
+    """The Active State is one statement (the agent's latest text, up to 600 tokens): longer than its share, it was
+    left out whole ("(+1 omitted to fit the budget)", 22 of 175 corpus summaries at 4,000 tokens). It is cut to
+    the share now, its start kept."""
+    state = "The login bug is in session_store.get: it returns a stale user_id after refresh. " * 40
+    spec = [*HEAD, ("Active State", state, Tier.WORK)]
+    spec += [("Completed Actions", f"{k}. `pytest tests/test_login.py::test_{k}` ok", Tier.WORK) for k in range(40)]
+    spec += [("Key Decisions", f"- use the cache for lookup {k} because it is faster", Tier.WORK) for k in range(20)]
+    text = fit(items(*spec), COUNTER, 600)
+    active = parse_sections(text)["Active State"]
+    assert active.startswith("The login bug is in session_store.get") and active.endswith("…[cut]"), active
+    assert "omitted" not in active and COUNTER.text(text) <= 600
+    assert parse_sections(fit(items(*spec), COUNTER, 20_000))["Active State"] == state.rstrip()  # whole when it fits

@@ -23,7 +23,7 @@ from ..markers import NAMES_SEP, quote_block
 from ..redact import cut
 from ..tokens import Counter
 from .facts import FAILED_VERB, Facts
-from .fit import INDEX_LINE, NAMES_PER_LINE, Item, Tier, fit, shown, with_signatures
+from .fit import INDEX_LINE, NAMES_PER_LINE, Item, Tier, fit, shown, token_cap, with_signatures
 from .prompt import parse_sections
 from .vocabulary import showing
 
@@ -37,15 +37,6 @@ FROM_PRIOR_NEXT = "(no ask since the earlier summary; its next step) "
 NEXT_WORDS = ("next step",)  # a heading of another tool's summary that says what comes next
 POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK, KEPT_LAST_NOTE)  # what an Active Task or Goal says instead of repeating a kept ask
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
-
-
-def token_cap(text: str, counter: Counter, cap: int) -> str:
-    if counter.text(text) <= cap:
-        return text
-    ids = counter.encode(text)[:cap] if not counter.approx else None
-    head = counter._enc.decode(ids) if ids is not None else text[: cap * 4]
-    head = head.rstrip("\ufffd")  # a token cap through a multi-byte character decodes its bytes as U+FFFD
-    return (cut(text, len(head)) if text.startswith(head) else head) + " …[cut]"
 
 
 def _prior_items(prior: str) -> tuple[dict[str, list[str]], int]:

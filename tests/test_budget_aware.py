@@ -1322,8 +1322,10 @@ def test_with_no_ask_since_another_tools_summary_its_next_step_is_the_active_tas
     f = extract(t.messages, 1, len(rows))
     f.prior_summary = foreign
     sections = parse_sections(offline.summarize(f, COUNTER, 2000))
+    assert f.actions  # the span went on from it: the step named may be done since (see Completed Actions)
     assert (
-        sections["Active Task"] == offline.FROM_PRIOR_NEXT + "Complete spotter-fum.3 by running `mix test`, then `bd close spotter-fum.3`."
+        sections["Active Task"]
+        == offline.FROM_PRIOR_NEXT_SINCE + "Complete spotter-fum.3 by running `mix test`, then `bd close spotter-fum.3`."
     )
     assert "bd close" not in sections["Critical Context"] and "Working on `spotter-fum.3`" in sections["Critical Context"]
     # Without a next step, its current work; with an ask since, the ask.

@@ -296,3 +296,29 @@ def test_another_tools_next_step_is_the_active_task_only_with_no_ask_since():
     text = offline.summarize(Facts(prior_summary=FOREIGN, last_request=ask, last_request_verbatim=True), COUNTER, 2000)
     assert section(text, "Active Task") == [ask]
     assert "> Complete spotter-fum.3 by running `mix test`." in section(text, "Critical Context")
+
+
+def test_another_tools_summary_is_quoted_as_older_than_the_actions_and_never_as_a_lone_heading():
+    """Claude Code's summary was quoted as bare "> " lines among this span's facts: its "IN PROGRESS", "NOT YET
+    COMMITTED" read as current while Completed Actions closed and committed the task; room allowing, its short
+    heading lines were kept without what they introduce ("> Analysis:", "> 4. Errors and fixes:" then "> 7. Pending
+    Tasks:"). Now the quote opens with a line that says it is older, and a heading goes with the line after it. (Its
+    "Analysis:", the model's narrative before its "Summary:", stays: left out, the continuation eval's long sessions
+    kept 95.7 -> 95.0% of the facts used later.)"""
+    foreign = (
+        "This session is being continued from a previous conversation that ran out of context.\n\nAnalysis:\n"
+        "Let me chronologically analyze the conversation:\n1. **Initial Request**: work on spotter-fum\n\nSummary:\n"
+        "1. Primary Request and Intent:\n   Work on bead spotter-fum.\n\n4. Errors and fixes:\n"
+        "   - " + "CompileError in transcript_renderer.ex: fixed by the missing alias. " * 4 + "\n\n7. Pending Tasks:\n"
+        "   - spotter-fum.3 (IN PROGRESS): NOT YET COMMITTED\n"
+    )
+    f = Facts(prior_summary=foreign, last_request="go on", last_request_verbatim=True)
+    context = parse_sections(offline.summarize(f, COUNTER, 2000))["Critical Context"].split("\n")
+    assert context[0] == offline.FOREIGN_QUOTE_HEAD
+    assert "> 4. Errors and fixes:" in context and "> 7. Pending Tasks:" in context
+    for k, line in enumerate(context):  # a heading quoted is followed by what it introduces
+        if line in ("> 4. Errors and fixes:", "> 7. Pending Tasks:"):
+            assert context[k + 1].startswith("> - "), context
+    assert context[context.index("> Analysis:") + 2].startswith("> 1. **Initial Request**")  # through its own intro
+    small = parse_sections(offline.summarize(f, COUNTER, 260))["Critical Context"].split("\n")
+    assert "> 7. Pending Tasks:" not in small or small[small.index("> 7. Pending Tasks:") + 1].startswith("> - "), small

@@ -34,6 +34,10 @@ KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
 ONLY_ASK = "the Active Task (the person's only ask)"
 KEPT_LAST_NOTE = "none from the person; the latest user-role message (the harness's text) is kept verbatim"
 FROM_PRIOR_NEXT = "(no ask since the earlier summary; its next step) "
+FROM_PRIOR_NEXT_SINCE = "(no ask since the earlier summary; the next step it named, worked on since: see Completed Actions) "
+# Another tool's summary quoted in Critical Context: said to be older than this span's actions (its "IN PROGRESS",
+# "NOT YET COMMITTED" may be done since).
+FOREIGN_QUOTE_HEAD = "- the earlier summary said (before the actions above):"
 NEXT_WORDS = ("next step",)  # a heading of another tool's summary that says what comes next
 POINTERS = (KEPT_LAST_ASK, KEPT_FIRST_ASK, ONLY_ASK, KEPT_LAST_NOTE)  # what an Active Task or Goal says instead of repeating a kept ask
 ANCHOR_CAP = 1_500  # tokens of a verbatim request kept in the summary at most
@@ -150,7 +154,8 @@ def _asks(b: _Items) -> None:
         verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_NOTE if f.last_request_harness else KEPT_LAST_ASK
         b.add("Active Task", verbatim, Tier.ASK if f.last_request_verbatim else Tier.FIRST)
     elif b.foreign_next:
-        b.add("Active Task", FROM_PRIOR_NEXT + token_cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), Tier.FIRST)
+        said = FROM_PRIOR_NEXT_SINCE if f.actions else FROM_PRIOR_NEXT  # the span went on with it: maybe done since
+        b.add("Active Task", said + token_cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), Tier.FIRST)
     goal = f.first_request or (f.last_request if not f.last_request_harness else None)  # harness text is no goal
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), Tier.FIRST)
@@ -215,14 +220,40 @@ def _outside_code(lines: list[str]) -> list[str]:
     return out
 
 
+# A line that introduces what follows ("Analysis:", "4. Errors and fixes:", "**Current state:**", "## Files"): quoted
+# with the line after it, never alone.
+_INTRO = re.compile(r"^\s{0,3}(?:#{1,4}\s*|\d{1,2}\.\s+)?\**([A-Z][\w &/,'()-]{1,60}?)\**:?\**\s*$")
+
+
+def _quoted(lines: list[str], said: set[str]) -> list[str]:
+    """The lines as quoted items ("> line", each cut to 400 characters), a line that introduces others with the line
+    after it: kept as room allows, such a line was kept alone while what it introduces was left out ("> 4. Errors and
+    fixes:" then "> 7. Pending Tasks:"). Lines `said` already (the Goal's) are left out, with what introduces them."""
+    out: list[str] = []
+    intro = ""
+    for line in lines:
+        text = line.strip()
+        if not text or line.lstrip().startswith(("This session is being continued", "<")):
+            continue
+        if text in said:
+            intro = ""
+            continue
+        quoted = f"{intro}\n> {cut(text, 400)}" if intro else f"> {cut(text, 400)}"
+        if (text.endswith(":") or _FOREIGN_HEADING.match(line)) and _INTRO.match(line):
+            intro = quoted
+            continue
+        out.append(quoted)
+        intro = ""
+    return out
+
+
 def _context(b: _Items) -> None:
     f = b.facts
     b.carry("Critical Context", Tier.WORK)
     if f.prior_summary and not b.prior:  # another tool's summary: its lines, as room allows
         goal = set((b.foreign_goal + "\n" + b.foreign_next).split("\n"))  # already the Goal and the Active Task
-        for line in _outside_code(f.prior_summary.split("\n")):
-            if line.strip() and line.strip() not in goal and not line.lstrip().startswith(("This session is being continued", "<")):
-                b.add("Critical Context", "> " + cut(line.strip(), 400), Tier.DETAIL)
+        for k, quoted in enumerate(_quoted(_outside_code(f.prior_summary.split("\n")), goal)):
+            b.add("Critical Context", f"{FOREIGN_QUOTE_HEAD}\n{quoted}" if k == 0 else quoted, Tier.WORK if k == 0 else Tier.DETAIL)
     for e in f.errors:
         b.add("Critical Context", f"- {e}" if e[:6].lower() in ("error:", "error ") else f"- error: {e}", Tier.KEY)  # not "error: error:"
     earlier = _earlier_files(b)

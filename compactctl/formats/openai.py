@@ -68,11 +68,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
     content = _content(d, source, lineno)
     calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
-    # compactctl's own key, whatever it holds (`{}` and `null` too: no API takes the key): a note, which `repair`
-    # takes off and `repair --check` names; one that is not an object of its own is kept as its "value"
-    note = d.get(NOTE_KEY) if NOTE_KEY in d else None
-    if NOTE_KEY in d and not (isinstance(note, dict) and note):
-        note = {"value": note}
+    note = _note(d)
     extra = {k: v for k, v in d.items() if k not in _MODELED or (k == "reasoning_content" and not isinstance(v, str))}
     if legacy:
         extra[LEGACY] = True
@@ -85,8 +81,18 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         reasoning=reasoning if isinstance(reasoning, str) else None,
         extra=extra,
         provenance=Provenance(origin=d if note is None else {k: v for k, v in d.items() if k != NOTE_KEY}, index=index),
-        note=dict(note) if note is not None else {},
+        note=note if note is not None else {},
     )
+
+
+def _note(d: dict) -> dict | None:
+    """compactctl's own key, whatever it holds (`{}` and `null` too: no API takes the key), as the message's note,
+    which `repair` takes off and `repair --check` names (one that is no object with keys is kept as its "value");
+    None without the key."""
+    if NOTE_KEY not in d:
+        return None
+    note = d[NOTE_KEY]
+    return dict(note) if isinstance(note, dict) and note else {"value": note}
 
 
 def _content(d: dict, source: str, lineno: int) -> Any:

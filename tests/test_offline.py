@@ -322,3 +322,15 @@ def test_another_tools_summary_is_quoted_as_older_than_the_actions_and_never_as_
     assert context[context.index("> Analysis:") + 2].startswith("> 1. **Initial Request**")  # through its own intro
     small = parse_sections(offline.summarize(f, COUNTER, 260))["Critical Context"].split("\n")
     assert "> 7. Pending Tasks:" not in small or small[small.index("> 7. Pending Tasks:") + 1].startswith("> - "), small
+
+
+def test_the_goal_is_not_listed_again_as_a_pending_ask():
+    """A first ask no final reply answered was both the Goal and a Pending User Ask (a subagent's one ask at 4,000
+    tokens), and "Remaining Work" then said to finish it before the Active Task."""
+    first = "/handgemacht:create-beads websearch for the three libraries"
+    f = Facts(first_request=first, last_request="now the tests", last_request_verbatim=True, pending=[first, "also bump the version"])
+    text = offline.summarize(f, COUNTER, 2000)
+    assert section(text, "Goal") == [first] and section(text, "Pending User Asks") == ["- also bump the version"]
+    f.pending = [first]
+    text = offline.summarize(f, COUNTER, 2000)
+    assert parse_sections(text)["Pending User Asks"] == "None" and "finish the pending asks" not in text

@@ -167,9 +167,13 @@ def _asks(b: _Items) -> None:
         b.add("Goal", KEPT_FIRST_ASK, Tier.FIRST)
     elif goal:
         b.add("Goal", token_cap(goal, counter, b.goal_cap), Tier.FIRST)
-    for p in f.pending:
-        if p != f.last_request:
-            b.add("Pending User Asks", "- " + token_cap(p, counter, 400), Tier.KEY)
+    for p in _pending(f):
+        b.add("Pending User Asks", "- " + token_cap(p, counter, 400), Tier.KEY)
+
+
+def _pending(f: Facts) -> list[str]:
+    """The asks no final reply answered, but the Active Task and the Goal (said there already)."""
+    return [p for p in f.pending if p not in (f.last_request, f.first_request)]
 
 
 def _constraints(b: _Items) -> None:
@@ -357,7 +361,7 @@ def _state(b: _Items) -> None:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
         if open_items:
             b.add("Remaining Work", "\n".join(open_items), Tier.WORK)
-    if any(p != f.last_request for p in f.pending):
+    if _pending(f):
         b.add("Remaining Work", "- finish the pending asks above, then the Active Task", Tier.DETAIL)
 
 

@@ -359,8 +359,12 @@ def _state(b: _Items) -> None:
     _active_state(b)
     if f.plan:
         open_items = [ln for ln in f.plan if ln.startswith("- [") and "completed" not in ln[:16] and "done" not in ln[:10]]
-        if open_items:
-            b.add("Remaining Work", "\n".join(open_items), Tier.WORK)
+        if open_items:  # In Progress quotes the plan whole (a tier before): pointed to, not repeated
+            b.add(
+                "Remaining Work",
+                f"- the latest plan's {len(open_items)} open item{'s' if len(open_items) > 1 else ''} (In Progress)",
+                Tier.WORK,
+            )
     if _pending(f):
         b.add("Remaining Work", "- finish the pending asks above, then the Active Task", Tier.DETAIL)
 

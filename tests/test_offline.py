@@ -334,3 +334,17 @@ def test_the_goal_is_not_listed_again_as_a_pending_ask():
     f.pending = [first]
     text = offline.summarize(f, COUNTER, 2000)
     assert parse_sections(text)["Pending User Asks"] == "None" and "finish the pending asks" not in text
+
+
+def test_a_description_of_work_whose_item_a_later_command_closed_is_no_remaining_work():
+    """Remaining Work listed the names of `bd show spotter-dov`'s output while the same summary's actions closed it
+    (`bd close spotter-dov`: 6 of 7 such lines over the corpus at 16,000 tokens). A close that failed, or of another
+    item, leaves it."""
+    doc = [("`bd show spotter-dov 2>&1 | head -30`", ["SessionLive", "SubagentLive"]), ("`gh issue view 12`", ["parser"])]
+    closing = [("bd close spotter-dov --reason='All subtasks complete'", 0, False), ("gh issue close 123", 0, False)]
+    f = Facts(first_request="go", last_request="go", documents=doc, commands=closing)
+    assert section(offline.summarize(f, COUNTER, 3000), "Remaining Work") == [
+        "- named by `gh issue view 12` (a description of work): parser"
+    ]
+    f.commands = [("bd close spotter-dov", 1, True), ("bd close spotter-dov.2", 0, False)]
+    assert len(section(offline.summarize(f, COUNTER, 3000), "Remaining Work")) == 2

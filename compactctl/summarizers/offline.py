@@ -382,11 +382,26 @@ def _active_state(b: _Items) -> None:
         b.add("Active State", lead + token_cap(f.last_assistant, b.counter, 600 if not lead else 200), Tier.WORK)
 
 
+# A command that shows a description of work (`bd show spotter-dov`, `gh issue view 12`): the item it names.
+_SHOWN_ITEM = re.compile(r"\b(?:show|view)\s+([\w][\w.#/-]*)")
+_CLOSES = re.compile(r"\b(?:close|done|resolve|complete)\b")
+
+
+def _closed(label: str, commands: list[tuple[str, int | None, bool]]) -> bool:
+    """The item a description of work was shown for was closed by a command of the span that succeeded (`bd close
+    spotter-dov`): no work remains of it."""
+    m = _SHOWN_ITEM.search(label)
+    if m is None:
+        return False
+    item = re.compile(rf"(?<![\w.#/-]){re.escape(m.group(1))}(?![\w#/-]|\.\w)")
+    return any(not failed and (c := _CLOSES.search(cmd)) is not None and item.search(cmd, c.end()) for cmd, _, failed in commands)
+
+
 def _work_and_notes(b: _Items) -> None:
     f = b.facts
     # Outputs that described work (a ticket, a spec): the agent works through them after reading them.
     written = b.written()
-    for label, doc in f.documents[-DOCUMENTS:]:
+    for label, doc in [d for d in f.documents if not _closed(d[0], f.commands)][-DOCUMENTS:]:
         doc = [n for n in doc if not shown(n, written)]
         if doc:
             b.add(

@@ -136,6 +136,12 @@ EXCERPT_TOP = 400  # the index names an excerpt may show (the most used)
 _LISTS = (NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE, EXCERPT_LINE, "- names: ")
 
 
+# The first line of prune's digest of an output: what the action line of the summary says of the call.
+_DIGEST_HEAD = re.compile(
+    r"\[[\w.:/-]+\] (?:called\(|ran |read |wrote |edited |fetched |searched |delegated |listed |updated the plan|proposed a plan)"
+)
+
+
 def excerpts(messages: list[Message], ranked: list[str]) -> list[Excerpt]:
     """The lines of `messages` (newest first, each once) that show one of the first EXCERPT_TOP names of `ranked`,
     a name weighing 1/sqrt(1 + its rank) (`fit.pick_excerpts` never takes one redaction would change)."""
@@ -151,8 +157,8 @@ def excerpts(messages: list[Message], ranked: list[str]) -> list[Excerpt]:
         if m.role == "user" and "<" in text:
             text = MARKUP.sub(" ", text)
         for raw in _candidate_lines(m, text):
-            if raw.startswith(_LISTS):  # a digest's or an index's list of names: no line of the work
-                continue
+            if raw.startswith(_LISTS) or _DIGEST_HEAD.match(raw):  # a digest's or an index's list of names, a digest's
+                continue  # head (its action line says it): no line of the work
             if refs.TRUNCATED in raw:  # a cut argument: what it kept, not the names listed after the cut
                 raw = raw[: raw.index(refs.TRUNCATED)]
             line = quotable(raw[len(QUOTED_LINE) :] if raw.startswith(QUOTED_LINE) else raw)

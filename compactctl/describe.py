@@ -15,7 +15,8 @@ from .redact import cut, redact
 from .tools import command_of, files_of, first_str, kind_of, parse_args
 
 
-def _short(s: str, n: int = 80) -> str:
+def short(s: str, n: int = 80) -> str:
+    """`s` on one line (its whitespace runs one space), at most `n` characters: cut with "…" when longer."""
     if "\n" in s:  # redacted while its lines are lines: a YAML passphrase's value ends with its line
         s = redact(s)
     s = " ".join(s.split())
@@ -47,7 +48,7 @@ class _Seen:
 
 def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
     size = f"{out.lines:,} lines output" if out.lines > 1 else f"{out.chars:,} chars output"
-    err = f" -> error: {_short(out.error_lines[0], 120)}" if out.failed and out.error_lines else (" -> error" if out.failed else "")
+    err = f" -> error: {short(out.error_lines[0], 120)}" if out.failed and out.error_lines else (" -> error" if out.failed else "")
     if result is None:
         err = " -> no result recorded"
     seen = _Seen(call, result, out, parse_args(call), f"[{call.name}]", size, err)
@@ -57,13 +58,13 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
 
 
 def _describe_shell(s: _Seen) -> str:
-    cmd = f"`{_short(command_of(s.call, s.args) or '?', 160)}`"
+    cmd = f"`{short(command_of(s.call, s.args) or '?', 160)}`"
     tallied = tally(s.out.text)
-    counted = f"; {_short(tallied, 120)}" if tallied else ""  # a test run's tally: what a report of it says again
+    counted = f"; {short(tallied, 120)}" if tallied else ""  # a test run's tally: what a report of it says again
     if s.out.exit_code is not None:
         status = f"exit {s.out.exit_code}"
         if s.out.exit_code != 0 and s.out.error_lines:
-            status += f": {_short(s.out.error_lines[0], 120)}"
+            status += f": {short(s.out.error_lines[0], 120)}"
         return f"{s.tag} ran {cmd} -> {status}, {s.size}{counted}"
     if s.result is None:
         return f"{s.tag} ran {cmd}{s.err}"
@@ -96,12 +97,12 @@ def _describe_search(s: _Seen) -> str:
     n = s.out.lines if s.out.text.strip() else 0
     if pat is None and scope is not None:  # a listing (ls, list_directory): no pattern, nothing matched
         return f"{s.tag} listed {scope} -> {n:,} lines{s.err}"
-    return f"{s.tag} searched `{_short(pat or '?', 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
+    return f"{s.tag} searched `{short(pat or '?', 80)}`{' in ' + scope if scope else ''} -> {n:,} matching lines{s.err}"
 
 
 def _describe_fetch(s: _Seen) -> str:
     url = first_str(s.args, "url", "urls", "ref", "element") or "?"
-    return f"{s.tag} fetched {_short(url, 120)} ({s.out.chars:,} chars){s.err}"
+    return f"{s.tag} fetched {short(url, 120)} ({s.out.chars:,} chars){s.err}"
 
 
 # The results a web search's line names: what the agent fetches next is most often the first of them.
@@ -114,12 +115,12 @@ def _describe_websearch(s: _Seen) -> str:
     found = _RESULT_URL.findall(s.out.text) if not s.err and "://" in s.out.text else []
     urls = [u for u in dict.fromkeys(found) if redact(u) == u][:SEARCH_RESULTS]  # never one that holds a secret
     top = f" -> {' '.join(urls)}" if urls else ""
-    return f"{s.tag} searched the web for `{_short(q, 100)}` ({s.out.chars:,} chars){top}{s.err}"
+    return f"{s.tag} searched the web for `{short(q, 100)}` ({s.out.chars:,} chars){top}{s.err}"
 
 
 def _describe_delegate(s: _Seen) -> str:
     d = first_str(s.args, "description", "goal", "prompt", "task") or "?"
-    return f"{s.tag} delegated `{_short(d, 100)}` -> {s.out.chars:,} chars back{s.err}"
+    return f"{s.tag} delegated `{short(d, 100)}` -> {s.out.chars:,} chars back{s.err}"
 
 
 def _describe_todo(s: _Seen) -> str:
@@ -130,7 +131,7 @@ def _describe_todo(s: _Seen) -> str:
 def _describe_plan(s: _Seen) -> str:
     plan = first_str(s.args, "plan") or ""
     lines = [ln.strip() for ln in plan.split("\n") if ln.strip()]
-    what = f" ({len(lines)} lines: {_short(lines[0].lstrip('# '), 80)})" if lines else ""
+    what = f" ({len(lines)} lines: {short(lines[0].lstrip('# '), 80)})" if lines else ""
     return f"{s.tag} proposed a plan{what}{s.err or ' -> approved'}"
 
 
@@ -139,7 +140,7 @@ def _describe_code(s: _Seen) -> str:
     code = first_str(s.args, "code", "source", "_raw") or ""
     tail = s.err if s.out.exit_code is None else ""
     lines = [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    what = f"`{_short(lines[0], 120)}`" if lines else "code"
+    what = f"`{short(lines[0], 120)}`" if lines else "code"
     if len(lines) > 1:
         what += f" (+{len(lines) - 1} line{'s' if len(lines) > 2 else ''})"
     files = [p for _, p in files_of(s.call, args=s.args) if not lines or p not in lines[0]]
@@ -148,11 +149,11 @@ def _describe_code(s: _Seen) -> str:
 
 
 def _describe_generic(s: _Seen) -> str:
-    brief = ", ".join(f"{k}={_short(str(v), 40)}" for k, v in list(s.args.items())[:3] if not k.startswith("_"))
+    brief = ", ".join(f"{k}={short(str(v), 40)}" for k, v in list(s.args.items())[:3] if not k.startswith("_"))
     if not brief and "_raw" in s.args:
-        brief = _short(s.args["_raw"], 60)
+        brief = short(s.args["_raw"], 60)
     status = s.err or f" -> {s.out.status}"
-    return f"{s.tag} called({_short(brief, 140)}){status}, {s.size}"
+    return f"{s.tag} called({short(brief, 140)}){status}, {s.size}"
 
 
 # A describer per kind of tool (kind_of); None from a describer, or a kind not here: the generic form.

@@ -215,3 +215,59 @@ def test_an_error_line_shorter_than_100_characters_says_where_it_happened():
         error = "Error: " + "x" * (n - 7)
         f = facts(call("c", "bash", {"command": "make"}), res("c", f"{error}\nexit code 2", error=True))
         assert f.errors == [f"{error} (`make`)" if placed else error], n
+
+
+def test_an_error_line_says_its_command_on_one_line_and_marks_where_it_was_cut():
+    """The command an error line names (a heredoc's commit message, an editor's multi-line edit) is said on one line,
+    its whitespace runs one space, with "…" where it was cut: not its raw lines, nor a cut that reads as whole."""
+    commit = "git commit -m \"$(cat <<'EOF'\nfeat: unified transcript visual\n\nlong body of the message\nEOF\n)\""
+    f = facts(call("c", "bash", {"command": commit}), res("c", "error: pathspec did not match\nexit code 1", error=True))
+    (error,) = f.errors
+    assert "\n" not in error
+    assert error == "error: pathspec did not match (`git commit -m \"$(cat <<'EOF' feat: unified transcript visua…`)"
+    f = facts(call("c", "bash", {"command": "make"}), res("c", "error: no rule\nexit code 2", error=True))
+    assert f.errors == ["error: no rule (`make`)"]  # a short command whole, no mark
+
+
+def test_an_error_a_later_success_of_the_same_command_or_edit_resolved_is_marked_so_and_listed_after_the_open_ones():
+    """A test run that failed and later passed, an edit of a file that failed and a later one that succeeded: their
+    error lines say they were resolved, after the errors still open (a different command that failed and was not run
+    again); the retention guard looks for what the error said."""
+    from compactctl.summarizers.guard import key_facts
+
+    f = facts(
+        call("a", "bash", {"command": "mix test test/a_test.exs"}),
+        res("a", "Assertion with =~ failed\nexit code 1", error=True),
+        call("b", "apply_patch", {"input": "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** End Patch"}),
+        res("b", "error: hunk did not apply", error=True),
+        call("c", "bash", {"command": "make lint"}),
+        res("c", "error: unused import\nexit code 2", error=True),
+        call("d", "bash", {"command": "mix  test test/a_test.exs"}),
+        res("d", "12 tests, 0 failures\nexit code 0"),
+        call("e", "apply_patch", {"input": "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+z\n*** End Patch"}),
+        res("e", "Success. Updated the following files:\nM src/a.py"),
+    )
+    assert f.errors == [
+        "error: unused import (`make lint`)",
+        "Assertion with =~ failed (`mix test test/a_test.exs`) (resolved later: the same command succeeded)",
+        "error: hunk did not apply (src/a.py) (resolved later: a later edit of the file succeeded)",
+    ]
+    assert key_facts(f)["Critical Context"] == [
+        "error: unused import (`make lint`)",
+        "Assertion with =~ failed (`mix test test/a_test.exs`)",
+        "error: hunk did not apply (src/a.py)",
+    ]
+    again = facts(
+        call("a", "bash", {"command": "make lint"}),
+        res("a", "error: unused import\nexit code 2", error=True),
+        call("b", "bash", {"command": "make lint"}),
+        res("b", "error: unused import\nexit code 2", error=True),
+    )
+    assert again.errors == ["error: unused import (`make lint`)"]  # run again and failed again: still open
+    plan = facts(
+        call("p", "ExitPlanMode", {"plan": "# Move the button"}),
+        res("p", "Error: The user doesn't want to proceed with this tool use. The tool use was rejected."),
+        call("q", "ExitPlanMode", {"plan": "# Move the button, keep the input"}),
+        res("q", "User has approved your plan."),
+    )
+    assert [e.split(" (resolved later: ")[1] for e in plan.errors] == ["a later plan was approved)"]

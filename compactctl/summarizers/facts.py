@@ -11,7 +11,7 @@ import re
 from dataclasses import field
 
 from .. import outputs, refs, tools
-from ..describe import describe
+from ..describe import describe, short
 from ..harness import MARKUP, bare_command, human_text, is_boilerplate, is_cancelled, is_injected, working_directory
 from ..lean import dataclass
 from ..markers import DOC_NAMES_LINE, DUPLICATE, EXCERPT_LINE, NAMES_LINE, OUTLINE_LINE, QUOTED_LINE
@@ -261,9 +261,50 @@ def _with_strings(line: str, call: ToolCall, files: list[tuple[str, str]]) -> st
 PLACED_BELOW = 100
 
 
+WHERE_CHARS = 60  # of the command an error line says it came from
+
+
 def _where(a: Action, files: list[tuple[str, str]]) -> str:
-    """What an action ran or touched, said short: its command, else its first file."""
-    return f"`{cut(a.command, 60)}`" if a.command else files[0][1] if files else ""
+    """What an action ran or touched, said short: its command on one line ("…" where it was cut), else its first
+    file."""
+    return f"`{short(a.command, WHERE_CHARS)}`" if a.command else files[0][1] if files else ""
+
+
+# How an error line says that a later action did again what failed, and succeeded (the error is behind the agent).
+RESOLVED = " (resolved later: "
+_RESOLVED_BY = {
+    "command": "the same command succeeded)",
+    "file": "a later edit of the file succeeded)",
+    "plan": "a later plan was approved)",
+}
+
+
+def unresolved(error: str) -> str:
+    """An error line of Facts.errors without its mark of being resolved (what the error itself said)."""
+    return error.split(RESOLVED, 1)[0]
+
+
+def _redone(a: Action) -> set[tuple[str, str]]:
+    """What a later success must have done again to resolve a failure of `a`: run its command, edit or write one of
+    its files, put a plan to the person again (ExitPlanMode turned down, then approved)."""
+    keys = {("command", " ".join(a.command.split()))} if a.command else set()
+    keys |= {("file", p) for act, p in a.files if act.removesuffix(FAILED_VERB) in ("write", "edit")}
+    return keys | ({("plan", "")} if a.kind == "plan" else set())
+
+
+def _open_first(errors: list[str], actions: list[Action], failed_at: dict[str, int]) -> list[str]:
+    """The error lines, those no later action resolved first; a resolved one (the same command run again, a later
+    edit of the file, a plan approved after one was turned down, and it succeeded) says so, after them."""
+    open_, resolved = [], []
+    for e in errors:
+        at = failed_at.get(e, len(actions))
+        wanted = _redone(actions[at]) if at < len(actions) else set()
+        how = next((k for a in actions[at + 1 :] if not a.failed for k, _ in sorted(wanted & _redone(a))), None)
+        if how is None:
+            open_.append(e)
+        else:
+            resolved.append(e + RESOLVED + _RESOLVED_BY[how])
+    return open_ + resolved
 
 
 def _placed(error: str, where: str) -> str:
@@ -300,6 +341,7 @@ class _Extractor:
         self.cwd: str | None = None  # the session's working directory as the harness last stated it
         self.opened: str | None = None  # the file SWE-agent's editor has open (its `edit` names none)
         self.finding: str | None = None  # the agent's latest text that says something (says_something)
+        self.failed_at: dict[str, int] = {}  # an error line -> the index in Facts.actions of the latest action that gave it
 
     def keep(self, field_name: str, item: str) -> None:
         _add(getattr(self.f, field_name), item, self._seen[field_name])
@@ -395,7 +437,9 @@ class _Extractor:
                 e = " ".join(refs.without(e).split())  # the same error from two outputs is one (their refs differ); "E   x": "E x"
                 if is_cancelled(e):
                     continue
-                self.keep("errors", _placed(e, where))
+                placed = _placed(e, where)
+                self.keep("errors", placed)
+                self.failed_at[placed] = len(f.actions) - 1
                 self.idents(e)
 
     def _not_an_action(self, kind: str, c: ToolCall, result: Message | None) -> bool:
@@ -442,6 +486,7 @@ def extract(
     f.excerpts = excerpts(messages[start:end], f.names)
     f.signatures = signatures(messages[start:end])
     f.cwd = ex.cwd
+    f.errors = _open_first(f.errors, f.actions, ex.failed_at)
     # Asks not yet answered by a final assistant reply.
     for k in range(max(last_final + 1, start), end):
         m = messages[k]

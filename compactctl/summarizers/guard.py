@@ -24,10 +24,12 @@ if TYPE_CHECKING:
 
 def key_facts(facts: Facts) -> dict[str, list[str]]:
     """What the retention guard checks for, by the section it belongs to."""
+    from .facts import unresolved
+
     return {
         # A file only a shell command printed is listed as room allows (fit.Tier.AS_ROOM_ALLOWS): the guard does not insist.
         "Relevant Files": [path for path, acts in facts.files.items() if acts != {"shell-read"}],
-        "Critical Context": facts.errors,
+        "Critical Context": [unresolved(e) for e in facts.errors],  # (what the error said; not that a later action resolved it)
         "Constraints & Preferences": facts.constraints,
         "Active Task": [facts.last_request] if facts.last_request else [],
     }

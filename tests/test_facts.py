@@ -271,3 +271,29 @@ def test_an_error_a_later_success_of_the_same_command_or_edit_resolved_is_marked
         res("q", "User has approved your plan."),
     )
     assert [e.split(" (resolved later: ")[1] for e in plan.errors] == ["a later plan was approved)"]
+
+
+def test_a_decision_gives_a_reason_or_a_choice_and_narration_of_the_next_step_is_none():
+    """ "Let me ...", "I'll ...", "Now let's ..." say what the agent does next: no decision. A sentence that gives its
+    reason (because, instead, rather than, since, so that) or names a choice (decided, chose, switch to, replace X with,
+    the fix is) is one."""
+    narration = [
+        "Now let's check what's next.",
+        "I'll start with the renderer edge case tests, the LiveView test, and the JS test.",
+        "I will proceed with downgrading all your reservations from business to economy class.",
+        "To proceed, I'll need your user ID and reservation ID.",
+        "Let me read the config file first.",
+    ]
+    decisions = [
+        "I'll use sqlite because the JSON file grows without bound.",
+        "Let's keep the old parser instead of porting it.",
+        "We'll patch the caller rather than the library.",
+        "Since the cache is stale, I'll rebuild it from the log.",
+        "I'll make the helper public so that the controllers can use it.",
+        "I decided to pin the version.",
+        "I'll switch to the v2 API for the batch calls.",
+        "I'll replace exec() with a restricted evaluator.",
+        "The fix is to close the handle before the rename.",
+    ]
+    for said in narration + decisions:
+        assert facts({"role": "assistant", "content": said}).decisions == ([said] if said in decisions else []), said

@@ -27,6 +27,15 @@ DECISION = re.compile(
     r"the (?:fix|cause|root cause|problem|issue) (?:is|was)|root cause|will use|switch(?:ed|ing)? to|approach)\b",
     re.I,
 )
+# What makes a sentence of DECISION a decision, not the agent saying what it does next ("Let me check the tests.",
+# "I'll read main.py."): a reason (because, instead, rather than, since, so that) or a choice (chose, decided, switch
+# to, replace X with, the fix is, going with, will use).
+_WHY_OR_WHICH = re.compile(
+    r"\b(?:because|since|so (?:that|I|we|let's|both|it|they|the)|rather than|instead|in order to|to avoid|otherwise|due to|"
+    r"given that|decided|decision|chose|choosing|choose|going with|go with|opt(?:ed|ing)? for|switch(?:ed|ing)? to|replac\w* .{1,80}? with|"
+    r"the (?:fix|cause|root cause|problem|issue|solution) (?:is|was)|root cause|(?:will|I'll|we'll|let's) use|approach|prefer)\b",
+    re.I,
+)
 _GOING_TO = re.compile(r"(?:(?:now|first|ok(?:ay)?|sure|great)[,!.]?\s+)?(?:let me|let's|I'll|I will|I'm going to)\b", re.I)
 URL = re.compile(r"https?://[^\s<>\"'`)\]}${]+")  # up to a shell variable: "http://127.0.0.1:${PORT}/x" is no URL past it
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
@@ -407,9 +416,10 @@ class _Extractor:
         self.idents(text)
 
     def decisions(self, said: list[str]) -> None:
-        """The agent's sentences (its text, or a think call's thought) that state a decision."""
+        """The agent's sentences (its text, or a think call's thought) that state a decision: with its reason or the
+        choice it made (_WHY_OR_WHICH), not only what the agent does next."""
         for s in said:
-            if 12 <= len(s) <= 300 and DECISION.search(s):
+            if 12 <= len(s) <= 300 and DECISION.search(s) and _WHY_OR_WHICH.search(s):
                 self.keep("decisions", s)
 
     def call(self, c: ToolCall, result: Message | None) -> None:

@@ -1998,6 +1998,25 @@ def test_what_the_person_does_not_remember_is_not_a_constraint():
     ]
 
 
+def test_what_the_person_does_not_have_a_question_and_an_ask_are_not_constraints():
+    """tau-bench's "I don't have my reservation ID" (88 of 185 constraint lines), a question ("Can anything be done
+    without it?"), an ask ("Can you run tests ... to ensure all is green.") and the person's own promise ("I'll make
+    sure to find it") set no rule; a rule beside them, or an ask with a word that commands, still does."""
+    from compactctl.summarizers.constraints import constraint_sentences
+
+    said = (
+        "I'm sorry, but I don't have my reservation ID with me at the moment. I don’t actually have it. "
+        "Can anything be done without it? How should we proceed if that is the case? "
+        "Can you run tests, lint and check-types to ensure all is green. I'll make sure to find it first. "
+        "I must have left it somewhere else."
+    )
+    assert constraint_sentences(said) == []
+    assert constraint_sentences("I don't have the ID, but never cancel the return flight. Could you never push to main.") == [
+        "I don't have the ID, but never cancel the return flight.",
+        "Could you never push to main.",
+    ]
+
+
 def test_a_think_call_is_reasoning_not_an_action():
     """Anthropic's think tool and OpenHands' write the agent's reasoning as a call: it was an action line cut to 40
     characters ("[think] called(thought=To find the fastest return trip, I need…) -> ok, 0 chars")."""

@@ -60,7 +60,9 @@ def _unmarked(line: str) -> str:
 
 
 def _binds(s: str) -> bool:
-    if not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
+    if s.endswith(("?", "？")) or not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
+        return False  # a question asks, it sets no rule ("Can anything be done without it?")
+    if _ASK.match(s) and not _STRONG.search(s):  # an ask ("Can you run the tests to ensure all is green."), not a rule
         return False
     if _DIAGNOSTIC.match(s) or _SETTING.fullmatch(s):  # a compiler's line in hook output, a harness's setting
         return False
@@ -68,9 +70,18 @@ def _binds(s: str) -> bool:
     return ref is None or _STRONG.search(s, ref.end()) is not None
 
 
-# What the person does not know or remember is not a rule ("I don't remember the reservation ID, sorry."): a
-# sentence is a constraint for its other words then.
-_NOT_A_RULE = re.compile(r"\b(?:I|we) (?:don'?t|do not) (?:remember|recall|know|think|understand|see)\b", re.I)
+# What the person does not know, remember or have is not a rule ("I don't remember the reservation ID, sorry.", "I
+# don't have my reservation ID with me."): a sentence is a constraint for its other words then.
+# Nor what they must have done ("I must have left it somewhere else."), nor what they promise to do ("I'll make sure to
+# find my user ID").
+_NOT_A_RULE = re.compile(
+    r"\b(?:I|we) (?:don['’]?t|do not)(?: \w+ly)? (?:remember|recall|know|think|understand|see|have)\b"
+    r"|\bmust have (?:been|\w+(?:ed|en|t))\b|\b(?:I|we)(?:['’]ll| will) make sure\b",
+    re.I,
+)
+# A sentence that asks the agent to do something ("Can you run tests, lint and check-types to ensure all is green."):
+# a rule only with a word that commands (_STRONG).
+_ASK = re.compile(r"(?:please,? )?(?:can|could|would|will) you\b", re.I)
 # An entry of a command reference (a code span, then a dash or a colon and what it does) binds only with a word
 # that commands ("`bd edit` - never: it opens $EDITOR"), not with "without" or "only" describing the command.
 _REFERENCE = re.compile(r"`[^`]+`\s*(?:[-–—:]|$)")

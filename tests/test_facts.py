@@ -92,6 +92,52 @@ def test_a_list_number_is_no_answer_to_the_persons_question():
     assert f.questions == [("Which steps are left?", "Drop the cache.")]
 
 
+def test_a_courtesy_is_no_answer_and_one_reply_answers_the_latest_questions_once():
+    """ "Of course!" or "Sure, I can help with that!" answers nothing: the answer is the next sentence that says
+    something. The questions of one message are one question with one answer, and a reply answers only the latest
+    questions asked (not an earlier one the agent left unanswered)."""
+    rows = [
+        {"role": "user", "content": "Which port does the API use?"},
+        {"role": "assistant", "content": "Of course! Sure, I can help with that! The API listens on 8080."},
+        {"role": "user", "content": "Is the cache on? And how large is it?"},
+        call("a", "bash", {"command": "cat cache.toml"}),
+        res("a", "enabled = true"),
+        {"role": "user", "content": "Where is the log written?"},
+        {"role": "assistant", "content": "I'm sorry to hear that. The log goes to /var/log/app.log."},
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "Certainly!"},
+    ]
+    assert extract(T(rows).messages).questions == [
+        ("Which port does the API use?", "The API listens on 8080."),
+        ("Is the cache on? And how large is it?", None),
+        ("Where is the log written?", "The log goes to /var/log/app.log."),
+    ]
+
+
+def test_a_question_of_an_ask_still_pending_is_not_resolved():
+    """The Active Task (or any ask no final reply answered) is not a resolved question: Gemini's "Of course. I'll start
+    by reviewing the codebase", then calls, answered it at most in passing; nor a reply that went on to call tools."""
+    rows = [
+        {"role": "user", "content": "Can you audit this codebase?"},
+        {**call("a", "bash", {"command": "ls"}), "content": "Of course. I'll start by reviewing the codebase."},
+        res("a", "main.py"),
+    ]
+    assert extract(T(rows).messages).questions == []
+    rows = [
+        {"role": "user", "content": "Could I get a refund? And how much will this save me?"},
+        {
+            **call("a", "update_reservation_flights", {"reservation_id": "JG7FMM"}),
+            "content": "The total savings will be $23,553. I will now proceed with the refunds.",
+        },
+        res("a", "{}"),
+    ]
+    assert extract(T(rows).messages).questions == []
+    rows[-1:] = [res("a", "{}"), {"role": "assistant", "content": "Done: both refunds are on their way."}]
+    assert extract(T(rows).messages).questions == [
+        ("Could I get a refund? And how much will this save me?", "The total savings will be $23,553.")
+    ]
+
+
 def test_the_persons_answers_to_the_agents_questions_keep_each_question_and_answer_to_300_characters():
     """A long question the agent asked (Claude Code's AskUserQuestion) and the person's long answer are resolved
     questions, each cut to 300 characters."""

@@ -107,6 +107,23 @@ def says_something(said: list[str]) -> bool:
     return any(len(s) >= FINDING_CHARS and not _narration(s) for s in said)
 
 
+# Words of courtesy: a sentence of only these answers nothing ("Of course!", "Certainly!", "Sure, I can help with that!",
+# "I'm sorry to hear that.").
+_COURTESY = re.compile(
+    r"\b(?:of course|certainly|sure(?: thing)?|absolutely|great|no problem|thank you|thanks|you're welcome|"
+    r"(?:I(?:'d| would) be )?(?:happy|glad) to help(?: you)?|I can (?:help|assist|check(?: that| this)?)(?: you)?"
+    r"(?: with (?:that|this))?(?: for you)?|(?:I'm|I am) sorry(?: to hear that)?|sorry|"
+    r"I apologi[sz]e(?: for (?:the|any|my) (?:confusion|inconvenience|oversight|error|mistake))?|apologies|"
+    r"understood|got it|alright|all right|okay|ok|perfect|excellent|hello|hi)\b",
+    re.I,
+)
+
+
+def _courtesy(s: str) -> bool:
+    """Whether a sentence is only courtesy (_COURTESY): no answer to a question."""
+    return re.search(r"\w", _COURTESY.sub("", s)) is None
+
+
 def _narration(s: str) -> bool:
     """The agent saying what it does next ("Let me trace the code.", "Now the tests:"), not what it found."""
     return s.endswith(":") or _GOING_TO.match(s) is not None
@@ -350,6 +367,8 @@ class _Extractor:
         self.cwd: str | None = None  # the session's working directory as the harness last stated it
         self.opened: str | None = None  # the file SWE-agent's editor has open (its `edit` names none)
         self.finding: str | None = None  # the agent's latest text that says something (says_something)
+        self.open_question: int | None = None  # the index in Facts.questions of the latest message's questions, unanswered
+        self.asked_at: dict[int, int] = {}  # an index in Facts.questions -> the message that asked it
         self.failed_at: dict[str, int] = {}  # an error line -> the index in Facts.actions of the latest action that gave it
 
     def keep(self, field_name: str, item: str) -> None:
@@ -359,7 +378,9 @@ class _Extractor:
         for ident in identifiers_in(text):
             self.keep("identifiers", ident)
 
-    def user(self, m: Message) -> None:
+    def user(self, m: Message, i: int = 0) -> None:
+        """User message i (`m`): the person's ask, its rules, its questions (all of one message one question: one
+        answer), its identifiers; what the harness wrote, a notice and its rules."""
         f = self.f
         text = request_text(m)
         if not text:
@@ -378,9 +399,11 @@ class _Extractor:
             f.first_request = text
         for s in constraint_sentences(text):
             self.keep("constraints", s)
-        for s in sentences(text):
-            if s.endswith(("?", "？")) and len(s) < 400:
-                f.questions.append((s, None))
+        asked = [s for s in sentences(text) if s.endswith(("?", "？")) and len(s) < 400]
+        if asked:
+            self.open_question = len(f.questions)
+            self.asked_at[self.open_question] = i
+            f.questions.append((cut(" ".join(asked), 400), None))
         self.idents(text)
 
     def assistant(self, m: Message, i: int, messages: list[Message], result_of: dict) -> bool:
@@ -407,11 +430,12 @@ class _Extractor:
         else:
             f.last_finding = self.finding
         f.last_assistant = text
-        # The answer is the first sentence that is not the agent saying what it does next ("Let me trace the code:").
-        answer = next((s for s in said if len(s) > 3 and not _narration(s)), None)  # not "1."
-        for q, (question, ans) in enumerate(f.questions):
-            if ans is None and answer is not None:
-                f.questions[q] = (question, cut(answer, 300))
+        # The answer is the first sentence that is not the agent saying what it does next ("Let me trace the code:"),
+        # nor a courtesy ("Of course!", "Sure, I can help with that!"); it answers the latest questions asked, only them.
+        answer = next((s for s in said if len(s) > 3 and not _narration(s) and not _courtesy(s)), None)  # not "1."
+        if answer is not None and self.open_question is not None:
+            f.questions[self.open_question] = (f.questions[self.open_question][0], cut(answer, 300))
+            self.open_question = None
         self.decisions(said)
         self.idents(text)
 
@@ -489,7 +513,7 @@ def extract(
         elif m.role == "user":
             ex.cwd = working_directory(m) or ex.cwd
             if not m.observation:  # an observation is the output of the text action before it (below)
-                ex.user(m)
+                ex.user(m, i)
         elif m.role == "assistant" and ex.assistant(m, i, messages, result_of):
             last_final = i
     f.names = index_names(messages, start, end, prior)
@@ -497,9 +521,12 @@ def extract(
     f.signatures = signatures(messages[start:end])
     f.cwd = ex.cwd
     f.errors = _open_first(f.errors, f.actions, ex.failed_at)
-    # Asks not yet answered by a final assistant reply.
-    for k in range(max(last_final + 1, start), end):
+    # Asks not yet answered by a final assistant reply; their questions are not resolved (a reply that went on to call
+    # tools answered them at most in passing: "Of course. I'll start by reviewing the codebase").
+    pending_from = max(last_final + 1, start)
+    for k in range(pending_from, end):
         m = messages[k]
         if m.role == "user" and not is_summary(m) and request_text(m):
             f.pending.append(request_text(m))
+    f.questions = [qa for q, qa in enumerate(f.questions) if ex.asked_at.get(q, -1) < pending_from]
     return f

@@ -10,7 +10,7 @@ from typing import Any
 from . import outline
 from .lean import dataclass
 from .model import Message, ToolCall
-from .outputs import Outcome, outcome, tally
+from .outputs import EXIT_PATTERNS, Outcome, outcome, tally
 from .redact import cut, redact
 from .tools import command_of, files_of, first_str, kind_of, parse_args
 
@@ -57,6 +57,22 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
     return line if line is not None else _describe_generic(seen)
 
 
+# A command's output of one line this short is shown, not its size: a branch name (`git status -sb`: "## fix/x"), a
+# count, a path is what the agent uses next, in about the tokens "28 chars output" takes.
+SHOWN_OUTPUT = 80
+
+
+def _size_or_output(s: _Seen) -> str:
+    """A successful command's one-line output of SHOWN_OUTPUT characters or fewer, its exit code's line apart
+    (`output "## fix/x"`; never one redaction would change, nor one that reads as a line's own arrow), else its size."""
+    if s.out.failed or s.out.exit_code not in (None, 0) or s.out.chars > SHOWN_OUTPUT + 40:
+        return s.size
+    said = [ln.strip() for ln in s.out.text.split("\n") if ln.strip() and not any(p.search(ln) for p in EXIT_PATTERNS)]
+    if len(said) != 1 or len(said[0]) > SHOWN_OUTPUT or " -> " in said[0] or redact(said[0]) != said[0]:
+        return s.size
+    return f'output "{said[0]}"'
+
+
 def _describe_shell(s: _Seen) -> str:
     cmd = f"`{short(command_of(s.call, s.args) or '?', 160)}`"
     tallied = tally(s.out.text)
@@ -65,10 +81,10 @@ def _describe_shell(s: _Seen) -> str:
         status = f"exit {s.out.exit_code}"
         if s.out.exit_code != 0 and s.out.error_lines:
             status += f": {short(s.out.error_lines[0], 120)}"
-        return f"{s.tag} ran {cmd} -> {status}, {s.size}{counted}"
+        return f"{s.tag} ran {cmd} -> {status}, {_size_or_output(s)}{counted}"
     if s.result is None:
         return f"{s.tag} ran {cmd}{s.err}"
-    return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {s.size}{counted}"
+    return f"{s.tag} ran {cmd}{s.err or ' -> ok'}, {_size_or_output(s)}{counted}"
 
 
 def _describe_file(s: _Seen) -> str | None:

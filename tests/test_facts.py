@@ -249,9 +249,9 @@ def test_a_command_run_in_a_directory_of_its_own_says_where_after_the_command_wh
         "workdir": "/repo/pkg",
     }
     f = facts(call("s", "shell", secret), res("s", "done"))  # the line shows the command redacted
-    assert f.actions[0].line == "[shell] ran `export OPENAI_API_KEY=[REDACTED OPENAI KEY] make deploy` (in /repo/pkg) -> ok, 4 chars output"
+    assert f.actions[0].line == '[shell] ran `export OPENAI_API_KEY=[REDACTED OPENAI KEY] make deploy` (in /repo/pkg) -> ok, output "done"'
     rows = [{"role": "user", "content": "<cwd>/repo/pkg</cwd>\ngo on"}, call("s", "shell", failing), res("s", "ok")]
-    assert extract(T(rows).messages).actions[0].line == "[shell] ran `make check` -> ok, 2 chars output"
+    assert extract(T(rows).messages).actions[0].line == '[shell] ran `make check` -> ok, output "ok"'
 
 
 def test_an_error_line_shorter_than_100_characters_says_where_it_happened():
@@ -343,3 +343,24 @@ def test_a_decision_gives_a_reason_or_a_choice_and_narration_of_the_next_step_is
     ]
     for said in narration + decisions:
         assert facts({"role": "assistant", "content": said}).decisions == ([said] if said in decisions else []), said
+
+
+def test_a_commands_short_one_line_output_is_shown_instead_of_its_size():
+    """`git status -sb` printing `## fix/team-optimization-v2` (the branch the continuation pushes) shows it, where the
+    line said "28 chars output"; an output of 81 characters or two lines, a failed command's, one redaction would change
+    and one holding a line's arrow ("` -> ") keep their size."""
+    cases = [
+        ("## fix/team-optimization-v2", 'exit 0, output "## fix/team-optimization-v2"'),
+        ("x" * 80, f'exit 0, output "{"x" * 80}"'),
+        ("x" * 81, "exit 0, 2 lines output"),  # (its exit code's line counted)
+        ("a\nb", "exit 0, 3 lines output"),
+        ("a -> b", "exit 0, 2 lines output"),
+        ("OPENAI_API_KEY=sk-proj-4fG7hJ2kL9mN3pQ8rS1tV6wX0yZ5aB7cD9eF", "exit 0, 2 lines output"),
+    ]
+    for out, said in cases:
+        f = facts(call("s", "shell", {"command": ["bash", "-lc", "git status -sb"]}), res("s", f"{out}\nexit code 0"))
+        assert f.actions[0].line == f"[shell] ran `git status -sb` -> {said}", out
+    f = facts(call("s", "bash", {"command": "git branch --show-current"}), res("s", "main"))
+    assert f.actions[0].line == '[bash] ran `git branch --show-current` -> ok, output "main"'
+    f = facts(call("s", "bash", {"command": "make"}), res("s", "make: *** no rule\nexit code 2", error=True))
+    assert 'output "' not in f.actions[0].line

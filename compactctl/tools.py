@@ -49,6 +49,22 @@ def kind_of(name: str) -> str:
     return "generic"
 
 
+# A generic call named for a change it makes (tau-bench's update_reservation_flights, cancel_reservation,
+# book_reservation, send_certificate; an MCP server's mcp__github__create_issue; updateRecord): which were made is what a
+# later turn needs, as a write's record is, not what a lookup found.
+_CHANGES = re.compile(
+    r"(?i:update|cancel|book|create|delete|send|transfer|modify|exchange|return|remove|add|set|submit|post|insert|reset|"
+    r"revoke|grant|assign|close|merge|publish|deploy|move|rename|upload|refund|pay|charge|schedule|reschedule|approve|reject)"
+    r"(?:_|-|[A-Z]|$)"
+)
+
+
+def changes_state(name: str) -> bool:
+    """Whether a call of no known kind (kind_of: generic) is named for a change it makes (_CHANGES), an MCP tool by
+    its own name (after the server's)."""
+    return kind_of(name) == "generic" and _CHANGES.match(name.rsplit("__", 1)[-1]) is not None
+
+
 def parse_args(call: ToolCall) -> dict[str, Any]:
     try:
         v = orjson.loads(call.arguments) if call.arguments else {}

@@ -348,3 +348,32 @@ def test_a_description_of_work_whose_item_a_later_command_closed_is_no_remaining
     ]
     f.commands = [("bd close spotter-dov", 1, True), ("bd close spotter-dov.2", 0, False)]
     assert len(section(offline.summarize(f, COUNTER, 3000), "Remaining Work")) == 2
+
+
+def test_a_call_named_for_a_change_it_makes_is_kept_before_the_lookups_as_a_write_is():
+    """tau-bench: the updates (update_reservation_flights, cancel_reservation) are what the agent did, the lookups
+    (get_reservation_details) what it read; in a summary too small for all, the changes are kept, not the newest
+    lookups."""
+    from compactctl.summarizers.facts import extract
+    from compactctl.tools import changes_state
+
+    from .rows import T, call
+
+    rows: list[dict] = [{"role": "user", "content": "downgrade all my reservations"}]
+    ids = [f"R{k:05d}" for k in range(12)]
+    for k, rid in enumerate(ids[:3]):
+        rows += [call(f"u{k}", "update_reservation_flights", {"reservation_id": rid, "cabin": "economy"})]
+        rows += [{"role": "tool", "tool_call_id": f"u{k}", "content": '{"cabin": "economy"}'}]
+    rows += [call("c", "cancel_reservation", {"reservation_id": ids[3]}), {"role": "tool", "tool_call_id": "c", "content": "{}"}]
+    for k, rid in enumerate(ids):
+        rows += [
+            call(f"g{k}", "get_reservation_details", {"reservation_id": rid}),
+            {"role": "tool", "tool_call_id": f"g{k}", "content": "{}"},
+        ]
+    f = extract(T(rows).messages)
+    assert [a.kind for a in f.actions[:5]] == ["write"] * 4 + ["generic"]
+    kept = section(offline.summarize(f, COUNTER, 300), "Completed Actions")
+    changed = [ln for ln in kept if "update_reservation_flights" in ln or "cancel_reservation" in ln]
+    assert len(changed) == 4 and len(kept) > 5, kept  # (as lookups, none was kept: the newest actions go first)
+    assert changes_state("mcp__github__create_issue") and changes_state("updateRecord")
+    assert not any(map(changes_state, ("get_user_details", "address_lookup", "postprocess", "create_file", "Bash")))

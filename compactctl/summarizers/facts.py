@@ -236,7 +236,8 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None, o
     else:  # (a shell command that failed printed no file, or not the one named: `sed -n 1,80p missing.ts`, exit 1)
         files += tools.shell_reads(call, cwd)
         line = _with_strings(line, call, files)
-    return Action(line, failed, tools.kind_of(call.name), tools.command_of(call), out.exit_code, files)
+    kind = "write" if tools.changes_state(call.name) else tools.kind_of(call.name)  # ranked as a write (offline's tiers)
+    return Action(line, failed, kind, tools.command_of(call), out.exit_code, files)
 
 
 def _opened(c: ToolCall, a: Action) -> str | None:

@@ -57,8 +57,9 @@ def _describe(call: ToolCall, result: Message | None, out: Outcome) -> str:
     return line if line is not None else _describe_generic(seen)
 
 
-# A command's output of one line this short is shown, not its size: a branch name (`git status -sb`: "## fix/x"), a
-# count, a path is what the agent uses next, in about the tokens "28 chars output" takes.
+# A command's or another call's output of one line this short is shown, not its size: a branch name (`git status -sb`:
+# "## fix/x"), a count, a path, a sum (tau-bench's calculate: "23553.0") is what the agent uses next, in about the
+# tokens "28 chars output" takes.
 SHOWN_OUTPUT = 80
 
 
@@ -169,7 +170,7 @@ def _describe_generic(s: _Seen) -> str:
     if not brief and "_raw" in s.args:
         brief = short(s.args["_raw"], 60)
     status = s.err or f" -> {s.out.status}"
-    return f"{s.tag} called({short(brief, 140)}){status}, {s.size}"
+    return f"{s.tag} called({short(brief, 140)}){status}, {_size_or_output(s)}"
 
 
 # A describer per kind of tool (kind_of); None from a describer, or a kind not here: the generic form.

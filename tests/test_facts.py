@@ -364,3 +364,5 @@ def test_a_commands_short_one_line_output_is_shown_instead_of_its_size():
     assert f.actions[0].line == '[bash] ran `git branch --show-current` -> ok, output "main"'
     f = facts(call("s", "bash", {"command": "make"}), res("s", "make: *** no rule\nexit code 2", error=True))
     assert 'output "' not in f.actions[0].line
+    f = facts(call("c", "calculate", {"expression": "(1859 - 140) * 2"}), res("c", "3438.0"))
+    assert f.actions[0].line == '[calculate] called(expression=(1859 - 140) * 2) -> ok, output "3438.0"'

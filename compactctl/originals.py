@@ -42,6 +42,7 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
     mapping = _map_of(compacted, entries)
     if mapping is None:
         return compacted  # written as it came (an `unchanged` record), or nothing archived
+    compacted = _read_as_written(compacted, mapping)
     n = mapping["messages"]
     native_origins = mapping.get("format", compacted.format) == "openai"
     originals: list[Message | None] = [None] * n
@@ -84,6 +85,20 @@ def _map_of(compacted: Transcript, entries: list[dict]) -> dict | None:
             "as an --archive file holds them (a record API result's `archived` holds the originals alone)",
         )
     return mapping
+
+
+def _read_as_written(compacted: Transcript, mapping: dict) -> Transcript:
+    """The compacted transcript read as the format its run wrote it in (the map's `written_as`): one of role and text
+    alone, every message summarized, reads as OpenAI chat (OpenAI chat and Anthropic's messages read it alike), and
+    was restored as OpenAI chat when written as Anthropic's."""
+    fmt = mapping.get("written_as")
+    if not isinstance(fmt, str) or fmt == compacted.format or fmt not in formats.FORMAT_NAMES:
+        return compacted
+    try:
+        [back] = formats.read_back(list(formats.write(compacted)), fmt, compacted.layout, compacted.source)
+    except (DataError, ValueError):  # not what that format reads: restored as it reads
+        return compacted
+    return back.evolve(id=compacted.id, line=compacted.line)
 
 
 def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: str) -> Message:

@@ -690,3 +690,40 @@ def test_lines_added_to_a_session_written_in_another_format_are_refused_not_mixe
     r = cli("restore", str(out), "--archive", str(arch), "-o", str(back))
     assert r.returncode == 3 and b"what was added after the run wrote it as openai (1 line) cannot be written back" in r.stderr, r.stderr
     assert not back.exists()
+
+
+def _all_summarized_session() -> list[dict]:
+    """An OpenAI chat session without a system prompt: at a small target every message goes into the summary."""
+    msgs: list[dict] = [{"role": "user", "content": "do the task " + "x " * 50}]
+    for i in range(6):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": f'{{"cmd": "ls d{i}"}}'}}
+        msgs += [
+            {"role": "assistant", "content": f"step {i}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"out {i} " + "word " * 300},
+        ]
+    return [*msgs, {"role": "assistant", "content": "done " + "y " * 300}]
+
+
+@pytest.mark.parametrize(
+    ("layout", "given_as"), [("dataset", "openai"), ("session", "openai"), ("dataset", "anthropic"), ("session", "anthropic")]
+)
+def test_a_session_whose_every_message_was_summarized_restores_in_the_format_it_was_written_in(tmp_path, layout, given_as):
+    """Written as Anthropic's messages (`--to anthropic`, or an Anthropic input), a transcript whose every message
+    went into the summary holds the summary alone: role and text, which reads as OpenAI chat, and restore wrote the
+    originals as OpenAI chat (`"tool_calls"`, not `tool_use` blocks). The map now says what the run wrote it as."""
+    msgs = _all_summarized_session()
+    src = write_jsonl(tmp_path / "s.jsonl", [{"messages": msgs}] if layout == "dataset" else msgs)
+    to: tuple[str, ...] = ("--to", "anthropic")
+    if given_as == "anthropic":  # the input itself in Anthropic's form, compacted without --to
+        src.write_bytes(cli("convert", str(src), "--to", "anthropic", "-q").stdout)
+        to = ()
+    expected = cli("convert", str(src), *to, "-q").stdout if to else src.read_bytes()
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("compact", str(src), *to, "-o", str(out), "--archive", str(arch), "--context-window", "400", "-q")
+    assert r.returncode == 0, r.stderr
+    assert b"tool_use" not in out.read_bytes() and b"CONTEXT COMPACTION" in out.read_bytes()  # nothing but the summary
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == expected
+    [m] = [rec for rec in read_jsonl(arch.read_bytes()) if rec.get("type") == "map"]
+    assert m["written_as"] == "anthropic"

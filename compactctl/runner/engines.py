@@ -108,6 +108,7 @@ def _archive_records(seq: int, t_in: Transcript, t: Transcript, res: Result, wri
                 "transcript": t_in.id,
                 "type": "map",
                 "format": t_in.format,
+                "written_as": fmt,  # what restore reads the output as: a file of role and text alone reads as OpenAI chat
                 "messages": len(t_in.messages),
                 "kept": kept,
             }

@@ -60,10 +60,11 @@ def restore(compacted: Transcript, entries: list[dict]) -> Transcript:
         raise DataError(compacted.source, compacted.line, f"archive does not cover messages {missing[:5]}")
     msgs = [m for m in originals if m is not None]
     anchors = mapping.get("anchors")
+    if not isinstance(anchors, list) or len(anchors) != n:  # each original stood alone in its source message
+        anchors = [_alone(read_as, i) for i in range(n)]
     for i, m in enumerate(msgs):
         m.index = i
-        if isinstance(anchors, list) and len(anchors) == n:  # messages read from one source message go back as one
-            m.anchor = _tuples(anchors[i])
+        m.anchor = _tuples(anchors[i])  # messages read from one source message go back as one
     if compacted.format == "sharegpt":
         msgs = _sharegpt_restored(msgs, mapping.get("format", "sharegpt"), calls)
     if read_as != compacted.format:  # written with --to: the originals' call ids as that conversion gives them
@@ -85,6 +86,17 @@ def _map_of(compacted: Transcript, entries: list[dict]) -> dict | None:
             "as an --archive file holds them (a record API result's `archived` holds the originals alone)",
         )
     return mapping
+
+
+_ANCHORED = ("anthropic", "sharegpt")  # formats whose readers anchor each message at the source message it was read from
+
+
+def _alone(read_as: str, i: int) -> tuple | None:
+    """The anchor of original `i` when no two originals were read from one source message (the map holds no
+    `anchors`), as the input's reader gave it: none where the format anchors nothing (OpenAI chat: an Anthropic or
+    Hermes writer puts a turn's results together), else one of its own. Kept messages held the places they were
+    read from in the output, and an archived result among them was written apart from its turn's kept results."""
+    return ("msg", i) if read_as in _ANCHORED else None
 
 
 def _read_as_written(compacted: Transcript, mapping: dict) -> Transcript:

@@ -727,3 +727,36 @@ def test_a_session_whose_every_message_was_summarized_restores_in_the_format_it_
     assert back.stdout == expected
     [m] = [rec for rec in read_jsonl(arch.read_bytes()) if rec.get("type") == "map"]
     assert m["written_as"] == "anthropic"
+
+
+def _parallel_batches() -> list[dict]:
+    """Turns of three parallel reads whose middle result alone is long: prune archives it, its siblings stay."""
+    msgs: list[dict] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "read the files"}]
+    for t in range(4):
+        calls = [
+            {"id": f"c{t}_{k}", "type": "function", "function": {"name": "read_file", "arguments": f'{{"path": "f{t}_{k}.py"}}'}}
+            for k in range(3)
+        ]
+        msgs.append({"role": "assistant", "content": f"reading batch {t}", "tool_calls": calls})
+        msgs += [{"role": "tool", "tool_call_id": f"c{t}_{k}", "content": f"line of f{t}\n" * (400 if k == 1 else 2)} for k in range(3)]
+    return [*msgs, {"role": "assistant", "content": "all read"}, {"role": "user", "content": "now summarize them"}]
+
+
+@pytest.mark.parametrize("layout", ["dataset", "session"])
+@pytest.mark.parametrize("to", [None, "openai", "anthropic", "sharegpt"])
+def test_one_archived_result_of_parallel_calls_restores_beside_its_kept_siblings(tmp_path, layout, to):
+    """An OpenAI chat turn of parallel calls whose one result alone was archived, written --to anthropic: the kept
+    results held the places they were read from in the output, the archived one none, and restore wrote the turn's
+    results as two or three user messages where `convert --to anthropic` writes one."""
+    msgs = _parallel_batches()
+    src = write_jsonl(tmp_path / "s.jsonl", [{"messages": msgs}] if layout == "dataset" else msgs)
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    conv = ("--to", to) if to else ()
+    r = cli("compact", str(src), *conv, "-o", str(out), "--archive", str(arch), "--context-window", "3000", "-q")
+    assert r.returncode == 0, r.stderr
+    archived = [rec for rec in read_jsonl(arch.read_bytes()) if rec.get("phase") == "prune"]
+    assert {rec["message"]["tool_call_id"] for rec in archived} >= {"c0_1", "c1_1"}  # the long results
+    assert to == "sharegpt" or b"c0_0" in out.read_bytes() and b"c0_2" in out.read_bytes()  # their siblings kept (ShareGPT has no ids)
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == (cli("convert", str(src), *conv, "-q").stdout if to else src.read_bytes())

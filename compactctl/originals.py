@@ -191,7 +191,24 @@ def _is_call(c: ToolCall, recorded: dict) -> bool:
         return False
     if len(args) < CALL_CHARS:
         return call_input(c.arguments) == call_input(args)
-    return "".join(c.arguments.split()).startswith("".join(args.split()))  # cut: its start, white space aside
+    # cut: its start, white space and escapes aside (a ShareGPT call's arguments read back as orjson writes them)
+    return "".join(_unescaped(c.arguments).split()).startswith("".join(_unescaped(args).split()))
+
+
+# a JSON string escape, or one a cut ended inside (scanned left to right: `\\u` is an escaped backslash, then "u")
+_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt])|u[0-9a-fA-F]{0,3}\Z|\Z)')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescaped(text: str) -> str:
+    """JSON text with its strings' escapes read: `\\u00e9` as the character, a surrogate pair's two escapes as one,
+    so that arguments written with `\\u` escapes (Python's json.dumps) and without (orjson) compare alike; an escape
+    the cut ended inside, or the first half of a pair it ended between, left out."""
+    if "\\" not in text:
+        return text
+    out = _ESCAPE.sub(lambda mo: chr(int(mo[1], 16)) if mo[1] else _ESCAPED.get(mo[2] or "", ""), text)
+    out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")  # pairs joined
+    return out[:-1] if out and "\ud800" <= out[-1] <= "\udbff" else out
 
 
 def _tuples(x):

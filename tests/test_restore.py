@@ -760,3 +760,60 @@ def test_one_archived_result_of_parallel_calls_restores_beside_its_kept_siblings
     back = cli("restore", str(out), "--archive", str(arch))
     assert back.returncode == 0, back.stderr
     assert back.stdout == (cli("convert", str(src), *conv, "-q").stdout if to else src.read_bytes())
+
+
+def _written_calls(results_first: int) -> list[dict]:
+    """Turns of two parallel writes whose first call's arguments (over 1,000 characters) hold `\\u` escapes, as
+    Python's json.dumps writes them; the results logged as they finished (the short one first), the long one
+    pruned."""
+    import json
+
+    msgs: list[dict] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "write the files"}]
+    for t in range(6):
+        body = ("caf\u00e9 \u2014 r\u00e9sum\u00e9 \U0001f600 tab\there\n" * 30, "x")
+        calls = [
+            {
+                "id": f"c{t}_{k}",
+                "type": "function",
+                "function": {"name": "write", "arguments": json.dumps({"path": f"f{t}_{k}.py", "content": body[k]})},
+            }
+            for k in range(2)
+        ]
+        msgs.append({"role": "assistant", "content": f"writing batch {t}", "tool_calls": calls})
+        msgs += [
+            {"role": "tool", "tool_call_id": f"c{t}_{k}", "content": f"wrote f{t}_{k}\n" * (1500 if k == 0 else 1)}
+            for k in (results_first, 1 - results_first)
+        ]
+    return [*msgs, {"role": "assistant", "content": "all written"}, {"role": "user", "content": "now check them"}]
+
+
+@pytest.mark.parametrize("results_first", [1, 0])
+def test_an_archived_result_finds_its_kept_call_whose_arguments_hold_escapes_beyond_the_cut(tmp_path, results_first):
+    """Written --to sharegpt, an archived result is tied to the kept call its archive record names by the first
+    1,000 characters of that call's arguments; arguments written with `\\u` escapes (json.dumps) never matched the
+    call read back from ShareGPT (orjson writes `é`), so the result kept its own id and ShareGPT's writer, which
+    puts a turn's results in call order, put it after its sibling where `convert --to sharegpt` puts it first."""
+    src = write_jsonl(tmp_path / "s.jsonl", [{"messages": _written_calls(results_first)}])
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    r = cli("prune", str(src), "--to", "sharegpt", "-o", str(out), "--archive", str(arch), "--context-window", "20000", "-q")
+    assert r.returncode == 0, r.stderr
+    records = [rec for rec in read_jsonl(arch.read_bytes()) if rec.get("phase") == "prune"]
+    assert records and all(len(rec["call"]["arguments"]) == 1000 and "\\u00e9" in rec["call"]["arguments"] for rec in records)
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == cli("convert", str(src), "--to", "sharegpt", "-q").stdout
+
+
+@pytest.mark.parametrize("pad", range(13))
+def test_a_call_matches_its_record_wherever_the_cut_ends_in_an_escape(pad):
+    """The cut at 1,000 characters may end inside `\\u00e9`, or between or inside a surrogate pair's two escapes."""
+    import json
+
+    from compactctl.model import ToolCall
+    from compactctl.originals import _is_call
+
+    args = json.dumps({"path": "p" * pad, "content": 'caf\u00e9 \U0001f600 \\u00e9 "q"\n' * 100})
+    kept = ToolCall("sg_2_0", "write", orjson.dumps(json.loads(args)).decode())  # as ShareGPT's call reads back
+    assert _is_call(kept, {"name": "write", "arguments": args[:1000]})
+    assert not _is_call(kept, {"name": "write", "arguments": args[:999] + "X"})
+    assert not _is_call(kept, {"name": "read", "arguments": args[:1000]})

@@ -122,6 +122,8 @@ def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: 
         m = message_from_dict(e["message"], ARCHIVE, 0, e["index"])
     except DataError as err:
         raise DataError(ARCHIVE, None, f"the archived original of message {e['index']}: {err.what}") from err
+    if isinstance(e.get("is_error"), bool) and m.role == "tool":  # the source's error flag (not in OpenAI chat's shape)
+        m.is_error = e["is_error"]
     if not native_origins:
         m.origin = None  # rebuilt by the format's writer from the canonical message
     if read_as != written_as and read_as in formats.FORMAT_NAMES and written_as in formats.FORMAT_NAMES:

@@ -817,3 +817,27 @@ def test_a_call_matches_its_record_wherever_the_cut_ends_in_an_escape(pad):
     assert _is_call(kept, {"name": "write", "arguments": args[:1000]})
     assert not _is_call(kept, {"name": "write", "arguments": args[:999] + "X"})
     assert not _is_call(kept, {"name": "read", "arguments": args[:1000]})
+
+
+@pytest.mark.parametrize("to", [None, "anthropic", "sharegpt"])
+def test_an_archived_failed_result_restores_with_its_error_flag(tmp_path, to):
+    """An archived original is kept in OpenAI chat's shape, which has no key for a failed result's flag: an Anthropic
+    `tool_result` with `"is_error": true` (or a Gemini or OpenHands failed result written --to anthropic) that was
+    archived came back without it. The archive record now keeps it beside the message."""
+    src = write_jsonl(tmp_path / "s.jsonl", [{"messages": _parallel_batches()}])
+    [rec] = read_jsonl(cli("convert", str(src), "--to", "anthropic", "-q").stdout)
+    for m in rec["messages"]:
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            if b.get("type") == "tool_result" and b["tool_use_id"] in ("c0_1", "c1_1", "c2_0"):
+                b["is_error"] = True
+    src = write_jsonl(src, [rec])
+    out, arch = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    conv = ("--to", to) if to else ()
+    r = cli("compact", str(src), *conv, "-o", str(out), "--archive", str(arch), "--context-window", "3000", "-q")
+    assert r.returncode == 0, r.stderr
+    failed = [x for x in read_jsonl(arch.read_bytes()) if x.get("is_error")]
+    assert {x["message"]["tool_call_id"] for x in failed} == {"c0_1", "c1_1"}  # archived; c2_0 kept
+    back = cli("restore", str(out), "--archive", str(arch))
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == (cli("convert", str(src), *conv, "-q").stdout if to else src.read_bytes())
+    assert back.stdout.count(b'"is_error":true') == (0 if to == "sharegpt" else 3)

@@ -44,6 +44,8 @@ class Archived:
             rec["span"], rec["span_start"], rec["span_end"] = self.span
         if self.call is not None:
             rec["call"] = self.call
+        if self.message.is_error is not None:  # a failed result's flag, which OpenAI chat's shape has no key for
+            rec["is_error"] = self.message.is_error
         return rec
 
 

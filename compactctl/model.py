@@ -251,14 +251,28 @@ def unknown_role(t: Transcript) -> tuple[int, Any] | None:
     return None
 
 
-def check_roles(t: Transcript) -> None:
-    """Raise DataError for a message whose role is none of ROLES: no API takes it, and no phase knows what it is."""
+def unknown_content(t: Transcript) -> tuple[int, str] | None:
+    """(index, type name) of the first message whose content is none of a string, null, a list of parts or absent
+    (MISSING), or None. The readers refuse such content; a transcript built through the library may still hold it."""
+    for i, m in enumerate(t.messages):
+        c = m.content
+        if not (c is MISSING or c is None or isinstance(c, (str, list))):
+            return i, type(c).__name__
+    return None
+
+
+def check_built(t: Transcript) -> None:
+    """Raise DataError for what the readers refuse and a transcript built through the library may hold: a message
+    whose role is none of ROLES, or whose content is none of a string, null or a list of parts (no API takes it,
+    and no phase knows what it is)."""
+    where = t.source or t.id or "<transcript>"
     bad = unknown_role(t)
     if bad is not None:
         i, role = bad
-        raise DataError(
-            t.source or t.id or "<transcript>", None, f"message {i + 1}: unknown role {role!r} (expected one of {', '.join(ROLES)})"
-        )
+        raise DataError(where, None, f"message {i + 1}: unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    odd = unknown_content(t)
+    if odd is not None:
+        raise DataError(where, None, f"message {odd[0] + 1}: content must be a string, null or a list of parts, got {odd[1]}")
 
 
 def other_content(extra: dict) -> bool:

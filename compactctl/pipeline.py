@@ -10,7 +10,7 @@ from . import config
 from .errors import CannotFit
 from .formats import get_format
 from .lean import dataclass
-from .model import Transcript, check_roles
+from .model import Transcript, check_built
 from .phases.plan import Budget, Plan
 from .phases.prune import PruneOptions, prune
 from .phases.repair import RepairOptions, repair
@@ -84,7 +84,7 @@ def compact(t: Transcript, counter: Counter, summarizer: Summarizer, opts: Compa
     (the last ask too, verbatim in it, when it no longer falls in the tail). Kept when it fits; only with a local
     summarizer (no second call to an LLM). The report's `tail_grown` gives that budget."""
     opts = opts or CompactOptions()
-    check_roles(t)  # before any work (an LLM's call too): repair would refuse it at the end
+    check_built(t)  # before any work (an LLM's call too): repair would refuse it at the end
     out, report, p = _compact(t, counter, summarizer, opts)
     grown = _grown(report, p, opts) if opts.grow_tail and getattr(summarizer, "local", False) else None
     if grown is None:

@@ -125,3 +125,36 @@ def test_a_message_built_with_an_unknown_role_is_refused_not_written(role, monke
         compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer())
     msgs[1] = compactctl.Message(role="tool", content="out", tool_call_id="x")  # a known role: no such error
     assert all(v.rule != "unknown-role" for v in compactctl.check(t))
+
+
+@pytest.mark.parametrize("content", [{"type": "text", "text": "out"}, 42, True, ("a", "b")])
+def test_a_message_built_with_content_no_api_takes_is_refused_not_written(content, monkeypatch):
+    """The readers refuse content that is none of a string, null or a list of parts ("content must be a string, null
+    or a list of parts, got dict"); a Message built through the library with such content passed `check` (nothing
+    said), repair kept it, and `write` gave `{"role": "user", "content": {...}}`, which both APIs refuse."""
+    from compactctl.errors import DataError
+
+    msgs = [compactctl.Message(role="user", content="fix it"), compactctl.Message(role="assistant", content="looking")]
+    msgs += [compactctl.Message(role="user", content=content), compactctl.Message(role="assistant", content="done")]
+    t = compactctl.Transcript(messages=msgs, id="built")
+    name = type(content).__name__
+    assert [(v.index, v.rule, v.detail) for v in compactctl.check(t)] == [
+        (2, "bad-content", f"content is a {name}, not a string, null or a list of parts")
+    ]
+    with pytest.raises(DataError, match=rf"built: message 3: content must be a string, null or a list of parts, got {name}"):
+        compactctl.repair(t)
+    for to in (None, "anthropic", "sharegpt", "codex"):
+        with pytest.raises(DataError, match="content must be"):
+            compactctl.write(t, to)
+
+    def no_work(*a, **k):  # pragma: no cover (the point: never reached)
+        raise AssertionError("compacted a transcript it then refuses (an LLM's call too)")
+
+    monkeypatch.setattr("compactctl.pipeline._compact", no_work)
+    with pytest.raises(DataError, match="content must be"):
+        compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer())
+    for fine in ("", None, [], [{"type": "text", "text": "out"}]):  # what the readers take: no such error
+        msgs[2] = compactctl.Message(role="user", content=fine)
+        assert all(v.rule != "bad-content" for v in compactctl.check(t))
+    msgs[2] = compactctl.Message(role="user")  # no content at all (MISSING)
+    assert all(v.rule != "bad-content" for v in compactctl.check(t))

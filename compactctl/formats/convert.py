@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, check_roles, is_value_part, other_content
+from ..model import MISSING, RESPONSES_TEXT, SYSTEM_ROLES, ToolCall, Transcript, check_built, is_value_part, other_content
 from .linelog import LineLog
 from .reader import Reader
 from .registry import REGISTRY, get_format
@@ -28,8 +28,9 @@ def write(t: Transcript, to: str | None = None, lost: Counter | None = None) -> 
     """Output lines for one transcript, in its own format or converted with `to`. Formats that are
     read-only (Gemini, OpenHands) are written as OpenAI chat unless `to` says otherwise. `lost` counts, by
     kind, what the target could not hold as it was (a part it does not take, a system prompt moved). A message whose
-    role none of the APIs take (built through the library: the readers refuse one) is a DataError, not a line."""
-    check_roles(t)
+    role or content none of the APIs take (built through the library: the readers refuse one) is a DataError, not a
+    line."""
+    check_built(t)
     source = get_format(t.format)
     if not to and source.write is None:
         to = "openai"

@@ -32,7 +32,7 @@ from ..model import (
     Message,
     ToolCall,
     Transcript,
-    check_roles,
+    check_built,
     is_blank_part,
     refused_system,
     text_part,
@@ -137,7 +137,7 @@ MEASURED = RepairOptions(allow_empty=True)  # for callers that only measure what
 
 def repair(t: Transcript, opts: RepairOptions | None = None) -> tuple[Transcript, RepairStats]:
     o = opts or RepairOptions()
-    check_roles(t)  # the readers refuse one; a transcript built through the library may hold one
+    check_built(t)  # the readers refuse a bad role or content; a transcript built through the library may hold one
     t = without_notes(t)  # `plan`'s zones are for `summarize`, a strike for the next `summarize`: no API takes the key
     fix = _Repair(t, o.strip_unanswered)
     msgs = fix.msgs

@@ -29,6 +29,7 @@ from ..model import (
     is_chat_text,
     other_content,
     refused_system,
+    unknown_content,
     unknown_role,
 )
 from ..pairs import VALID_ID as VALID_ID  # noqa: PLC0414 (a tool-call id both APIs take; repair and passthrough read it here)
@@ -182,10 +183,18 @@ def check(t: Transcript) -> list[Violation]:
                 Violation(t.id, 0, "bad-name", f"the record's tools or tool_choice name {name[:80]!r}, not 1-64 letters, digits, _ or -")
             )
     out.extend(_opening_violations(t, msgs))
+    out.extend(_built_violations(t))
+    return out
+
+
+def _built_violations(t: Transcript) -> Iterator[Violation]:
+    """What the readers refuse and a transcript built through the library may hold (model.check_built)."""
     bad = unknown_role(t)
     if bad is not None:
-        out.append(Violation(t.id, bad[0], "unknown-role", f"role {bad[1]!r} is none of {', '.join(ROLES)}"))
-    return out
+        yield Violation(t.id, bad[0], "unknown-role", f"role {bad[1]!r} is none of {', '.join(ROLES)}")
+    odd = unknown_content(t)
+    if odd is not None:
+        yield Violation(t.id, odd[0], "bad-content", f"content is a {odd[1]}, not a string, null or a list of parts")
 
 
 def _opening_violations(t: Transcript, msgs: list[Message]) -> list[Violation]:

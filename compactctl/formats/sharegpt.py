@@ -309,13 +309,12 @@ def to_conversations(t: Transcript) -> list[dict]:
         m = msgs[i]
         group = [m]
         j = i + 1
-        if m.role == "tool":
+        if m.role == "tool" and _tool_from(m, names) == "tool":  # an observation or function turn: one result each
             while (
                 j < len(msgs)
                 and msgs[j].role == "tool"
                 and (m.anchor is None or msgs[j].anchor in (m.anchor, None))
-                and msgs[j].extra.get("_from", "tool") == m.extra.get("_from", "tool")
-                and m.extra.get("_from") != "observation"
+                and _tool_from(msgs[j], names) == "tool"
             ):
                 group.append(msgs[j])
                 j += 1
@@ -341,14 +340,23 @@ def _produced(turn: Any) -> int:
     return 1
 
 
+def _tool_from(m: Message, names: dict[str, str]) -> str:
+    """The turn a tool result is written as: the one it was read from, else the record's (a result repair added to a
+    record of observation turns is one too). Only a `tool` turn holds several, each in <tool_response> tags; an
+    observation or function turn is one result, read as its text (tags and all)."""
+    frm = m.extra.get("_from")
+    return frm if frm in ("tool", "observation", "function") else names["tool"]
+
+
 def _turn(group: list[Message], names: dict[str, str]) -> dict:
     m = group[0]
     extra = {k: v for k, v in m.extra.items() if not k.startswith("_")}
     frm = m.extra.get("_from")
     if m.role == "tool":
-        if frm in ("observation", "function"):
+        frm = _tool_from(m, names)
+        if frm != "tool":
             return {"from": frm, "value": m.text(), **extra}
-        return {"from": frm or names["tool"], "value": "\n".join(f"<tool_response>\n{g.text()}\n</tool_response>" for g in group), **extra}
+        return {"from": frm, "value": "\n".join(f"<tool_response>\n{g.text()}\n</tool_response>" for g in group), **extra}
     if m.role == "assistant":
         if frm == "function_call" and m.tool_calls and not m.text():
             return {"from": "function_call", "value": _function_call_text(m.tool_calls), **extra}

@@ -3,11 +3,15 @@ records it takes, what it reads them as, and what it writes back."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
 from compactctl import api
+from compactctl.errors import DataError
 from compactctl.formats import sharegpt
+from compactctl.model import Message, ToolCall
 from compactctl.phases.repair import STUB
 
 
@@ -67,3 +71,58 @@ def test_results_repair_adds_to_an_observation_record_read_back_one_each_without
     else:
         assert [c["from"] for c in conv] == ["human", calls, results, results, results, "gpt"]
         assert "<tool_response>" not in out.read_text()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_function_call_turns_list_rebuilt_is_written_as_the_list_it_came_as(tmp_path, n):
+    """LlamaFactory's parallel calls, a JSON list in one function_call turn (one call in a list too): rebuilt with its
+    calls the same (an evolved message, as a phase makes), the turn is the list as written, its spacing kept."""
+    calls = [{"name": "get_weather", "arguments": {"city": c}} for c in ("Paris", "Rome", "Oslo")[:n]]
+    listed = orjson.dumps(calls, option=orjson.OPT_INDENT_2).decode()  # spacing the writer would not give
+    conv = [{"from": "human", "value": "weather?"}, {"from": "function_call", "value": listed}]
+    conv += [{"from": "observation", "value": f"{c['arguments']['city']} 20C"} for c in calls] + [{"from": "gpt", "value": "ok"}]
+    [t] = api.read([str(lines(tmp_path, {"conversations": conv}))])
+    assert [c.arguments for c in t.messages[1].tool_calls] == [orjson.dumps(c["arguments"]).decode() for c in calls]
+    rebuilt = t.evolve(messages=[t.messages[0], t.messages[1].evolve(), *t.messages[2:]])
+    assert orjson.loads(api.write(rebuilt))["conversations"] == conv
+    one = dataclasses.replace(t.messages[1].tool_calls[0], arguments='{"city":"Lima"}')  # as prune cuts arguments
+    changed = t.messages[1].evolve(tool_calls=[one, *t.messages[1].tool_calls[1:]])  # the list written anew
+    value = orjson.loads(api.write(t.evolve(messages=[t.messages[0], changed, *t.messages[2:]])))["conversations"][1]["value"]
+    assert orjson.loads(value) == [{"name": "get_weather", "arguments": {"city": "Lima"}}, *calls[1:]]
+
+
+@pytest.mark.parametrize("value", [5, None, ["a"], {"text": "a"}])
+def test_a_turn_whose_value_is_not_text_is_an_error_naming_file_line_and_turn(tmp_path, value):
+    src = lines(tmp_path, {"conversations": [{"from": "human", "value": "go"}, {"from": "gpt", "value": value}]})
+    with pytest.raises(DataError, match=rf"^{src}:1: turn 1: 'value' must be a string$"):
+        api.read([str(src)])
+
+
+@pytest.mark.parametrize("system", ["", None, 5, ["be brief"]])
+def test_a_records_system_that_is_no_text_is_no_system_message_and_is_kept(tmp_path, system):
+    """The record's "system" is its system prompt when it is text; empty, null or not text it is no message (an empty
+    system message, or content no API takes), and comes back as it was."""
+    rec = {"system": system, "conversations": [{"from": "human", "value": "go"}, {"from": "gpt", "value": "ok"}]}
+    [t] = api.read([str(lines(tmp_path, rec))])
+    assert [m.role for m in t.messages] == ["user", "assistant"] and api.check(t) == []
+    rebuilt = t.evolve(messages=[m.evolve() for m in t.messages])
+    assert orjson.loads(api.write(rebuilt)) == rec
+
+
+@pytest.mark.parametrize(
+    "user,assistant,tool", [("human", "gpt", "tool"), ("user", "assistant", "observation"), ("user", "gpt", "function")]
+)
+def test_messages_a_phase_adds_are_written_with_the_role_names_the_record_uses(tmp_path, user, assistant, tool):
+    conv = [{"from": "system", "value": "s"}, {"from": user, "value": "go"}, calls_turn("gpt", "ls")]
+    conv += [{"from": tool, "value": "a b"}, {"from": assistant, "value": "ok"}]
+    [t] = api.read([str(lines(tmp_path, {"conversations": conv}))])
+    made = [Message(role="user", content="and?"), Message(role="assistant", content=None, tool_calls=[ToolCall("n1", "pwd", "{}")])]
+    made += [Message(role="tool", content="/w", tool_call_id="n1"), Message(role="assistant", content="more")]
+    out = orjson.loads(api.write(t.evolve(messages=[*t.messages, *made])))["conversations"]
+    assert out[: len(conv)] == conv
+    assert [(c["from"], c["value"]) for c in out[len(conv) :]] == [
+        (user, "and?"),
+        (assistant, '<tool_call>\n{"name":"pwd","arguments":{}}\n</tool_call>'),
+        (tool, "<tool_response>\n/w\n</tool_response>" if tool == "tool" else "/w"),
+        (assistant, "more"),
+    ]

@@ -126,3 +126,18 @@ def test_messages_a_phase_adds_are_written_with_the_role_names_the_record_uses(t
         (tool, "<tool_response>\n/w\n</tool_response>" if tool == "tool" else "/w"),
         (assistant, "more"),
     ]
+
+
+@pytest.mark.parametrize("value", ["plain out", "<tool_response>\n  out\n</tool_response>", '<tool_response>{"a": 1}</tool_response>'])
+def test_an_untouched_tool_turn_of_one_result_is_written_as_it_came(tmp_path, value):
+    """A record written anew (another message changed) keeps an untouched tool turn as it was: one result, tagged or
+    not, whatever its spacing (re-tagged, an untagged result would gain tags)."""
+    conv = [
+        {"from": "human", "value": "go"},
+        calls_turn("gpt", "ls"),
+        {"from": "tool", "value": value, "id": 7},
+        {"from": "gpt", "value": "ok"},
+    ]
+    [t] = api.read([str(lines(tmp_path, {"conversations": conv}))])
+    changed = t.evolve(messages=[*t.messages[:-1], t.messages[-1].evolve(content="ok!")])
+    assert orjson.loads(api.write(changed))["conversations"][2] == conv[2]

@@ -98,3 +98,8 @@ def test_a_calls_bad_tool_name_is_said_cut_to_80_characters():
     )
     [v] = check(t)
     assert (v.index, v.rule, v.detail) == (1, "bad-name", f"call 'c1': tool name {name[:80]!r} is not 1-64 letters, digits, _ or -")
+
+
+def test_an_unknown_role_is_said_with_the_role():
+    [v] = check(chat(U, Message(role="function", content="out"), A))
+    assert (v.index, v.rule, v.detail) == (1, "unknown-role", "role 'function' is none of system, developer, user, assistant, tool")

@@ -328,6 +328,9 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "sharegpt": (
         "compactctl/formats/sharegpt.py",
         [
+            "tests/test_sharegpt.py",
+            "tests/test_llamafactory.py",
+            "tests/test_odd_input.py",
             "tests/test_formats.py",
             "tests/test_convert.py",
             "tests/test_restore.py",
@@ -357,7 +360,15 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "rules": (
         "compactctl/phases/rules.py",
-        ["tests/test_phases.py", "tests/test_properties.py", "tests/test_fuzz.py", "tests/test_passthrough.py"],
+        [
+            "tests/test_rules.py",
+            "tests/test_api.py",
+            "tests/test_phases.py",
+            "tests/test_properties.py",
+            "tests/test_fuzz.py",
+            "tests/test_passthrough.py",
+            "tests/test_odd_input.py",
+        ],
     ),
     "harness": ("compactctl/harness.py", ["tests/test_budget_aware.py", "tests/test_formats.py", "tests/test_codex_variants.py"]),
     "archive": (

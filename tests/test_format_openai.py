@@ -1,0 +1,90 @@
+"""OpenAI chat (formats/openai.py): what a user of the format sees read and written back, case by case (the
+mutation run's survivors: bench/mutation.py --module openai)."""
+
+from __future__ import annotations
+
+import orjson
+
+from compactctl import api
+
+from .conftest import cli, write_jsonl
+
+
+def test_a_dataset_whose_first_record_has_no_messages_is_read_as_openai(tmp_path):
+    """An empty "messages" list decides nothing but is OpenAI chat: the record is read (and refused by compact with
+    its line named), never a traceback from the sniffer."""
+    src = write_jsonl(tmp_path / "d.jsonl", [{"messages": []}, {"messages": [{"role": "user", "content": "hi"}]}])
+    ts = api.read([str(src)])
+    assert [(t.format, t.layout, len(t.messages)) for t in ts] == [("openai", "dataset", 0), ("openai", "dataset", 1)]
+    r = cli("repair", str(src))
+    assert r.returncode == 3
+    assert b"d.jsonl:1: no user or assistant message" in r.stderr
+    assert b"Traceback" not in r.stderr
+
+
+ANTHROPIC_TURNS = [
+    {"role": "user", "content": "list"},
+    {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]},
+    {"role": "assistant", "content": "done"},
+]
+
+
+def test_anthropic_blocks_under_history_are_not_taken_for_openai_chat(tmp_path):
+    """A SWE-agent-style "history" of Anthropic blocks: taken for OpenAI chat, it was written back with its tool_use
+    and tool_result parts inside OpenAI messages (which the API refuses) and exit 0; the format cannot be told, and
+    the error says so."""
+    src = write_jsonl(tmp_path / "h.jsonl", [{"history": ANTHROPIC_TURNS}])
+    r = cli("repair", str(src))
+    assert r.returncode == 3
+    assert r.stdout == b""
+    assert b"h.jsonl:1: cannot tell the transcript format" in r.stderr
+
+
+def test_plans_zones_read_back_are_kept_and_named(tmp_path):
+    """A message's `_compactctl` note (plan --annotate's zone) is read as it is: convert writes it back and
+    `repair --check` names its keys (a reader that kept only a placeholder lost the zones summarize reads)."""
+    rows = [
+        {"role": "user", "content": "fix it", "_compactctl": {"zone": "head"}},
+        {"role": "assistant", "content": "done", "_compactctl": {"zone": "tail"}},
+    ]
+    src = write_jsonl(tmp_path / "planned.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert [m.note for m in t.messages] == [{"zone": "head"}, {"zone": "tail"}]
+    r = cli("convert", str(src), "--to", "openai")
+    assert r.returncode == 0, r.stderr
+    assert [orjson.loads(line) for line in r.stdout.splitlines()] == rows
+    check = cli("repair", "--check", str(src))
+    assert check.returncode != 0 and b"'_compactctl' key (zone)" in check.stderr
+
+
+def test_a_reasoning_content_that_is_not_text_survives_a_rewrite(tmp_path):
+    """`reasoning_content` that is not a string is no reasoning compactctl reads, but it is the message's: when repair
+    rewrites the message (here for its empty `tool_calls`), the key is kept as it came."""
+    rows = [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "done", "reasoning_content": {"steps": ["a", "b"]}, "tool_calls": []},
+    ]
+    r = cli("repair", str(write_jsonl(tmp_path / "r.jsonl", rows)))
+    assert r.returncode == 0, r.stderr
+    last = orjson.loads(r.stdout.splitlines()[-1])
+    assert last == {"role": "assistant", "content": "done", "reasoning_content": {"steps": ["a", "b"]}}
+
+
+def test_a_functions_own_keys_beside_its_arguments_survive_a_rewrite(tmp_path):
+    """A call's `function` with a key besides name and arguments: when repair rewrites the message (its blank text
+    part dropped), the key stays in the function."""
+    fn = {"name": "ls", "arguments": "{}", "strict": True}
+    rows = [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": [{"type": "text", "text": ""}], "tool_calls": [{"id": "c1", "type": "function", "function": fn}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "done"},
+    ]
+    r = cli("repair", str(write_jsonl(tmp_path / "f.jsonl", rows)))
+    assert r.returncode == 0, r.stderr
+    call = orjson.loads(r.stdout.splitlines()[1])
+    assert call["content"] is None and call["tool_calls"] == [{"id": "c1", "type": "function", "function": fn}]

@@ -26,6 +26,7 @@ from .blocks import (
 
 NAME = "anthropic"
 CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
+ROW_KEYS = "_row_keys"  # a user row's own keys (besides role and content) when it holds tool results alone
 
 
 def _has_blocks(msgs: list) -> bool:
@@ -66,14 +67,25 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
             m.extra.update(extra)
             out.append(m)
         elif role == "user":
-            for m in user_from_blocks(d.get("content"), source, lineno, provenance=Provenance(origin=origin, anchor=origin)):
-                m.extra.update(extra) if m.role == "user" else None
-                out.append(m)
+            out += _user_row(d, extra, source, lineno, Provenance(origin=origin, anchor=origin))
         elif role is None:
             raise DataError(source, lineno, "message has no role")
         else:
             raise DataError(source, lineno, f"unknown role {role!r} for Anthropic messages (expected user or assistant)")
     return out
+
+
+def _user_row(d: dict, extra: dict, source: str, lineno: int, provenance: Provenance) -> list[Message]:
+    """A user row's messages (a result per tool_result block, then the other blocks), its keys besides role and
+    content on the user message; on each result when there is none, for the row written again (`_row`)."""
+    read = user_from_blocks(d.get("content"), source, lineno, provenance=provenance)
+    alone = read[-1].role == "tool"
+    for m in read:
+        if m.role == "user":
+            m.extra.update(extra)
+        elif alone and extra:
+            m.extra[ROW_KEYS] = extra
+    return read
 
 
 def _system(system: Any, source: str, lineno: int) -> Any:
@@ -223,6 +235,7 @@ def _row(group: list[Message]) -> dict:
     for g in group:
         if g.role == "tool":
             blocks.append(tool_result_block(g))
+            extra.update(g.extra.get(ROW_KEYS, {}))
         else:
             c = g.content
             blocks += c if isinstance(c, list) else ([{"type": "text", "text": c}] if isinstance(c, str) and c else [])

@@ -4,6 +4,7 @@ mutation run's survivors: bench/mutation.py --module openai)."""
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from compactctl import api
 
@@ -88,3 +89,65 @@ def test_a_functions_own_keys_beside_its_arguments_survive_a_rewrite(tmp_path):
     assert r.returncode == 0, r.stderr
     call = orjson.loads(r.stdout.splitlines()[1])
     assert call["content"] is None and call["tool_calls"] == [{"id": "c1", "type": "function", "function": fn}]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"tool_calls": [{"id": "c1", "type": "function", "function": {"arguments": "{}"}}]},
+        {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": 5, "arguments": "{}"}}]},
+        {"tool_calls": [{"id": "c1", "type": "function"}]},
+        {"tool_calls": ["ls"]},
+        {"function_call": {"arguments": "{}"}},
+        {"function_call": {"name": ["ls"], "arguments": "{}"}},
+        {"function_call": "ls"},
+    ],
+)
+def test_a_call_without_a_name_is_a_data_error_naming_its_line(tmp_path, call):
+    """A call with no function name (or one that is not text) is refused with its line named (exit 3), and with
+    --on-error skip its record alone is rejected: never a traceback, never a call written with no name."""
+    bad = {"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, **call}]}
+    good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    src = write_jsonl(tmp_path / "calls.jsonl", [good, bad, good])
+    r = cli("repair", str(src))
+    assert r.returncode == 3 and r.stdout == b""
+    err = r.stderr.decode()
+    assert "calls.jsonl:2: " in err and ("function.name" in err or "function_call needs a name" in err), err
+    assert "Traceback" not in err
+    skip = cli("repair", str(src), "--on-error", "skip")
+    assert skip.returncode == 0 and len(skip.stdout.splitlines()) == 2, skip.stderr
+    assert b"skipped " in skip.stderr and b"calls.jsonl:2: " in skip.stderr
+
+
+def test_arguments_given_as_an_object_are_written_as_json_text_and_converted_as_the_object(tmp_path):
+    """OpenAI takes a call's arguments as JSON text only: an object (as some datasets hold them) is written back as its
+    JSON text when repair rewrites the message, and converts to Anthropic as the tool_use's input itself."""
+    rows = [
+        {"role": "user", "content": "fix it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": ""}],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": {"path": "src"}}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "done"},
+    ]
+    src = write_jsonl(tmp_path / "o.jsonl", rows)
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    [call] = orjson.loads(r.stdout.splitlines()[1])["tool_calls"]
+    assert call["function"] == {"name": "ls", "arguments": '{"path":"src"}'}
+    conv = cli("convert", str(src), "--to", "anthropic")
+    assert conv.returncode == 0, conv.stderr
+    use = orjson.loads(conv.stdout.splitlines()[1])["content"][-1]
+    assert use == {"type": "tool_use", "id": "c1", "name": "ls", "input": {"path": "src"}}
+
+
+def test_a_session_refused_as_a_whole_names_its_first_lines_number(tmp_path):
+    """A session file with no message a model could be sent is refused at its first record's line: after two blank
+    lines, line 3 (not 1, not -1)."""
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b'\n\n{"role": "system", "content": "be brief"}\n')
+    r = cli("repair", str(src))
+    assert r.returncode == 3 and r.stdout == b""
+    assert b"s.jsonl:3: no user or assistant message with content" in r.stderr

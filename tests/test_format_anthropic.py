@@ -38,3 +38,139 @@ def test_a_row_of_tool_results_alone_keeps_its_own_keys_when_rewritten(tmp_path,
     assert got[2] == {"role": "user", "content": [results[0]], "timestamp": "t2"}
     assert got[1] == rows[1] and got[3] == rows[3]
     assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
+
+
+def test_a_dataset_records_violation_is_named_by_its_record(tmp_path):
+    """`repair --check` names a dataset record's transcript by its number in the file (#2 for the second)."""
+    ok = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}]}
+    bad = {
+        "system": "s",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": ""}, {"type": "text", "text": "x"}]},
+        ],
+    }
+    src = write_jsonl(tmp_path / "d.jsonl", [ok, bad])
+    assert [t.id for t in api.read([str(src)])] == [f"{src}#1", f"{src}#2"]
+    r = cli("repair", "--check", str(src))
+    assert r.returncode != 0 and f"{src}#2: message 2: blank-part".encode() in r.stderr, r.stderr
+
+
+def test_a_session_refused_as_a_whole_names_its_first_lines_number(tmp_path):
+    """A session of a system line alone (after two blank lines) is refused at line 3, its first record's."""
+    src = tmp_path / "s.jsonl"
+    src.write_bytes(b'\n\n{"system": "be brief"}\n')
+    r = cli("repair", str(src))
+    assert r.returncode == 3 and r.stdout == b""
+    assert b"s.jsonl:3: no user or assistant message with content" in r.stderr
+
+
+# rows as a source may hold them: keys in another order than the writer's, a result block's own key
+AS_THEY_CAME = [
+    {"content": "list the files", "role": "user"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
+    {"content": [{"tool_use_id": "t1", "type": "tool_result", "content": "a.py", "cache_control": {"type": "ephemeral"}}], "role": "user"},
+    {"content": [{"type": "text", "text": "and the tests?"}], "role": "user"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls tests"}}]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "t.py"},
+            {"type": "tool_result", "tool_use_id": "zz", "content": "x"},
+        ],
+    },
+    {"content": "done", "role": "assistant", "timestamp": "t6"},
+]
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+def test_rows_a_repair_leaves_alone_are_written_as_they_came(tmp_path, layout):
+    """Repair drops the result that answers no call (row 5); every other row is written back as it came, byte for
+    byte (keys in their order, a result block's own keys), in a session and in a dataset record."""
+    if layout == "session":
+        src = write_jsonl(tmp_path / "s.jsonl", AS_THEY_CAME)
+    else:
+        src = write_jsonl(tmp_path / "d.jsonl", [{"messages": AS_THEY_CAME, "id": 7}])
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    if layout == "session":
+        got = r.stdout.splitlines()
+    else:
+        [rec] = [orjson.loads(line) for line in r.stdout.splitlines()]
+        assert list(rec) == ["messages", "id"] and rec["id"] == 7
+        got = [orjson.dumps(row) for row in rec["messages"]]
+    want = [orjson.dumps(row) for row in AS_THEY_CAME]
+    assert got[:5] == want[:5] and got[6] == want[6]
+    assert orjson.loads(got[5]) == {"role": "user", "content": [AS_THEY_CAME[5]["content"][0]]}
+
+
+def test_a_changed_user_message_is_written_in_its_form_with_its_keys(tmp_path):
+    """A user message a phase changed is written again: text stays a string, blocks stay blocks, and the row's own
+    keys stay with it."""
+    rows = [
+        {"system": "be brief"},
+        {"role": "user", "content": "list the files", "timestamp": "t0"},
+        {"role": "assistant", "content": "which ones?"},
+        {"role": "user", "content": [{"type": "text", "text": "the tests"}], "timestamp": "t2"},
+        {"role": "assistant", "content": "t.py"},
+    ]
+    [t] = api.read([str(write_jsonl(tmp_path / "s.jsonl", rows))])
+    assert t.format == "anthropic" and t.messages[0].role == "system"
+    t.messages[1] = t.messages[1].evolve(content="list the files (shortened)")
+    t.messages[3] = t.messages[3].evolve(content=[{"type": "text", "text": "the tests (shortened)"}])
+    out = [orjson.loads(line) for line in api.write(t).splitlines()]
+    assert out[0] == {"system": "be brief"} and out[2] == rows[2] and out[4] == rows[4]
+    assert out[1] == {"role": "user", "content": "list the files (shortened)", "timestamp": "t0"}
+    assert out[3] == {"role": "user", "content": [{"type": "text", "text": "the tests (shortened)"}], "timestamp": "t2"}
+
+
+def test_openai_system_messages_become_the_dataset_records_one_prompt(tmp_path):
+    """Converted from an OpenAI dataset: the system messages are the record's "system" (one prompt, text after
+    text; a blank one adds nothing and a record with no other has none: the API refuses a blank prompt), and the
+    results of parallel calls are one user row."""
+    calls = [{"id": f"c{k}", "type": "function", "function": {"name": "ls", "arguments": "{}"}} for k in (1, 2)]
+    turns = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": "a"},
+        {"role": "tool", "tool_call_id": "c2", "content": "b"},
+        {"role": "assistant", "content": "done"},
+    ]
+    records = [
+        {"messages": [{"role": "system", "content": "  "}, {"role": "system", "content": "be brief"}, *turns]},
+        {"messages": [{"role": "system", "content": "be brief"}, {"role": "system", "content": "and kind"}, *turns]},
+        {"messages": [{"role": "system", "content": ""}, *turns]},
+    ]
+    r = cli("convert", str(write_jsonl(tmp_path / "d.jsonl", records)), "--to", "anthropic")
+    assert r.returncode == 0, r.stderr
+    got = _rows(r.stdout)
+    assert [rec.get("system", "(none)") for rec in got] == ["be brief", "be brief\n\nand kind", "(none)"]
+    for rec in got:
+        assert rec["messages"][2] == {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"c{k}", "content": c} for k, c in ((1, "a"), (2, "b"))],
+        }
+    assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
+
+
+def test_a_row_of_results_and_text_keeps_its_results_when_its_text_is_changed(tmp_path):
+    """A user row of a tool result and text, whose text a phase replaced with a string: written again, the row
+    holds the result first, then the text as a block (the result was lost: its call left unanswered)."""
+    rows = [
+        {"system": "be brief"},
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}, {"type": "text", "text": "now the tests"}],
+        },
+        {"role": "assistant", "content": "t.py"},
+    ]
+    [t] = api.read([str(write_jsonl(tmp_path / "s.jsonl", rows))])
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "user", "assistant"]
+    t.messages[4] = t.messages[4].evolve(content="now the tests, shortened")
+    out = [orjson.loads(line) for line in api.write(t).splitlines()]
+    assert out[3] == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}, {"type": "text", "text": "now the tests, shortened"}],
+    }

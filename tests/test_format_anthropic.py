@@ -174,3 +174,31 @@ def test_a_row_of_results_and_text_keeps_its_results_when_its_text_is_changed(tm
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}, {"type": "text", "text": "now the tests, shortened"}],
     }
+
+
+@pytest.mark.parametrize("key", ["timestamp", "id"])
+def test_a_first_line_with_a_key_of_its_own_does_not_decide_the_format(tmp_path, key):
+    """An Anthropic session whose first line is text with a key besides role and content (a "timestamp") was read as
+    OpenAI chat: its tool blocks were opaque parts, repair left a result that answers no call in place and
+    `repair --check` said ok. A key both readers keep alike decides nothing: the first line that can tell does."""
+    rows = [
+        {"role": "user", "content": "list", key: "k0"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}], key: "k1"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"},
+                {"type": "tool_result", "tool_use_id": "zz", "content": "x"},
+            ],
+        },
+        {"role": "assistant", "content": "done", key: "k3"},
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    [t] = api.read([str(src)])
+    assert t.format == "anthropic" and [c.id for c in t.messages[1].tool_calls] == ["t1"]
+    check = cli("repair", "--check", str(src))
+    assert check.returncode == 6 and b"orphan-result" in check.stdout + check.stderr
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    got = _rows(r.stdout)
+    assert got[0] == rows[0] and got[2] == {"role": "user", "content": [rows[2]["content"][0]]}

@@ -217,8 +217,13 @@ LOOKAHEAD_RECORDS = 1000  # records read ahead to tell the format when the first
 LOOKAHEAD_BYTES = 16 << 20
 
 
+# keys the OpenAI chat reader reads and the Anthropic one does not (a Responses item's "type" too): a message with
+# none of them reads alike in both, whatever else it holds (a "timestamp", an "id": kept by both as they came)
+_TOLD_APART = ("tool_calls", "tool_call_id", "tool_call_ids", "function_call", "reasoning_content", "_compactctl", "type")
+
+
 def _plain_message(m: Any) -> bool:
-    if not isinstance(m, dict) or not set(m) <= {"role", "content", "name"} or not isinstance(m.get("role"), str):
+    if not isinstance(m, dict) or any(k in m for k in _TOLD_APART) or not isinstance(m.get("role"), str):
         return False
     c = m.get("content")
     return isinstance(c, str) or (isinstance(c, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in c))

@@ -113,18 +113,26 @@ def test_a_message_built_with_an_unknown_role_is_refused_not_written(role, monke
     assert [(v.index, v.rule) for v in compactctl.check(t)] == [(1, "unknown-role")]
     with pytest.raises(DataError, match=r"built: message 2: unknown role"):
         compactctl.repair(t)
-    for to in (None, "anthropic", "sharegpt", "codex"):  # written as it was, or made a user's or an assistant's
-        with pytest.raises(DataError, match="unknown role"):
+    _written_and_compacted_never(t, "unknown role", monkeypatch)
+    msgs[1] = compactctl.Message(role="tool", content="out", tool_call_id="x")  # a known role: no such error
+    assert all(v.rule != "unknown-role" for v in compactctl.check(t))
+
+
+def _written_and_compacted_never(t, match: str, monkeypatch) -> None:
+    """`t` is refused (DataError matching `match`) by every writer, written as it was or made a user's or an
+    assistant's, and by `compact` before any work on it."""
+    from compactctl.errors import DataError
+
+    for to in (None, "anthropic", "sharegpt", "codex"):
+        with pytest.raises(DataError, match=match):
             compactctl.write(t, to)
 
     def no_work(*a, **k):  # pragma: no cover (the point: never reached)
         raise AssertionError("compacted a transcript it then refuses (an LLM's call too)")
 
     monkeypatch.setattr("compactctl.pipeline._compact", no_work)
-    with pytest.raises(DataError, match="unknown role"):
+    with pytest.raises(DataError, match=match):
         compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer())
-    msgs[1] = compactctl.Message(role="tool", content="out", tool_call_id="x")  # a known role: no such error
-    assert all(v.rule != "unknown-role" for v in compactctl.check(t))
 
 
 @pytest.mark.parametrize("content", [{"type": "text", "text": "out"}, 42, True, ("a", "b")])
@@ -143,16 +151,7 @@ def test_a_message_built_with_content_no_api_takes_is_refused_not_written(conten
     ]
     with pytest.raises(DataError, match=rf"built: message 3: content must be a string, null or a list of parts, got {name}"):
         compactctl.repair(t)
-    for to in (None, "anthropic", "sharegpt", "codex"):
-        with pytest.raises(DataError, match="content must be"):
-            compactctl.write(t, to)
-
-    def no_work(*a, **k):  # pragma: no cover (the point: never reached)
-        raise AssertionError("compacted a transcript it then refuses (an LLM's call too)")
-
-    monkeypatch.setattr("compactctl.pipeline._compact", no_work)
-    with pytest.raises(DataError, match="content must be"):
-        compactctl.compact(t, compactctl.make_counter("gpt-4o"), compactctl.OfflineSummarizer())
+    _written_and_compacted_never(t, "content must be", monkeypatch)
     for fine in ("", None, [], [{"type": "text", "text": "out"}]):  # what the readers take: no such error
         msgs[2] = compactctl.Message(role="user", content=fine)
         assert all(v.rule != "bad-content" for v in compactctl.check(t))

@@ -2054,6 +2054,32 @@ def test_the_persons_answers_to_ask_user_question_are_resolved_questions():
     assert f"- Q: {q} A: main was clean; fix the issues" in secs["Resolved Questions"]
 
 
+def test_the_persons_latest_answer_is_the_active_task_when_only_the_harness_wrote_since():
+    """The person's latest words were an AskUserQuestion answer ("main was clean; fix the issues") after their last
+    typed ask, then only a harness note (a background task's notification): the Active Task did not say it. It
+    follows the ask now (carried verbatim here); an ask the person typed after it is the Active Task as before."""
+    from compactctl.phases.plan import Budget
+
+    q = "Pre-commit hook blocks on pre-existing issues (not our code). How should we proceed?"
+    answer = f'User has answered your questions: "{q}"="main was clean; fix the issues". You can now continue.'
+    note = "<task-notification><status>completed</status><summary>Background command finished</summary></task-notification>"
+    body = "".join(f"def f_{{k}}_{j}(): return {j}\n" for j in range(150))  # each read its own (no dedup)
+    reads = [r for k in range(6) for r in (call(f"r{k}", "read_file", {"path": f"src/m{k}.py"}), res(f"r{k}", body.format(k=k)))]
+    rows = [{"role": "user", "content": "commit the renderer work"}, *reads[:6]]
+    rows += [call("q", "AskUserQuestion", {"questions": [{"question": q}]}), res("q", answer), *reads[6:]]
+    rows.append({"role": "assistant", "content": "Fixed them and committed."})
+    budget = Budget(context_window=2500)
+
+    def active_task(last: str) -> str:
+        out, _ = api.compact(T([*rows, {"role": "user", "content": last}]), COUNTER, api.OfflineSummarizer(), api.CompactOptions(budget))
+        [summary] = [m.text() for m in out.messages if is_summary(m)]
+        return parse_sections(summary)["Active Task"]
+
+    then = offline.THEN_ANSWER + f"{q} -> main was clean; fix the issues"
+    assert active_task(note) == "commit the renderer work\n" + then  # the ask, carried verbatim, then the answer
+    assert "main was clean" not in active_task("now push it")  # a typed ask after the answer
+
+
 def test_prune_keeps_the_persons_answers():
     """An AskUserQuestion result holds the person's answers: prune leaves it as it is, as a --keep-tool output."""
     rows = session(4)

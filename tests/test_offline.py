@@ -377,3 +377,14 @@ def test_a_call_named_for_a_change_it_makes_is_kept_before_the_lookups_as_a_writ
     assert len(changed) == 4 and len(kept) > 5, kept  # (as lookups, none was kept: the newest actions go first)
     assert changes_state("mcp__github__create_issue") and changes_state("updateRecord")
     assert not any(map(changes_state, ("get_user_details", "address_lookup", "postprocess", "create_file", "Bash")))
+
+
+def test_the_persons_answer_is_the_active_task_when_the_latest_user_message_is_the_harnesss():
+    """Claude Code session 4d5611e5 at 32,000 tokens: the latest user-role message was a task notification, so the
+    Active Task said "none from the person" while the person's latest words, an AskUserQuestion answer in the middle,
+    said what to do ("main was clean; fix the issues")."""
+    said = "How should we proceed? -> main was clean; fix the issues"
+    f = Facts(last_request="<task-notification>done</task-notification>", last_request_harness=True, latest_answer=(40, said))
+    assert section(offline.summarize(f, COUNTER, 2000), "Active Task") == [offline.FROM_ANSWER + said]
+    f.latest_answer = None
+    assert section(offline.summarize(f, COUNTER, 2000), "Active Task") == [offline.KEPT_LAST_NOTE]

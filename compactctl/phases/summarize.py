@@ -89,12 +89,19 @@ def facts_for(t: Transcript, p: Plan) -> Facts:
     facts.constraints = list(dict.fromkeys(head_rules + facts.constraints))
     facts.last_request_verbatim = p.last_ask_in_summary
     facts.last_request_harness = last is not None and not request_text(last)  # every user message is the harness's
+    facts.latest_answer = _since_last_ask(facts.latest_answer, asks)
     if p.prior_summary is not None:
         facts.prior_summary = t.messages[p.prior_summary].text()
     carried = _carried(t, p)
     if carried:
         facts.last_request, facts.last_request_verbatim = carried, True
     return facts
+
+
+def _since_last_ask(answer: tuple[int, str] | None, asks: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """The person's latest answer to the agent's question, when no ask they typed came after it (that ask would be the
+    Active Task)."""
+    return answer if answer is not None and (not asks or answer[0] > asks[-1][0]) else None
 
 
 def _carried(t: Transcript, p: Plan) -> str | None:

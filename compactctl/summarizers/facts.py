@@ -65,6 +65,9 @@ class Facts:
     last_request_verbatim: bool = False  # not in the kept turns: the summary carries all of it (else it points to it)
     first_request_kept: bool = False  # the message that holds first_request is kept verbatim (in the head or tail)
     last_request_harness: bool = False  # no message holds the person's words: last_request is the harness's text
+    # The person's latest answer to the agent's questions (Claude Code's AskUserQuestion): the index of the message that
+    # asked, and "question -> answer"; the Active Task when it came after the person's last typed ask (summarize.py).
+    latest_answer: tuple[int, str] | None = None
     requests: list[str] = field(default_factory=list)  # user messages in the span
     constraints: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
@@ -370,6 +373,7 @@ class _Extractor:
         self.finding: str | None = None  # the agent's latest text that says something (says_something)
         self.open_question: int | None = None  # the index in Facts.questions of the latest message's questions, unanswered
         self.asked_at: dict[int, int] = {}  # an index in Facts.questions -> the message that asked it
+        self.at = 0  # the index of the assistant message whose calls are read
         self.failed_at: dict[str, int] = {}  # an error line -> the index in Facts.actions of the latest action that gave it
 
     def keep(self, field_name: str, item: str) -> None:
@@ -417,6 +421,7 @@ class _Extractor:
             self.f.last_reasoning = cut(" ".join(m.reasoning.replace("**", "").split()), REASONING_CHARS)
         if text:
             self.assistant_text(text)
+        self.at = i
         for pos, c in enumerate(m.tool_calls):
             self.call(c, result_of.get((i, pos)))
         if action is not None:
@@ -486,6 +491,8 @@ class _Extractor:
             for question, answer in answered:
                 self.f.questions.append((cut(question, 300), cut(answer, 300)))
                 self.idents(answer)
+            said = "; ".join(f"{cut(q, 200)} -> {cut(a, 300)}" for q, a in answered)
+            self.f.latest_answer = (self.at, said)
             return True
         thought = tools.parse_args(c).get("thought") if kind == "think" else None
         if not isinstance(thought, str) or not thought.strip():

@@ -34,6 +34,8 @@ KEPT_FIRST_ASK = "the person's first message, kept verbatim (not summarized)"
 ONLY_ASK = "the Active Task (the person's only ask)"
 KEPT_LAST_NOTE = "none from the person; the latest user-role message (the harness's text) is kept verbatim"
 FROM_PRIOR_NEXT = "(no ask since the earlier summary; its next step) "
+FROM_ANSWER = "(the person's latest words, an answer to the agent's question; the harness wrote since) "
+THEN_ANSWER = "(then the person's answer to the agent's question) "
 FROM_PRIOR_NEXT_SINCE = "(no ask since the earlier summary; the next step it named, worked on since: see Completed Actions) "
 # Another tool's summary quoted in Critical Context: said to be older than this span's actions (its "IN PROGRESS",
 # "NOT YET COMMITTED" may be done since).
@@ -148,14 +150,32 @@ class _Items:
 
 
 def _asks(b: _Items) -> None:
+    _active_task(b)
+    _goal(b)
+    for p in _pending(b.facts):
+        b.add("Pending User Asks", "- " + token_cap(p, b.counter, 400), Tier.KEY)
+
+
+def _active_task(b: _Items) -> None:
+    """What the kept turns hold verbatim is pointed to, not repeated (a repeated ask can cost a third of a small
+    summary). The person's latest words that answered the agent's question (after their last typed ask) are said with
+    that ask, or instead of "none from the person" when only the harness wrote since."""
     f, counter = b.facts, b.counter
-    # What the kept turns hold verbatim is pointed to, not repeated (a repeated ask can cost a third of a small summary).
-    if f.last_request:
+    answer = token_cap(f.latest_answer[1], counter, min(FOREIGN_GOAL_CAP, b.goal_cap)) if f.latest_answer else ""
+    if f.last_request and answer and not f.last_request_verbatim and f.last_request_harness:
+        b.add("Active Task", FROM_ANSWER + answer, Tier.FIRST)
+    elif f.last_request:
         verbatim = f.last_request if f.last_request_verbatim else KEPT_LAST_NOTE if f.last_request_harness else KEPT_LAST_ASK
         b.add("Active Task", verbatim, Tier.ASK if f.last_request_verbatim else Tier.FIRST)
+        if answer:
+            b.add("Active Task", THEN_ANSWER + answer, Tier.FIRST)
     elif b.foreign_next:
         said = FROM_PRIOR_NEXT_SINCE if f.actions else FROM_PRIOR_NEXT  # the span went on with it: maybe done since
         b.add("Active Task", said + token_cap(b.foreign_next, counter, min(FOREIGN_GOAL_CAP, b.goal_cap)), Tier.FIRST)
+
+
+def _goal(b: _Items) -> None:
+    f, counter = b.facts, b.counter
     goal = f.first_request or (f.last_request if not f.last_request_harness else None)  # harness text is no goal
     if b.prior.get("Goal"):
         b.add("Goal", "\n".join(b.prior["Goal"]), Tier.FIRST)
@@ -167,8 +187,6 @@ def _asks(b: _Items) -> None:
         b.add("Goal", KEPT_FIRST_ASK, Tier.FIRST)
     elif goal:
         b.add("Goal", token_cap(goal, counter, b.goal_cap), Tier.FIRST)
-    for p in _pending(f):
-        b.add("Pending User Asks", "- " + token_cap(p, counter, 400), Tier.KEY)
 
 
 def _pending(f: Facts) -> list[str]:

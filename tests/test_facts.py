@@ -310,6 +310,13 @@ def test_an_error_a_later_success_of_the_same_command_or_edit_resolved_is_marked
         res("b", "error: unused import\nexit code 2", error=True),
     )
     assert again.errors == ["error: unused import (`make lint`)"]  # run again and failed again: still open
+    cut_short = facts(
+        call("a", "bash", {"command": "pytest -x"}),
+        res("a", "FAILED test_a.py::test_one\nexit code 1", error=True),
+        call("b", "bash", {"command": "pytest -x"}),  # interrupted: no result came back, it succeeded at nothing
+        {"role": "user", "content": "[Request interrupted by user]"},
+    )
+    assert [e for e in cut_short.errors if "resolved" in e] == []
     plan = facts(
         call("p", "ExitPlanMode", {"plan": "# Move the button"}),
         res("p", "Error: The user doesn't want to proceed with this tool use. The tool use was rejected."),

@@ -54,6 +54,7 @@ class Action:
     command: str | None = None
     exit_code: int | None = None
     files: list[tuple[str, str]] = field(default_factory=list)
+    answered: bool = True  # a result came back (an interrupted call has none: it succeeded at nothing)
 
 
 @dataclass
@@ -240,7 +241,7 @@ def action_for(call: ToolCall, result: Message | None, cwd: str | None = None, o
         files += tools.shell_reads(call, cwd)
         line = _with_strings(line, call, files)
     kind = "write" if tools.changes_state(call.name) else tools.kind_of(call.name)  # ranked as a write (offline's tiers)
-    return Action(line, failed, kind, tools.command_of(call), out.exit_code, files)
+    return Action(line, failed, kind, tools.command_of(call), out.exit_code, files, answered=result is not None)
 
 
 def _opened(c: ToolCall, a: Action) -> str | None:
@@ -329,7 +330,7 @@ def _open_first(errors: list[str], actions: list[Action], failed_at: dict[str, i
     for e in errors:
         at = failed_at.get(e, len(actions))
         wanted = _redone(actions[at]) if at < len(actions) else set()
-        how = next((k for a in actions[at + 1 :] if not a.failed for k, _ in sorted(wanted & _redone(a))), None)
+        how = next((k for a in actions[at + 1 :] if not a.failed and a.answered for k, _ in sorted(wanted & _redone(a))), None)
         if how is None:
             open_.append(e)
         else:

@@ -1203,3 +1203,19 @@ def test_a_system_prompt_over_the_target_is_said_to_be_the_reason():
     system = COUNTER.messages(t.messages)[0]
     with pytest.raises(CannotFit, match="The system prompt alone takes"):  # all of the target is over it too
         api.plan(t, COUNTER, api.Budget(context_window=2 * system))
+
+
+@pytest.mark.parametrize("held", [{"strikes": "a"}, {"strikes": [1]}, {"strikes": {}}, {"strikes": True}, "x", 5, None])
+def test_compactctls_key_holding_no_count_of_strikes_is_no_strike(held):
+    """`"_compactctl": {"strikes": "a"}` (a record's or a message's) stopped compact and summarize with a traceback
+    (`int("a")`), even under --on-error skip; a record's key that is no object failed in `.items()`. What is no
+    count compactctl wrote counts as no strike."""
+    from compactctl.phases.summarize import get_strikes, set_strikes
+
+    msgs = [{"role": "user", "content": "go", "_compactctl": held}, {"role": "assistant", "content": "ok"}]
+    assert get_strikes(T(msgs)) == 0
+    record = dataclasses.replace(T([m for m in msgs]), layout="dataset", metadata={"_compactctl": held})
+    assert get_strikes(record) == 0
+    assert set_strikes(record, 1).metadata["_compactctl"] == {"strikes": 1}
+    out, rep = api.compact(T(msgs), COUNTER, api.OfflineSummarizer(), api.CompactOptions(api.Budget(context_window=3000)))
+    assert api.check(out) == []

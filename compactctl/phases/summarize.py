@@ -44,13 +44,15 @@ class SummarizeStats:
 
 def get_strikes(t: Transcript) -> int:
     holder = t.metadata.get("_compactctl") if t.layout == "dataset" else (t.messages[0].note if t.messages else {})
-    return int(holder.get(STRIKES_KEY, 0)) if isinstance(holder, dict) else 0
+    n = holder.get(STRIKES_KEY, 0) if isinstance(holder, dict) else 0
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0  # a count compactctl wrote, else none
 
 
 def set_strikes(t: Transcript, n: int) -> Transcript:
     if t.layout == "dataset":
         meta = dict(t.metadata)
-        note = {k: v for k, v in (meta.get("_compactctl") or {}).items() if k != STRIKES_KEY}
+        held = meta.get("_compactctl")
+        note = {k: v for k, v in held.items() if k != STRIKES_KEY} if isinstance(held, dict) else {}
         if n:
             note[STRIKES_KEY] = n
         if note:

@@ -2015,6 +2015,11 @@ def test_what_the_person_does_not_have_a_question_and_an_ask_are_not_constraints
         "I don't have the ID, but never cancel the return flight.",
         "Could you never push to main.",
     ]
+    # a question that commands is a rule (it was dropped as a question: review helper 149)
+    assert constraint_sentences("Never commit the .env file, okay? Can you make sure you never push to main?") == [
+        "Never commit the .env file, okay?",
+        "Can you make sure you never push to main?",
+    ]
 
 
 def test_a_think_call_is_reasoning_not_an_action():

@@ -60,8 +60,10 @@ def _unmarked(line: str) -> str:
 
 
 def _binds(s: str) -> bool:
-    if s.endswith(("?", "？")) or not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
-        return False  # a question asks, it sets no rule ("Can anything be done without it?")
+    if not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
+        return False
+    if s.endswith(("?", "？")) and not _STRONG.search(_NOT_A_RULE.sub(" ", s)):
+        return False  # a question asks, it sets no rule ("Can anything be done without it?"); "Never commit .env, okay?" does
     if _ASK.match(s) and not _STRONG.search(s):  # an ask ("Can you run the tests to ensure all is green."), not a rule
         return False
     if _DIAGNOSTIC.match(s) or _SETTING.fullmatch(s):  # a compiler's line in hook output, a harness's setting

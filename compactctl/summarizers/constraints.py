@@ -62,7 +62,7 @@ def _unmarked(line: str) -> str:
 def _binds(s: str) -> bool:
     if not CONSTRAINT.search(s) or not CONSTRAINT.search(_NOT_A_RULE.sub(" ", s)):
         return False
-    if s.endswith(("?", "？")) and not _STRONG.search(_NOT_A_RULE.sub(" ", s)):
+    if s.endswith(("?", "？")) and not _COMMANDS.search(_NOT_A_RULE.sub(" ", s)):
         return False  # a question asks, it sets no rule ("Can anything be done without it?"); "Never commit .env, okay?" does
     if _ASK.match(s) and not _STRONG.search(s):  # an ask ("Can you run the tests to ensure all is green."), not a rule
         return False
@@ -92,6 +92,7 @@ _DIAGNOSTIC = re.compile(r"(?:warning|error)(?:\[\w+\])?:\s|\[[A-Z]\]\s")
 # One element of a harness's settings (Codex: "<approval_policy>never</approval_policy>"): a notice, not a sentence.
 _SETTING = re.compile(r"<([\w-]+)>[^<>]*</\1>")
 _STRONG = re.compile(r"\b(?:must|never|do not|don'?t|always|should)\b", re.I)
+_COMMANDS = re.compile(r"\b(?:must|never|do not|don'?t|always)\b", re.I)  # in a question ("How should we proceed?" asks)
 
 
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")  # a Markdown quote's marker ("> **SCOPE**: ...")

@@ -71,7 +71,16 @@ def _size_or_output(s: _Seen) -> str:
     said = [ln.strip() for ln in s.out.text.split("\n") if ln.strip() and not any(p.search(ln) for p in EXIT_PATTERNS)]
     if len(said) != 1 or len(said[0]) > SHOWN_OUTPUT or " -> " in said[0] or redact(said[0]) != said[0]:
         return s.size
+    if _ASKS_SECRET.search(f"{s.call.name} {s.call.arguments}") or _SECRET_LIKE.fullmatch(said[0]) or not said[0].isprintable():
+        return s.size  # what a call for a secret printed (`echo $DB_PASSWORD`, `cat ~/.pgpass`), a lone token-like word
     return f'output "{said[0]}"'
+
+
+# A call that asks for a secret: its output is not shown, whatever redaction makes of the value alone.
+_ASKS_SECRET = re.compile(r"pass(?:wd|word)?|secret|token|api[_-]?key|credential|private|\.netrc|\.env\b|printenv|\benv\b", re.I)
+# One word that reads as a password or a key, not shown: 8 or more characters with a letter, a digit and a symbol
+# other than a name's (`P@ssw0rd!2024`), or 24 or more mixing capitals, small letters and digits (a token).
+_SECRET_LIKE = re.compile(r"(?=\S*[A-Za-z])(?=\S*\d)(?=\S*[^\w\s./:-])\S{8,}|(?=\S*[A-Z])(?=\S*[a-z])(?=\S*\d)[A-Za-z0-9+=_-]{24,}")
 
 
 def _describe_shell(s: _Seen) -> str:

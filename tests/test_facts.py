@@ -249,7 +249,8 @@ def test_a_command_run_in_a_directory_of_its_own_says_where_after_the_command_wh
         "workdir": "/repo/pkg",
     }
     f = facts(call("s", "shell", secret), res("s", "done"))  # the line shows the command redacted
-    assert f.actions[0].line == '[shell] ran `export OPENAI_API_KEY=[REDACTED OPENAI KEY] make deploy` (in /repo/pkg) -> ok, output "done"'
+    # (a command that handles a key: its output is not shown, only its size)
+    assert f.actions[0].line == "[shell] ran `export OPENAI_API_KEY=[REDACTED OPENAI KEY] make deploy` (in /repo/pkg) -> ok, 4 chars output"
     rows = [{"role": "user", "content": "<cwd>/repo/pkg</cwd>\ngo on"}, call("s", "shell", failing), res("s", "ok")]
     assert extract(T(rows).messages).actions[0].line == '[shell] ran `make check` -> ok, output "ok"'
 
@@ -373,3 +374,16 @@ def test_a_commands_short_one_line_output_is_shown_instead_of_its_size():
     assert 'output "' not in f.actions[0].line
     f = facts(call("c", "calculate", {"expression": "(1859 - 140) * 2"}), res("c", "3438.0"))
     assert f.actions[0].line == '[calculate] called(expression=(1859 - 140) * 2) -> ok, output "3438.0"'
+    # what a call for a secret printed, or a lone word that reads as a password or a token, is not shown (review
+    # helper 149: `echo $DB_PASSWORD`, `cat ~/.pgpass` and `get_user_password` showed theirs)
+    secret_calls = [
+        (call("s", "bash", {"command": "echo $DB_PASSWORD"}), "correct-horse-battery-staple-42"),
+        (call("s", "bash", {"command": "cat ~/.pgpass"}), "db.example.com:5432:app:admin:Tr0ub4dor&3"),
+        (call("s", "get_user_password", {"user": "ann"}), "P@ssw0rd!2024"),
+        (call("s", "bash", {"command": "cat out.txt"}), "P@ssw0rd!2024"),
+        (call("s", "bash", {"command": "cat out.txt"}), "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3"),
+        (call("s", "bash", {"command": "cat out.txt"}), "caf\u200e\u202ename"),  # bidi and invisible marks
+    ]
+    for c, printed in secret_calls:
+        line = facts(c, res("s", printed)).actions[0].line
+        assert 'output "' not in line and printed not in line, line

@@ -348,6 +348,17 @@ def test_a_description_of_work_whose_item_a_later_command_closed_is_no_remaining
     ]
     f.commands = [("bd close spotter-dov", 1, True), ("bd close spotter-dov.2", 0, False)]
     assert len(section(offline.summarize(f, COUNTER, 3000), "Remaining Work")) == 2
+    # the same tool's close, of the whole item, in one command of a line (review helper 149: loose matches)
+    cases = [
+        ("`bd show a+b`", "bd close a+c", False),
+        ("`gh issue view 12`", "gh pr close 12", False),
+        ("`gh issue view 12`", "gh issue close 12", True),
+        ("`bd show x1`", "echo done; cat x1", False),
+        ("`bd show X`", "bd update X --status done", True),
+        ("`bd show spotter-a0y`", "cd /r && bd close spotter-a0y.4 spotter-a0y", True),
+    ]
+    for label, command, closed in cases:
+        assert offline._closed(label, [(command, 0, False)]) is closed, (label, command)
 
 
 def test_a_call_named_for_a_change_it_makes_is_kept_before_the_lookups_as_a_write_is():

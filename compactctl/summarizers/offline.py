@@ -400,19 +400,25 @@ def _active_state(b: _Items) -> None:
         b.add("Active State", lead + token_cap(f.last_assistant, b.counter, 600 if not lead else 200), Tier.WORK)
 
 
-# A command that shows a description of work (`bd show spotter-dov`, `gh issue view 12`): the item it names.
-_SHOWN_ITEM = re.compile(r"\b(?:show|view)\s+([\w][\w.#/-]*)")
-_CLOSES = re.compile(r"\b(?:close|done|resolve|complete)\b")
+# A command that shows a description of work (`bd show spotter-dov`, `gh issue view 12`): the tool's words before
+# the verb, and the item it names.
+_SHOWN_ITEM = re.compile(r"((?:[\w.-]+ ){1,3}?)(?:show|view) +([\w][\w.#/+-]*)")
+_SEGMENTS = re.compile(r"\s*(?:;|&&|\|\||\|)\s*")
 
 
 def _closed(label: str, commands: list[tuple[str, int | None, bool]]) -> bool:
-    """The item a description of work was shown for was closed by a command of the span that succeeded (`bd close
-    spotter-dov`): no work remains of it."""
-    m = _SHOWN_ITEM.search(label)
+    """The item a description of work was shown for was closed by a command of the span that succeeded, with the same
+    tool (`bd close spotter-dov`, `bd update spotter-dov --status done`, `gh issue close 12`; not `gh pr close 12`):
+    no work remains of it."""
+    m = _SHOWN_ITEM.search(label.strip("`"))
     if m is None:
         return False
-    item = re.compile(rf"(?<![\w.#/-]){re.escape(m.group(1))}(?![\w#/-]|\.\w)")
-    return any(not failed and (c := _CLOSES.search(cmd)) is not None and item.search(cmd, c.end()) for cmd, _, failed in commands)
+    tool, item = re.escape(m.group(1).strip()), re.escape(m.group(2))
+    end = r"(?![\w#/+-]|\.\w)"
+    closes = re.compile(
+        rf"(?:^|\s){tool} +(?:(?:close|done|resolve|complete)\b(?: +\S+)*? +{item}{end}|update +{item}{end}.*--status[= ](?:closed|done))"
+    )
+    return any(not failed and any(closes.search(seg) for seg in _SEGMENTS.split(cmd)) for cmd, _, failed in commands)
 
 
 def _work_and_notes(b: _Items) -> None:

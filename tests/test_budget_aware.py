@@ -2674,8 +2674,11 @@ def test_a_digests_head_is_not_quoted_its_action_line_says_it():
     head = "[get_user_details] called(user_id=omar_davis_3817) -> ok, 947 chars output"
     ms = T([{"role": "user", "content": "x"}, res("a", f"{head}\n{QUOTED_LINE}membership: gold for omar_davis_3817")]).messages
     assert [e.text for e in excerpts(ms, ["omar_davis_3817"])] == ["membership: gold for omar_davis_3817"]
-    log = T([{"role": "user", "content": "x"}, res("a", "[INFO] called omar_davis_3817 back")]).messages
-    assert [e.text for e in excerpts(log, ["omar_davis_3817"])] == ["[INFO] called omar_davis_3817 back"]  # a log line is one
+    log = T([{"role": "user", "content": "x"}, res("a", "[INFO] called omar_davis_3817 back\n[INFO] ran omar_davis_3817's job")]).messages
+    assert [e.text for e in excerpts(log, ["omar_davis_3817"])] == [  # a log line is one
+        "[INFO] called omar_davis_3817 back",
+        "[INFO] ran omar_davis_3817's job",
+    ]
 
 
 def test_a_digest_quotes_the_lines_that_show_its_most_used_names_and_its_names_line_does_not_repeat_them():

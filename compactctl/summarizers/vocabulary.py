@@ -138,7 +138,7 @@ _LISTS = (NAMES_LINE, DOC_NAMES_LINE, OUTLINE_LINE, EXCERPT_LINE, "- names: ")
 
 # The first line of prune's digest of an output: what the action line of the summary says of the call.
 _DIGEST_HEAD = re.compile(
-    r"\[[\w.:/-]+\] (?:called\(|ran |read |wrote |edited |fetched |searched |delegated |listed |updated the plan|proposed a plan)"
+    r"\[(?!(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|NOTICE)\])[\w.:/-]+\] (?:called\(|ran |read |wrote |edited |fetched |searched |delegated |listed |updated the plan|proposed a plan)"
 )
 
 

@@ -39,6 +39,7 @@ HEADINGS_SHARE = 0.1
 # things stand, the agent's latest text (up to 600 tokens), was dropped from 22 of 175 corpus summaries at 4,000 tokens.
 CUT_TO_SHARE = ("Active State",)
 MIN_CUT = 24  # tokens of such a statement at least, or it is left out
+MAX_CUT = 120  # and at most: the room the share holds beyond it goes to the other sections (and a grown tail)
 
 
 class Tier(IntEnum):
@@ -326,7 +327,7 @@ def _cut_to(ch: _Choice, it: Item, room: int) -> None:
     framing = ch.cost(it) - ch.counter.text(it.text) + ch.counter.text(" …[cut]")
     if room - framing < MIN_CUT:
         return
-    cut_item = Item(it.section, token_cap(it.text, ch.counter, room - framing), it.tier, it.order)
+    cut_item = Item(it.section, token_cap(it.text, ch.counter, min(room - framing, MAX_CUT)), it.tier, it.order)
     if ch.cost(cut_item) <= room:
         ch.items[ch.items.index(it)] = cut_item
         ch.take(cut_item)

@@ -17,8 +17,10 @@ $(VENV)/.extras: $(BIN)/compactctl
 
 install: $(VENV)/.extras
 
+# The suite in TEST_WORKERS processes (pytest-xdist; `auto`: one per CPU); TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= auto
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # The oldest Python pyproject.toml allows (3.10), in a venv of its own, without the optional extras (their tests
 # skip). Not in CI, which runs python3: make test-oldest PY_OLDEST=/path/to/python3.10
@@ -26,14 +28,14 @@ PY_OLDEST ?= python3.10
 test-oldest:
 	$(PY_OLDEST) -m venv .venv-oldest
 	.venv-oldest/bin/pip install -q -e '.[test]'
-	.venv-oldest/bin/python -m pytest
+	.venv-oldest/bin/python -m pytest -n $(TEST_WORKERS)
 
 # The newest Python we test (3.13: its dataclasses compare fields one by one, which compactctl.lean follows), the same way.
 PY_NEWEST ?= python3.13
 test-newest:
 	$(PY_NEWEST) -m venv .venv-newest
 	.venv-newest/bin/pip install -q -e '.[test]'
-	.venv-newest/bin/python -m pytest
+	.venv-newest/bin/python -m pytest -n $(TEST_WORKERS)
 
 # All three run, and lint fails if any of them does; CI (.ci/run) runs it before the tests.
 lint: install

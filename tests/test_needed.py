@@ -98,6 +98,9 @@ def test_what_counts_as_a_quoted_value():
     cut it at punctuation or a space (what lies between two strings), nor a quoted path (the path rule has it)."""
     text = 'say "a quick fix" or "stop here." but not ", then it" nor " spaced out" nor "cut at (" nor "src/app/x"'
     assert {v for k, v in needed.facts_in(text) if k == "value"} == {"a quick fix", "stop here."}
+    # apostrophes in words are no quotes: what lies between two of them is no literal; a single-quoted one is
+    text = "the user's name * @param name - The user's id; it's done - isn't it; run 'make test now' or 'cut it'"
+    assert {v for k, v in needed.facts_in(text) if k == "value"} == {"make test now", "cut it"}
 
 
 def test_an_errno_name_is_an_identifier_a_shouted_word_is_not():

@@ -202,3 +202,34 @@ def test_a_first_line_with_a_key_of_its_own_does_not_decide_the_format(tmp_path,
     assert r.returncode == 0, r.stderr
     got = _rows(r.stdout)
     assert got[0] == rows[0] and got[2] == {"role": "user", "content": [rows[2]["content"][0]]}
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+@pytest.mark.parametrize("extra", [{}, {"timestamp": "2026-01-01T00:00:00Z"}])
+def test_a_system_row_among_anthropic_messages_is_read_as_the_prompt(tmp_path, layout, extra):
+    """A first line `{"role": "system", ...}` (with a "timestamp" or without) before Anthropic's tool blocks was
+    refused, "unknown role 'system' for Anthropic messages", and no --from read it (OpenAI chat took the blocks for
+    parts). It is the system prompt among the messages: read so, `--check` names it (the API wants the prompt apart,
+    as a record's "system" or a session's system line) and repair writes it there."""
+    rows = [
+        {"role": "system", "content": "You are terse.", **extra},
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]},
+        {"role": "assistant", "content": "done"},
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", rows if layout == "session" else [{"id": 7, "messages": rows}])
+    [t] = api.read([str(src)])
+    assert t.format == "anthropic" and t.layout == layout
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert t.messages[0].content == "You are terse." and t.messages[0].extra == extra
+    check = cli("repair", "--check", str(src))
+    assert check.returncode == 6 and b"message 0: system-row" in check.stdout + check.stderr, check.stderr
+    r = cli("repair", str(src))
+    assert r.returncode == 0, r.stderr
+    got = _rows(r.stdout)
+    if layout == "session":
+        assert got == [{"system": "You are terse."}, *rows[1:]]
+    else:
+        assert got == [{"id": 7, "messages": rows[1:], "system": "You are terse."}]
+    assert cli("repair", "--check", "-", input=r.stdout).returncode == 0

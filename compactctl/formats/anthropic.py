@@ -68,6 +68,9 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
             out.append(m)
         elif role == "user":
             out += _user_row(d, extra, source, lineno, Provenance(origin=origin, anchor=origin))
+        elif role == "system":  # a system prompt among the messages (the API wants it apart: rules.system_row)
+            content = _system(d.get("content"), source, lineno)
+            out.append(Message(role="system", content=content, extra=extra, provenance=Provenance(origin=origin, anchor=origin)))
         elif role is None:
             raise DataError(source, lineno, "message has no role")
         else:

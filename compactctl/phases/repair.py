@@ -10,6 +10,7 @@
   position and id: see pairs.py); legacy `function_call`s keep their form;
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user);
+- a system message among Anthropic's messages is written as the system prompt (the API wants it apart);
 - a conversation that ends with an assistant turn whose text ends in whitespace loses that whitespace
   (Anthropic refuses "final assistant content" ending in it).
 The rules themselves, and `check`, which reports them without changing anything: phases/rules.py.
@@ -56,6 +57,7 @@ from .rules import (
     is_legacy,
     named,
     null_system,
+    system_row,
     tools_text,
 )
 
@@ -89,6 +91,7 @@ class RepairStats:
     names_mended: int = 0  # calls whose tool name the APIs refuse (a space, a dot, over 64), written as one they take
     final_space_cut: int = 0  # a last assistant message whose text ended in whitespace (Anthropic refuses it)
     blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
+    system_rows_moved: int = 0  # Anthropic system messages among the messages, written as the system prompt
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, int]:
@@ -212,7 +215,7 @@ class _Repair:
         self.strip = strip_unanswered
         self.st = RepairStats()
         self.msgs = self.mend_parts() if any(has_blank_part(m) or has_foreign_text(m, t.format) for m in t.messages) else t.messages
-        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) for m in self.msgs):
+        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) or system_row(m, t.format) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages
         pairs, orphans = match(msgs)
@@ -245,10 +248,10 @@ class _Repair:
         """The messages, those the model holds right but whose source form an API refuses written from the model
         (a changed message is, not as it came): the text that stood before its tool results (the reader put it
         after them), an empty `tool_calls` list (left out), a result with SWE-agent's `tool_call_ids` alone (its
-        `tool_call_id` added)."""
+        `tool_call_id` added), a system message among Anthropic's messages (written as the system prompt)."""
         out = []
         for m in self.msgs:
-            if m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m):
+            if m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) or system_row(m, self.t.format):
                 archive(self.t, m, "repair", self.st.archived)  # restore gives back the form it came in
             if m.extra.get(BEFORE_RESULTS):
                 m = m.evolve()
@@ -260,6 +263,9 @@ class _Repair:
             elif ids_list_only(m):
                 m = m.evolve()
                 self.st.result_ids_written += 1
+            elif system_row(m, self.t.format):
+                m = m.evolve()
+                self.st.system_rows_moved += 1
             out.append(m)
         return out
 

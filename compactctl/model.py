@@ -189,6 +189,17 @@ def part_problem(part: Any) -> str | None:
     return None
 
 
+# Anthropic's blocks of a call and of a result: its readers make them tool calls and tool messages, never parts of
+# a message's content, where no API takes them (OpenAI chat refuses them, and no phase would pair them)
+CALL_BLOCKS = {"tool_use": "a tool call", "tool_result": "a tool result"}
+
+
+def call_block(part: Any) -> str | None:
+    """The type of a content part that is one of Anthropic's CALL_BLOCKS, or None."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    return kind if kind in CALL_BLOCKS else None
+
+
 def is_value_part(part: Any) -> bool:
     """A text part in LlamaFactory's form, its text under "value": both APIs look for "text" (repair moves it)."""
     return isinstance(part, dict) and part.get("type") in TEXT_TYPES and "text" not in part and isinstance(part.get("value"), str)
@@ -261,10 +272,21 @@ def unknown_content(t: Transcript) -> tuple[int, str] | None:
     return None
 
 
+def call_block_content(t: Transcript) -> tuple[int, str] | None:
+    """(index, what) of the first message whose content holds a `call_block`, or None. The readers refuse it (or make
+    it a call or a result); a transcript built through the library may still hold it."""
+    for i, m in enumerate(t.messages):
+        if isinstance(m.content, list):
+            kind = next((k for k in map(call_block, m.content) if k is not None), None)
+            if kind is not None:
+                return i, f"a {kind} block, Anthropic's form of {CALL_BLOCKS[kind]}"
+    return None
+
+
 def check_built(t: Transcript) -> None:
     """Raise DataError for what the readers refuse and a transcript built through the library may hold: a message
-    whose role is none of ROLES, or whose content is none of a string, null or a list of parts (no API takes it,
-    and no phase knows what it is)."""
+    whose role is none of ROLES, or whose content is none of a string, null or a list of parts, or holds an
+    Anthropic call or result block (no API takes it, and no phase knows what it is)."""
     where = t.source or t.id or "<transcript>"
     bad = unknown_role(t)
     if bad is not None:
@@ -273,6 +295,9 @@ def check_built(t: Transcript) -> None:
     odd = unknown_content(t)
     if odd is not None:
         raise DataError(where, None, f"message {odd[0] + 1}: content must be a string, null or a list of parts, got {odd[1]}")
+    block = call_block_content(t)
+    if block is not None:
+        raise DataError(where, None, f"message {block[0] + 1}: content holds {block[1]}")
 
 
 def other_content(extra: dict) -> bool:

@@ -15,7 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from .formats.openai import NOTE_KEY, messages_key
-from .model import BEFORE_RESULTS, LEGACY, OBJECT_ARGUMENTS, SYSTEM_ROLES, blank_parts, is_blank_part, is_chat_text, part_problem
+from .model import (
+    BEFORE_RESULTS,
+    LEGACY,
+    OBJECT_ARGUMENTS,
+    SYSTEM_ROLES,
+    blank_parts,
+    call_block,
+    is_blank_part,
+    is_chat_text,
+    part_problem,
+)
 from .phases.rules import VALID_ID, VALID_NAME, defined_names
 
 _PLAIN_ROLES = ("system", "developer", "user", "assistant")  # a tuple: a role may be any JSON value, hashable or not
@@ -91,10 +101,10 @@ def _unusual(d: dict) -> bool:
 def _plain_content(content: Any) -> bool:
     """Content the reader takes and repair keeps as it is: a string or null, or a list of parts without a blank
     text part (repair drops it, or removes the message), a text part whose text is under "value" or typed input_text (repair mends it)
-    or a part the reader refuses (a data error)."""
+    or a part the reader refuses (a data error: Anthropic's call and result blocks too)."""
     if content is None or type(content) is str:
         return True
-    return type(content) is list and not any(is_blank_part(p) or part_problem(p) or not is_chat_text(p) for p in content)
+    return type(content) is list and not any(is_blank_part(p) or part_problem(p) or call_block(p) or not is_chat_text(p) for p in content)
 
 
 def _empty(d: dict, content: Any) -> bool:

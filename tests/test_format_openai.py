@@ -151,3 +151,46 @@ def test_a_session_refused_as_a_whole_names_its_first_lines_number(tmp_path):
     r = cli("repair", str(src))
     assert r.returncode == 3 and r.stdout == b""
     assert b"s.jsonl:3: no user or assistant message with content" in r.stderr
+
+
+OPENAI_TURNS = [
+    {"role": "user", "content": "list"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+    {"role": "assistant", "content": "done"},
+]
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+@pytest.mark.parametrize("block", [1, 2])  # ANTHROPIC_TURNS' tool_use, its tool_result
+@pytest.mark.parametrize("told", [[], ["--from", "openai"]])
+def test_anthropic_call_blocks_in_openai_content_are_named_not_passed(tmp_path, layout, block, told):
+    """An OpenAI chat message whose content holds Anthropic's tool_use or tool_result blocks (after OpenAI messages
+    of its own, or under --from openai) passed `repair --check` ("no violations") and was written back so: OpenAI
+    refuses such content, and no phase pairs a call held as a part. Refused as other content no API takes is, the
+    file, line and block named, and what reads an Anthropic file."""
+    rows = [*OPENAI_TURNS, {"role": "user", "content": "again"}, ANTHROPIC_TURNS[block], {"role": "assistant", "content": "ok"}]
+    src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
+    kind = ("tool_use", "tool_result")[block - 1]
+    line = 6 if layout == "session" else 1
+    for cmd in (["repair", "--check"], ["repair"], ["compact"]):
+        r = cli(*cmd, *told, str(src))
+        assert r.returncode == 3 and r.stdout == b"", (cmd, r.stdout, r.stderr)
+        assert f"{src}:{line}: content holds a {kind} block, Anthropic's form of a tool".encode() in r.stderr, r.stderr
+        assert b"--from anthropic" in r.stderr
+
+
+def test_a_message_built_with_an_anthropic_call_block_in_its_content_is_bad_content():
+    """Built through the library (the readers refuse it): a tool_use part is no call to `check` and repair."""
+    from compactctl.errors import DataError
+    from compactctl.model import Message, Transcript
+    from compactctl.phases.repair import repair
+    from compactctl.phases.rules import check
+
+    use = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+    t = Transcript([Message(role="user", content="list"), Message(role="assistant", content=[use])], id="built")
+    assert [(v.index, v.rule, v.detail) for v in check(t)] == [
+        (1, "bad-content", "content holds a tool_use block, Anthropic's form of a tool call")
+    ]
+    with pytest.raises(DataError, match="built: message 2: content holds a tool_use block"):
+        repair(t)

@@ -10,13 +10,27 @@ import orjson
 from ..chat import NOTE_KEY as NOTE_KEY  # noqa: PLC0414
 from ..chat import message_to_dict as message_to_dict  # noqa: PLC0414
 from ..errors import DataError
-from ..model import LEGACY, MISSING, OBJECT_ARGUMENTS, ROLES, Message, Provenance, ToolCall, Transcript, mark_observations, part_problem
+from ..model import (
+    CALL_BLOCKS,
+    LEGACY,
+    MISSING,
+    OBJECT_ARGUMENTS,
+    ROLES,
+    Message,
+    Provenance,
+    ToolCall,
+    Transcript,
+    call_block,
+    mark_observations,
+    part_problem,
+)
 from . import Reader, Record
 from .blocks import is_anthropic_block, openai_marked
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
 MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
+_OWN_FORM = {"tool_use": "its calls are in tool_calls", "tool_result": "its results are tool messages"}
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "function_call", NOTE_KEY}
 
 
@@ -96,7 +110,8 @@ def _note(d: dict) -> dict | None:
 
 
 def _content(d: dict, source: str, lineno: int) -> Any:
-    """The message's content, checked: a string, null, absent, or a list of parts both APIs take."""
+    """The message's content, checked: a string, null, absent, or a list of parts both APIs take (none of Anthropic's
+    call and result blocks: model.call_block)."""
     content = d.get("content", MISSING)
     if not (content is MISSING or content is None or isinstance(content, (str, list))):
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
@@ -105,6 +120,14 @@ def _content(d: dict, source: str, lineno: int) -> Any:
             problem = part_problem(part)
             if problem is not None:
                 raise DataError(source, lineno, problem)
+            kind = call_block(part)
+            if kind is not None:  # an Anthropic file's reader makes it a call or a result
+                raise DataError(
+                    source,
+                    lineno,
+                    f"content holds a {kind} block, Anthropic's form of {CALL_BLOCKS[kind]}: OpenAI chat refuses it there"
+                    f" ({_OWN_FORM[kind]}; an Anthropic file reads with --from anthropic)",
+                )
     return content
 
 

@@ -25,6 +25,7 @@ from ..model import (
     ToolCall,
     Transcript,
     blank_parts,
+    call_block_content,
     is_blank_part,
     is_chat_text,
     other_content,
@@ -202,6 +203,9 @@ def _built_violations(t: Transcript) -> Iterator[Violation]:
     odd = unknown_content(t)
     if odd is not None:
         yield Violation(t.id, odd[0], "bad-content", f"content is a {odd[1]}, not a string, null or a list of parts")
+    block = call_block_content(t)
+    if block is not None:
+        yield Violation(t.id, block[0], "bad-content", f"content holds {block[1]}")
 
 
 def _opening_violations(t: Transcript, msgs: list[Message]) -> list[Violation]:

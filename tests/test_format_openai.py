@@ -194,3 +194,41 @@ def test_a_message_built_with_an_anthropic_call_block_in_its_content_is_bad_cont
     ]
     with pytest.raises(DataError, match="built: message 2: content holds a tool_use block"):
         repair(t)
+
+
+NOT_CHAT = {  # a record --from openai is given, and what the error says it is
+    "openhands-history": (
+        {"history": [{"action": "run", "args": {"command": "ls"}}, {"observation": "run", "content": "a.py", "cause": 0}]},
+        "no role (keys: history); it reads as openhands: use --from openhands, or no --from",
+    ),
+    "sharegpt": (
+        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]},
+        "no role (keys: conversations); it reads as sharegpt: use --from sharegpt, or no --from",
+    ),
+    "other-key": (
+        {"id": 3, "trajectory": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+        'no role (keys: id, trajectory); its messages are under "trajectory", and OpenAI chat reads a record\'s messages under'
+        ' "messages", "history" or "traj"',
+    ),
+    "roleless-messages": (
+        {"messages": [{"from": "human", "value": "hi"}]},
+        'no role (keys: messages): its "messages" hold no role either (the first\'s keys: from, value)',
+    ),
+    "nothing-known": ({"a": 1}, 'no role (keys: a): OpenAI chat is a message a line ({"role", "content"}), or a record a line'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_CHAT))
+def test_a_record_that_is_no_openai_chat_is_named_for_what_it_is(tmp_path, case):
+    """`--from openai` on a record that holds no OpenAI chat messages where the format looks ({"history": [...]} of
+    OpenHands events, a ShareGPT record, messages under a key of its own) said only "message has no role": the error
+    says what the record is, which --from reads it or where OpenAI chat wants its messages, with its file and line."""
+    rec, said = NOT_CHAT[case]
+    src = write_jsonl(tmp_path / "r.jsonl", [rec])
+    for cmd in (["repair"], ["repair", "--check"]):
+        r = cli(*cmd, "--from", "openai", str(src))
+        assert r.returncode == 3 and r.stdout == b"", r.stderr
+        assert f"{src}:1: not OpenAI chat: {said}".encode() in r.stderr, r.stderr
+    if "--from" in said:  # and that --from reads it
+        fmt = said.rsplit("--from ", 2)[1].split(",")[0]
+        assert cli("repair", "--from", fmt, str(src)).returncode == 0

@@ -24,12 +24,13 @@ from ..model import (
     mark_observations,
     part_problem,
 )
-from . import Reader, Record
+from . import Reader, Record, detect
 from .blocks import is_anthropic_block, openai_marked
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
 MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
+_KEYS_SAID = '"messages", "history" or "traj"'  # MESSAGE_KEYS, said
 _OWN_FORM = {"tool_use": "its calls are in tool_calls", "tool_result": "its results are tool messages"}
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "function_call", NOTE_KEY}
 
@@ -66,6 +67,28 @@ def _anthropic_like(obj: dict, msgs: list) -> bool:
         if isinstance(c, list) and any(is_anthropic_block(p) for p in c):
             return True
     return False
+
+
+def no_chat(obj: dict) -> str:
+    """What a record read as OpenAI chat is when it is no message and holds none where this format looks: the format
+    it reads as (--from that), the key its messages are under, or what this format wants."""
+    keys = f"keys: {', '.join(list(obj)[:6]) or 'none'}"
+    said = f"not OpenAI chat: no role ({keys})"
+    found = detect(obj)
+    if found is not None and found[0].name != NAME:
+        name = found[0].name.replace("_", "-")
+        return f"{said}; it reads as {name}: use --from {name}, or no --from"
+    for k, v in obj.items():
+        first = v[0] if isinstance(v, list) and v else None
+        if k in MESSAGE_KEYS and not isinstance(v, list):
+            return f'{said}: its "{k}" is no list'
+        if k in MESSAGE_KEYS and isinstance(first, dict) and "role" not in first:
+            return f'{said}: its "{k}" hold no role either (the first\'s keys: {", ".join(list(first)[:6])})'
+        if k in MESSAGE_KEYS and first is not None:  # a dataset's record, in a file whose first line was a message
+            return f"not OpenAI chat: a record of messages ({keys}), in a file read as a message a line (its first line is one)"
+        if isinstance(first, dict) and "role" in first:
+            return f'{said}; its messages are under "{k}", and OpenAI chat reads a record\'s messages under {_KEYS_SAID}'
+    return f'{said}: OpenAI chat is a message a line ({{"role", "content"}}), or a record a line with its messages under {_KEYS_SAID}'
 
 
 def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
@@ -192,8 +215,11 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     if layout == "dataset":
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
-                key = messages_key(obj) or "messages"
+                found = messages_key(obj)
+                key = found or "messages"
                 msgs = obj.get(key)
+                if found is None and "role" not in obj and (not isinstance(msgs, list) or isinstance(msgs[0], dict)):
+                    raise DataError(source, lineno, no_chat(obj))  # (messages_key takes an empty list)
                 if not isinstance(msgs, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 parsed = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
@@ -217,6 +243,8 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     for lineno, raw, obj in records:
         first = first or lineno
         with reader.guard(lineno, raw):
+            if "role" not in obj and "content" not in obj:  # no message with its role left out: say what it is
+                raise DataError(source, lineno, no_chat(obj))
             messages.append(message_from_dict(obj, source, lineno, len(messages)))
             raws.append(raw if NOTE_KEY not in obj else None)
     mark_observations(messages)  # over the lines read: a rejected line never decides

@@ -16,8 +16,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .redact import cut
-
 # A whole message that is one of these is the harness speaking.
 INJECTED_TAGS = (
     "system-reminder",
@@ -141,6 +139,8 @@ def ask_words(m: Any) -> str:
     was the whole summary of a session whose every user message was a hook's)."""
     if not is_injected(m):
         return human_text(m) or m.text()  # (the person's, whatever the tags around it: an image alone has no text)
+    from .redact import cut  # (here: the model imports this module, and a run that cuts no ask loads no rules)
+
     text = MARKUP.sub("", m.text()).strip()  # (its tags name nothing: `<system-reminder>`)
     return HARNESS_ASK + (text if len(text) <= HARNESS_ASK_CHARS else cut(text, HARNESS_ASK_CHARS) + " …[cut]")
 

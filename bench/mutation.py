@@ -390,7 +390,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
             "tests/test_odd_input.py",
         ],
     ),
-    "harness": ("compactctl/harness.py", ["tests/test_budget_aware.py", "tests/test_formats.py", "tests/test_codex_variants.py"]),
+    "harness": (
+        "compactctl/harness.py",
+        ["tests/test_harness.py", "tests/test_budget_aware.py", "tests/test_formats.py", "tests/test_codex_variants.py"],
+    ),
     "archive": (
         "compactctl/archive.py",
         ["tests/test_restore.py", "tests/test_archive_carry.py", "tests/test_originals.py", "tests/test_sinks.py"],

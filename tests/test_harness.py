@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 
 from compactctl import api, from_messages
-from compactctl.harness import human_text, is_injected
+from compactctl.harness import HARNESS_ASK, HARNESS_ASK_CHARS, ask_words, human_text, is_injected
 from compactctl.model import Message, last_user_index
 from compactctl.phases.prune import PruneOptions
 from compactctl.summarizers.facts import extract
@@ -170,3 +170,30 @@ def test_a_mini_swe_agent_action_is_the_last_bash_block_not_a_snippet_its_though
     assert t.messages[3].observation and last_user_index(t.messages) == 1
     [action] = extract(t.messages).actions
     assert action.command == "pytest -x tests/test_parser.py" and action.answered
+
+
+def test_a_command_echo_merged_with_its_output_keeps_the_output_as_a_harness_note():
+    """A converter that makes turns alternate (ShareGPT) merges Claude Code's `/model` echo and the local command's
+    output into one user turn: the echo alone says nothing, the output is a note of the session."""
+    echo = "<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>"
+    rows = [
+        {"role": "user", "content": "add the initials to NavUser"},
+        {"role": "assistant", "content": "done, see getInitials"},
+        {"role": "user", "content": echo + "\n<local-command-stdout>Set model to opus_4</local-command-stdout>"},
+        {"role": "user", "content": echo},
+        {"role": "assistant", "content": "ok"},
+    ]
+    msgs = T(rows).messages
+    assert [human_text(m) for m in msgs[2:4]] == ["", ""] and last_user_index(msgs) == 0
+    [note] = extract(msgs).notices
+    assert "Set model to opus_4" in note
+
+
+def test_a_harness_message_of_exactly_the_carried_length_is_carried_whole_and_not_said_cut():
+    """When every user message is the harness's, the latest stands for the last ask: carried up to HARNESS_ASK_CHARS
+    characters whole, a longer one cut and marked so."""
+    hook = "<system-reminder>\nPostToolUse:Edit hook additional context: {}\n</system-reminder>"
+    said = "[CREDO] " + "x" * (HARNESS_ASK_CHARS - len("[CREDO] "))
+    assert ask_words(Message(role="user", content=hook.format(said))) == HARNESS_ASK + said
+    longer = ask_words(Message(role="user", content=hook.format(said + "y")))
+    assert longer.startswith(HARNESS_ASK + "[CREDO] x") and longer.endswith("…[cut]") and "y" not in longer

@@ -185,6 +185,22 @@ The forty-fifth session (one helper for the OpenAI and Anthropic formats, one fo
             tests/test_sharegpt.py (equivalent: `_think` is set only with a string). One bug, found reading the
             writer: results repair adds to a record of observation or function turns were one tagged turn, read back
             as one result (repair's output failed --check). The other 32 of the sample: not run.
+- harness (who wrote a user message: the person or the harness; 77 mutants; 50, seed 1, 19 min over test_budget_aware,
+            test_formats and test_codex_variants: 18 s a run): 10 survived, no timeout. No test had shown a Codex
+            `<cwd>` that a command's output or the agent's reply quotes before the summarized span (it set the
+            session's directory), an IDE selection that quotes "## My request for Codex:" (the request taken from
+            between the two), a command echo with arguments but no `<command-name>` (a traceback, or the tags as the
+            ask), SWE-agent's function-calling turns, whose parsed `action` sits beside their `tool_calls` (each
+            command listed twice, the second "no result recorded"), a system prompt showing its reply format in a
+            ```bash block before the demonstration (the demonstration's digest read "[bash] ran `ls -a`"), or a
+            mini-swe-agent thought quoting a ```sh snippet before its ```bash action (the snippet taken as the
+            command). After tests/test_harness.py: 2, equivalent (is_injected's `role != "user"` check: every caller
+            passes user messages only) or a size constant (`HARNESS_ASK_CHARS` 601). The other 27 mutants (the whole
+            module then run) against those tests: 3 (`HARNESS_ASK_CHARS` 599, the cap's `<=` made `<`: a harness ask
+            of exactly 600 characters said "…[cut]" with nothing cut; bare_command's `and` made `or`: a `/model` echo
+            merged with its output, as a converter that makes turns alternate writes it, lost the output's note),
+            then 1 (`HARNESS_ASK_CHARS` 599). Left: 3 of 77, 1 equivalent and 2 the size constant moved by one. No bug
+            in harness.py.
 `--only m:N` runs module m alone (it ran every target's baseline first).
 """
 

@@ -233,3 +233,69 @@ def test_a_system_row_among_anthropic_messages_is_read_as_the_prompt(tmp_path, l
     else:
         assert got == [{"id": 7, "messages": rows[1:], "system": "You are terse."}]
     assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
+
+
+NO_MESSAGES = {  # a record --from anthropic is given, and what the error says it is
+    "openhands-history": (
+        {"history": [{"action": "run", "args": {"command": "ls"}}, {"observation": "run", "content": "a.py", "cause": 0}]},
+        "no role (keys: history); it reads as openhands: use --from openhands, or no --from",
+    ),
+    "sharegpt": (
+        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]},
+        "no role (keys: conversations); it reads as sharegpt: use --from sharegpt, or no --from",
+    ),
+    "openai-history": (
+        {"history": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+        "no role (keys: history); it reads as openai: use --from openai, or no --from",
+    ),
+    "other-key": (
+        {"id": 3, "trajectory": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+        'no role (keys: id, trajectory); its messages are under "trajectory", and Anthropic Messages reads a record\'s messages'
+        ' under "messages"',
+    ),
+    "roleless-messages": (
+        {"system": "s", "messages": [{"from": "human", "value": "hi"}]},
+        'no role (keys: system, messages): its "messages" hold no role either (the first\'s keys: from, value)',
+    ),
+    "messages-no-list": ({"messages": "hi"}, 'no role (keys: messages): its "messages" is no list'),
+    "nothing-known": ({"a": 1}, 'no role (keys: a): Anthropic Messages is a message a line ({"role", "content"}; the system prompt'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_MESSAGES))
+def test_a_record_that_is_no_anthropic_message_is_named_for_what_it_is(tmp_path, case):
+    """`--from anthropic` on a record that holds no Anthropic messages where the format looks ({"history": [...]} of
+    OpenHands events or of OpenAI messages, a ShareGPT record, messages under a key of its own) said only "message has
+    no role" (a ShareGPT record: 'a dataset record needs a "messages" list'), as `--from openai` did: the error says
+    what the record is, which --from reads it or where the format wants its messages, with its file and line."""
+    rec, said = NO_MESSAGES[case]
+    src = write_jsonl(tmp_path / "r.jsonl", [rec])
+    for cmd in (["repair"], ["repair", "--check"]):
+        r = cli(*cmd, "--from", "anthropic", str(src))
+        assert r.returncode == 3 and r.stdout == b"", r.stderr
+        assert f"{src}:1: not Anthropic Messages: {said}".encode() in r.stderr, r.stderr
+    if "--from" in said:  # and that --from reads it
+        fmt = said.rsplit("--from ", 2)[1].split(",")[0]
+        assert cli("repair", "--from", fmt, str(src)).returncode == 0
+
+
+@pytest.mark.parametrize("fmt", [None, "anthropic", "openai"])
+def test_a_record_of_messages_among_message_lines_is_refused_not_dropped(tmp_path, fmt):
+    """A dataset's record (`{"system", "messages"}`) as a line of an Anthropic session file was read as a system line:
+    its prompt replaced the session's and its messages were dropped without a word (exit 0). A record of messages in a
+    file read as a message a line is refused, named, with its line (as OpenAI chat's reader refuses it too)."""
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]}
+    rows = [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        call,
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
+        {"system": "be brief", "messages": [{"role": "user", "content": "kept?"}, {"role": "assistant", "content": "yes"}]},
+    ]
+    if fmt == "openai":  # the same in an OpenAI chat session
+        rows[1:3] = [{"role": "assistant", "content": "ok"}]
+    src = write_jsonl(tmp_path / "s.jsonl", rows)
+    r = cli("repair", *(["--from", fmt] if fmt else []), str(src))
+    name = "OpenAI chat" if fmt == "openai" else "Anthropic Messages"
+    line = len(rows)
+    said = f"{src}:{line}: not {name}: a record of messages (keys: system, messages) in a file read as a message a line"
+    assert r.returncode == 3 and r.stdout == b"" and said.encode() in r.stderr, r.stderr

@@ -23,10 +23,15 @@ from .blocks import (
     tool_result_block,
     user_from_blocks,
 )
+from .registry import foreign
 
 NAME = "anthropic"
 CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
 ROW_KEYS = "_row_keys"  # a user row's own keys (besides role and content) when it holds tool results alone
+_WANTS = (
+    'Anthropic Messages is a message a line ({"role", "content"}; the system prompt a line {"system"}), or a record a line'
+    ' with its messages under "messages" (and its system prompt under "system")'
+)
 
 
 def _has_blocks(msgs: list) -> bool:
@@ -54,6 +59,12 @@ def sniff(obj: dict) -> str | None:
     return None
 
 
+def no_messages(obj: dict) -> str:
+    """What a record read as Anthropic's messages is when it is no message and holds none where this format looks
+    (registry.foreign)."""
+    return foreign(obj, NAME, "Anthropic Messages", ("messages",), _WANTS)
+
+
 def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[Message]:
     out: list[Message] = []
     for k, d in enumerate(rows):
@@ -76,6 +87,11 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
         else:
             raise DataError(source, lineno, f"unknown role {role!r} for Anthropic messages (expected user or assistant)")
     return out
+
+
+def _roleless(items: Any) -> bool:
+    """A record's "messages" whose first is an object without a role: none of this format's (ShareGPT's turns)."""
+    return isinstance(items, list) and bool(items) and isinstance(items[0], dict) and "role" not in items[0]
 
 
 def _user_row(d: dict, extra: dict, source: str, lineno: int, provenance: Provenance) -> list[Message]:
@@ -123,6 +139,8 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         for n, (lineno, raw, obj) in enumerate(records):
             with reader.guard(lineno, raw):
                 items = obj.get("messages")
+                if ("role" not in obj and "system" not in obj and not isinstance(items, list)) or _roleless(items):
+                    raise DataError(source, lineno, no_messages(obj))  # say what it is: another format's record, ...
                 if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 yield Transcript(
@@ -143,6 +161,8 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     for lineno, raw, obj in records:
         first = first or lineno
         with reader.guard(lineno, raw):
+            if "role" not in obj and "content" not in obj and ("system" not in obj or "messages" in obj):
+                raise DataError(source, lineno, no_messages(obj))  # no message with its role left out: say what it is
             if "role" not in obj and "system" in obj:
                 system = _system(obj["system"], source, lineno)
                 if reader.rejects is not None:  # kept for --rejects alone (as_read)

@@ -24,13 +24,14 @@ from ..model import (
     mark_observations,
     part_problem,
 )
-from . import Reader, Record, detect
+from . import Reader, Record
 from .blocks import is_anthropic_block, openai_marked
+from .registry import foreign, said_keys
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
 MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
-_KEYS_SAID = '"messages", "history" or "traj"'  # MESSAGE_KEYS, said
+_WANTS = f'OpenAI chat is a message a line ({{"role", "content"}}), or a record a line with its messages under {said_keys(MESSAGE_KEYS)}'
 _OWN_FORM = {"tool_use": "its calls are in tool_calls", "tool_result": "its results are tool messages"}
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "function_call", NOTE_KEY}
 
@@ -70,25 +71,9 @@ def _anthropic_like(obj: dict, msgs: list) -> bool:
 
 
 def no_chat(obj: dict) -> str:
-    """What a record read as OpenAI chat is when it is no message and holds none where this format looks: the format
-    it reads as (--from that), the key its messages are under, or what this format wants."""
-    keys = f"keys: {', '.join(list(obj)[:6]) or 'none'}"
-    said = f"not OpenAI chat: no role ({keys})"
-    found = detect(obj)
-    if found is not None and found[0].name != NAME:
-        name = found[0].name.replace("_", "-")
-        return f"{said}; it reads as {name}: use --from {name}, or no --from"
-    for k, v in obj.items():
-        first = v[0] if isinstance(v, list) and v else None
-        if k in MESSAGE_KEYS and not isinstance(v, list):
-            return f'{said}: its "{k}" is no list'
-        if k in MESSAGE_KEYS and isinstance(first, dict) and "role" not in first:
-            return f'{said}: its "{k}" hold no role either (the first\'s keys: {", ".join(list(first)[:6])})'
-        if k in MESSAGE_KEYS and first is not None:  # a dataset's record, in a file whose first line was a message
-            return f"not OpenAI chat: a record of messages ({keys}), in a file read as a message a line (its first line is one)"
-        if isinstance(first, dict) and "role" in first:
-            return f'{said}; its messages are under "{k}", and OpenAI chat reads a record\'s messages under {_KEYS_SAID}'
-    return f'{said}: OpenAI chat is a message a line ({{"role", "content"}}), or a record a line with its messages under {_KEYS_SAID}'
+    """What a record read as OpenAI chat is when it is no message and holds none where this format looks
+    (registry.foreign)."""
+    return foreign(obj, NAME, "OpenAI chat", MESSAGE_KEYS, _WANTS)
 
 
 def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:

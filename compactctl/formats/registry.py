@@ -3,7 +3,8 @@
 A format is a module `formats/<name>.py` that provides what `FormatModule` says (`NAME`, `CARRIER_KEYS`,
 `sniff(first_record) -> layout | None`, `read(records, source, layout, reader) -> Iterator[Transcript]`), plus
 `write(transcript) -> Iterator[bytes]` unless it is read-only, and `dropped_records(transcript)` if it is a line log.
-A module is imported when first used (start-up pays for the formats it may be reading).
+A module is imported when first used (start-up pays for the formats it may be reading). `foreign` says what a record
+a format was told to read (--from) is when it holds no message of that format.
 """
 
 from __future__ import annotations
@@ -131,3 +132,35 @@ def detect(obj: Any) -> tuple[Format, str] | None:
         if layout:
             return fmt, layout
     return None
+
+
+def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str) -> str:
+    """What a record is that format `name` (`said`: its name in an error) was told to read and that is no message of
+    it, nor holds one where it looks (under `keys`): a record of messages in a file read as a message a line, the
+    format it reads as (--from that), the key its messages are under, or what the format wants (`wants`). The OpenAI
+    chat and Anthropic readers say it (their "message has no role" said nothing of what the record was)."""
+    listed = f"keys: {', '.join(map(str, list(obj)[:6])) or 'none'}"
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, list) and (not v or isinstance(v[0], dict) and "role" in v[0]):  # a dataset's record
+            return f"not {said}: a record of messages ({listed}) in a file read as a message a line: a file holds one or the other"
+    head = f"not {said}: no role ({listed})"
+    found = detect(obj)
+    if found is not None and found[0].name != name:
+        other = found[0].name.replace("_", "-")
+        return f"{head}; it reads as {other}: use --from {other}, or no --from"
+    for k, v in obj.items():
+        first = v[0] if isinstance(v, list) and v else None
+        if k in keys and not isinstance(v, list):
+            return f'{head}: its "{k}" is no list'
+        if k in keys and isinstance(first, dict):  # (one with a role was said above)
+            return f'{head}: its "{k}" hold no role either (the first\'s keys: {", ".join(map(str, list(first)[:6]))})'
+        if isinstance(first, dict) and "role" in first:
+            return f'{head}; its messages are under "{k}", and {said} reads a record\'s messages under {said_keys(keys)}'
+    return f"{head}: {wants}"
+
+
+def said_keys(keys: tuple[str, ...]) -> str:
+    """Record keys as an error says them: "a", "b" or "c"."""
+    quoted = [f'"{k}"' for k in keys]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"

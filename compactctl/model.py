@@ -224,6 +224,27 @@ def text_part(part: Any, responses: bool = False) -> Any:
     return part
 
 
+def anthropic_image_url(part: Any) -> str | None:
+    """The URL of an image part in Anthropic's form (`{"type": "image", "source"}`) that says nothing an OpenAI
+    `image_url` part cannot say: its type and source alone, base64 data with its media type (a data URL of them) or a
+    URL. None for any other part: an image by Anthropic's file id, one with a key of its own (cache_control)."""
+    if not (isinstance(part, dict) and part.get("type") == "image" and len(part) == 2 and isinstance(part.get("source"), dict)):
+        return None
+    src = part["source"]
+    if src.get("type") == "base64" and len(src) == 3 and isinstance(src.get("media_type"), str) and isinstance(src.get("data"), str):
+        return f"data:{src['media_type']};base64,{src['data']}"
+    if src.get("type") == "url" and len(src) == 2 and isinstance(src.get("url"), str):
+        return src["url"]
+    return None
+
+
+def image_url_part(part: Any) -> Any:
+    """An image part in Anthropic's form as the OpenAI `image_url` part that says the same (see anthropic_image_url);
+    any other part as it is."""
+    url = anthropic_image_url(part)
+    return part if url is None else {"type": "image_url", "image_url": {"url": url}}
+
+
 def is_image_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .formats.blocks import is_anthropic_block
 from .formats.openai import NOTE_KEY, messages_key
 from .model import (
     BEFORE_RESULTS,
@@ -21,7 +22,6 @@ from .model import (
     OBJECT_ARGUMENTS,
     SYSTEM_ROLES,
     blank_parts,
-    call_block,
     is_blank_part,
     is_chat_text,
     part_problem,
@@ -100,11 +100,13 @@ def _unusual(d: dict) -> bool:
 
 def _plain_content(content: Any) -> bool:
     """Content the reader takes and repair keeps as it is: a string or null, or a list of parts without a blank
-    text part (repair drops it, or removes the message), a text part whose text is under "value" or typed input_text (repair mends it)
-    or a part the reader refuses (a data error: Anthropic's call and result blocks too)."""
+    text part (repair drops it, or removes the message), a text part whose text is under "value" or typed input_text (repair mends it),
+    a part the reader refuses (a data error: Anthropic's blocks too) or an image in Anthropic's form (repair writes it as image_url)."""
     if content is None or type(content) is str:
         return True
-    return type(content) is list and not any(is_blank_part(p) or part_problem(p) or call_block(p) or not is_chat_text(p) for p in content)
+    return type(content) is list and not any(
+        is_blank_part(p) or part_problem(p) or is_anthropic_block(p) or not is_chat_text(p) for p in content
+    )
 
 
 def _empty(d: dict, content: Any) -> bool:

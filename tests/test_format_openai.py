@@ -232,3 +232,103 @@ def test_a_record_that_is_no_openai_chat_is_named_for_what_it_is(tmp_path, case)
     if "--from" in said:  # and that --from reads it
         fmt = said.rsplit("--from ", 2)[1].split(",")[0]
         assert cli("repair", "--from", fmt, str(src)).returncode == 0
+
+
+B64_IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+URL_IMAGE = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+FOREIGN_PARTS = {  # Anthropic's own blocks OpenAI chat refuses: (role of the message that holds it, block, said)
+    "thinking": ("assistant", {"type": "thinking", "thinking": "hmm", "signature": "c2ln"}, "reasoning_content"),
+    "redacted_thinking": ("assistant", {"type": "redacted_thinking", "data": "ZW5j"}, "only Anthropic reads it"),
+    "document": (
+        "user",
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}, "title": "a.pdf"},
+        "a file is a file part of a user message",
+    ),
+    "server_tool_use": (
+        "assistant",
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+        "it has none",
+    ),
+    "image-by-file-id": (
+        "user",
+        {"type": "image", "source": {"type": "file", "file_id": "file_01"}},
+        "by Anthropic's file id has no image_url",
+    ),
+    "image-cache_control": ("user", {**B64_IMAGE, "cache_control": {"type": "ephemeral"}}, "no place for its cache_control"),
+    "image-of-the-assistant": ("assistant", B64_IMAGE, "in a user message only, not in an assistant message"),
+}
+
+
+def _with_part(role: str, part: dict) -> list[dict]:
+    """OPENAI_TURNS, then a turn of `role` that holds `part` beside text (and an assistant answer to a user turn)."""
+    turn = {"role": role, "content": [{"type": "text", "text": "see"}, part]}
+    return (
+        [*OPENAI_TURNS, {"role": "user", "content": "again"}, turn]
+        if role == "assistant"
+        else [*OPENAI_TURNS, turn, {"role": "assistant", "content": "ok"}]
+    )
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+@pytest.mark.parametrize("case", sorted(FOREIGN_PARTS))
+def test_anthropic_only_parts_in_openai_content_are_named_not_passed(tmp_path, layout, case):
+    """Anthropic's other blocks in OpenAI chat content (thinking, redacted_thinking, document, server tools, an image
+    that no image_url part says exactly) passed `repair --check` and were written back so (a dataset's record by the
+    fast path too): OpenAI refuses them. Refused as its call blocks are, the file, line and block named, what OpenAI
+    chat has for it and what reads an Anthropic file; the same blocks in an Anthropic file read as they did."""
+    role, part, said = FOREIGN_PARTS[case]
+    rows = _with_part(role, part)
+    src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
+    kind = part["type"]
+    line = (6 if role == "assistant" else 5) if layout == "session" else 1
+    for cmd in (["repair", "--check"], ["repair", "--from", "openai"], ["compact"]):
+        r = cli(*cmd, str(src))
+        assert r.returncode == 3 and r.stdout == b"", (cmd, r.stdout, r.stderr)
+        assert f"{src}:{line}: content holds a{'n' if kind[0] in 'aeiou' else ''} {kind} block, ".encode() in r.stderr, r.stderr
+        assert said.encode() in r.stderr and b"OpenAI chat refuses it there" in r.stderr and b"--from anthropic" in r.stderr, r.stderr
+    if case != "image-of-the-assistant":  # Anthropic takes the block where it stands
+        anthropic = [{"role": "user", "content": "see"}, {"role": role, "content": [{"type": "text", "text": "see"}, part]}]
+        if role == "user":
+            anthropic = [anthropic[1], {"role": "assistant", "content": "ok"}]
+        a = write_jsonl(tmp_path / "a.jsonl", anthropic)
+        r = cli("repair", "--check", str(a))
+        assert r.returncode == 0, r.stderr
+        assert api.read([str(a)])[0].format == "anthropic"
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+@pytest.mark.parametrize("image", ["base64", "url"])
+def test_an_anthropic_image_in_openai_content_is_written_as_image_url(tmp_path, layout, image):
+    """An image in Anthropic's form (`{"type": "image", "source"}`) in an OpenAI chat user message passed `repair
+    --check` and was written back so (OpenAI refuses it). An image_url part says it exactly (base64 data and its media
+    type as a data URL, or the URL): `--check` names it (`anthropic-image`), repair writes it so (the original
+    archived: restore gives it back; a dataset's record too, which the fast path wrote back as it came), `--to
+    anthropic` as before."""
+    part = B64_IMAGE if image == "base64" else URL_IMAGE
+    url = "data:image/png;base64,iVBORw0KGgo=" if image == "base64" else "https://example.com/a.png"
+    rows = _with_part("user", part)
+    src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
+    check = cli("repair", "--check", str(src))
+    assert check.returncode == 6 and b"message 4: anthropic-image: an image in Anthropic's form" in check.stderr, check.stderr
+    r = cli("repair", str(src), "--archive", str(tmp_path / "a.jsonl"), "--report", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    out = [orjson.loads(line) for line in r.stdout.splitlines()]
+    got = out if layout == "session" else out[0]["messages"]
+    assert got[4]["content"] == [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": url}}]
+    assert [{**m, "content": rows[4]["content"]} if k == 4 else m for k, m in enumerate(got)] == rows
+    assert orjson.loads((tmp_path / "r.json").read_bytes())["repair"]["images_as_image_url"] == 1
+    assert cli("repair", str(src)).stdout == r.stdout  # without --archive and --report (a dataset's fast path: passthrough)
+    assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
+    (tmp_path / "o.jsonl").write_bytes(r.stdout)
+    back = cli("restore", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
+    assert back.returncode == 0 and [orjson.loads(line) for line in back.stdout.splitlines()] == (
+        rows if layout == "session" else [{"id": 1, "messages": rows}]
+    )
+    conv = cli("convert", str(src), "--to", "anthropic")
+    assert conv.returncode == 0, conv.stderr
+    assert part in [b for line in conv.stdout.splitlines() for r_ in _rows_of(line) for b in r_.get("content") or [] if isinstance(b, dict)]
+
+
+def _rows_of(line: bytes) -> list[dict]:
+    rec = orjson.loads(line)
+    return rec.get("messages", [rec])

@@ -20,7 +20,7 @@ from ..model import (
     Provenance,
     ToolCall,
     Transcript,
-    call_block,
+    anthropic_image_url,
     mark_observations,
     part_problem,
 )
@@ -32,7 +32,15 @@ NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
 MESSAGE_KEYS = ("messages", "history", "traj")  # OpenAI chat, SWE-agent trajectories, tau-bench
 _WANTS = f'OpenAI chat is a message a line ({{"role", "content"}}), or a record a line with its messages under {said_keys(MESSAGE_KEYS)}'
-_OWN_FORM = {"tool_use": "its calls are in tool_calls", "tool_result": "its results are tool messages"}
+# Anthropic's own blocks in a message's content (formats/blocks.ANTHROPIC_ONLY, an image with a source): what each
+# is, and what OpenAI chat has for it (it refuses them all; an image it can say exactly, repair writes so)
+_FOREIGN = {
+    "tool_use": (f"Anthropic's form of {CALL_BLOCKS['tool_use']}", "its calls are in tool_calls"),
+    "tool_result": (f"Anthropic's form of {CALL_BLOCKS['tool_result']}", "its results are tool messages"),
+    "thinking": ("Anthropic's form of the model's reasoning", "its text goes in the message's reasoning_content, without its signature"),
+    "redacted_thinking": ("Anthropic's encrypted reasoning", "only Anthropic reads it: leave it out"),
+    "document": ("Anthropic's form of a file", "a file is a file part of a user message, its data a data URL"),
+}
 _MODELED = {"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content", "function_call", NOTE_KEY}
 
 
@@ -87,7 +95,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         role = "tool"
     if role not in ROLES:
         raise DataError(source, lineno, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
-    content = _content(d, source, lineno)
+    content = _content(d, role, source, lineno)
     calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
     note = _note(d)
@@ -117,26 +125,47 @@ def _note(d: dict) -> dict | None:
     return dict(note) if isinstance(note, dict) and note else {"value": note}
 
 
-def _content(d: dict, source: str, lineno: int) -> Any:
-    """The message's content, checked: a string, null, absent, or a list of parts both APIs take (none of Anthropic's
-    call and result blocks: model.call_block)."""
+def _content(d: dict, role: str, source: str, lineno: int) -> Any:
+    """The message's content, checked: a string, null, absent, or a list of parts both APIs take, none of Anthropic's
+    own blocks (`_foreign`) but an image in a user message that an image_url part says exactly (repair writes it)."""
     content = d.get("content", MISSING)
     if not (content is MISSING or content is None or isinstance(content, (str, list))):
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
     if isinstance(content, list):
         for part in content:
-            problem = part_problem(part)
+            problem = part_problem(part) or _foreign(part, role)
             if problem is not None:
                 raise DataError(source, lineno, problem)
-            kind = call_block(part)
-            if kind is not None:  # an Anthropic file's reader makes it a call or a result
-                raise DataError(
-                    source,
-                    lineno,
-                    f"content holds a {kind} block, Anthropic's form of {CALL_BLOCKS[kind]}: OpenAI chat refuses it there"
-                    f" ({_OWN_FORM[kind]}; an Anthropic file reads with --from anthropic)",
-                )
     return content
+
+
+def _foreign(part: dict, role: str) -> str | None:
+    """What is wrong with a part of Anthropic's form in OpenAI chat content, and what OpenAI chat has for it (None for
+    any other part, and for an image that repair writes as image_url: rules.anthropic_image)."""
+    if not is_anthropic_block(part):
+        return None
+    kind = part["type"]
+    if kind == "image":
+        if role == "user" and anthropic_image_url(part) is not None:
+            return None
+        what, own = "Anthropic's form of an image", _image_fix(part, role)
+    else:
+        what, own = _FOREIGN.get(kind, ("one of Anthropic's own", "it has none"))
+    return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} block, {what}: OpenAI chat refuses it there ({own}; an Anthropic file reads with --from anthropic)"
+
+
+def _image_fix(part: dict, role: str) -> str:
+    """Why repair cannot write an image of Anthropic's form as OpenAI chat's image_url part."""
+    if role != "user":
+        return f"it takes an image in a user message only, not in a{'n' if role[0] in 'aeiou' else ''} {role} message"
+    src = part["source"]
+    if src.get("type") not in ("base64", "url"):
+        by = "Anthropic's file id" if src.get("type") == "file" else f"a source of type {src.get('type')!r}"
+        return f"an image by {by} has no image_url form, which holds a URL or base64 data"
+    own = sorted({*part, *src} - {"type", "source", "media_type", "data", "url"})
+    if own:
+        return f"an image_url part has no place for its {', '.join(map(str, own))}: repair writes an image with a type and a source alone"
+    return "its source lacks what an image_url part needs: base64 data with its media type, or a URL"
 
 
 def _calls_from(d: dict, source: str, lineno: int) -> list[ToolCall]:

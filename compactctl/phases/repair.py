@@ -11,6 +11,7 @@
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user);
 - a system message among Anthropic's messages is written as the system prompt (the API wants it apart);
+- an image in Anthropic's form in an OpenAI chat user message is written as the `image_url` part that says the same;
 - a conversation that ends with an assistant turn whose text ends in whitespace loses that whitespace
   (Anthropic refuses "final assistant content" ending in it).
 The rules themselves, and `check`, which reports them without changing anything: phases/rules.py.
@@ -34,6 +35,7 @@ from ..model import (
     ToolCall,
     Transcript,
     check_built,
+    image_url_part,
     is_blank_part,
     refused_system,
     text_part,
@@ -44,6 +46,7 @@ from .assemble import without_notes
 from .rules import (
     VALID_ID,
     VALID_NAME,
+    anthropic_image,
     blank_system,
     defined_names,
     empty_calls,
@@ -92,6 +95,7 @@ class RepairStats:
     final_space_cut: int = 0  # a last assistant message whose text ended in whitespace (Anthropic refuses it)
     blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
     system_rows_moved: int = 0  # Anthropic system messages among the messages, written as the system prompt
+    images_as_image_url: int = 0  # OpenAI user messages whose images were in Anthropic's form (written as image_url parts)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, int]:
@@ -207,6 +211,12 @@ def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empt
         st.final_space_cut += 1
 
 
+def _odd_parts(m: Message, fmt: str) -> bool:
+    """Parts `mend_parts` mends: a blank text, a text in another form (value-text), an image in Anthropic's form in
+    OpenAI chat (anthropic-image)."""
+    return has_blank_part(m) or has_foreign_text(m, fmt) or anthropic_image(m, fmt)
+
+
 class _Repair:
     """The state of one repair: the pairing, the ids given out so far, the stats."""
 
@@ -214,7 +224,7 @@ class _Repair:
         self.t = t
         self.strip = strip_unanswered
         self.st = RepairStats()
-        self.msgs = self.mend_parts() if any(has_blank_part(m) or has_foreign_text(m, t.format) for m in t.messages) else t.messages
+        self.msgs = self.mend_parts() if any(_odd_parts(m, t.format) for m in t.messages) else t.messages
         if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) or system_row(m, t.format) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages
@@ -227,17 +237,20 @@ class _Repair:
         self.seen: set = set()  # call ids given out so far: unique over the whole transcript
 
     def mend_parts(self) -> list[Message]:
-        """The messages with their text parts' text under "text" and without blank text parts beside other content
-        (the originals archived); the pairing stays (it is by position)."""
+        """The messages with their text parts' text under "text", OpenAI chat's images as image_url parts, and
+        without blank text parts beside other content (the originals archived); the pairing stays (it is by position)."""
         out = []
         responses = self.t.format == "codex"
         for m in self.t.messages:
             moved = has_foreign_text(m, self.t.format)
-            if moved or has_blank_part(m):
+            if _odd_parts(m, self.t.format):
                 archive(self.t, m, "repair", self.st.archived)
             if moved:
                 m = m.evolve(content=[text_part(p, responses) for p in m.content])
                 self.st.text_parts_moved += 1
+            if anthropic_image(m, self.t.format):
+                m = m.evolve(content=[image_url_part(p) for p in m.content])
+                self.st.images_as_image_url += 1
             if has_blank_part(m):
                 self.st.blank_parts_removed += 1
                 m = _without_blank_parts(m)

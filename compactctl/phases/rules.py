@@ -24,6 +24,7 @@ from ..model import (
     Message,
     ToolCall,
     Transcript,
+    anthropic_image_url,
     blank_parts,
     call_block_content,
     is_blank_part,
@@ -124,6 +125,15 @@ def has_foreign_text(m: Message, fmt: str) -> bool:
     outside Codex, the Responses API's `input_text`/`output_text` (Chat Completions and Anthropic want "text")."""
     responses = fmt == "codex"
     return isinstance(m.content, list) and not all(is_chat_text(p, responses) for p in m.content)
+
+
+def anthropic_image(m: Message, fmt: str) -> bool:
+    """An OpenAI chat user message with an image part in Anthropic's form that an `image_url` part says exactly
+    (model.anthropic_image_url): OpenAI refuses the form, and repair writes the `image_url` part. The OpenAI reader
+    refuses any other part of Anthropic's form (one of its own blocks, an image it cannot say so)."""
+    return (
+        fmt == "openai" and m.role == "user" and isinstance(m.content, list) and any(anthropic_image_url(p) is not None for p in m.content)
+    )
 
 
 def has_blank_part(m: Message) -> bool:
@@ -244,6 +254,13 @@ def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Viol
         yield Violation(tid, i, "blank-part", f"{m.role} message has a text part without text")
     if has_foreign_text(m, fmt):
         yield Violation(tid, i, "value-text", 'a text part holds its text under "value", or is typed as the Responses API types it')
+    if anthropic_image(m, fmt):
+        yield Violation(
+            tid,
+            i,
+            "anthropic-image",
+            'an image in Anthropic\'s form ({"type": "image", "source"}): OpenAI chat refuses it (repair writes it as image_url)',
+        )
     if system_row(m, fmt):
         yield Violation(
             tid,

@@ -9,6 +9,7 @@ import pytest
 from compactctl import api
 
 from .conftest import cli, write_jsonl
+from .validator import validate
 
 
 def test_a_dataset_whose_first_record_has_no_messages_is_read_as_openai(tmp_path):
@@ -278,6 +279,7 @@ def test_anthropic_only_parts_in_openai_content_are_named_not_passed(tmp_path, l
     chat has for it and what reads an Anthropic file; the same blocks in an Anthropic file read as they did."""
     role, part, said = FOREIGN_PARTS[case]
     rows = _with_part(role, part)
+    assert validate(rows)  # tests/validator.py refuses it too
     src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
     kind = part["type"]
     line = (6 if role == "assistant" else 5) if layout == "session" else 1
@@ -314,6 +316,7 @@ def test_an_anthropic_image_in_openai_content_is_written_as_image_url(tmp_path, 
     assert r.returncode == 0, r.stderr
     out = [orjson.loads(line) for line in r.stdout.splitlines()]
     got = out if layout == "session" else out[0]["messages"]
+    assert validate(rows) and validate(got) == []  # tests/validator.py, which shares no code with repair
     assert got[4]["content"] == [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": url}}]
     assert [{**m, "content": rows[4]["content"]} if k == 4 else m for k, m in enumerate(got)] == rows
     assert orjson.loads((tmp_path / "r.json").read_bytes())["repair"]["images_as_image_url"] == 1

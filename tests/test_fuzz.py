@@ -59,6 +59,17 @@ def test_validator_rejects_what_the_apis_reject():
     assert validate(ok + [ok[1], {"role": "tool", "tool_call_id": "a", "content": "r"}])  # id not unique
     assert validate([ok[0], ok[1], {"role": "user", "content": "x"}, ok[2]])  # result not right after
     assert validate(ok[1:])  # opens with the assistant
+    for part in (  # Anthropic's blocks in OpenAI chat content (its parts: text, image_url, input_audio, file, refusal)
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+        {"type": "tool_result", "tool_use_id": "t1", "content": "r"},
+        {"type": "thinking", "thinking": "hmm", "signature": "c2ln"},
+        {"type": "redacted_thinking", "data": "ZW5j"},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+    ):
+        assert validate([{"role": "user", "content": [{"type": "text", "text": "see"}, part]}, *ok[1:]]), part
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    assert validate([{"role": "user", "content": [{"type": "text", "text": "see"}, image]}, *ok[1:]]) == []  # OpenAI's own
 
 
 def test_repeated_id_in_one_message_keeps_each_result_with_its_call():

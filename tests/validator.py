@@ -11,6 +11,9 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
   ("text content blocks must be non-empty"): a text part in a content list has non-blank text.
 - Both: no message carries compactctl's private `_compactctl` key (the APIs refuse properties they do not define);
   a call names its tool, 1-64 letters, digits, `_` or `-` (in a conversation's calls too); every content part is an object with a type; a text part holds its text, a string, under "text".
+- OpenAI, its content parts: none of Anthropic's blocks (its calls and results, thinking, documents, server tools,
+  search results: OpenAI chat's parts are text, image_url, input_audio, file and refusal), nor an image in
+  Anthropic's form (`{"type": "image", "source"}`: OpenAI's is `image_url`).
 - Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
   one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
   that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
@@ -59,6 +62,7 @@ def validate(messages: list[dict]) -> list[str]:
         ):
             errors.append(f"{i}: a text part without text")
         errors += [f"{i}: {e}" for e in _malformed_parts(content)]
+        errors += [f"{i}: {e}" for e in _anthropic_parts(content)]
         if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
             calls = m.get("tool_calls") or []
             ids = []
@@ -117,6 +121,33 @@ def _malformed_parts(content: Any) -> list[str]:
             out.append(f"a {p['type']} part without a string text: {p!r}")
         elif p["type"] == "tool_result":
             out += _malformed_parts(p.get("content"))
+    return out
+
+
+# Content block types of Anthropic's Messages API that OpenAI chat has no part for (written here, not taken from
+# compactctl, so that the validator stays independent)
+ANTHROPIC_BLOCKS = (
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "document",
+    "server_tool_use",
+    "web_search_tool_result",
+    "search_result",
+)
+
+
+def _anthropic_parts(content: Any) -> list[str]:
+    """Parts of Anthropic's form in OpenAI chat content, which OpenAI refuses: one of its blocks, or an image with a
+    `source` (OpenAI's image is an `image_url` part)."""
+    out: list[str] = []
+    for p in content if isinstance(content, list) else ():
+        kind = p.get("type") if isinstance(p, dict) else None
+        if kind in ANTHROPIC_BLOCKS:
+            out.append(f"an Anthropic {kind} block in OpenAI chat content: {p!r}"[:300])
+        elif kind == "image" and "source" in p:
+            out.append(f"an image in Anthropic's form in OpenAI chat content (OpenAI's is image_url): {p!r}"[:300])
     return out
 
 

@@ -245,6 +245,36 @@ def image_url_part(part: Any) -> Any:
     return part if url is None else {"type": "image_url", "image_url": {"url": url}}
 
 
+ANTHROPIC_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # the media types Anthropic's image takes
+
+
+def openai_image_block(part: Any) -> dict | None:
+    """The Anthropic image block that says exactly what an OpenAI chat `image_url` part says: an http(s) URL as a
+    source by URL, a base64 data URL of a media type Anthropic takes as base64 data (`image/jpg` named `image/jpeg`).
+    None for any other part: a `detail` other than "auto" (the default; Anthropic's image has none), a key of its own,
+    another URL or media type (anthropic.openai_part says why)."""
+    if not (isinstance(part, dict) and part.get("type") == "image_url" and len(part) == 2 and isinstance(part.get("image_url"), dict)):
+        return None
+    img = part["image_url"]
+    url = img.get("url")
+    if not isinstance(url, str) or set(img) - {"url", "detail"} or img.get("detail", "auto") != "auto":
+        return None
+    if url.startswith(("https://", "http://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    head, sep, data = url.partition(",")
+    media = head[5:-7].replace("image/jpg", "image/jpeg") if head.startswith("data:") and head.endswith(";base64") else None
+    if not sep or media not in ANTHROPIC_IMAGE_TYPES:
+        return None
+    return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+
+
+def image_block(part: Any) -> Any:
+    """An OpenAI chat `image_url` part as the Anthropic image block that says the same (see openai_image_block); any
+    other part as it is."""
+    block = openai_image_block(part)
+    return part if block is None else block
+
+
 def is_image_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
 

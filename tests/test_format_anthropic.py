@@ -299,3 +299,118 @@ def test_a_record_of_messages_among_message_lines_is_refused_not_dropped(tmp_pat
     line = len(rows)
     said = f"{src}:{line}: not {name}: a record of messages (keys: system, messages) in a file read as a message a line"
     assert r.returncode == 3 and r.stdout == b"" and said.encode() in r.stderr, r.stderr
+
+
+CALL_TURNS = [  # an Anthropic conversation with a call: its tool_use block tells the format
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r"}]},
+    {"role": "assistant", "content": "ok"},
+]
+WEB_IMAGE_URL = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+OPENAI_PARTS = {  # OpenAI's own parts Anthropic Messages refuses: (role of the message that holds it, part, said, --from)
+    "input_audio": ("user", {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}, "it takes no audio", "openai"),
+    "file": (
+        "user",
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "a.pdf"}},
+        "a file is a document block",
+        "openai",
+    ),
+    "refusal": ("assistant", {"type": "refusal", "refusal": "no"}, "a refusal is the assistant's text", "openai"),
+    "input_image": ("user", {"type": "input_image", "image_url": "https://example.com/a.png"}, "an image is an image block", "codex"),
+    "image-detail": (
+        "user",
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}},
+        "an image block has no detail, and 'high' would be lost",
+        "openai",
+    ),
+    "image-bmp": (
+        "user",
+        {"type": "image_url", "image_url": {"url": "data:image/bmp;base64,Qk0="}},
+        "no base64 image of a type Anthropic takes",
+        "openai",
+    ),
+    "image-by-path": ("user", {"type": "image_url", "image_url": {"url": "/tmp/a.png"}}, "neither http(s) nor a base64 data URL", "openai"),
+    "image-of-the-assistant": (
+        "assistant",
+        WEB_IMAGE_URL,
+        "in a user message or a tool result only, not in an assistant message",
+        "openai",
+    ),
+}
+
+
+def _with_part(role: str, part: dict) -> list[dict]:
+    """CALL_TURNS, then a turn of `role` that holds `part` beside text (and an assistant answer to a user turn)."""
+    turn = {"role": role, "content": [{"type": "text", "text": "see"}, part]}
+    if role == "assistant":
+        return [*CALL_TURNS, {"role": "user", "content": "again"}, turn]
+    return [*CALL_TURNS, turn, {"role": "assistant", "content": "ok"}]
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+@pytest.mark.parametrize("case", sorted(OPENAI_PARTS))
+def test_openai_only_parts_in_anthropic_content_are_named_not_passed(tmp_path, layout, case):
+    """OpenAI's own parts in Anthropic Messages content (audio, a file, a refusal, the Responses API's image, an
+    image_url part no image block says exactly) passed `repair --check` (exit 0, "no violations") and were written
+    back so: Anthropic refuses them. Refused, the file, line and part named, what Anthropic has for it and what reads
+    an OpenAI file; the same parts in an OpenAI chat file read as they did."""
+    role, part, said, fmt = OPENAI_PARTS[case]
+    rows = _with_part(role, part)
+    src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
+    kind = part["type"]
+    line = (6 if role == "assistant" else 5) if layout == "session" else 1
+    for cmd in (["repair", "--check"], ["repair", "--check", "--from", "anthropic"], ["repair", "--from", "anthropic"], ["compact"]):
+        r = cli(*cmd, str(src))
+        assert r.returncode == 3 and r.stdout == b"", (cmd, r.stdout, r.stderr)
+        assert f"{src}:{line}: content holds a{'n' if kind[0] in 'aeiou' else ''} {kind} part, ".encode() in r.stderr, r.stderr
+        assert said.encode() in r.stderr and b"Anthropic Messages refuses it there" in r.stderr, r.stderr
+        assert f"reads with --from {fmt})".encode() in r.stderr, r.stderr
+    if fmt == "openai" and role == "user":  # OpenAI chat takes the part where it stands
+        chat = [{"role": "user", "content": [{"type": "text", "text": "see"}, part]}, {"role": "assistant", "content": "ok"}]
+        o = write_jsonl(tmp_path / "o.jsonl", chat)
+        assert cli("repair", "--check", "--from", "openai", str(o)).returncode == 0
+
+
+@pytest.mark.parametrize("layout", ["session", "dataset"])
+@pytest.mark.parametrize(
+    "image",
+    [
+        ("base64", "data:image/png;base64,iVBORw0KGgo=", {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}),
+        ("jpg", "data:image/jpg;base64,/9j/", {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}),
+        ("url", "https://example.com/a.png", {"type": "url", "url": "https://example.com/a.png"}),
+        ("tool-result", "https://example.com/a.png", {"type": "url", "url": "https://example.com/a.png"}),
+    ],
+    ids=lambda v: v[0],
+)
+def test_an_image_url_part_in_anthropic_content_is_written_as_an_image_block(tmp_path, layout, image):
+    """An OpenAI chat image_url part in an Anthropic user message or tool result passed `repair --check` and was
+    written back so (Anthropic refuses it). An image block says it exactly (a data URL's media type and base64 data,
+    or the URL): `--check` names it (`openai-image`), repair writes it so (the original archived: restore gives it
+    back)."""
+    case, url, source = image
+    part = {"type": "image_url", "image_url": {"url": url}}
+    if case == "tool-result":
+        rows = [
+            *CALL_TURNS[:2],
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [part]}]},
+            CALL_TURNS[3],
+        ]
+        at, want = 2, [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "image", "source": source}]}]
+    else:
+        rows = _with_part("user", part)
+        at, want = 4, [{"type": "text", "text": "see"}, {"type": "image", "source": source}]
+    src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
+    check = cli("repair", "--check", "--from", "anthropic", str(src))
+    assert check.returncode == 6 and f"message {at}: openai-image: an image in OpenAI chat's form".encode() in check.stderr, check.stderr
+    r = cli("repair", "--from", "anthropic", str(src), "--archive", str(tmp_path / "a.jsonl"), "--report", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    out = _rows(r.stdout)
+    got = out if layout == "session" else out[0]["messages"]
+    assert got[at]["content"] == want
+    assert [{**m, "content": rows[at]["content"]} if k == at else m for k, m in enumerate(got)] == rows
+    assert orjson.loads((tmp_path / "r.json").read_bytes())["repair"]["images_as_blocks"] == 1
+    assert cli("repair", "--check", "--from", "anthropic", "-", input=r.stdout).returncode == 0
+    (tmp_path / "o.jsonl").write_bytes(r.stdout)
+    back = cli("restore", str(tmp_path / "o.jsonl"), "--archive", str(tmp_path / "a.jsonl"))
+    assert back.returncode == 0 and _rows(back.stdout) == (rows if layout == "session" else [{"id": 1, "messages": rows}])

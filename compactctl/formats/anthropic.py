@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..model import Message, Provenance, Transcript, refused_system
+from ..model import Message, Provenance, Transcript, openai_image_block, refused_system
 from . import Reader, Record
 from .blocks import (
     assistant_blocks,
@@ -32,6 +32,19 @@ _WANTS = (
     'Anthropic Messages is a message a line ({"role", "content"}; the system prompt a line {"system"}), or a record a line'
     ' with its messages under "messages" (and its system prompt under "system")'
 )
+_DOCUMENT = "a file is a document block: a PDF as base64 data or by URL, its name a title"
+# OpenAI's own parts in a message's content (Chat Completions', the Responses API's): what each is, what Anthropic
+# Messages has for it (it refuses them all; an image_url part it can say exactly, repair writes as an image block),
+# and what reads such a file
+_OPENAI_ONLY = {
+    "image_url": ("OpenAI chat's form of an image", "", "openai"),
+    "input_audio": ("OpenAI chat's audio input", "it takes no audio", "openai"),
+    "file": ("OpenAI chat's form of a file", _DOCUMENT, "openai"),
+    "refusal": ("OpenAI chat's form of a refusal", "a refusal is the assistant's text", "openai"),
+    "input_image": ("the Responses API's form of an image", "an image is an image block with a source", "codex"),
+    "input_file": ("the Responses API's form of a file", _DOCUMENT, "codex"),
+}
+_FILE_OF = {"openai": "an OpenAI chat file", "codex": "a Codex (Responses API) file"}
 
 
 def _has_blocks(msgs: list) -> bool:
@@ -86,7 +99,53 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
             raise DataError(source, lineno, "message has no role")
         else:
             raise DataError(source, lineno, f"unknown role {role!r} for Anthropic messages (expected user or assistant)")
+        _openai_parts(d.get("content"), role, source, lineno)
     return out
+
+
+def _openai_parts(content: Any, role: Any, source: str, lineno: int) -> None:
+    """Refuses a part of OpenAI's form in a message's content (a tool_result's too, as a tool result's): a DataError
+    that says what it is and what Anthropic has for it (openai_part)."""
+    for part in content if isinstance(content, list) else ():
+        problem = openai_part(part, role)
+        if problem is not None:
+            raise DataError(source, lineno, problem)
+        if isinstance(part, dict) and part.get("type") == "tool_result":
+            _openai_parts(part.get("content"), "tool", source, lineno)
+
+
+def openai_part(part: Any, role: Any) -> str | None:
+    """What is wrong with a part of OpenAI's form in Anthropic content (in a `role` message, "tool" for a tool
+    result's), and what Anthropic has for it; None for any other part, and for an image_url part that repair writes as
+    an image block (rules.openai_image)."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind not in _OPENAI_ONLY:
+        return None
+    if kind == "image_url" and role in ("user", "tool") and openai_image_block(part) is not None:
+        return None
+    what, own, fmt = _OPENAI_ONLY[kind]
+    own = own or _image_fix(part, role)
+    return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} part, {what}: Anthropic Messages refuses it there ({own}; {_FILE_OF[fmt]} reads with --from {fmt})"
+
+
+def _image_fix(part: dict, role: Any) -> str:
+    """Why repair cannot write an OpenAI chat image_url part as Anthropic's image block."""
+    if role not in ("user", "tool"):
+        return (
+            f"it takes an image in a user message or a tool result only, not in a{'n' if str(role)[:1] in 'aeiou' else ''} {role} message"
+        )
+    img = part.get("image_url")
+    if not (isinstance(img, dict) and isinstance(img.get("url"), str)):
+        return 'its image_url is no object with a "url"'
+    detail = img.get("detail", "auto")
+    if detail != "auto":
+        return f'an image block has no detail, and {detail!r} would be lost: without it, or with "auto", repair writes an image block'
+    own = sorted({*part, *img} - {"type", "image_url", "url", "detail"})
+    if own:
+        return f"an image block has no place for its {', '.join(map(str, own))}: repair converts an image_url part that holds a type and a URL alone"
+    if img["url"].startswith("data:"):
+        return "its data URL is no base64 image of a type Anthropic takes: JPEG, PNG, GIF or WebP"
+    return "its URL is neither http(s) nor a base64 data URL"
 
 
 def _roleless(items: Any) -> bool:
@@ -112,6 +171,7 @@ def _system(system: Any, source: str, lineno: int) -> Any:
     if isinstance(system, list):
         for b in system:
             check_block(b, source, lineno)
+        _openai_parts(system, "system", source, lineno)
     elif system is not None and not isinstance(system, str):
         raise DataError(source, lineno, f"system must be text or a list of blocks, got {type(system).__name__}")
     return system

@@ -11,7 +11,8 @@
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user);
 - a system message among Anthropic's messages is written as the system prompt (the API wants it apart);
-- an image in Anthropic's form in an OpenAI chat user message is written as the `image_url` part that says the same;
+- an image in Anthropic's form in an OpenAI chat user message is written as the `image_url` part that says the same,
+  and an OpenAI chat `image_url` part in an Anthropic user message or tool result as the image block that does;
 - a conversation that ends with an assistant turn whose text ends in whitespace loses that whitespace
   (Anthropic refuses "final assistant content" ending in it).
 The rules themselves, and `check`, which reports them without changing anything: phases/rules.py.
@@ -35,6 +36,7 @@ from ..model import (
     ToolCall,
     Transcript,
     check_built,
+    image_block,
     image_url_part,
     is_blank_part,
     refused_system,
@@ -60,6 +62,7 @@ from .rules import (
     is_legacy,
     named,
     null_system,
+    openai_image,
     system_row,
     tools_text,
 )
@@ -96,6 +99,7 @@ class RepairStats:
     blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
     system_rows_moved: int = 0  # Anthropic system messages among the messages, written as the system prompt
     images_as_image_url: int = 0  # OpenAI user messages whose images were in Anthropic's form (written as image_url parts)
+    images_as_blocks: int = 0  # Anthropic user messages and tool results whose images were image_url parts (written as image blocks)
     archived: list[Archived] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, int]:
@@ -213,8 +217,8 @@ def _mend_ends(t: Transcript, placed: list[Message], st: RepairStats, allow_empt
 
 def _odd_parts(m: Message, fmt: str) -> bool:
     """Parts `mend_parts` mends: a blank text, a text in another form (value-text), an image in Anthropic's form in
-    OpenAI chat (anthropic-image)."""
-    return has_blank_part(m) or has_foreign_text(m, fmt) or anthropic_image(m, fmt)
+    OpenAI chat (anthropic-image), an image_url part in Anthropic's (openai-image)."""
+    return has_blank_part(m) or has_foreign_text(m, fmt) or anthropic_image(m, fmt) or openai_image(m, fmt)
 
 
 class _Repair:
@@ -251,6 +255,9 @@ class _Repair:
             if anthropic_image(m, self.t.format):
                 m = m.evolve(content=[image_url_part(p) for p in m.content])
                 self.st.images_as_image_url += 1
+            if openai_image(m, self.t.format):
+                m = m.evolve(content=[image_block(p) for p in m.content])
+                self.st.images_as_blocks += 1
             if has_blank_part(m):
                 self.st.blank_parts_removed += 1
                 m = _without_blank_parts(m)

@@ -29,6 +29,7 @@ from ..model import (
     call_block_content,
     is_blank_part,
     is_chat_text,
+    openai_image_block,
     other_content,
     refused_system,
     unknown_content,
@@ -133,6 +134,18 @@ def anthropic_image(m: Message, fmt: str) -> bool:
     refuses any other part of Anthropic's form (one of its own blocks, an image it cannot say so)."""
     return (
         fmt == "openai" and m.role == "user" and isinstance(m.content, list) and any(anthropic_image_url(p) is not None for p in m.content)
+    )
+
+
+def openai_image(m: Message, fmt: str) -> bool:
+    """An Anthropic user message or tool result with an OpenAI chat `image_url` part that an image block says exactly
+    (model.openai_image_block): Anthropic refuses the part, and repair writes the image block. The Anthropic reader
+    refuses any other part of OpenAI's form (audio, a file, a refusal, an image it cannot say so)."""
+    return (
+        fmt == "anthropic"
+        and m.role in ("user", "tool")
+        and isinstance(m.content, list)
+        and any(openai_image_block(p) is not None for p in m.content)
     )
 
 
@@ -260,6 +273,13 @@ def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Viol
             i,
             "anthropic-image",
             'an image in Anthropic\'s form ({"type": "image", "source"}): OpenAI chat refuses it (repair writes it as image_url)',
+        )
+    if openai_image(m, fmt):
+        yield Violation(
+            tid,
+            i,
+            "openai-image",
+            'an image in OpenAI chat\'s form ({"type": "image_url"}): Anthropic refuses it (repair writes it as an image block)',
         )
     if system_row(m, fmt):
         yield Violation(

@@ -9,6 +9,7 @@ import pytest
 from compactctl import api
 
 from .conftest import cli, write_jsonl
+from .validator import validate_anthropic
 
 
 def _rows(data: bytes) -> list[dict]:
@@ -357,6 +358,7 @@ def test_openai_only_parts_in_anthropic_content_are_named_not_passed(tmp_path, l
     an OpenAI file; the same parts in an OpenAI chat file read as they did."""
     role, part, said, fmt = OPENAI_PARTS[case]
     rows = _with_part(role, part)
+    assert validate_anthropic(rows)  # tests/validator.py refuses it too
     src = write_jsonl(tmp_path / "m.jsonl", rows if layout == "session" else [{"id": 1, "messages": rows}])
     kind = part["type"]
     line = (6 if role == "assistant" else 5) if layout == "session" else 1
@@ -407,6 +409,7 @@ def test_an_image_url_part_in_anthropic_content_is_written_as_an_image_block(tmp
     assert r.returncode == 0, r.stderr
     out = _rows(r.stdout)
     got = out if layout == "session" else out[0]["messages"]
+    assert validate_anthropic(rows) and validate_anthropic(got) == []  # tests/validator.py, which shares no code with repair
     assert got[at]["content"] == want
     assert [{**m, "content": rows[at]["content"]} if k == at else m for k, m in enumerate(got)] == rows
     assert orjson.loads((tmp_path / "r.json").read_bytes())["repair"]["images_as_blocks"] == 1

@@ -8,7 +8,7 @@ from compactctl import api
 
 from . import fuzz
 from .rows import T
-from .validator import validate
+from .validator import validate, validate_anthropic, validate_anthropic_records
 
 
 def rows_of(t):
@@ -70,6 +70,22 @@ def test_validator_rejects_what_the_apis_reject():
         assert validate([{"role": "user", "content": [{"type": "text", "text": "see"}, part]}, *ok[1:]]), part
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
     assert validate([{"role": "user", "content": [{"type": "text", "text": "see"}, image]}, *ok[1:]]) == []  # OpenAI's own
+    rows = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
+    for part in (  # OpenAI's parts in Anthropic content (its blocks: text, image with a source, document, ...)
+        image,
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "a.pdf"}},
+        {"type": "input_text", "text": "t"},
+        {"type": "input_image", "image_url": "https://example.com/a.png"},
+    ):
+        assert validate_anthropic([{"role": "user", "content": [{"type": "text", "text": "see"}, part]}, rows[1]]), part
+    assert validate_anthropic([rows[0], {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}])
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [image]}]}
+    assert validate_anthropic([rows[0], use, result, rows[1]])  # a tool result's content too
+    assert validate_anthropic_records([{"system": [{"type": "text", "text": "s"}, image], "messages": rows}])  # the system prompt's
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    assert validate_anthropic([{"role": "user", "content": [{"type": "text", "text": "see"}, block]}, rows[1]]) == []  # Anthropic's own
 
 
 def test_repeated_id_in_one_message_keeps_each_result_with_its_call():

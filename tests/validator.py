@@ -14,6 +14,9 @@ Rules (what the OpenAI chat-completions and Anthropic messages APIs reject):
 - OpenAI, its content parts: none of Anthropic's blocks (its calls and results, thinking, documents, server tools,
   search results: OpenAI chat's parts are text, image_url, input_audio, file and refusal), nor an image in
   Anthropic's form (`{"type": "image", "source"}`: OpenAI's is `image_url`).
+- Anthropic, its content parts (a tool_result's and the system prompt's too): none of OpenAI's own (Chat
+  Completions' image_url, input_audio, file and refusal parts, the Responses API's input_text, output_text,
+  input_image and input_file: Anthropic's image is `{"type": "image", "source"}`, its file a document block).
 - Anthropic, as written (`validate_anthropic`, rows of the Messages API): consecutive turns of one role are
   one turn (the API combines them); the turn after an assistant turn with `tool_use` blocks is a user turn
   that begins with one `tool_result` block per call, ids one to one ("Messages following tool_use blocks must
@@ -151,6 +154,23 @@ def _anthropic_parts(content: Any) -> list[str]:
     return out
 
 
+# Content part types of OpenAI's APIs (Chat Completions', the Responses API's) that Anthropic's Messages API has no
+# block of that type for (written here, not taken from compactctl)
+OPENAI_PARTS = ("image_url", "input_audio", "file", "refusal", "input_text", "output_text", "input_image", "input_file")
+
+
+def _openai_parts(content: Any) -> list[str]:
+    """Parts of OpenAI's form in Anthropic content, which Anthropic refuses, also inside a tool_result's content."""
+    out: list[str] = []
+    for p in content if isinstance(content, list) else ():
+        kind = p.get("type") if isinstance(p, dict) else None
+        if kind in OPENAI_PARTS:
+            out.append(f"an OpenAI {kind} part in Anthropic content: {p!r}"[:300])
+        elif kind == "tool_result":
+            out += _openai_parts(p.get("content"))
+    return out
+
+
 def _blank_text(b: Any) -> bool:
     """A text block of white space alone ("text content blocks must contain non-whitespace text")."""
     return isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and not b["text"].strip()
@@ -178,6 +198,7 @@ def validate_anthropic(rows: list[dict]) -> list[str]:
     for r in rows:
         role = r.get("role")
         errors += _malformed_parts(r.get("content"))
+        errors += _openai_parts(r.get("content"))
         errors += [f"a text block without text: {b!r}" for b in _blocks(r.get("content")) if _blank_text(b)]
         if role not in ("user", "assistant"):
             errors.append(f"a row with role {role!r}")
@@ -259,6 +280,7 @@ def validate_anthropic_records(records: list[dict]) -> list[str]:
                 errors.append(f"a system prompt without text: {s!r}")
             elif isinstance(s, list):
                 errors += [f"a system text block without text: {b!r}" for b in s if _blank_text(b)]
+                errors += _openai_parts(s)
             elif not isinstance(s, str):
                 errors.append(f"a system prompt that is neither text nor blocks: {s!r}")
         for tool in r.get("tools") or []:  # custom tools: a name the API takes, an input_schema with a type

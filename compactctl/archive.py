@@ -67,7 +67,7 @@ def searchable(body: dict) -> tuple[str, str]:
     """(role, text) of an archived message: its text, then each tool call's name and arguments (readable)."""
     from .formats.openai import message_from_dict
 
-    m = message_from_dict(body, "<archive>", 0, 0)
+    m = message_from_dict(body, "<archive>", 0, 0, own=True)
     parts = [m.text()] if m.text() else []
     if m.reasoning:
         parts.append(m.reasoning)

@@ -119,7 +119,7 @@ def _archived_original(e: dict, native_origins: bool, read_as: str, written_as: 
     keys, `_from`, `_raw_call`, nor an empty part list beside its calls: restore wrote them). One that is no message
     is an error of ARCHIVE, the source restore_file names."""
     try:
-        m = message_from_dict(e["message"], ARCHIVE, 0, e["index"])
+        m = message_from_dict(e["message"], ARCHIVE, 0, e["index"], own=True)
     except DataError as err:
         raise DataError(ARCHIVE, None, f"the archived original of message {e['index']}: {err.what}") from err
     if isinstance(e.get("is_error"), bool) and m.role == "tool":  # the source's error flag (not in OpenAI chat's shape)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 
@@ -151,3 +152,28 @@ def test_a_database_that_is_not_an_archive_is_a_data_error_not_a_traceback(tmp_p
             r = cli(*args, "--archive", str(path))
             assert r.returncode == Exit.DATA, (args, r.stderr)
             assert f"{path}: not a compactctl archive".encode() in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_an_archived_result_holding_an_image_block_is_indexed_and_restored(tmp_path):
+    """The archive keeps messages in OpenAI chat's shape, as the model holds them: an Anthropic (or Claude Code)
+    result's image block stays in its content. OpenAI chat's reader refuses that block in a file; reading the archive
+    back with it made the SQLite archive's index fail on the corpus session that has one (full-session-two)."""
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    rows = [{"role": "user", "content": "Take screenshots of the settings page and fix the layout."}]
+    for k in range(8):
+        rows.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "screenshot", "input": {"page": k}}]})
+        result = [{"type": "text", "text": f"screenshot {k} " + "pixel row " * 200}, image]
+        rows.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": result}]})
+    rows.append({"role": "user", "content": "Now make the header sticky."})
+    src = tmp_path / "s.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, arch = tmp_path / "out.jsonl", tmp_path / "removed.sqlite"
+    r = cli("compact", str(src), "--context-window", "3000", "-q", "-o", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert any(isinstance(m["message"].get("content"), list) for m in archive.records(str(arch)))
+    r = cli("recall", "--search", "screenshot", "--archive", str(arch))
+    assert r.returncode == 0 and b"screenshot" in r.stdout, r.stderr
+    r = cli("restore", str(out), "--archive", str(arch))
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == rows

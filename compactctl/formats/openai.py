@@ -84,7 +84,9 @@ def no_chat(obj: dict) -> str:
     return foreign(obj, NAME, "OpenAI chat", MESSAGE_KEYS, _WANTS)
 
 
-def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
+def message_from_dict(d: Any, source: str, lineno: int, index: int, own: bool = False) -> Message:
+    """A message in OpenAI chat's shape. `own`: one compactctl wrote in that shape itself (an archived message), whose
+    content may hold the parts another format's reader made (a Claude Code result's image block): not refused."""
     if not isinstance(d, dict):
         raise DataError(source, lineno, f"a message must be a JSON object, got {type(d).__name__}")
     role = d.get("role")
@@ -95,7 +97,7 @@ def message_from_dict(d: Any, source: str, lineno: int, index: int) -> Message:
         role = "tool"
     if role not in ROLES:
         raise DataError(source, lineno, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
-    content = _content(d, role, source, lineno)
+    content = _content(d, role, source, lineno, own)
     calls = _calls_from(d, source, lineno) if "tool_calls" in d or "function_call" in d else []
     reasoning = d.get("reasoning_content")
     note = _note(d)
@@ -125,7 +127,7 @@ def _note(d: dict) -> dict | None:
     return dict(note) if isinstance(note, dict) and note else {"value": note}
 
 
-def _content(d: dict, role: str, source: str, lineno: int) -> Any:
+def _content(d: dict, role: str, source: str, lineno: int, own: bool = False) -> Any:
     """The message's content, checked: a string, null, absent, or a list of parts both APIs take, none of Anthropic's
     own blocks (`_foreign`) but an image in a user message that an image_url part says exactly (repair writes it)."""
     content = d.get("content", MISSING)
@@ -133,7 +135,7 @@ def _content(d: dict, role: str, source: str, lineno: int) -> Any:
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
     if isinstance(content, list):
         for part in content:
-            problem = part_problem(part) or _foreign(part, role)
+            problem = part_problem(part) or (None if own else _foreign(part, role))
             if problem is not None:
                 raise DataError(source, lineno, problem)
     return content

@@ -142,8 +142,9 @@ _VERSION = re.compile(r"(?<![\w.-])(?:v\d+(?:\.\d+)+|@\d+(?:\.\d+)+|\d+\.\d+\.\d
 _HEX = re.compile(r"(?<![\w-])[0-9a-f]{7,64}(?![\w-])")
 _UUID = re.compile(r"(?<![\w-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])")
 _MIXED = re.compile(r"(?<![\w.-])[A-Za-z0-9]+(?:[-.][A-Za-z0-9]+)*(?![\w-])(?!\.\w)")
-# (An apostrophe inside a word opens no quote: "the user's name * @param name - The user's" holds no literal.)
-_QUOTED = re.compile(r"\"([^\"\n\\]{6,60})\"|(?<!\w)'([^'\n\\]{6,60})'(?!\w)")
+# (An apostrophe inside a word opens no quote: "the user's name * @param name - The user's" holds no literal; a
+# string's prefix does: f'...', rb'...'.)
+_QUOTED = re.compile(r"\"([^\"\n\\]{6,60})\"|(?:(?<!\w)|(?<=(?<!\w)[bBfFrRuU])|(?<=(?<!\w)[bBfFrR]{2}))'([^'\n\\]{6,60})'(?!\w)")
 _FENCE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.S)  # SWE-agent's xml_* configs: <command>
 _INJECTED_BLOCK = re.compile(
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|task-notification|command-name|"

@@ -207,11 +207,11 @@ def test_a_first_line_with_a_key_of_its_own_does_not_decide_the_format(tmp_path,
 
 @pytest.mark.parametrize("layout", ["session", "dataset"])
 @pytest.mark.parametrize("extra", [{}, {"timestamp": "2026-01-01T00:00:00Z"}])
-def test_a_system_row_among_anthropic_messages_is_read_as_the_prompt(tmp_path, layout, extra):
-    """A first line `{"role": "system", ...}` (with a "timestamp" or without) before Anthropic's tool blocks was
-    refused, "unknown role 'system' for Anthropic messages", and no --from read it (OpenAI chat took the blocks for
-    parts). It is the system prompt among the messages: read so, `--check` names it (the API wants the prompt apart,
-    as a record's "system" or a session's system line) and repair writes it there."""
+def test_a_system_row_among_anthropic_messages_is_refused_with_the_fix(tmp_path, layout, extra):
+    """A `{"role": "system", ...}` row (with a "timestamp" or without) before Anthropic's tool blocks said only
+    "unknown role 'system'". Read as the system prompt, it could not be given back where it stood (restore wrote it as
+    the prompt; prune and plan moved it silently: the forty-sixth session's review), so it is refused, saying where
+    the Messages API wants the prompt, with the file and line."""
     rows = [
         {"role": "system", "content": "You are terse.", **extra},
         {"role": "user", "content": "list"},
@@ -220,19 +220,30 @@ def test_a_system_row_among_anthropic_messages_is_read_as_the_prompt(tmp_path, l
         {"role": "assistant", "content": "done"},
     ]
     src = write_jsonl(tmp_path / "s.jsonl", rows if layout == "session" else [{"id": 7, "messages": rows}])
-    [t] = api.read([str(src)])
-    assert t.format == "anthropic" and t.layout == layout
-    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
-    assert t.messages[0].content == "You are terse." and t.messages[0].extra == extra
-    check = cli("repair", "--check", str(src))
-    assert check.returncode == 6 and b"message 0: system-row" in check.stdout + check.stderr, check.stderr
-    r = cli("repair", str(src))
-    assert r.returncode == 0, r.stderr
-    got = _rows(r.stdout)
-    if layout == "session":
-        assert got == [{"system": "You are terse."}, *rows[1:]]
-    else:
-        assert got == [{"id": 7, "messages": rows[1:], "system": "You are terse."}]
+    for cmd in (["repair", "--check"], ["repair"], ["prune"], ["compact"]):
+        r = cli(*cmd, str(src))
+        assert r.returncode == 3 and b"s.jsonl:1: a system message among Anthropic's messages" in r.stderr, (cmd, r.stderr)
+        assert b'{"system": ...} line' in r.stderr and b'"system" key' in r.stderr and not r.stdout
+
+
+def test_an_openai_file_read_as_anthropic_is_told_to_use_from_openai(tmp_path):
+    """OpenAI chat with an image in Anthropic's form is detected as Anthropic (its first lines say so): its system row
+    and its tool message were refused with no hint; `--from openai` reads it (and repair writes the image as
+    image_url)."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    rows = [
+        {"role": "user", "content": [{"type": "text", "text": "what is this"}, image]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "seen"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    for first in ([], [{"role": "system", "content": "sys"}]):
+        src = write_jsonl(tmp_path / "o.jsonl", first + rows)
+        r = cli("repair", str(src))
+        assert r.returncode == 3 and b"reads with --from openai" in r.stderr, r.stderr
+        r = cli("repair", "--from", "openai", str(src))
+        assert r.returncode == 0, r.stderr
     assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
 
 

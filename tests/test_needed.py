@@ -101,6 +101,8 @@ def test_what_counts_as_a_quoted_value():
     # apostrophes in words are no quotes: what lies between two of them is no literal; a single-quoted one is
     text = "the user's name * @param name - The user's id; it's done - isn't it; run 'make test now' or 'cut it'"
     assert {v for k, v in needed.facts_in(text) if k == "value"} == {"make test now", "cut it"}
+    text = "print(f'Processing file now') and rb'raw bytes here' but not elf'ish words here'"
+    assert {v for k, v in needed.facts_in(text) if k == "value"} == {"Processing file now", "raw bytes here"}
 
 
 def test_an_errno_name_is_an_identifier_a_shouted_word_is_not():

@@ -26,6 +26,12 @@ from .blocks import (
 from .registry import foreign
 
 NAME = "anthropic"
+# A {"role": "system"} row among the messages: the Messages API takes the system prompt apart.
+SYSTEM_ROW = (
+    "a system message among Anthropic's messages: the Messages API takes the system prompt apart; put it on a"
+    ' {"system": ...} line before the messages (a session) or under the record\'s "system" key (a dataset); an OpenAI'
+    " chat file reads with --from openai"
+)
 CARRIER_KEYS = ("messages", "system")  # record keys that hold the transcript itself
 ROW_KEYS = "_row_keys"  # a user row's own keys (besides role and content) when it holds tool results alone
 _WANTS = (
@@ -92,13 +98,13 @@ def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[
             out.append(m)
         elif role == "user":
             out += _user_row(d, extra, source, lineno, Provenance(origin=origin, anchor=origin))
-        elif role == "system":  # a system prompt among the messages (the API wants it apart: rules.system_row)
-            content = _system(d.get("content"), source, lineno)
-            out.append(Message(role="system", content=content, extra=extra, provenance=Provenance(origin=origin, anchor=origin)))
+        elif role == "system":  # (read as the prompt, it could not be written back where it stood: refused, the fix said)
+            raise DataError(source, lineno, SYSTEM_ROW)
         elif role is None:
             raise DataError(source, lineno, "message has no role")
         else:
-            raise DataError(source, lineno, f"unknown role {role!r} for Anthropic messages (expected user or assistant)")
+            hint = " (a tool message is OpenAI chat's: such a file reads with --from openai)" if role == "tool" else ""
+            raise DataError(source, lineno, f"unknown role {role!r} for Anthropic messages (expected user or assistant){hint}")
         _openai_parts(d.get("content"), role, source, lineno)
     return out
 

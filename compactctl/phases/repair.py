@@ -10,7 +10,6 @@
   position and id: see pairs.py); legacy `function_call`s keep their form;
 - empty user/assistant messages are removed; a conversation that opens with an assistant turn gets
   a short user turn before it (Anthropic requires the first message to be from the user);
-- a system message among Anthropic's messages is written as the system prompt (the API wants it apart);
 - an image in Anthropic's form in an OpenAI chat user message is written as the `image_url` part that says the same,
   and an OpenAI chat `image_url` part in an Anthropic user message or tool result as the image block that does;
 - a conversation that ends with an assistant turn whose text ends in whitespace loses that whitespace
@@ -63,7 +62,6 @@ from .rules import (
     named,
     null_system,
     openai_image,
-    system_row,
     tools_text,
 )
 
@@ -97,7 +95,6 @@ class RepairStats:
     names_mended: int = 0  # calls whose tool name the APIs refuse (a space, a dot, over 64), written as one they take
     final_space_cut: int = 0  # a last assistant message whose text ended in whitespace (Anthropic refuses it)
     blank_system_removed: int = 0  # an Anthropic system prompt that is null, or has no text (the API refuses it)
-    system_rows_moved: int = 0  # Anthropic system messages among the messages, written as the system prompt
     images_as_image_url: int = 0  # OpenAI user messages whose images were in Anthropic's form (written as image_url parts)
     images_as_blocks: int = 0  # Anthropic user messages and tool results whose images were image_url parts (written as image blocks)
     archived: list[Archived] = field(default_factory=list, repr=False)
@@ -229,7 +226,7 @@ class _Repair:
         self.strip = strip_unanswered
         self.st = RepairStats()
         self.msgs = self.mend_parts() if any(_odd_parts(m, t.format) for m in t.messages) else t.messages
-        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) or system_row(m, t.format) for m in self.msgs):
+        if any(m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) for m in self.msgs):
             self.msgs = self.rewritten()
         msgs = t.messages
         pairs, orphans = match(msgs)
@@ -268,10 +265,10 @@ class _Repair:
         """The messages, those the model holds right but whose source form an API refuses written from the model
         (a changed message is, not as it came): the text that stood before its tool results (the reader put it
         after them), an empty `tool_calls` list (left out), a result with SWE-agent's `tool_call_ids` alone (its
-        `tool_call_id` added), a system message among Anthropic's messages (written as the system prompt)."""
+        `tool_call_id` added)."""
         out = []
         for m in self.msgs:
-            if m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m) or system_row(m, self.t.format):
+            if m.extra.get(BEFORE_RESULTS) or empty_calls(m) or ids_list_only(m):
                 archive(self.t, m, "repair", self.st.archived)  # restore gives back the form it came in
             if m.extra.get(BEFORE_RESULTS):
                 m = m.evolve()
@@ -283,9 +280,6 @@ class _Repair:
             elif ids_list_only(m):
                 m = m.evolve()
                 self.st.result_ids_written += 1
-            elif system_row(m, self.t.format):
-                m = m.evolve()
-                self.st.system_rows_moved += 1
             out.append(m)
         return out
 

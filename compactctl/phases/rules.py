@@ -161,13 +161,6 @@ def has_blank_part(m: Message) -> bool:
     return not blank_parts(c) or m.role == "tool" or bool(m.tool_calls)
 
 
-def system_row(m: Message, fmt: str) -> bool:
-    """A system prompt read from a row of Anthropic's messages (`{"role": "system", ...}`), as it came: the API wants
-    it apart (a record's "system", a session's system line), where repair puts it."""
-    o = m.origin
-    return fmt == "anthropic" and m.role == "system" and isinstance(o, tuple) and o[0] == "msg"
-
-
 def is_legacy(c) -> bool:
     """A legacy OpenAI `function_call` (one per message, no id; its result is a `role: "function"` turn)."""
     return bool(c.extra.get(LEGACY))
@@ -280,13 +273,6 @@ def _content_violations(tid: str, i: int, m: Message, fmt: str) -> Iterator[Viol
             i,
             "openai-image",
             'an image in OpenAI chat\'s form ({"type": "image_url"}): Anthropic refuses it (repair writes it as an image block)',
-        )
-    if system_row(m, fmt):
-        yield Violation(
-            tid,
-            i,
-            "system-row",
-            "a system message among Anthropic's messages (the API wants the system prompt apart: repair writes it there)",
         )
     if m.extra.get(BEFORE_RESULTS):
         yield Violation(tid, i, "result-order", "text stands before the tool results of its message (they must come first)")

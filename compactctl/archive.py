@@ -192,9 +192,27 @@ def fill(db: sqlite3.Connection, jsonl_path: str, search: bool = True) -> int:
             rec = parse_line(raw, jsonl_path, lineno)
             if not isinstance(rec, dict) or ("seq" not in rec and rec.get("type") != "end"):
                 raise DataError(jsonl_path, lineno, "not a compactctl archive record")
-            _insert(db, rec, raw, search)
+            odd = _odd_field(rec)
+            if odd is not None:
+                raise DataError(jsonl_path, lineno, f"not a compactctl archive record: {odd}")
+            try:
+                _insert(db, rec, raw, search)
+            except DataError as e:  # an archived message no reader takes (an archive edited by hand)
+                raise DataError(jsonl_path, lineno, f"the archived message: {e.what}") from e
             n += 1
     return n
+
+
+_FIELDS = ("seq", "transcript", "index", "phase", "ref", "span", "span_start", "span_end")  # what fills a record's columns
+
+
+def _odd_field(rec: dict) -> str | None:
+    """What is wrong with a field of an archive record that SQLite cannot hold (an archive edited by hand), if any."""
+    for k in _FIELDS:
+        v = rec.get(k)
+        if isinstance(v, (dict, list)):
+            return f"its {k!r} is a JSON {'object' if isinstance(v, dict) else 'array'}"
+    return None
 
 
 def identity(jsonl_path: str) -> tuple[int, int, int]:

@@ -412,7 +412,14 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "archive": (
         "compactctl/archive.py",
-        ["tests/test_restore.py", "tests/test_archive_carry.py", "tests/test_originals.py", "tests/test_sinks.py"],
+        [
+            "tests/test_archive.py",
+            "tests/test_recall_index.py",
+            "tests/test_restore.py",
+            "tests/test_archive_carry.py",
+            "tests/test_originals.py",
+            "tests/test_sinks.py",
+        ],
     ),
     "record": (
         "compactctl/record.py",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from enum import Enum
 
@@ -11,7 +12,7 @@ import pytest
 
 import compactctl
 from compactctl import ray as cray
-from compactctl.errors import CompactError, UsageError
+from compactctl.errors import CompactError, Exit, UsageError
 
 from .conftest import SAMPLES, cli, tool_session
 
@@ -250,3 +251,100 @@ def test_an_agent_loops_archive_written_as_the_readme_says_serves_recall(tmp_pat
         assert {h.get("span") for h in hits} in ({None}, {ref})
         # a span's members are its own compaction's: one per position (a `seq` shared by compactions mixed them in)
         assert len({h["index"] for h in hits}) == len(hits), ref
+
+
+def _too_long() -> list[dict]:
+    """A session whose last ask alone is over the target: it cannot fit (pruned and repaired, not summarized)."""
+    msgs = tool_session()
+    msgs[-1] = {"role": "user", "content": " ".join(f"word{i}" for i in range(3000))}
+    return msgs
+
+
+@pytest.mark.parametrize(
+    "record, error",
+    [
+        ({"messages": HI, "a": {"b": {"c": {"d": {"e": {"f": {"g": {1}}}}}}}}, "record['a']['b']['c']['d']['e']['f']['g'] is not"),
+        (
+            {"messages": HI, "a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {1}}}}}}}}},
+            "record['a']['b']['c']['d']['e']['f']['g'][...] is not",
+        ),
+        ({"messages": HI, "s": [[0, {1}]]}, "record['s'][0][1] is not a JSON value (set)"),
+        ({"messages": HI, "d": _deep(600)["x"]}, "nested more than 512 levels deep (record['d']['x']['x']['x']['x']['x']['x'][...])"),
+        (
+            {"messages": HI, "l": functools.reduce(lambda x, _: [x], range(600), [])},
+            "nested more than 512 levels deep (record['l'][0][0][0][0][0][0][...])",
+        ),
+    ],
+    ids=["path-7", "path-8", "set-in-list", "deep-dict", "deep-list"],
+)
+def test_a_value_that_is_not_json_is_named_by_where_it_stands(record, error):
+    res = compactctl.Compactor(context_window=4000).compact(record)
+    assert res.status == "error" and res.error.startswith("<record>:1: not JSON: ") and error in res.error, res.error
+
+
+def test_a_line_that_is_no_object_is_an_error_naming_it():
+    res = compactctl.Compactor(context_window=4000).compact(b"[1, 2]")
+    assert (res.status, res.error) == ("error", "<record>:1: expected a JSON object")
+    new, res = compactctl.Compactor(context_window=4000).compact_line(b'"hi"', source="data.jsonl", number=7)
+    assert new is None and res.error == "data.jsonl:1: expected a JSON object"
+
+
+def test_compact_line_names_the_transcript_as_the_cli_does():
+    line = orjson.dumps({"messages": HI})
+    c = compactctl.Compactor(context_window=4000)
+    assert c.compact_line(line, source="data.jsonl", number=3)[1].transcript == "data.jsonl#3"
+    assert c.compact_line(line, source="data.jsonl")[1].transcript == "data.jsonl"
+    assert c.compact_line(line)[1].transcript == "<record>#1"
+
+
+def test_a_format_that_writes_no_single_record_is_an_error_naming_it():
+    line = orjson.dumps({"messages": tool_session()})
+    for to in ("claude-code", "codex"):
+        c = compactctl.Compactor(context_window=4000, to=to)
+        res = c.compact(orjson.loads(line))
+        assert (res.status, res.record) == (
+            "error",
+            None,
+        ) and res.error == f"<record>#1: format {to} does not write one record per transcript"
+        new, res = c.compact_line(line)
+        assert new is None and res.error == f"<record>#1: format {to} does not write one line per transcript"
+
+
+def test_a_session_read_from_a_file_is_written_back_as_one_record():
+    from compactctl import api
+
+    (t,) = api.read(SAMPLES / "claude_code_session.jsonl")
+    assert t.layout != "dataset"
+    rec = compactctl.to_record(t, "openai")
+    assert [(m.role, m.text()) for m in compactctl.to_transcript(rec).messages] == [(m.role, m.text()) for m in t.messages]
+    res = compactctl.Compactor(context_window=100_000, to="openai").compact(t)
+    assert res.status == "not-needed" and res.record == rec
+
+
+def test_a_record_that_cannot_fit_comes_back_pruned_with_its_archived_originals():
+    c = compactctl.Compactor(context_window=2000, archive=True)
+    res = c.compact({"messages": _too_long()})
+    assert res.status == "cannot-fit" and "cannot fit the target of 1,000 tokens" in res.report["reason"]
+    assert res.record is not None and len(res.record["messages"]) == len(_too_long())
+    assert res.archived and all(a["phase"] == "prune" and a["message"]["role"] == "tool" for a in res.archived)
+    said: list[str] = []
+    oc = c.compact_transcript(compactctl.to_transcript({"messages": _too_long()}), warn=said.append)
+    assert oc.status == "cannot-fit" and len(said) == 1 and said[0].endswith(" -- written pruned and repaired, not summarized")
+    with pytest.raises(CompactError, match="cannot fit the target"):
+        c.compact_transcript(compactctl.to_transcript({"messages": _too_long()}), on_cannot_fit="raise")
+
+
+def test_the_cli_stops_on_a_transcript_that_cannot_fit(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(orjson.dumps({"messages": _too_long()}) + b"\n")
+    r = cli("compact", str(src), "--context-window", "2000", "-q", "-o", str(tmp_path / "out.jsonl"))
+    assert r.returncode == Exit.CANNOT_FIT and b"cannot fit the target" in r.stderr, r.stderr
+    r = cli("compact", str(src), "--context-window", "2000", "-q", "-o", str(tmp_path / "out.jsonl"), "--on-error", "skip")
+    assert r.returncode == 0 and b"written pruned and repaired" in r.stderr, r.stderr
+
+
+def test_by_default_a_record_gets_no_references_and_no_archived_originals():
+    res = compactctl.Compactor(context_window=1500).compact({"messages": tool_session(16, 3000)})
+    assert res.status == "compacted" and res.archived == [] and "[ref " not in json.dumps(res.record)
+    res = compactctl.Compactor(context_window=1500, archive=True).compact({"messages": tool_session(16, 3000)})
+    assert res.archived and "[ref " in json.dumps(res.record)

@@ -396,7 +396,7 @@ class Compactor:
             failed = {"transcript": t.id, "status": "cannot-fit", "reason": str(e)}
             if e.fallback is not None:
                 if warn:
-                    warn(f"{e} -- written pruned and repaired, not summarized")
+                    warn(f"{e} -- written {e.fallback_is}")  # (compacted but over the target, or pruned only)
                 return Outcome(e.fallback[0], failed, e.fallback[1], "cannot-fit")
             if warn:
                 warn(f"{e} -- written as read")

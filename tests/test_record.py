@@ -348,3 +348,22 @@ def test_by_default_a_record_gets_no_references_and_no_archived_originals():
     assert res.status == "compacted" and res.archived == [] and "[ref " not in json.dumps(res.record)
     res = compactctl.Compactor(context_window=1500, archive=True).compact({"messages": tool_session(16, 3000)})
     assert res.archived and "[ref " in json.dumps(res.record)
+
+
+def test_the_warning_of_a_fallback_says_what_was_written(monkeypatch):
+    """`compact_transcript(warn=...)` said "written pruned and repaired, not summarized" of every fallback, also of a
+    transcript compacted but still over its target (the runner says each fallback's own `fallback_is`)."""
+    from compactctl import record
+    from compactctl.errors import CannotFit
+
+    t = compactctl.read([str(SAMPLES / "long_session.jsonl")])[0]
+
+    def over(*_a, **_k):
+        e = CannotFit("over the target by 12 tokens")
+        e.fallback, e.fallback_is = (t, []), "compacted, over the target"
+        raise e
+
+    monkeypatch.setattr(record, "compact_pipeline", over)
+    said: list[str] = []
+    out = record.Compactor().compact_transcript(t, warn=said.append)
+    assert out.status == "cannot-fit" and said == ["over the target by 12 tokens -- written compacted, over the target"]

@@ -201,6 +201,33 @@ The forty-fifth session (one helper for the OpenAI and Anthropic formats, one fo
             merged with its output, as a converter that makes turns alternate writes it, lost the output's note),
             then 1 (`HARNESS_ASK_CHARS` 599). Left: 3 of 77, 1 equivalent and 2 the size constant moved by one. No bug
             in harness.py.
+- archive (the archive of removed originals and a JSONL archive's index, 92 mutants; 40, seed 1, 18.5 min over
+            test_recall_index, test_archive_carry, test_restore and test_originals: the list's test_sinks made a run
+            too slow under load): 19 survived, no timeout. No test had looked at the text an original is found and
+            recalled by (a reasoning left out, call arguments that are a JSON array or a number a traceback, a
+            command's string written escaped, an argv as a JSON list), at `recall --index`'s count and path, at a JSONL
+            that is no archive (a transcript given as --archive indexed without a word), at a missing SQLite archive
+            (said to be no archive index), at the wording of a SQLite archive in a missing folder, or at a filesystem
+            without hard links (the index never put in place; a file that appeared meanwhile written over). After
+            tests/test_archive.py: 6, equivalent (`DERIVED_VERSION` 3, which only rebuilds an older index once; the line
+            and index `searchable` gives `message_from_dict`, which no error shows any more; `SqliteSink.count`, which
+            nothing reads; the commit before `executescript(INDEXES)`, which commits first anyway (Python's sqlite3);
+            `uri=False`, the same on an SQLite built with URI filenames on, as the one tested). The fix's 8 mutants: all
+            killed. Two bugs fixed, both in a JSONL archive edited by hand: a record whose message no reader takes
+            (no role, content an object) was refused as `<archive>:0: message has no role`, naming neither the file
+            nor the line; a field a run writes as a string or a number edited into an object or a list (`"ref": {}`)
+            ended in a traceback (sqlite3.ProgrammingError, exit 1). Both now name `archive.jsonl:LINE` (exit 3).
+- record (the record API, 168 mutants; 30, seed 1, 32 min over the target's list): 13 survived, no timeout. No test
+            had pinned where a value that is no JSON stands (the path cut to `[...]` past 7 levels), a list nested past
+            512 levels (its check removed: refused only later, by the writer), the line such an error names, a line
+            that is no JSON object, the name compact_line gives a transcript (`file#N`, `file`: three mutants), a
+            session read from a file written back as one record, a format that writes no single record or line
+            (claude-code, codex: the error dropped, or naming the input's format), or the warning of a record that
+            cannot fit. After tests in tests/test_record.py: 2, equivalent (`ensure_ascii=True` for the line of a
+            record orjson cannot write: the same values are read back from it, and no byte of it is written; the
+            warning "written as read" of a CannotFit without a fallback, which compact never raises: the pipeline gives
+            every CannotFit one). No bug in record.py; the warning said "pruned and repaired, not
+            summarized" of a transcript compacted but over its target (fixed).
 `--only m:N` runs module m alone (it ran every target's baseline first).
 """
 

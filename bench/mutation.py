@@ -452,6 +452,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "compactctl/record.py",
         ["tests/test_record.py", "tests/test_dataset_faults.py", "tests/test_scale.py", "tests/test_llm.py"],
     ),
+    "outputs": (
+        "compactctl/outputs.py",
+        ["tests/test_outputs.py", "tests/test_budget_aware.py", "tests/test_phases.py", "tests/test_formats.py"],
+    ),
 }
 
 NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from compactctl.describe import describe
@@ -31,3 +32,256 @@ def test_a_digest_and_its_excerpt_say_the_same_number_of_lines():
     call = ToolCall(id="c1", name="Bash", arguments='{"command": "seq 301"}')
     line = describe(call, Message(role="tool", content=body, tool_call_id="c1"))
     assert "301 lines output" in line and "302" not in line
+
+
+def result(text: str, is_error: bool | None = None) -> Message:
+    return Message(role="tool", content=text, tool_call_id="c1", is_error=is_error)
+
+
+def test_a_call_with_no_result_recorded_ended_ok_with_no_output():
+    """A session cut off before a call's result (a killed run, a Ctrl-C) has nothing to say of it: no lines, no
+    characters, no exit code, not failed."""
+    out = outcome(None)
+    assert (out.exit_code, out.failed, out.error_lines, out.lines, out.chars, out.text) == (None, False, [], 0, 0, "")
+    assert out.status == "ok"
+
+
+def test_a_codex_output_cut_off_in_its_json_is_read_as_text():
+    """A Codex shell output whose JSON was cut (an output capped mid-string) is not JSON: it is read as it is,
+    never an error of compactctl's own."""
+    text = '{"output": "Traceback (most recent call last):\\n  File \\"app.py\\", line 3'
+    out = outcome(result(text))
+    assert out.text == text and out.exit_code is None and not out.failed
+
+
+GEMINI_PIP = (
+    "Command: pip install requets\nDirectory: (root)\n"
+    "Output: ERROR: Could not find a version that satisfies the requirement requets (from versions: none)\n"
+    "ERROR: No matching distribution found for requets\n"
+    "Error: (none)\nExit Code: 1\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 48213"
+)
+
+
+def test_gemini_cli_shell_output_is_its_output_and_exit_code():
+    """Gemini CLI's run_shell_command result: the output is what follows "Output: " (no "utput: ..." line, no
+    "Directory:" line), the exit code its "Exit Code:" even with the "Signal:" and PID lines after it."""
+    out = outcome(result(GEMINI_PIP))
+    assert out.text == (
+        "ERROR: Could not find a version that satisfies the requirement requets (from versions: none)\n"
+        "ERROR: No matching distribution found for requets"
+    )
+    assert out.exit_code == 1 and out.failed
+    assert out.error_lines == [
+        "ERROR: Could not find a version that satisfies the requirement requets (from versions: none)",
+        "ERROR: No matching distribution found for requets",
+    ]
+
+
+def test_gemini_cli_shell_error_is_kept_after_its_output():
+    """Gemini's "Error: ..." (a command it stopped, a command it could not start) is part of what the call said:
+    a timed-out command with no output and no exit code failed with that error."""
+    text = (
+        "Command: npm run dev\nDirectory: (root)\nOutput: (empty)\nError: Command timed out after 120000ms\n"
+        "Exit Code: (none)\nSignal: 15\nBackground PIDs: (none)"
+    )
+    out = outcome(result(text))
+    assert out.text == "Error: Command timed out after 120000ms" and out.exit_code is None
+    assert out.failed and out.error_lines == ["Error: Command timed out after 120000ms"]
+    started = text.replace("Output: (empty)", "Output: > web@0.1.0 dev\n> vite")
+    assert outcome(result(started)).text == "> web@0.1.0 dev\n> vite\nError: Command timed out after 120000ms"
+
+
+def _codex(output: str, code: int) -> str:
+    return orjson.dumps({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.2}}).decode()
+
+
+RG_ERRORS = (
+    "build.log:14:error[E0425]: cannot find value `cfg` in this scope\n"
+    "build.log:27:error[E0308]: mismatched types\n"
+    'build.log:41:error: could not compile `app` (bin "app") due to 2 previous errors\n'
+)
+
+
+def test_a_call_that_succeeded_keeps_two_of_its_error_lines():
+    """Codex's `rg -n error build.log` ended 0: the error lines it found are what it printed, not its failure: a
+    successful call keeps at most two of them (the digest shows them), a failed one all (up to five)."""
+    ok = outcome(result(_codex(RG_ERRORS, 0)))
+    assert ok.exit_code == 0 and not ok.failed and ok.status == "exit 0"
+    assert ok.error_lines == [
+        "build.log:14:error[E0425]: cannot find value `cfg` in this scope",
+        "build.log:27:error[E0308]: mismatched types",
+    ]
+    failed = outcome(result(_codex(RG_ERRORS, 2)))
+    assert failed.failed and len(failed.error_lines) == 3
+
+
+def test_error_lines_of_a_successful_call_are_not_looked_for_when_not_asked():
+    """outcome(ok_errors=False) spares the scan of a successful output: a `cargo run` that printed the program's own
+    "Error: ..." and ended well (Claude Code flags no error) has no error lines; a failed one still has them."""
+    run = (
+        "   Compiling app v0.1.0 (/home/u/app)\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 2.31s\n"
+        "     Running `target/debug/app --check`\nError: config file not found, using defaults\n"
+    )
+    assert outcome(result(run), ok_errors=False).error_lines == []
+    assert outcome(result(run)).error_lines == ["Error: config file not found, using defaults"]
+    assert outcome(result(run, is_error=True), ok_errors=False).error_lines == ["Error: config file not found, using defaults"]
+
+
+def _hook(size: int) -> str:
+    """A git pre-commit hook's refusal, padded to `size` characters: its failure is its second line, its last line
+    advice."""
+    head = "Running pre-commit checks...\nPre-commit validation failed:\n"
+    tail = "Fix the issues above and commit again."
+    items = "".join(f"  - src/app/module_{i}.py: line too long (101 > 100 characters)\n" for i in range(4))
+    pad = size - len(head) - len(items) - len(tail)
+    return head + items + f"  - src/app/{'m' * (pad - 35)}.py: missing docstring\n" + tail
+
+
+def test_a_failed_output_of_400_characters_says_its_last_line_and_a_longer_one_its_failure():
+    """SHORT_FAILURE (400): a failed output that short with no error line is its own message, its last line; a
+    longer one says its first line that says the failure."""
+    assert len(_hook(400)) == 400 and len(_hook(401)) == 401
+    assert outcome(result(_hook(400), is_error=True)).error_lines == ["Fix the issues above and commit again."]
+    assert outcome(result(_hook(401), is_error=True)).error_lines == ["Pre-commit validation failed:"]
+
+
+def test_a_long_failed_output_says_its_failure_of_eight_characters():
+    """A click command that asked before dropping tables and read no answer ends "Aborted!": in an output too long to
+    be its own message, that line (8 characters, the least a line that says the failure may be) is its error."""
+    names = ["initial schema", "add users table", "add orders table", "index orders by user", "add payments table"]
+    names += ["split user names", "drop legacy sessions", "add audit log"]
+    listing = "".join(f"  {i:04d}_{n.replace(' ', '_')}.py  {n}\n" for i, n in enumerate(names, 1))
+    text = (
+        f"Migrations to roll back on postgres://app@localhost/app_dev:\n{listing}"
+        "This drops the tables audit_log, payments and orders and every row in them.\nProceed? [y/N]: \nAborted!\n"
+    )
+    assert len(text) > 400 and outcome(result(text, is_error=True)).error_lines == ["Aborted!"]
+
+
+def test_a_long_line_that_says_the_failure_is_cut_to_200_characters():
+    """A Claude Code hook's refusal echoes its JSON on one line: its error line is that line's first 200 characters."""
+    hook = (
+        "PreToolUse:Bash [python3 ~/.claude/hooks/guard.py] failed with non-blocking status code 1: "
+        '{"decision": "block", "reason": "rm -rf build/ dist/ node_modules/ deletes directories outside the allowed '
+        'list.\\nAllowed: build/ only.\\nAsk the user before deleting anything else."}\n'
+    )
+    out = outcome(result(hook + "".join(f"removed 'build/asset-{i}.js'\n" for i in range(20)), is_error=True))
+    [line] = out.error_lines
+    assert len(line) == 200 and hook.startswith(line)
+
+
+def test_a_failed_call_that_printed_only_its_exit_code_has_no_error_line():
+    """Claude Code's Bash result of a command that failed silently (`test -f .env`, `grep -q TODO src/`) is only
+    "Exit code 1": exit 1, failed, and no error line made of the exit code itself."""
+    out = outcome(result("Exit code 1", is_error=True))
+    assert (out.exit_code, out.failed, out.error_lines, out.status) == (1, True, [], "exit 1")
+
+
+def test_a_failed_output_of_names_alone_says_its_last_name():
+    """`git diff --exit-code --name-only` (a CI check that nothing is left unformatted) failed listing the files: no
+    line introduces the list, so its last line is what it said, not the list run together."""
+    out = outcome(result("Exit code 1\nsrc/app/models.py\nsrc/app/views.py\n", is_error=True))
+    assert out.failed and out.error_lines == ["src/app/views.py"]
+
+
+def test_swe_agents_refused_edit_says_its_first_lint_errors_in_300_characters():
+    """SWE-agent's linter refused an edit: its error line is the refusal and the first three lint errors, cut at 300
+    characters."""
+    names = ["DEFAULT_CONNECTION_TIMEOUT_SECONDS_FOR_REMOTE_REPOSITORIES", "REMOTE_REPOSITORY_AUTHENTICATION_TOKEN_ENVIRONMENT_VARIABLE"]
+    names += ["MAXIMUM_NUMBER_OF_RETRIES_BEFORE_GIVING_UP_ON_A_REMOTE_FETCH", "FETCH_BACKOFF"]
+    text = (
+        "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then retry "
+        "editing the file.\n\nERRORS:\n" + "".join(f"- F821 undefined name '{n}'\n" for n in names) + "\n"
+        "This is how your edit would have looked if applied\n-------------------------------------------------\n"
+        "[File: /repo/src/fetch.py (120 lines total)]\n"
+    )
+    said = "Your proposed edit has introduced new syntax error(s): " + "; ".join(f"F821 undefined name '{n}'" for n in names[:3])
+    out = outcome(result(text))
+    assert out.failed and out.error_lines == [said[:300]] and len(said) > 300
+
+
+def test_an_exit_code_at_the_end_of_a_long_output_is_read():
+    """OpenHands ends a command's output "[The command completed with exit code 1.]": a pytest run's long output says
+    its exit code only there."""
+    run = "".join(f"tests/test_api.py::test_case_{i} PASSED\n" for i in range(10)) + "tests/test_api.py::test_case_10 FAILED\n"
+    text = f"{run}{'=' * 20} 1 failed, 10 passed in 0.84s {'=' * 20}\n[The command completed with exit code 1.]"
+    out = outcome(result(text))
+    assert len(text) > 400 and out.exit_code == 1 and out.failed
+
+
+def test_an_error_line_of_400_characters_or_more_is_not_an_error_line():
+    """A line that long is taken for data (a dump, a minified line), not a message: under 400 characters, an
+    exception's line is the error (cut to 300); from 400, the traceback says only its header."""
+    fields = "{" + ", ".join(f"'field_{i}': {i}" for i in range(60))
+    for size, expected in ((399, "ValueError: invalid payload "), (400, "Traceback (most recent call last):")):
+        line = ("ValueError: invalid payload " + fields)[: size - 1] + "}"
+        tb = f'Traceback (most recent call last):\n  File "load.py", line 9, in <module>\n    load(doc)\n{line}\n'
+        [said] = outcome(result(tb)).error_lines
+        assert said.startswith(expected) and len(said) <= 300
+
+
+JEST = """> shop@1.4.0 test
+> jest src/cart
+
+FAIL src/cart/total.test.js
+  ● cart total › applies the discount before tax
+
+    expect(received).toBe(expected) // Object.is equality
+
+    Expected: 108
+    Received: 110
+
+      12 |   const cart = build([{ price: 100 }], { discount: 0.1, tax: 0.2 });
+    > 13 |   expect(total(cart)).toBe(108);
+         |                       ^
+
+PASS src/cart/items.test.js
+
+Test Suites: 1 failed, 1 passed, 2 total
+Tests:       1 failed, 7 passed, 8 total
+Snapshots:   0 total
+Time:        1.24 s
+Ran all test suites matching /src\\/cart/i.
+"""
+
+
+def test_a_long_failed_output_says_the_first_line_that_says_it_failed_once():
+    """A failed jest run has no error line (its "FAIL" and "●" lines start with no error word): it says its first
+    line that says the failure, not every such line."""
+    assert outcome(result(JEST, is_error=True)).error_lines == ["Test Suites: 1 failed, 1 passed, 2 total"]
+
+
+def test_an_error_word_alone_on_its_line_is_said_with_the_next_line_only():
+    """`prisma db seed`: "Error: " alone on its line, its message on the next; the lines after that (the code, the
+    constraint) are not part of the error line."""
+    text = """Running seed command `ts-node prisma/seed.ts` ...
+Error:\x20
+Invalid `prisma.user.create()` invocation in
+/app/prisma/seed.ts:14:21
+
+  11 const main = async () => {
+  12   for (const u of users) {
+→ 14     await prisma.user.create(
+Unique constraint failed on the fields: (`email`)
+
+An error occurred while running the seed command:
+Error: Command failed with exit code 1: ts-node prisma/seed.ts
+"""
+    out = outcome(result(text, is_error=True))
+    assert out.exit_code == 1 and out.error_lines == [
+        "Error: Invalid `prisma.user.create()` invocation in",
+        "Error: Command failed with exit code 1: ts-node prisma/seed.ts",
+    ]
+
+
+def test_an_error_line_that_says_nothing_failed_is_not_an_error_line():
+    """Gemini CLI's shell output cut at its head (too large: it keeps the tail) is not unwrapped: its "Error: (none)"
+    says there was no error."""
+    text = (
+        "Tool output was too large and has been truncated.\n... [CONTENT TRUNCATED] ...\n"
+        "tests/test_cart.py .......                                               [100%]\n\n"
+        "============================== 48 passed in 3.02s ==============================\n"
+        "Error: (none)\nExit Code: 0\nSignal: (none)\nBackground PIDs: (none)\n"
+    )
+    out = outcome(result(text))
+    assert out.exit_code == 0 and not out.failed and out.error_lines == []

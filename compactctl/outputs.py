@@ -184,6 +184,8 @@ def tally(text: str) -> str | None:
     """The last line of an output that counts a test run's results, without the rules around it ("===== 12 passed in
     0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again."""
     tail = text[-TALLY_TAIL:]
+    if len(text) > TALLY_TAIL and text[-TALLY_TAIL - 1] != "\n":  # a line the window cuts: "12 passed" would read "2 passed"
+        tail = tail.partition("\n")[2]
     low = tail.lower()
     if not any(w in low for w in _TALLY_WORDS) or not _TALLY.search(tail):  # (most outputs: a few substring scans)
         return None

@@ -7,7 +7,7 @@ import pytest
 
 from compactctl.describe import describe
 from compactctl.model import Message, ToolCall
-from compactctl.outputs import outcome
+from compactctl.outputs import outcome, tally
 
 
 @pytest.mark.parametrize(
@@ -168,6 +168,34 @@ def test_a_long_line_that_says_the_failure_is_cut_to_200_characters():
     out = outcome(result(hook + "".join(f"removed 'build/asset-{i}.js'\n" for i in range(20)), is_error=True))
     [line] = out.error_lines
     assert len(line) == 200 and hook.startswith(line)
+
+
+def _check_run(before: int) -> str:
+    """`make check`: `pytest -q`'s dots and tally, then the linter's warnings, `before` characters from the tally's
+    line to the end."""
+    tail = "12 passed in 0.51s\n"
+    report = "".join(f"src/app/views.py:{i}:1: W291 trailing whitespace\n" for i in range(100, 200))
+    report = report[: report.rfind("\n", 0, before - len(tail) - 60) + 1]
+    last = "40 warnings in src/app/views.py, src/app/"
+    last += "v" * (before - len(tail) - len(report) - len(last) - len(".py\n")) + ".py\n"
+    return "." * 12 + " [100%]\n" + tail + report + last
+
+
+def test_a_tally_is_looked_for_in_the_last_2000_characters():
+    """A tally whose line begins 2000 characters from the end is read; one whose line begins further back is not."""
+    assert len(_check_run(2000).split("\n", 1)[1]) == 2000
+    assert tally(_check_run(2000)) == "12 passed in 0.51s"
+    assert tally(_check_run(2001)) is None
+
+
+def test_a_tally_cut_by_the_window_is_not_read_with_a_wrong_count():
+    """The window's edge cut through the tally's line: "12 passed" was read "2 passed" (a run of 12 said 2)."""
+    for before in range(2001, 2020):
+        assert tally(_check_run(before)) is None, before
+    for before in range(1960, 2000):  # the window cuts the line before the tally's: the tally is read
+        assert tally(_check_run(before)) == "12 passed in 0.51s", before
+    run = _check_run(2000)[-2000:]  # an output of 2000 characters, its tally its first line
+    assert len(run) == 2000 and tally(run) == "12 passed in 0.51s"
 
 
 def test_a_failed_call_that_printed_only_its_exit_code_has_no_error_line():

@@ -109,9 +109,7 @@ def _unwrap_gemini(text: str) -> tuple[str, int | None] | None:
     for label in ("Output: ", "Stdout: "):
         if body.startswith(label):
             body = body[len(label) :]
-    body = body.replace("\nStderr: ", "\n")
-    if body.strip() in ("(empty)", "(empty)\n(empty)"):
-        body = ""
+    body = "\n".join(s for s in body.split("\nStderr: ", 1) if s.strip() != "(empty)")  # a stream with nothing: "(empty)"
     if err.strip() not in ("", "(none)"):
         body = f"{body}\nError: {err.strip()}" if body else f"Error: {err.strip()}"
     return body, int(code_s) if _GEMINI_CODE.fullmatch(code_s) else None

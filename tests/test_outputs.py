@@ -302,6 +302,31 @@ Error: Command failed with exit code 1: ts-node prisma/seed.ts
     ]
 
 
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "text"),
+    [
+        ("(empty)", "ls: cannot access 'dist': No such file or directory", "ls: cannot access 'dist': No such file or directory"),
+        ("dist/app.js", "(empty)", "dist/app.js"),
+        ("(empty)", "(empty)", ""),
+        (
+            "dist/app.js",
+            "ls: cannot access 'build': No such file or directory",
+            "dist/app.js\nls: cannot access 'build': No such file or directory",
+        ),
+    ],
+)
+def test_gemini_clis_older_shell_output_has_no_empty_stream_in_it(stdout, stderr, text):
+    """Gemini CLI's older run_shell_command result gives "Stdout: ..." and "Stderr: ...", each "(empty)" when the
+    stream was: an empty one was kept as a line "(empty)" of the output (its first line, counted) when the other was
+    not."""
+    gemini = (
+        f"Command: ls dist build\nDirectory: (root)\nStdout: {stdout}\nStderr: {stderr}\nError: (none)\nExit Code: 2\n"
+        "Signal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 5120"
+    )
+    out = outcome(result(gemini))
+    assert out.text == text and out.exit_code == 2 and out.lines == text.count("\n") + bool(text)
+
+
 def test_an_error_line_that_says_nothing_failed_is_not_an_error_line():
     """Gemini CLI's shell output cut at its head (too large: it keeps the tail) is not unwrapped: its "Error: (none)"
     says there was no error."""

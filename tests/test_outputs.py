@@ -338,3 +338,44 @@ def test_an_error_line_that_says_nothing_failed_is_not_an_error_line():
     )
     out = outcome(result(text))
     assert out.exit_code == 0 and not out.failed and out.error_lines == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an MCP search tool's JSON: "metadata", no "output"
+        '{"metadata": {"page": 1, "total": 2}, "results": [{"path": "src/cart.py", "line": 12}, {"path": "src/tax.py", "line": 3}]}',
+        # an "output" that is not text
+        '{"output": {"stdout": "ok\\n", "stderr": ""}, "metadata": {"exit_code": 0}}',
+    ],
+)
+def test_a_json_output_that_is_not_codexs_is_read_as_it_is(text):
+    """Only Codex's form, {"output": "...", "metadata": {...}}, is unwrapped: other JSON a tool answers with, with
+    "output" or "metadata" in it, is its text."""
+    out = outcome(result(text))
+    assert out.text == text and not out.failed
+
+
+def test_a_tally_line_is_at_most_160_characters():
+    """A longer line that counts (a JSON log record after the run) is not the run's tally: pytest's is."""
+    record = '{"level": "info", "msg": "report uploaded", "summary": "2 failed", "url": "https://ci.example.com/r/'
+    run = f"{'=' * 10} 12 passed in 0.51s {'=' * 10}\n"
+    at_most = record + "x" * (160 - len(record) - 2) + '"}'
+    longer = record + "x" * (161 - len(record) - 2) + '"}'
+    assert (len(at_most), len(longer)) == (160, 161)
+    assert tally(f"{run}{at_most}\n") == at_most
+    assert tally(f"{run}{longer}\n") == "12 passed in 0.51s"
+
+
+def test_claude_codes_tool_use_error_is_said_by_its_first_line_in_300_characters():
+    """Claude Code's <tool_use_error>: its first line, cut at 300 characters; an empty one is "tool use error"."""
+    reason = (
+        "Hook PreToolUse:Bash denied this tool use: the command `rm -rf ~/projects/shop/node_modules "
+        "~/projects/shop/dist ~/projects/shop/.next` deletes paths outside the project's build directories, which "
+        "this repository's policy (.claude/hooks/guard.py, rule 4: no recursive delete outside build/) forbids "
+        "without the person's approval; ask them first"
+    )
+    out = outcome(result(f"<tool_use_error>{reason}\nSee .claude/hooks/README.md</tool_use_error>", is_error=True))
+    assert len(reason) > 300 and out.failed and out.error_lines == [reason[:300]]
+    empty = outcome(result("<tool_use_error></tool_use_error>", is_error=True))
+    assert empty.failed and empty.error_lines == ["tool use error"]

@@ -228,6 +228,29 @@ The forty-fifth session (one helper for the OpenAI and Anthropic formats, one fo
             warning "written as read" of a CannotFit without a fallback, which compact never raises: the pipeline gives
             every CannotFit one). No bug in record.py; the warning said "pruned and repaired, not
             summarized" of a transcript compacted but over its target (fixed).
+- outputs (how a tool output ended: outcome, error lines, tally; 303 mutants; 40, seed 1, 20 min over test_outputs,
+            test_budget_aware, test_phases and test_formats: 37 s a run): 19 survived, no timeout. No test had shown
+            Gemini CLI's shell output unwrapped (its text after "Output: ", its "Error: ..." kept, its exit code
+            before a "Signal:" line), a Codex JSON cut mid-string (read as text; `return None` raised), the two error
+            lines a successful call keeps, outcome(ok_errors=False), a call with no result (0 lines, 0 characters),
+            a failed output of names alone (`git diff --exit-code --name-only`: its last name, not the names run
+            together), an exit code only at the end of a long output (OpenHands' "[The command completed with exit
+            code 1.]"), the first of several lines that say a failure (jest), a bare "Error: " said with its next
+            line only (prisma), an "Error: (none)" that says nothing failed, or the limits (SHORT_FAILURE's 400, a
+            failure line of 8 characters, the 200 and 300 character cuts, the 400-character error line). After
+            tests/test_outputs.py: 4, equivalent (`find("\n", at + 2)` in the Gemini unwrap, `0 <=` before a short
+            failure's conclusion, two `split` limits whose first pieces are the same). The two fixes' 12 new mutants:
+            3, then 1, equivalent. A second sample (30, seed 2): 12 (4 gaps: JSON that is not Codex's with
+            "metadata" or a non-text "output", TALLY_LINE's 160, a <tool_use_error> cut at 300 or empty), then 8,
+            equivalent (windows of 64, 200 and 4000 characters that real outputs never straddle, the ERROR_HINTS
+            pre-test made always true: only time changes). Two bugs fixed: a tally line the 2000-character window
+            cut read with its count's first digits lost ("12 passed" said "2 passed"); Gemini CLI's older
+            "Stdout: (empty)" / "Stderr: (empty)" kept as a line of the output beside the other stream. No outcome or
+            tally of the corpus's 2728 tool results changed. Left: an error line of 400 characters or more is not one
+            (a traceback with a long exception message is said by its header), and _benign drops Maven's "[ERROR]
+            Tests run: 3, Failures: 1, Errors: 0 ... <<< FAILURE!" for its "Errors: 0".
+Do not edit a target module while its run goes on: each mutant is made from the module as it then reads (its
+indices shift); tests/ is copied once, at the start.
 `--only m:N` runs module m alone (it ran every target's baseline first).
 """
 

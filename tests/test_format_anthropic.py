@@ -265,6 +265,17 @@ NO_MESSAGES = {  # a record --from anthropic is given, and what the error says i
         'no role (keys: id, trajectory); its messages are under "trajectory", and Anthropic Messages reads a record\'s messages'
         ' under "messages"',
     ),
+    "openhands-event": (  # an event holds a "content" too: it said "message has no role"
+        {
+            "id": 1,
+            "source": "user",
+            "message": "Fix app.py",
+            "action": "message",
+            "args": {"content": "Fix app.py"},
+            "content": "Fix app.py",
+        },
+        "no role (keys: id, source, message, action, args, content); it reads as openhands: use --from openhands, or no --from",
+    ),
     "roleless-messages": (
         {"system": "s", "messages": [{"from": "human", "value": "hi"}]},
         'no role (keys: system, messages): its "messages" hold no role either (the first\'s keys: from, value)',

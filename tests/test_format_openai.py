@@ -211,6 +211,17 @@ NOT_CHAT = {  # a record --from openai is given, and what the error says it is
         'no role (keys: id, trajectory); its messages are under "trajectory", and OpenAI chat reads a record\'s messages under'
         ' "messages", "history" or "traj"',
     ),
+    "openhands-event": (  # an event holds a "content" too: it said "message has no role"
+        {
+            "id": 1,
+            "source": "user",
+            "message": "Fix app.py",
+            "action": "message",
+            "args": {"content": "Fix app.py"},
+            "content": "Fix app.py",
+        },
+        "no role (keys: id, source, message, action, args, content); it reads as openhands: use --from openhands, or no --from",
+    ),
     "roleless-messages": (
         {"messages": [{"from": "human", "value": "hi"}]},
         'no role (keys: messages): its "messages" hold no role either (the first\'s keys: from, value)',

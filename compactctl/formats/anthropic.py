@@ -23,7 +23,7 @@ from .blocks import (
     tool_result_block,
     user_from_blocks,
 )
-from .registry import foreign
+from .registry import elsewhere, foreign
 
 NAME = "anthropic"
 # A {"role": "system"} row among the messages: the Messages API takes the system prompt apart.
@@ -227,7 +227,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     for lineno, raw, obj in records:
         first = first or lineno
         with reader.guard(lineno, raw):
-            if "role" not in obj and "content" not in obj and ("system" not in obj or "messages" in obj):
+            if _no_line_of_a_session(obj):
                 raise DataError(source, lineno, no_messages(obj))  # no message with its role left out: say what it is
             if "role" not in obj and "system" in obj:
                 system = _system(obj["system"], source, lineno)
@@ -249,6 +249,12 @@ def _prompt(system: Any, content: Any) -> Any:
     if system is None or (refused_system(system) and not refused_system(content)):
         return content
     return system if refused_system(content) else _joined(system, content)
+
+
+def _no_line_of_a_session(obj: dict) -> bool:
+    """A line of a session file that is neither a message nor the system prompt's line: no role, and no content or a
+    record another format reads (an OpenHands event has a "content"), and no "system" alone."""
+    return "role" not in obj and ("content" not in obj or elsewhere(obj, NAME)) and ("system" not in obj or "messages" in obj)
 
 
 def to_rows(t: Transcript) -> tuple[object, list[dict]]:

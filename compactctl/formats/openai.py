@@ -26,7 +26,7 @@ from ..model import (
 )
 from . import Reader, Record
 from .blocks import is_anthropic_block, openai_marked
-from .registry import foreign, said_keys
+from .registry import elsewhere, foreign, said_keys
 
 NAME = "openai"
 CARRIER_KEYS = ("messages", "history", "traj")  # record keys that hold the transcript itself
@@ -259,7 +259,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     for lineno, raw, obj in records:
         first = first or lineno
         with reader.guard(lineno, raw):
-            if "role" not in obj and "content" not in obj:  # no message with its role left out: say what it is
+            if "role" not in obj and ("content" not in obj or elsewhere(obj, NAME)):  # no message: say what it is
                 raise DataError(source, lineno, no_chat(obj))
             messages.append(message_from_dict(obj, source, lineno, len(messages)))
             raws.append(raw if NOTE_KEY not in obj else None)

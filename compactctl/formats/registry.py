@@ -160,6 +160,13 @@ def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str) 
     return f"{head}: {wants}"
 
 
+def elsewhere(obj: dict, name: str) -> bool:
+    """Whether a line with no role that format `name` reads is a record another format reads (an OpenHands event has
+    a "content" too): `foreign` then says which, where "message has no role" said nothing of it."""
+    found = detect(obj)
+    return found is not None and found[0].name != name
+
+
 def said_keys(keys: tuple[str, ...]) -> str:
     """Record keys as an error says them: "a", "b" or "c"."""
     quoted = [f'"{k}"' for k in keys]

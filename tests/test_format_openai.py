@@ -346,3 +346,21 @@ def test_an_anthropic_image_in_openai_content_is_written_as_image_url(tmp_path, 
 def _rows_of(line: bytes) -> list[dict]:
     rec = orjson.loads(line)
     return rec.get("messages", [rec])
+
+
+def test_an_image_block_in_a_tool_message_gives_no_from_anthropic_hint(tmp_path):
+    """A tool message is OpenAI chat's own: an Anthropic image block in one was told "an Anthropic file reads with
+    --from anthropic", which then refused the file's tool role (the review's find). The error says why, without it."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    call = {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    rows = [
+        {"role": "user", "content": "take a screenshot"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "here"}, image]},
+        {"role": "assistant", "content": "done"},
+    ]
+    src = write_jsonl(tmp_path / "m.jsonl", rows)
+    r = cli("repair", "--from", "openai", str(src))
+    assert r.returncode == 3 and f"{src}:3: content holds an image block".encode() in r.stderr, r.stderr
+    assert b"not in a tool message" in r.stderr and b"--from anthropic" not in r.stderr, r.stderr
+    assert cli("repair", "--from", "anthropic", str(src)).returncode == 3  # (what the hint would have led to)

@@ -153,7 +153,9 @@ def _foreign(part: dict, role: str) -> str | None:
         what, own = "Anthropic's form of an image", _image_fix(part, role)
     else:
         what, own = _FOREIGN.get(kind, ("one of Anthropic's own", "it has none"))
-    return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} block, {what}: OpenAI chat refuses it there ({own}; an Anthropic file reads with --from anthropic)"
+    # (a tool message is OpenAI chat's own: its file is no Anthropic one, and --from anthropic would refuse its role)
+    hint = "" if role == "tool" else "; an Anthropic file reads with --from anthropic"
+    return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} block, {what}: OpenAI chat refuses it there ({own}{hint})"
 
 
 def _image_fix(part: dict, role: str) -> str:

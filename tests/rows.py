@@ -20,3 +20,30 @@ def call(cid: str, name: str, args: dict) -> dict:
         "content": None,
         "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}],
     }
+
+
+# Records of another format, and what the OpenAI chat and Anthropic readers both say of each when a --from that does
+# not read them is given (tests/test_format_openai.py, tests/test_format_anthropic.py).
+ELSEWHERE = {
+    "openhands-history": (
+        {"history": [{"action": "run", "args": {"command": "ls"}}, {"observation": "run", "content": "a.py", "cause": 0}]},
+        "no role (keys: history); it reads as openhands: use --from openhands, or no --from",
+    ),
+    "sharegpt": (
+        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]},
+        "no role (keys: conversations); it reads as sharegpt: use --from sharegpt, or no --from",
+    ),
+    "openhands-event": (  # an event holds a "content" too: it said "message has no role"
+        {
+            "id": 1,
+            "source": "user",
+            "message": "Fix app.py",
+            "action": "message",
+            "args": {"content": "Fix app.py"},
+            "content": "Fix app.py",
+        },
+        "no role (keys: id, source, message, action, args, content); it reads as openhands: use --from openhands, or no --from",
+    ),
+}
+# Messages under a key of their own: each reader says where it wants them.
+TRAJECTORY_RECORD = {"id": 3, "trajectory": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}

@@ -9,6 +9,7 @@ import pytest
 from compactctl import api
 
 from .conftest import cli, write_jsonl
+from .rows import ELSEWHERE, TRAJECTORY_RECORD
 from .validator import validate_anthropic
 
 
@@ -247,34 +248,16 @@ def test_an_openai_file_read_as_anthropic_is_told_to_use_from_openai(tmp_path):
     assert cli("repair", "--check", "-", input=r.stdout).returncode == 0
 
 
-NO_MESSAGES = {  # a record --from anthropic is given, and what the error says it is
-    "openhands-history": (
-        {"history": [{"action": "run", "args": {"command": "ls"}}, {"observation": "run", "content": "a.py", "cause": 0}]},
-        "no role (keys: history); it reads as openhands: use --from openhands, or no --from",
-    ),
-    "sharegpt": (
-        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]},
-        "no role (keys: conversations); it reads as sharegpt: use --from sharegpt, or no --from",
-    ),
+NO_MESSAGES = {
+    **ELSEWHERE,  # a record --from anthropic is given, and what the error says it is
     "openai-history": (
         {"history": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
         "no role (keys: history); it reads as openai: use --from openai, or no --from",
     ),
     "other-key": (
-        {"id": 3, "trajectory": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+        TRAJECTORY_RECORD,
         'no role (keys: id, trajectory); its messages are under "trajectory", and Anthropic Messages reads a record\'s messages'
         ' under "messages"',
-    ),
-    "openhands-event": (  # an event holds a "content" too: it said "message has no role"
-        {
-            "id": 1,
-            "source": "user",
-            "message": "Fix app.py",
-            "action": "message",
-            "args": {"content": "Fix app.py"},
-            "content": "Fix app.py",
-        },
-        "no role (keys: id, source, message, action, args, content); it reads as openhands: use --from openhands, or no --from",
     ),
     "roleless-messages": (
         {"system": "s", "messages": [{"from": "human", "value": "hi"}]},

@@ -9,6 +9,7 @@ import pytest
 from compactctl import api
 
 from .conftest import cli, write_jsonl
+from .rows import ELSEWHERE, TRAJECTORY_RECORD
 from .validator import validate
 
 
@@ -197,30 +198,12 @@ def test_a_message_built_with_an_anthropic_call_block_in_its_content_is_bad_cont
         repair(t)
 
 
-NOT_CHAT = {  # a record --from openai is given, and what the error says it is
-    "openhands-history": (
-        {"history": [{"action": "run", "args": {"command": "ls"}}, {"observation": "run", "content": "a.py", "cause": 0}]},
-        "no role (keys: history); it reads as openhands: use --from openhands, or no --from",
-    ),
-    "sharegpt": (
-        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]},
-        "no role (keys: conversations); it reads as sharegpt: use --from sharegpt, or no --from",
-    ),
+NOT_CHAT = {
+    **ELSEWHERE,  # a record --from openai is given, and what the error says it is
     "other-key": (
-        {"id": 3, "trajectory": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+        TRAJECTORY_RECORD,
         'no role (keys: id, trajectory); its messages are under "trajectory", and OpenAI chat reads a record\'s messages under'
         ' "messages", "history" or "traj"',
-    ),
-    "openhands-event": (  # an event holds a "content" too: it said "message has no role"
-        {
-            "id": 1,
-            "source": "user",
-            "message": "Fix app.py",
-            "action": "message",
-            "args": {"content": "Fix app.py"},
-            "content": "Fix app.py",
-        },
-        "no role (keys: id, source, message, action, args, content); it reads as openhands: use --from openhands, or no --from",
     ),
     "roleless-messages": (
         {"messages": [{"from": "human", "value": "hi"}]},

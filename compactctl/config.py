@@ -10,7 +10,8 @@ Where a setting comes from, highest first:
 5. the built-in defaults.
 
 Keys are the long option names of the budget, prune and summary options (`context-window` or
-`context_window`); a repeatable option (keep-tool, drop-tool) takes a list of names in a file and names
+`context_window`), and of --on-error and --workers (`on-error = "skip"`, `workers = 4`: a command without the
+option, such as plan without --workers, leaves the key alone); a repeatable option (keep-tool, drop-tool) takes a list of names in a file and names
 separated by commas in the environment. A file's value has its TOML type (text where a number or a boolean goes,
 `threshold = "0.4"`, is a wrong type); an environment variable's text is parsed. Any other key that would hold a secret (api_key, token, password...) is refused with
 a warning: the key belongs in $OPENAI_API_KEY, not in a file that may be committed. Any other unknown
@@ -277,6 +278,7 @@ LIMITS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "arg_keep": (_nonneg, "0 or more"),
     "digest_names": (_nonneg, "0 or more"),
     "jobs": (_positive_int, "at least 1"),
+    "workers": (_positive_int, "at least 1"),
     "min_saving": (lambda v: 0 <= v <= 1, "in [0, 1]"),
     "timeout": (lambda v: 0 < v < math.inf, "a positive number of seconds"),
     "retries": (_nonneg, "0 or more"),

@@ -14,7 +14,7 @@ import pytest
 from compactctl import __version__, config
 from compactctl.errors import UsageError
 
-from .conftest import cli, write_jsonl
+from .conftest import cli, proc, write_jsonl
 
 OPTS = [
     ("model", str, "gpt-4o"),
@@ -427,6 +427,123 @@ def test_refs_and_recall_hint_are_settings(tmp_path):
     assert b"the `search` tool" in r.stdout and b"the `recall` tool" not in r.stdout  # the hint, without references
     shown = orjson.loads(run_in(tmp_path, "config", "--json").stdout)
     assert shown["refs"]["value"] is False and shown["recall_hint"]["value"] is True
+
+
+# A dataset pipeline's defaults in a project file: `--workers` (prune's and compact's own option) and `--on-error`.
+DATASET = 'workers = 3\non-error = "skip"\n'
+
+
+def _runs(monkeypatch) -> list[tuple[int, str]]:
+    """The worker count and --on-error of each run of a phase command (its IOOptions), as the runner gets them."""
+    from compactctl import runner
+
+    seen: list[tuple[int, str]] = []
+    monkeypatch.setattr(runner, "run", lambda inputs, io, *a, **k: seen.append((io.workers, io.on_error)))
+    return seen
+
+
+@pytest.mark.parametrize("command", ["prune", "compact"])
+def test_workers_and_on_error_come_from_a_file_the_environment_or_the_flag(tmp_path, monkeypatch, command):
+    """Neither was a setting: `workers = 3` and `on-error = "skip"` in compactctl.toml were warned about as unknown
+    settings and ignored (the machine's cores, fail)."""
+    seen = _runs(monkeypatch)
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    (tmp_path / "compactctl.toml").write_text(DATASET)
+    r = run_in(tmp_path, command, str(src))
+    assert r.returncode == 0 and b"unknown setting" not in r.stderr, r.stderr
+    assert seen.pop() == (3, "skip")
+    assert run_in(tmp_path, command, str(src), "--workers", "2", "--on-error", "fail").returncode == 0  # the flag wins
+    assert seen.pop() == (2, "fail")
+    assert run_in(tmp_path, command, str(src), env={"COMPACTCTL_WORKERS": "5", "COMPACTCTL_ON_ERROR": "fail"}).returncode == 0
+    assert seen.pop() == (5, "fail")  # the environment beats the file
+    assert run_in(tmp_path, command, str(src), "-w", "1", env={"COMPACTCTL_WORKERS": "5"}).returncode == 0
+    assert seen.pop() == (1, "skip")
+    (tmp_path / "compactctl.toml").write_text("workers = 0\n")  # out of range; only the value in effect is checked
+    assert run_in(tmp_path, command, str(src), "-w", "2").returncode == 0
+    assert seen.pop() == (2, "fail")
+    (tmp_path / "compactctl.toml").unlink()
+    assert run_in(tmp_path, command, str(src)).returncode == 0
+    assert seen.pop() == (os.cpu_count() or 1, "fail")  # the built-in defaults: the machine's cores, fail
+
+
+def test_workers_from_a_file_is_the_ray_engines_too(tmp_path, monkeypatch):
+    """With --engine ray, --workers is Ray's concurrency (and a local Ray's CPUs): a file's value is the flag's."""
+    from compactctl import ray as cray
+
+    got: list = []
+    monkeypatch.setattr(cray, "run_files", lambda *a, workers=None, **k: got.append(workers) or {"records": 0, "errors": 0, "shards": 0})
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    args = ("compact", str(src), "--engine", "ray", "-o", f"{tmp_path / 'out'}/", "-q")
+    (tmp_path / "compactctl.toml").write_text("workers = 3\n")
+    assert run_in(tmp_path, *args).returncode == 0 and run_in(tmp_path, *args, "-w", "2").returncode == 0
+    (tmp_path / "compactctl.toml").unlink()
+    assert run_in(tmp_path, *args).returncode == 0
+    assert got == [3, 2, None]  # None: the cluster's CPUs, as without the flag
+
+
+def test_on_error_from_a_file_applies_to_every_command_that_takes_it_and_workers_leaves_plan_alone(tmp_path):
+    """As a real process (the phase commands' fast path): a bad line is skipped by the file's `on-error = "skip"` and
+    stops the run with the flag's --on-error fail (exit 3); plan, which has no --workers, takes the file's on-error
+    and says nothing of its workers (a key of an option the command does not take is not an unknown setting)."""
+    good = orjson.dumps([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]).decode()
+    src = tmp_path / "d.jsonl"
+    src.write_text(f"{{not json\n{good}\n")
+    (tmp_path / "compactctl.toml").write_text(DATASET)
+    env = _cfg_env(tmp_path)
+    for command in ("prune", "plan", "summarize", "repair", "compact"):
+        r = proc(command, str(src), cwd=tmp_path, env=env)
+        assert r.returncode == 0 and b"skipped" in r.stderr and b"unknown setting" not in r.stderr, (command, r.stderr)
+        assert proc(command, str(src), "--on-error", "fail", cwd=tmp_path, env=env).returncode == 3, command
+    (tmp_path / "compactctl.toml").write_text("workers = 0\n")  # out of range: only a command with --workers refuses it
+    assert proc("plan", "--json", str(LONG), cwd=tmp_path, env=env).returncode == 0
+    r = proc("prune", str(LONG), cwd=tmp_path, env=env)
+    assert r.returncode == 2 and f"{tmp_path / 'compactctl.toml'}: workers = 0: must be at least 1".encode() in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("file", "env", "message"),
+    [
+        ("compactctl.toml", "workers = 0", "{path}: workers = 0: must be at least 1"),
+        ("compactctl.toml", "workers = -2", "{path}: workers = -2: must be at least 1"),
+        ("compactctl.toml", 'workers = "4"', "{path}: workers = '4' is not valid (expected an integer, not text: 4, without quotes)"),
+        ("compactctl.toml", "workers = 1.5", "{path}: workers = 1.5 is not valid (expected an integer)"),
+        ("compactctl.toml", 'on-error = "ignore"', "{path}: on-error = 'ignore' is not valid (expected one of fail, skip)"),
+        ("pyproject.toml", "on_error = true", "{path} [tool.compactctl]: on_error = True is not valid (expected one of fail, skip)"),
+        (None, "COMPACTCTL_WORKERS=0", "$COMPACTCTL_WORKERS=0 (--workers): must be at least 1"),
+        (None, "COMPACTCTL_WORKERS=many", "$COMPACTCTL_WORKERS: COMPACTCTL_WORKERS = 'many' is not valid (expected an integer)"),
+        (None, "COMPACTCTL_ON_ERROR=Skip", "$COMPACTCTL_ON_ERROR: COMPACTCTL_ON_ERROR = 'Skip' is not valid (expected one of fail, skip)"),
+    ],
+)
+def test_a_bad_workers_or_on_error_is_a_usage_error_naming_where_it_came_from(tmp_path, file, env, message):
+    """Before, a file's key was ignored with a warning (the run went on with the cores and fail) and the variable was
+    not read at all."""
+    environ = _cfg_env(tmp_path)
+    if file is None:
+        name, _, value = env.partition("=")
+        environ[name] = value
+    else:
+        (tmp_path / file).write_text(("[tool.compactctl]\n" if file == "pyproject.toml" else "") + env + "\n")
+    r = run_in(tmp_path, "compact", str(LONG), "-q", env=environ)
+    assert r.returncode == 2 and r.stdout == b""
+    assert message.format(path=tmp_path / (file or "")) in r.stderr.decode(), r.stderr
+    shown = run_in(tmp_path, "config", env=environ)  # `compactctl config` refuses it as the commands do
+    assert shown.returncode == 2 and message.format(path=tmp_path / (file or "")) in shown.stderr.decode()
+
+
+def test_config_lists_workers_and_on_error_with_their_sources(tmp_path):
+    path = tmp_path / "compactctl.toml"
+    path.write_text(DATASET)
+    shown = orjson.loads(run_in(tmp_path, "config", "--json", env={"COMPACTCTL_ON_ERROR": "fail"}).stdout)
+    assert shown["workers"] == {"value": 3, "source": f"project:{path}"}
+    assert shown["on_error"] == {"value": "fail", "source": "env:COMPACTCTL_ON_ERROR"}
+    r = run_in(tmp_path, "config")
+    assert r.returncode == 0 and b"unknown setting" not in r.stderr
+    lines = {line.split("=")[0].strip(): line for line in r.stdout.decode().splitlines()}
+    assert lines["workers"].endswith(f"= 3            # project:{path}")
+    assert lines["on-error"].endswith(f'= "skip"       # project:{path}')
+    path.unlink()
+    shown = orjson.loads(run_in(tmp_path, "config", "--json").stdout)
+    assert shown["workers"] == {"value": None, "source": "default"} and shown["on_error"] == {"value": "fail", "source": "default"}
 
 
 def test_repeatable_tool_options_from_a_file_or_the_environment(tmp_path):

@@ -123,6 +123,8 @@ CONFIG = {
     "min-saving": "1",  # an integer where a number goes: 1.0
     "unknown-key": "1",  # warned about, on stderr (compared)
     "drop-tool": "[]",  # an empty list: a list to the command, not None
+    "workers": "3",  # prune's and compact's own option; plan, summarize and repair leave it alone
+    "on-error": '"skip"',  # an Enum's member to the command
 }
 ENV = {
     "COMPACTCTL_ARG_LIMIT": "100",
@@ -135,6 +137,8 @@ ENV = {
     "COMPACTCTL_LLM_CONTEXT": "abc",  # not a number: a usage error naming the variable
     "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
     "COMPACTCTL_KEEP_TOOL": ",",  # an empty list
+    "COMPACTCTL_WORKERS": "0",  # out of range: the command's check would refuse it (captured before)
+    "COMPACTCTL_ON_ERROR": "skip",
 }
 
 POSITIONAL = ["a.jsonl", "-", "dir/", "x=y", "", " ", "ä.jsonl"]
@@ -227,6 +231,8 @@ def _same(argv: list[str], place: Path, config=(), env=(), broken=False) -> bool
 @example(argv=["compact", "--min-saving", "nan"], config=[], env=[], broken=False)
 @example(argv=["prune", "--context-window", "0x10", "--protect-tokens", "0o7"], config=[], env=[], broken=False)  # int(v), not int(v, 0)
 @example(argv=["compact", "a.jsonl"], config=["drop-tool"], env=["COMPACTCTL_KEEP_TOOL"], broken=False)  # empty lists
+@example(argv=["plan", "a.jsonl"], config=["workers", "on-error"], env=["COMPACTCTL_WORKERS"], broken=False)  # not plan's
+@example(argv=["prune", "a.jsonl", "-w", "2"], config=["workers"], env=["COMPACTCTL_ON_ERROR"], broken=False)
 def test_the_fast_path_gives_the_command_what_typer_gives(place, argv, config, env, broken):
     event("fast path" if _same(argv, place, config, env, broken) else "declined")
 
@@ -251,7 +257,12 @@ ORDINARY = [
 @pytest.mark.parametrize("with_config", [False, True], ids=["defaults", "config"])
 def test_ordinary_command_lines_take_the_fast_path(argv, with_config, place):
     config, env = (
-        (["threshold", "keep-tool", "tokenizer", "refs"], ["COMPACTCTL_ARG_LIMIT", "COMPACTCTL_DROP_TOOL"]) if with_config else ((), ())
+        (
+            ["threshold", "keep-tool", "tokenizer", "refs", "workers"],
+            ["COMPACTCTL_ARG_LIMIT", "COMPACTCTL_DROP_TOOL", "COMPACTCTL_ON_ERROR"],
+        )
+        if with_config
+        else ((), ())
     )
     assert _same(argv, place, config, env)
 

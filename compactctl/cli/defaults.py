@@ -3,14 +3,20 @@ function for the typer app (typer_app._App.make_context) and the fast path (fast
 
 from __future__ import annotations
 
-from .groups import BUDGET, HINT, PRUNE, REFS, SUMMARY
+from .groups import BUDGET, HINT, IO, PRUNE, REFS, SUMMARY
+
+# Settings besides the groups' options, as (name, type, built-in default): --on-error (the IO group's, which the
+# commands reading transcripts take) and --workers (prune's and compact's own option: an integer, none by default,
+# the machine's cores). A command that does not take one (plan has no --workers) is given none of it (default_map).
+OTHERS = [*((o.name, o.type, o.default) for o in IO.opts if o.name == "on_error"), ("workers", int, None)]
 
 
 def settings(warn=None):
     """Every setting (config.Setting by name) the config files and the environment give, or the built-in default."""
     from .. import config
 
-    return config.resolve([(o.name, o.type, o.default) for g in (BUDGET, PRUNE, SUMMARY, REFS, HINT) for o in g.opts], warn=warn)
+    opts = [(o.name, o.type, o.default) for g in (BUDGET, PRUNE, SUMMARY, REFS, HINT) for o in g.opts]
+    return config.resolve([*opts, *OTHERS], warn=warn)
 
 
 def default_map(argv: list[str], takes: set[str]) -> tuple[dict | None, dict]:

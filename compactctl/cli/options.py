@@ -91,7 +91,7 @@ def with_groups(*groups: Group, own: tuple[Opt, ...] = ()):
     """The command takes these groups, each built into one object (Group.build) under the group's name, and its own
     options `own`, each as a keyword of its own. Its parameters not named by either (typer's Annotated) are kept.
     The typer signature is built by `typed` when the app is (typer_app.py): importing a command imports no typer."""
-    checked = [o for g in groups for o in g.opts]
+    checked = [*(o for o in own if o.decls), *(o for g in groups for o in g.opts)]  # the options, --workers too (not INPUTS)
 
     def deco(fn):
         @functools.wraps(fn)

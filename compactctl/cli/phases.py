@@ -9,7 +9,7 @@ import sys
 from ..errors import CheckFailed, UsageError
 from .groups import BUDGET, HINT, IO, PRUNE, REFS, SUMMARY, hint_said, input_bytes, llm_configured, prune_options, refs_for
 from .options import Opt, with_groups
-from .shared import INPUTS, check_workers, loading, report_line, say, worker_count
+from .shared import INPUTS, loading, report_line, say, worker_count
 
 _REPORTS_AS_JSON = Opt("as_json", bool, False, ("--json",), "Print each report as JSON on stderr.")
 
@@ -49,7 +49,6 @@ def prune(
     with loading():
         from ..runner import PruneJob, run
 
-    check_workers(workers)
     counter = budget.counter()  # an unknown encoding or a bad rank file fails here, before any worker starts
     opts = prune_options(prune_raw, budget)
     opts.count_tokens = stats
@@ -293,7 +292,6 @@ def compact(
         from ..runner import Result, run, warn
         from ..summarizers.base import OfflineSummarizer
 
-    check_workers(workers)
     if engine not in ("local", "ray"):
         raise UsageError("--engine must be local or ray")
     hint_said(recall_hint, refs_for(refs, io), io, warn)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import CompactError, Exit, UsageError
+from ..errors import CompactError, Exit
 from .options import Opt
 
 # Start-up matters (a hook runs the tool once per session file): each command imports the library,
@@ -131,11 +131,6 @@ def loading() -> Iterator[None]:
 INPUTS = Opt(
     "inputs", list[str] | None, None, (), "JSONL files, directories (recursive *.jsonl, *.json, *.traj), or - for stdin (the default)."
 )
-
-
-def check_workers(workers: int | None) -> None:
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers {workers}: must be at least 1")
 
 
 def worker_count(workers: int | None) -> int:

@@ -273,9 +273,12 @@ def test_bash_completion():
 
 def test_commands_without_these_options_ignore_a_broken_config(tmp_path):
     src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    out, archive = tmp_path / "c.jsonl", tmp_path / "a.jsonl"
+    assert run_in(tmp_path, "compact", str(src), "-o", str(out), "--archive", str(archive)).returncode == 0
     (tmp_path / "compactctl.toml").write_text("threshold = [\n")
-    assert run_in(tmp_path, "convert", str(src)).returncode == 0
+    assert run_in(tmp_path, "restore", str(out), "--archive", str(archive)).returncode == 0
     assert run_in(tmp_path, "repair", str(src)).returncode == 2  # repair takes the budget options
+    assert run_in(tmp_path, "convert", str(src)).returncode == 2  # convert takes --on-error, a setting
 
 
 def test_zsh_completion_without_rich():
@@ -485,7 +488,7 @@ def test_on_error_from_a_file_applies_to_every_command_that_takes_it_and_workers
     """As a real process (the phase commands' fast path): a bad line is skipped by the file's `on-error = "skip"` and
     stops the run with the flag's --on-error fail (exit 3); plan, which has no --workers, takes the file's on-error
     and says nothing of its workers (a key of an option the command does not take is not an unknown setting)."""
-    good = orjson.dumps([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]).decode()
+    good = orjson.dumps({"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}).decode()
     src = tmp_path / "d.jsonl"
     src.write_text(f"{{not json\n{good}\n")
     (tmp_path / "compactctl.toml").write_text(DATASET)
@@ -493,11 +496,30 @@ def test_on_error_from_a_file_applies_to_every_command_that_takes_it_and_workers
     for command in ("prune", "plan", "summarize", "repair", "compact"):
         r = proc(command, str(src), cwd=tmp_path, env=env)
         assert r.returncode == 0 and b"skipped" in r.stderr and b"unknown setting" not in r.stderr, (command, r.stderr)
+        assert b"hello" in r.stdout, command  # the good record, after the bad line
         assert proc(command, str(src), "--on-error", "fail", cwd=tmp_path, env=env).returncode == 3, command
     (tmp_path / "compactctl.toml").write_text("workers = 0\n")  # out of range: only a command with --workers refuses it
     assert proc("plan", "--json", str(LONG), cwd=tmp_path, env=env).returncode == 0
     r = proc("prune", str(LONG), cwd=tmp_path, env=env)
     assert r.returncode == 2 and f"{tmp_path / 'compactctl.toml'}: workers = 0: must be at least 1".encode() in r.stderr
+
+
+def test_convert_takes_on_error_from_a_file_or_the_environment(tmp_path):
+    """convert takes --on-error as the phase commands do, but read no config file (it had no budget option): a
+    project's `on-error = "skip"` left it stopping at the first bad line (exit 3)."""
+    good = orjson.dumps({"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}).decode()
+    src = tmp_path / "d.jsonl"
+    src.write_text(f"{{not json\n{good}\n")
+    (tmp_path / "compactctl.toml").write_text(DATASET)
+    r = run_in(tmp_path, "convert", str(src), "--to", "anthropic")
+    assert r.returncode == 0 and b"skipped" in r.stderr and b"unknown setting" not in r.stderr, r.stderr  # workers: not convert's
+    assert b'"hello"' in r.stdout
+    assert run_in(tmp_path, "convert", str(src), "--on-error", "fail").returncode == 3
+    (tmp_path / "compactctl.toml").unlink()
+    assert run_in(tmp_path, "convert", str(src)).returncode == 3
+    assert run_in(tmp_path, "convert", str(src), env={"COMPACTCTL_ON_ERROR": "skip"}).returncode == 0
+    r = run_in(tmp_path, "convert", str(src), env={"COMPACTCTL_ON_ERROR": "ignore"})
+    assert r.returncode == 2 and b"COMPACTCTL_ON_ERROR = 'ignore' is not valid (expected one of fail, skip)" in r.stderr
 
 
 @pytest.mark.parametrize(

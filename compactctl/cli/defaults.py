@@ -9,6 +9,7 @@ from .groups import BUDGET, HINT, IO, PRUNE, REFS, SUMMARY
 # commands reading transcripts take) and --workers (prune's and compact's own option: an integer, none by default,
 # the machine's cores). A command that does not take one (plan has no --workers) is given none of it (default_map).
 OTHERS = [*((o.name, o.type, o.default) for o in IO.opts if o.name == "on_error"), ("workers", int, None)]
+NAMES = {o.name for g in (BUDGET, PRUNE, SUMMARY, REFS, HINT) for o in g.opts} | {name for name, _, _ in OTHERS}
 
 
 def settings(warn=None):
@@ -23,8 +24,8 @@ def default_map(argv: list[str], takes: set[str]) -> tuple[dict | None, dict]:
     """Option defaults from the environment and config files for the command argv[0], which takes the parameters
     `takes`, as click's default map ({command: {name: value}}, or None), and the settings (config.Setting, with their
     sources) they came from."""
-    if not takes & {o.name for g in (BUDGET, PRUNE, SUMMARY) for o in g.opts}:
-        return None, {}  # a command without these options (convert, restore, config) does not read the files
+    if not takes & NAMES:
+        return None, {}  # a command without these options (restore, recall, mcp, config) does not read the files
     from ..runner import warn
 
     quiet = "-q" in argv or "--quiet" in argv

@@ -27,8 +27,8 @@ EXIT_PATTERNS = [
 ]
 ERROR_LINE = re.compile(
     # after an optional "file:12:" or a shell's own prefix ("bash: line 1: pip: ", "/bin/sh: 1: ", "zsh: ")
-    r"^[ \t]*(?:\S+:\d+(?::\d+)?:[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
-    r"(?:error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
+    r"^[ \t]*(?P<at>\S+:\d+(?::\d+)?:[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
+    r"(?P<word>error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
     r"(?:\w+\.)*\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
     r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
     r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
@@ -318,12 +318,28 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
         line = text[start:] if end < 0 else text[start:end]
         if end >= 0 and _BARE_ERROR.match(line):  # "ERROR:" on its own line (OpenHands' editor): its message is the next
             line = line.strip() + " " + text[end + 1 : end + 1000].lstrip().split("\n", 1)[0].strip()
-        if len(line) < 400 and not _benign(line):
+        if (len(line) < LONG_LINE or _opens_message(hit, text)) and not _benign(line):
             s = line.strip()
             if s and s not in errors:
                 errors.append(cut(s, 300))
     if len(errors) > 1 and errors[0].startswith(TRACEBACK):  # the exception's line says what failed; the header, that it did
         del errors[0]
+
+
+# A line this long is data (a JSON dump, a minified line, a paragraph of a document) unless it opens as an error
+# message does: it is then one (a compiler's message with a long type, an exception's with a long value), cut to 300.
+LONG_LINE = 400
+# An error word labelled as a message's opens: "Error: ", "error TS2322: ", "error[E0308]: ", "Exception in thread".
+_LABEL = re.compile(r"[ \t]*(?:[A-Za-z]*\d+|\[\w+\])?:|[ \t]+in thread\b")
+
+
+def _opens_message(hit: re.Match[str], text: str) -> bool:
+    """The error line `hit` found opens as a message, not as prose or code that starts with an error word ("Error
+    handling is ...", "Failed payments are ...", "Error.captureStackTrace(...)"): after a place ("src/a.ts:20:3: ",
+    "bash: line 1: "), in capitals (a log level, a test runner's "FAILED"), a mark ("[ERROR]", "npm ERR!", "×",
+    "ValueError:") or labelled (_LABEL)."""
+    word = hit.group("word")
+    return bool(hit.group("at")) or word.isupper() or not (word[-1].isalnum() or word[-1].isspace()) or bool(_LABEL.match(text, hit.end()))
 
 
 def _benign(line: str) -> bool:

@@ -237,15 +237,96 @@ def test_an_exit_code_at_the_end_of_a_long_output_is_read():
     assert len(text) > 400 and out.exit_code == 1 and out.failed
 
 
-def test_an_error_line_of_400_characters_or_more_is_not_an_error_line():
-    """A line that long is taken for data (a dump, a minified line), not a message: under 400 characters, an
-    exception's line is the error (cut to 300); from 400, the traceback says only its header."""
+def test_an_exceptions_line_of_400_characters_or_more_is_its_error_line_cut_to_300():
+    """An exception's message with a long value: its line was no error line from 400 characters (taken for data), the
+    traceback said only its header; its first 300 characters are the error line, whatever its length."""
     fields = "{" + ", ".join(f"'field_{i}': {i}" for i in range(60))
-    for size, expected in ((399, "ValueError: invalid payload "), (400, "Traceback (most recent call last):")):
+    for size in (399, 400, 900):
         line = ("ValueError: invalid payload " + fields)[: size - 1] + "}"
         tb = f'Traceback (most recent call last):\n  File "load.py", line 9, in <module>\n    load(doc)\n{line}\n'
-        [said] = outcome(result(tb)).error_lines
-        assert said.startswith(expected) and len(said) <= 300
+        assert outcome(result(tb)).error_lines == [line[:300]], size
+
+
+_JAVA_TYPE = "java.util.Map<java.lang.String,java.util.List<java.util.Optional<java.math.BigDecimal>>>"
+_MAVEN_LONG = (
+    "[ERROR] /home/dev/shop/src/main/java/com/example/shop/checkout/PriceCalculator.java:[48,31] incompatible types: "
+    f"{_JAVA_TYPE} cannot be converted to java.util.Map<java.lang.String,java.util.List<java.math.BigDecimal>> in "
+    "method totalsByCategory(java.util.List<com.example.shop.checkout.LineItem>,com.example.shop.checkout.TaxTable)"
+)
+_MAVEN = f"""[INFO] --- compiler:3.11.0:compile (default-compile) @ shop ---
+[INFO] Compiling 42 source files with javac [debug target 17] to target/classes
+[INFO] -------------------------------------------------------------
+[ERROR] COMPILATION ERROR :\x20
+[INFO] -------------------------------------------------------------
+{_MAVEN_LONG}
+[INFO] 1 error
+[INFO] BUILD FAILURE
+[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.11.0:compile (default-compile) on project shop: Compilation failure
+"""
+_ROWS = ", ".join(f"{{'id': {i}, 'name': 'Widget {i}', 'price': '{i}.99', 'tags': ['sale', 'new']}}" for i in range(1, 5))
+_ASSERTION = f"AssertionError: assert [{_ROWS}] == [{_ROWS.replace('.99', '.98')}]"
+_PYTEST = f"""..F..                                                                    [100%]
+=================================== FAILURES ===================================
+_______________________________ test_export_rows _______________________________
+
+    def test_export_rows():
+>       assert export(CART) == EXPECTED
+E       {_ASSERTION}
+
+tests/test_export.py:14: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_export.py::test_export_rows - {_ASSERTION}
+1 failed, 4 passed in 0.31s
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # Maven's compiler message with its long types: only the "COMPILATION ERROR" banner and the goal's failure were said
+        (_MAVEN, ["[ERROR] COMPILATION ERROR :", _MAVEN_LONG[:300], _MAVEN.splitlines()[-1][:300]]),
+        # pytest's assertion on long values: only the traceback's "tests/test_export.py:14: AssertionError" was said
+        (
+            _PYTEST,
+            [
+                f"E       {_ASSERTION}"[:300],
+                "tests/test_export.py:14: AssertionError",
+                f"FAILED tests/test_export.py::test_export_rows - {_ASSERTION}"[:300],
+            ],
+        ),
+    ],
+    ids=["maven", "pytest"],
+)
+def test_an_error_message_of_400_characters_or_more_is_an_error_line_cut_to_300(text, said):
+    """A message that opens as one ("[ERROR] ", "E       AssertionError: ", "FAILED ") is an error line at any length:
+    a line of 400 characters or more was none (taken for data), so a compiler's message with long types or an
+    assertion on long values was lost."""
+    assert any(len(e) >= 400 for e in text.split("\n"))
+    assert outcome(result(_codex(text, 1))).error_lines == said
+
+
+_PAYMENTS = (
+    "Failed payments are retried three times, an hour apart, before the order is cancelled; each attempt is logged "
+    "with the gateway's reason code, and the customer gets one email after the last attempt, never one per attempt. "
+    "Refunds of a failed payment are not needed: the gateway holds nothing. A payment the customer cancelled is not "
+    "failed and is never retried. See docs/gateway.md for the codes the gateway returns and what each one means here."
+)
+_ERRORS = (
+    "Error handling in the checkout service is centralised in src/checkout/errors.py, which maps every exception a "
+    "gateway client raises to one of four outcomes (retry, decline, cancel, escalate); handlers never catch a "
+    "gateway exception themselves, and a new gateway adds its exceptions to the table there, with a test in "
+    "tests/test_errors.py that raises each one and checks the outcome the customer sees and the log line it writes."
+)
+
+
+def test_a_paragraph_of_400_characters_or_more_that_opens_with_an_error_word_is_no_error_line():
+    """A document's paragraph that starts with an error word is not an error message: from 400 characters a line
+    needs to open as one (a place, a label, capitals, a mark) to be an error line; a shorter one needs not."""
+    assert len(_PAYMENTS) >= 400 and len(_ERRORS) >= 400
+    doc = f"# Payments\n\n{_PAYMENTS}\n\n{_ERRORS}\n"
+    assert outcome(result(doc)).error_lines == []
+    short = f"# Payments\n\n{_PAYMENTS[:398]}.\n"
+    assert outcome(result(short)).error_lines == [_PAYMENTS[:300]]
 
 
 JEST = """> shop@1.4.0 test

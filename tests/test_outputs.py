@@ -305,6 +305,33 @@ def test_an_error_message_of_400_characters_or_more_is_an_error_line_cut_to_300(
     assert outcome(result(_codex(text, 1))).error_lines == said
 
 
+_TS_LONG = (
+    "src/hooks/useCart.ts(88,5): error TS2322: Type '({ id, quantity }: UpdateLineData) => Promise<{ previousCart: Cart | "
+    "undefined; previousTotals: CartTotals | undefined; cartKey: string[]; totalsKey: string[]; }>' is not assignable to "
+    "type '(variables: UpdateLineData, context: MutationFunctionContext) => Promise<{ previousCart: Cart | undefined; "
+    "previousTotals: CartTotals | undefined; }> | { previousCart: Cart | undefined; previousTotals: CartTotals | undefined; }'."
+)
+_TSC = f"""src/components/CartSummary.tsx(41,7): error TS2322: Type '{{ items: LineItem[]; total: number; onCheckout: () => Promise<void>; }}' is not assignable to type 'CartSummaryProps'.
+  Object literal may only specify known properties, and 'onCheckout' does not exist in type 'CartSummaryProps'.
+{_TS_LONG}
+
+Found 2 errors in 2 files.
+
+Errors  Files
+     1  src/components/CartSummary.tsx:41
+     1  src/hooks/useCart.ts:88
+"""
+
+
+def test_tscs_error_lines_are_said_after_their_place_in_parentheses():
+    """tsc (and MSBuild) write a message's place "file(line,col): ": its lines were no error lines (only "file:line:"
+    was a place), the failure said by its first line alone."""
+    first = _TSC.split("\n", 1)[0]
+    assert len(_TS_LONG) >= 400 and outcome(result(_codex(_TSC, 2))).error_lines == [first, _TS_LONG[:300]]
+    dotnet = "/home/dev/shop/Program.cs(12,17): error CS1002: ; expected [/home/dev/shop/shop.csproj]"
+    assert outcome(result(f"  Determining projects to restore...\n{dotnet}\n\nBuild FAILED.\n")).error_lines == [dotnet]
+
+
 _PAYMENTS = (
     "Failed payments are retried three times, an hour apart, before the order is cancelled; each attempt is logged "
     "with the gateway's reason code, and the customer gets one email after the last attempt, never one per attempt. "

@@ -343,7 +343,18 @@ def _opens_message(hit: re.Match[str], text: str) -> bool:
     return bool(hit.group("at")) or word.isupper() or not (word[-1].isalnum() or word[-1].isspace()) or bool(_LABEL.match(text, hit.end()))
 
 
+# A line that says nothing failed: "0 errors", "Errors: 0", "failed: 0", "no errors", CTest's "0 tests failed", .NET's
+# "Failed:     0", Gemini CLI's "Error: (none)" (its shell output says so when nothing failed).
+_NONE_FAILED = re.compile(
+    r"\b0 (?:tests? )?(?:errors?|failed|failures?)\b|(?:errors?|failures?|failed):\s*0\b|errors?: \(none\)|no errors", re.I
+)
+# ... unless it says something did too: Maven's "Tests run: 5, Failures: 1, Errors: 0 ... <<< FAILURE!", minitest's
+# "1 failures, 0 errors", a runner's FAIL, FAILED, FAILURE in capitals (its lower-case "0 failed" says none).
+_SOME_FAILED = re.compile(
+    r"(?i:\b[1-9]\d* (?:tests? )?(?:errors?|failed|failures?|failing)\b|\b(?:errors?|failures?|failed)\s*[:=]\s*[1-9])|"
+    r"\bFAIL(?:ED|URES?)?\b"
+)
+
+
 def _benign(line: str) -> bool:
-    low = line.lower()
-    # "Error: (none)": Gemini CLI's shell output says so when nothing failed.
-    return bool(re.search(r"\b0 (errors?|failed|failures)\b|errors?: (?:0\b|\(none\))|failed: 0\b|no errors", low))
+    return bool(_NONE_FAILED.search(line)) and not _SOME_FAILED.search(line)

@@ -7,7 +7,7 @@ import pytest
 
 from compactctl.describe import describe
 from compactctl.model import Message, ToolCall
-from compactctl.outputs import outcome, tally
+from compactctl.outputs import _benign, outcome, tally
 
 
 @pytest.mark.parametrize(
@@ -446,6 +446,64 @@ def test_an_error_line_that_says_nothing_failed_is_not_an_error_line():
     )
     out = outcome(result(text))
     assert out.exit_code == 0 and not out.failed and out.error_lines == []
+
+
+@pytest.mark.parametrize(
+    ("line", "benign"),
+    [
+        ("Found 0 errors. Watching for file changes.", True),  # tsc --watch
+        ("Error: (none)", True),  # Gemini CLI's shell output
+        ("passed: 12, failed: 0", True),
+        ("no errors found", True),
+        ("===== 5 passed, 0 failed in 0.20s =====", True),
+        ("Tests run: 12, Errors: 0, Failures: 0, Skipped: 0", True),
+        ("test result: ok. 5 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s", True),  # cargo
+        ("✖ 4 problems (0 errors, 4 warnings)", True),  # eslint
+        ("100% tests passed, 0 tests failed out of 12", True),  # ctest
+        ("[         0 tests failed          ]", True),  # JUnit's console launcher
+        ("Passed!  - Failed:     0, Passed:    12, Skipped:     0, Total:    12, Duration: 85 ms - Shop.Tests.dll (net8.0)", True),
+        ("10 runs, 20 assertions, 0 failures, 0 errors, 0 skips", True),  # minitest
+        # each says 0 errors, or none failed, and that something failed: was benign
+        ("[ERROR] Tests run: 5, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.1 s <<< FAILURE! - in com.example.FooTest", False),
+        ("[ERROR] Tests run: 12, Failures: 1, Errors: 0, Skipped: 0", False),  # Maven's results
+        ("10 runs, 20 assertions, 1 failures, 0 errors, 0 skips", False),  # minitest
+        ("==== 1 failed, 4 passed, 0 errors in 0.31s ====", False),
+        ("test result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s", False),  # cargo
+        ("Failed!  - Failed:     1, Passed:    11, Skipped:     0, Total:    12, Duration: 90 ms - Shop.Tests.dll (net8.0)", False),
+        ("92% tests passed, 1 tests failed out of 12", False),  # ctest
+    ],
+)
+def test_a_line_is_benign_when_it_says_nothing_failed_and_nothing_else_did(line, benign):
+    """A line that says 0 errors (or none failed) says no failure, unless it says one too ("Failures: 1", "1 failed",
+    "<<< FAILURE!"): Maven's line for a failed test class was dropped for its "Errors: 0", minitest's for its "0 errors".
+    (go test, jest and Gradle print no count of 0.)"""
+    assert _benign(line) == benign
+
+
+SUREFIRE = """[INFO] Running com.example.shop.PriceCalculatorTest
+[ERROR] Tests run: 5, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.112 s <<< FAILURE! - in com.example.shop.PriceCalculatorTest
+[ERROR] com.example.shop.PriceCalculatorTest.appliesDiscountBeforeTax  Time elapsed: 0.021 s  <<< FAILURE!
+org.opentest4j.AssertionFailedError: expected: <108> but was: <110>
+\tat com.example.shop.PriceCalculatorTest.appliesDiscountBeforeTax(PriceCalculatorTest.java:23)
+[INFO]
+[INFO] Results:
+[INFO]
+[ERROR] Failures:\x20
+[ERROR]   PriceCalculatorTest.appliesDiscountBeforeTax:23 expected: <108> but was: <110>
+[INFO]
+[ERROR] Tests run: 5, Failures: 1, Errors: 0, Skipped: 0
+[INFO]
+[INFO] BUILD FAILURE
+"""
+
+
+def test_mavens_line_for_a_failed_test_class_is_an_error_line():
+    """`mvn test`: the class's "Tests run: 5, Failures: 1, Errors: 0 ... <<< FAILURE!" comes first among the error
+    lines, the run's "Tests run: ..." after; both were dropped as benign for their "Errors: 0"."""
+    lines = SUREFIRE.split("\n")
+    assert outcome(result(_codex(SUREFIRE, 1))).error_lines == [lines[1], lines[2], lines[3], lines[8].strip(), lines[9]]
+    last = SUREFIRE.replace("[ERROR] Failures: \n", "").replace("[ERROR]   Price", "[INFO]   Price")
+    assert outcome(result(_codex(last, 1))).error_lines[-1] == "[ERROR] Tests run: 5, Failures: 1, Errors: 0, Skipped: 0"
 
 
 @pytest.mark.parametrize(

@@ -170,13 +170,17 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
 # "Tests: 5 passed, 5 total", "test result: ok. 5 passed; 0 failed"), looked for in the last TALLY_TAIL characters.
 # `\d(?<!\w\w)\d*` is `\b\d+` (a digit is a word character: the boundary is before it) written to start with the digit, which
 # the regex engine then looks for alone, skipping the rest of a text: tally's search of an output's tail takes ~half the time.
+# The word is no path's ("create mode 100644 test/app_test.exs", "08:32 error.h").
 _TALLY = re.compile(
-    r"\d(?<!\w\w)\d* (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b",
+    r"\d(?<!\w\w)\d* (?:tests?|doctests?|examples?|specs?|passed|passing|failed|failing|failures?|errors?|skipped|pending|total)\b"
+    r"(?![/.]\w)",
     re.I,
 )
 TALLY_TAIL = 2000
 _TALLY_WORDS = ("test", "pass", "fail", "error", "skip", "pending", "total", "example", "spec")  # one is in every tally
 TALLY_LINE = 160  # a longer line is code or a log record, not a tally
+# A line that counts, not a test run's: `ls -l`'s ("drwxr-xr-x 2 dev dev 4096 Jul 17 01:31 tests"), `wc`'s "454 total".
+_NO_TALLY = re.compile(r"[-dlcbps][rwxsStT-]{9}[.+@]?[ \t]|\d+ total$")
 
 
 def tally(text: str) -> str | None:
@@ -189,7 +193,10 @@ def tally(text: str) -> str | None:
     if not any(w in low for w in _TALLY_WORDS) or not _TALLY.search(tail):  # (most outputs: a few substring scans)
         return None
     for ln in reversed(tail.split("\n")):
-        ln = ln.strip().strip("=-*# ").strip()
+        ln = ln.strip()
+        if _NO_TALLY.match(ln):
+            continue
+        ln = ln.strip("=-*# ").strip()
         if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
             return ln
     return None

@@ -198,6 +198,36 @@ def test_a_tally_cut_by_the_window_is_not_read_with_a_wrong_count():
     assert len(run) == 2000 and tally(run) == "12 passed in 0.51s"
 
 
+MIX_AND_COMMIT = """Finished in 2.1 seconds (1.2s async, 0.9s sync)
+14 doctests, 297 tests, 0 failures
+
+Randomized with seed 52817
+[main 3f2c1a9] Add cart live view tests
+ 2 files changed, 48 insertions(+)
+ create mode 100644 test/shop_web/live/cart_live_test.exs
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # `ls -l`: a directory named test(s) after its time (or year), a file named error.h
+        ("total 24\n-rw-r--r--  1 dev dev 1067 Jul 17 01:31 LICENSE\ndrwxr-xr-x  2 dev dev 4096 Jul 17 01:31 tests\n", None),
+        ("drwxr-xr-x  7 dev dev 4096 Apr 30 09:56 src\ndrwxr-xr-x  2 dev dev 4096 Jul 17  2023 test\n", None),
+        ("-rw-r--r-- 1 dev dev 2210 Apr 30 08:32 build.h\n-rw-r--r-- 1 dev dev 4492 Apr 30 08:32 error.h\n", None),
+        # `wc -l`'s total
+        ("  120 lib/shop/cart.ex\n  334 lib/shop/orders.ex\n  454 total\n", None),
+        # `mix test && git commit`: the run's tally, not the test file git created
+        (MIX_AND_COMMIT, "14 doctests, 297 tests, 0 failures"),
+    ],
+    ids=["ls-time", "ls-year", "ls-file", "wc", "mix-and-commit"],
+)
+def test_a_line_that_counts_files_is_no_tally(text, said):
+    """`ls -l`'s line for a directory "tests" ("01:31 tests"), git's "create mode 100644 test/...", a file "error.h", `wc`'s
+    "454 total" read as a test run's tally, said again in the call's digest."""
+    assert tally(text) == said
+
+
 def test_a_failed_call_that_printed_only_its_exit_code_has_no_error_line():
     """Claude Code's Bash result of a command that failed silently (`test -f .env`, `grep -q TODO src/`) is only
     "Exit code 1": exit 1, failed, and no error line made of the exit code itself."""

@@ -185,21 +185,26 @@ _NO_TALLY = re.compile(r"[-dlcbps][rwxsStT-]{9}[.+@]?[ \t]|\d+ total$")
 
 def tally(text: str) -> str | None:
     """The last line of an output that counts a test run's results, without the rules around it ("===== 12 passed in
-    0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again."""
+    0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again. A line that counts only
+    zeros gives way to an earlier one that counts something: `cargo test` ends with its doc-tests' "test result: ok. 0
+    passed; 0 failed; ..." after the unit tests' "40 passed"."""
     tail = text[-TALLY_TAIL:]
     if len(text) > TALLY_TAIL and text[-TALLY_TAIL - 1] != "\n":  # a line the window cuts: "12 passed" would read "2 passed"
         tail = tail.partition("\n")[2]
     low = tail.lower()
     if not any(w in low for w in _TALLY_WORDS) or not _TALLY.search(tail):  # (most outputs: a few substring scans)
         return None
+    zeros = None
     for ln in reversed(tail.split("\n")):
         ln = ln.strip()
         if _NO_TALLY.match(ln):
             continue
         ln = ln.strip("=-*# ").strip()
         if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
-            return ln
-    return None
+            if any(int(m.group().split(" ", 1)[0]) for m in _TALLY.finditer(ln)):
+                return ln
+            zeros = zeros or ln
+    return zeros
 
 
 # A failed output this short with no error line is its own message: its last line says what failed.

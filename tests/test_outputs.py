@@ -228,6 +228,26 @@ def test_a_line_that_counts_files_is_no_tally(text, said):
     assert tally(text) == said
 
 
+def _cargo_test(unit: int) -> str:
+    """`cargo test`: the unit tests' binary, then the doc-tests', each with its "test result" line."""
+    tests = "".join(f"test cart::tests::total_case_{i} ... ok\n" for i in range(unit))
+    return (
+        "   Compiling shop v0.3.0 (/home/dev/shop)\n    Finished `test` profile [unoptimized + debuginfo] target(s) in 3.08s\n"
+        "     Running unittests src/lib.rs (target/debug/deps/shop-4f1c2a9e8b7d6c5a)\n\n"
+        f"running {unit} tests\n{tests}\n"
+        f"test result: ok. {unit} passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s\n\n"
+        "   Doc-tests shop\n\nrunning 0 tests\n\n"
+        "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n"
+    )
+
+
+def test_a_tally_of_zeros_gives_way_to_an_earlier_one_that_counts_something():
+    """`cargo test` of 12 unit tests and no doc-tests ends with the doc-tests' "0 passed": the run was said "0 passed"."""
+    assert tally(_cargo_test(12)) == "test result: ok. 12 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s"
+    nothing = _cargo_test(0)  # no test at all: its zeros are what it says
+    assert tally(nothing) == "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s"
+
+
 def test_a_failed_call_that_printed_only_its_exit_code_has_no_error_line():
     """Claude Code's Bash result of a command that failed silently (`test -f .env`, `grep -q TODO src/`) is only
     "Exit code 1": exit 1, failed, and no error line made of the exit code itself."""

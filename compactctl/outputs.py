@@ -179,8 +179,9 @@ _TALLY = re.compile(
 TALLY_TAIL = 2000
 _TALLY_WORDS = ("test", "pass", "fail", "error", "skip", "pending", "total", "example", "spec")  # one is in every tally
 TALLY_LINE = 160  # a longer line is code or a log record, not a tally
-# A line that counts, not a test run's: `ls -l`'s ("drwxr-xr-x 2 dev dev 4096 Jul 17 01:31 tests"), `wc`'s "454 total".
-_NO_TALLY = re.compile(r"[-dlcbps][rwxsStT-]{9}[.+@]?[ \t]|\d+ total$")
+# A line that counts, not a test run's: `ls -l`'s ("drwxr-xr-x 2 dev dev 4096 Jul 17 01:31 tests"), `wc`'s "454 total",
+# jest's "Snapshots:   3 passed, 3 total" after its "Tests:" line.
+_NO_TALLY = re.compile(r"[-dlcbps][rwxsStT-]{9}[.+@]?[ \t]|\d+ total$|Snapshots:")
 
 
 def tally(text: str) -> str | None:

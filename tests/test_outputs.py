@@ -248,6 +248,13 @@ def test_a_tally_of_zeros_gives_way_to_an_earlier_one_that_counts_something():
     assert tally(nothing) == "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s"
 
 
+@pytest.mark.parametrize("snapshots", ["0 total", "3 passed, 3 total", "1 failed, 2 passed, 3 total"])
+def test_jests_tally_is_its_tests_line_not_its_snapshots(snapshots):
+    """jest ends its summary with "Snapshots:   0 total" (and its time): every jest run was said by its snapshots."""
+    run = JEST.replace("Snapshots:   0 total", f"Snapshots:   {snapshots}")
+    assert tally(run) == "Tests:       1 failed, 7 passed, 8 total"
+
+
 def test_a_failed_call_that_printed_only_its_exit_code_has_no_error_line():
     """Claude Code's Bash result of a command that failed silently (`test -f .env`, `grep -q TODO src/`) is only
     "Exit code 1": exit 1, failed, and no error line made of the exit code itself."""

@@ -246,9 +246,12 @@ The forty-fifth session (one helper for the OpenAI and Anthropic formats, one fo
             pre-test made always true: only time changes). Two bugs fixed: a tally line the 2000-character window
             cut read with its count's first digits lost ("12 passed" said "2 passed"); Gemini CLI's older
             "Stdout: (empty)" / "Stderr: (empty)" kept as a line of the output beside the other stream. No outcome or
-            tally of the corpus's 2728 tool results changed. Left: an error line of 400 characters or more is not one
-            (a traceback with a long exception message is said by its header), and _benign drops Maven's "[ERROR]
-            Tests run: 3, Failures: 1, Errors: 0 ... <<< FAILURE!" for its "Errors: 0".
+            tally of the corpus's 2728 tool results changed. Left then: an error line of 400 characters or more was not
+            one, and _benign dropped Maven's "[ERROR] Tests run: 3, Failures: 1, Errors: 0 ... <<< FAILURE!" for its
+            "Errors: 0": both fixed in the forty-seventh session (helper 160; a long line counts when it opens as a
+            message, cut to 300; a zero count beside a failure is not benign), with tsc's "file(l,c): error" lines
+            and four tally misreads (`ls -l` times, git's "create mode", wc's "total", all-zero and jest snapshot
+            tallies: 11 of the corpus's 44 tallies were misreads).
 Do not edit a target module while its run goes on: each mutant is made from the module as it then reads (its
 indices shift); tests/ is copied once, at the start.
 `--only m:N` runs module m alone (it ran every target's baseline first).

@@ -13,7 +13,8 @@ from compactctl import api
 from compactctl.errors import UsageError
 from compactctl.formats import FORMAT_NAMES, REGISTRY, Format, detect, get_format
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, cli, write_jsonl
+from .rows import ELSEWHERE
 
 
 @pytest.mark.parametrize("entry", REGISTRY, ids=lambda r: r.name)
@@ -151,3 +152,44 @@ def test_an_openai_record_is_detected_without_importing_the_other_formats():
     assert out[0] == "openai"
     for skipped in ("claude_code", "gemini", "openhands", "sharegpt"):
         assert skipped not in out[1]
+
+
+# Files whose first records tell one format (the line that told it), read with no --from: OpenAI chat and Anthropic
+# messages, a message a line (session) or a record a line (dataset, read where the work runs).
+_CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+}
+_USE = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]}
+MIXED_HEADS = {
+    "openai-session": ("OpenAI chat", 1, [_CALL, {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]),
+    "openai-session-told-later": ("OpenAI chat", 2, [{"role": "user", "content": "list"}, _CALL]),  # read ahead
+    "anthropic-session": ("Anthropic Messages", 2, [{"role": "user", "content": "list"}, _USE]),
+    "openai-dataset": ("OpenAI chat", 1, [{"messages": [{"role": "user", "content": "list"}, _CALL]}]),
+    "anthropic-dataset": ("Anthropic Messages", 1, [{"system": "be brief", "messages": [{"role": "user", "content": "hi"}]}]),
+}
+
+
+@pytest.mark.parametrize("other", sorted(ELSEWHERE))
+@pytest.mark.parametrize("head", sorted(MIXED_HEADS))
+def test_a_file_that_mixes_formats_is_told_so_not_told_to_use_from(tmp_path, head, other):
+    """A record of another format in a file whose format was told from its first records said "it reads as X: use
+    --from X, or no --from": no --from is what was given, and --from X refuses the file's other lines. With no --from
+    the error says which format the file was told to be, from which line, and that a file holds one; with --from (a
+    format forced, maybe the wrong one) it says which --from reads the record, as it did."""
+    said, told, rows = MIXED_HEADS[head]
+    rec, _ = ELSEWHERE[other]
+    src = write_jsonl(tmp_path / "m.jsonl", [*rows, rec])
+    line = len(rows) + 1
+    r = cli("repair", str(src))
+    err = r.stderr.decode()
+    assert r.returncode == 3 and r.stdout == b"", err
+    fmt = "openhands" if other.startswith("openhands") else other
+    assert f"{src}:{line}: not {said}: no role (keys: " in err, err
+    assert f"; it reads as {fmt}, and this file as {said} (told from line {told}): a file holds one format" in err, err
+    assert "--from" not in err, err
+    name = "anthropic" if said.startswith("Anthropic") else "openai"
+    r = cli("repair", "--from", name, str(src))
+    assert r.returncode == 3 and f"{src}:{line}: not {said}: " in r.stderr.decode(), r.stderr
+    assert f"; it reads as {fmt}: use --from {fmt}, or no --from" in r.stderr.decode(), r.stderr

@@ -78,10 +78,10 @@ def sniff(obj: dict) -> str | None:
     return None
 
 
-def no_messages(obj: dict) -> str:
+def no_messages(obj: dict, told: int | None = None) -> str:
     """What a record read as Anthropic's messages is when it is no message and holds none where this format looks
-    (registry.foreign)."""
-    return foreign(obj, NAME, "Anthropic Messages", ("messages",), _WANTS)
+    (registry.foreign; `told`: the line the file's format was told from, None when --from gave it)."""
+    return foreign(obj, NAME, "Anthropic Messages", ("messages",), _WANTS, told)
 
 
 def messages_from(rows: list, source: str, lineno: int, start: int = 0) -> list[Message]:
@@ -206,7 +206,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
             with reader.guard(lineno, raw):
                 items = obj.get("messages")
                 if ("role" not in obj and "system" not in obj and not isinstance(items, list)) or _roleless(items):
-                    raise DataError(source, lineno, no_messages(obj))  # say what it is: another format's record, ...
+                    raise DataError(source, lineno, no_messages(obj, reader.told))  # say what it is: another format's record, ...
                 if not isinstance(items, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 yield Transcript(
@@ -228,7 +228,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         first = first or lineno
         with reader.guard(lineno, raw):
             if _no_line_of_a_session(obj):
-                raise DataError(source, lineno, no_messages(obj))  # no message with its role left out: say what it is
+                raise DataError(source, lineno, no_messages(obj, reader.told))  # no message with its role left out: say what it is
             if "role" not in obj and "system" in obj:
                 system = _system(obj["system"], source, lineno)
                 if reader.rejects is not None:  # kept for --rejects alone (as_read)

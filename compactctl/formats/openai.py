@@ -78,10 +78,10 @@ def _anthropic_like(obj: dict, msgs: list) -> bool:
     return False
 
 
-def no_chat(obj: dict) -> str:
+def no_chat(obj: dict, told: int | None = None) -> str:
     """What a record read as OpenAI chat is when it is no message and holds none where this format looks
-    (registry.foreign)."""
-    return foreign(obj, NAME, "OpenAI chat", MESSAGE_KEYS, _WANTS)
+    (registry.foreign; `told`: the line the file's format was told from, None when --from gave it)."""
+    return foreign(obj, NAME, "OpenAI chat", MESSAGE_KEYS, _WANTS, told)
 
 
 def message_from_dict(d: Any, source: str, lineno: int, index: int, own: bool = False) -> Message:
@@ -237,7 +237,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
                 key = found or "messages"
                 msgs = obj.get(key)
                 if found is None and "role" not in obj and (not isinstance(msgs, list) or isinstance(msgs[0], dict)):
-                    raise DataError(source, lineno, no_chat(obj))  # (messages_key takes an empty list)
+                    raise DataError(source, lineno, no_chat(obj, reader.told))  # (messages_key takes an empty list)
                 if not isinstance(msgs, list):
                     raise DataError(source, lineno, 'a dataset record needs a "messages" list')
                 parsed = [message_from_dict(d, source, lineno, i) for i, d in enumerate(msgs)]
@@ -262,7 +262,7 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
         first = first or lineno
         with reader.guard(lineno, raw):
             if "role" not in obj and ("content" not in obj or elsewhere(obj, NAME)):  # no message: say what it is
-                raise DataError(source, lineno, no_chat(obj))
+                raise DataError(source, lineno, no_chat(obj, reader.told))
             messages.append(message_from_dict(obj, source, lineno, len(messages)))
             raws.append(raw if NOTE_KEY not in obj else None)
     mark_observations(messages)  # over the lines read: a rejected line never decides

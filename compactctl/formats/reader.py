@@ -50,6 +50,9 @@ class Reader:
     rejects: RawSink | None = None
     warn: Callable[[str], None] = field(default=lambda msg: print(f"compactctl: {msg}", file=sys.stderr))
     skipped: int = 0
+    # the line of the current file its format was told from (detect_stream); None when --from gave it. A record of
+    # another format in a file told so is a mixed file (registry.foreign), not one the wrong --from was given for.
+    told: int | None = None
     # while the format is told from records read ahead: what the reader says of those lines, said (or raised) when
     # the record after them is taken, in input order (detect_stream)
     held: list[Callable[[], None]] | None = field(default=None, repr=False, compare=False)
@@ -171,6 +174,7 @@ class Reader:
         record that can, within the look-ahead, decides (an Anthropic session without a system line was read
         as OpenAI chat, its tool blocks as text)."""
         mod, layout = self._detect(first, source)
+        self.told = None if self.fmt else first[0]
         if self.fmt or not _plain(first[2]):
             return mod, layout, _chain(first, records)
         ahead: list[tuple[list[Callable[[], None]], Record]] = [([], first)]
@@ -185,7 +189,7 @@ class Reader:
                 if not _plain(rec[2]):
                     found = detect(rec[2])
                     if found is not None and (self.layout or found[1]) == layout:
-                        mod = found[0]
+                        mod, self.told = found[0], rec[0]
                     break
                 if len(ahead) >= LOOKAHEAD_RECORDS or size >= LOOKAHEAD_BYTES:
                     break

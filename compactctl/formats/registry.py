@@ -134,11 +134,13 @@ def detect(obj: Any) -> tuple[Format, str] | None:
     return None
 
 
-def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str) -> str:
+def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str, told: int | None = None) -> str:
     """What a record is that format `name` (`said`: its name in an error) was told to read and that is no message of
     it, nor holds one where it looks (under `keys`): a record of messages in a file read as a message a line, the
-    format it reads as (--from that), the key its messages are under, or what the format wants (`wants`). The OpenAI
-    chat and Anthropic readers say it (their "message has no role" said nothing of what the record was)."""
+    format it reads as, the key its messages are under, or what the format wants (`wants`). The OpenAI chat and
+    Anthropic readers say it (their "message has no role" said nothing of what the record was). Of a record another
+    format reads: with --from (`told` None), that --from reads it; in a file whose format line `told` told (no
+    --from), that the file mixes formats (--from that one would refuse the file's other lines)."""
     listed = f"keys: {', '.join(map(str, list(obj)[:6])) or 'none'}"
     for k in keys:
         v = obj.get(k)
@@ -148,6 +150,8 @@ def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str) 
     found = detect(obj)
     if found is not None and found[0].name != name:
         other = found[0].name.replace("_", "-")
+        if told is not None:
+            return f"{head}; it reads as {other}, and this file as {said} (told from line {told}): a file holds one format (split it, and read each part on its own)"
         return f"{head}; it reads as {other}: use --from {other}, or no --from"
     for k, v in obj.items():
         first = v[0] if isinstance(v, list) and v else None

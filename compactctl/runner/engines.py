@@ -166,7 +166,7 @@ def _materialize(item: Transcript | Lazy, on_error: str, say: Callable[[str], No
     if not isinstance(item, Lazy):
         return item, []
     rejects = _Rejects()
-    reader = formats.Reader(on_error=on_error, rejects=rejects, warn=say)
+    reader = formats.Reader(on_error=on_error, rejects=rejects, warn=say, told=item.told)
     obj, item.obj = item.obj, None
     if obj is None:
         obj = orjson.loads(item.raw)

@@ -29,6 +29,7 @@ class Lazy:
     n: int  # its number in the file, as the format reader counts it
     fmt: str
     obj: Any = field(default=None, repr=False, compare=False)  # the record as the reader parsed it (not sent to workers)
+    told: int | None = None  # the line the file's format was told from (None: --from gave it): Reader.told
 
     @property
     def id(self) -> str:
@@ -83,7 +84,7 @@ def _read(reader: formats.Reader, files: list[str]) -> Iterator[Transcript | Laz
                 yield from mod.read(records, name, layout, reader)
                 continue
             for n, (lineno, raw, obj) in enumerate(records):
-                yield Lazy(raw, name, lineno, n, mod.NAME, obj)
+                yield Lazy(raw, name, lineno, n, mod.NAME, obj, reader.told)
         finally:
             stream.close()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
@@ -334,10 +335,52 @@ def call_block_content(t: Transcript) -> tuple[int, str] | None:
     return None
 
 
+# Formats whose readers refuse a part that `part_problem` names (as a "content block" in Anthropic's messages and
+# Claude Code's lines: blocks.check_block); in OpenAI chat and Anthropic's messages, one of the other API's too
+_PARTS_CHECKED = {"openai": "content part", "anthropic": "content block", "claude_code": "content block"}
+
+
+def refused_part(t: Transcript) -> tuple[int, str] | None:
+    """(index, what) of the first message whose content holds a part the reader of the transcript's format refuses,
+    or None: one `part_problem` names; in OpenAI chat one of Anthropic's own blocks (formats/openai.foreign_part), in
+    Anthropic's messages one of OpenAI's own parts (formats/anthropic.openai_part), but an image that repair writes
+    in the format's form. A transcript built through the library may hold one, which its writer would write as it is
+    (no API of the format takes it). Call and result blocks are `call_block_content`'s. The other formats' readers
+    refuse no part (Claude Code's but one `part_problem` names): what they take, a phase takes."""
+    said = _PARTS_CHECKED.get(t.format)
+    if said is None:
+        return None
+    foreign = _foreign_of(t.format)
+    for i, m in enumerate(t.messages):
+        for part in m.content if isinstance(m.content, list) else ():
+            if call_block(part) is not None:
+                continue
+            problem = part_problem(part)
+            problem = problem.replace("content part", said) if problem is not None else foreign(part, m.role)
+            if problem is not None:
+                return i, problem
+    return None
+
+
+def _foreign_of(fmt: str) -> Callable[[Any, str], str | None]:
+    """What the reader of `fmt` says of a part of the other API's form (None: it takes it), said of a transcript read
+    from no file (no --from hint). Its module is imported when a transcript of its format is checked."""
+    if fmt == "openai":
+        from .formats.openai import foreign_part
+
+        return lambda part, role: foreign_part(part, role, file=False)
+    if fmt == "anthropic":
+        from .formats.anthropic import openai_part
+
+        return lambda part, role: openai_part(part, role, file=False)
+    return lambda part, role: None
+
+
 def check_built(t: Transcript) -> None:
     """Raise DataError for what the readers refuse and a transcript built through the library may hold: a message
     whose role is none of ROLES, or whose content is none of a string, null or a list of parts, or holds an
-    Anthropic call or result block (no API takes it, and no phase knows what it is)."""
+    Anthropic call or result block (no API takes it, and no phase knows what it is), or a part the reader of its
+    format refuses (`refused_part`)."""
     where = t.source or t.id or "<transcript>"
     bad = unknown_role(t)
     if bad is not None:
@@ -349,6 +392,9 @@ def check_built(t: Transcript) -> None:
     block = call_block_content(t)
     if block is not None:
         raise DataError(where, None, f"message {block[0] + 1}: content holds {block[1]}")
+    part = refused_part(t)
+    if part is not None:
+        raise DataError(where, None, f"message {part[0] + 1}: {part[1]}")
 
 
 def other_content(extra: dict) -> bool:

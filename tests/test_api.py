@@ -9,6 +9,7 @@ import pytest
 
 import compactctl
 from compactctl.errors import UsageError
+from compactctl.model import ToolCall
 
 from .conftest import SAMPLES
 
@@ -157,3 +158,128 @@ def test_a_message_built_with_content_no_api_takes_is_refused_not_written(conten
         assert all(v.rule != "bad-content" for v in compactctl.check(t))
     msgs[2] = compactctl.Message(role="user")  # no content at all (MISSING)
     assert all(v.rule != "bad-content" for v in compactctl.check(t))
+
+
+_PDF = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
+_IMAGE_URL = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+_IMAGE = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+# Parts the reader of a transcript's format refuses (formats/openai.py, formats/anthropic.py, blocks.check_block): the
+# format, the role of the message that holds it, the part, and what is said of it
+REFUSED_PARTS = {
+    "openai-thinking": (
+        "openai",
+        "assistant",
+        {"type": "thinking", "thinking": "hmm", "signature": "c2ln"},
+        "content holds a thinking block, Anthropic's form of the model's reasoning: OpenAI chat refuses it there (its text"
+        " goes in the message's reasoning_content, without its signature)",
+    ),
+    "openai-redacted_thinking": ("openai", "assistant", {"type": "redacted_thinking", "data": "ZW5j"}, "only Anthropic reads it"),
+    "openai-document": ("openai", "user", _PDF, "content holds a document block, Anthropic's form of a file: OpenAI chat refuses it"),
+    "openai-server_tool_use": (
+        "openai",
+        "assistant",
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        "content holds a server_tool_use block, one of Anthropic's own: OpenAI chat refuses it there (it has none)",
+    ),
+    "openai-image-by-file-id": ("openai", "user", {"type": "image", "source": {"type": "file", "file_id": "f"}}, "by Anthropic's file id"),
+    "openai-image-of-the-assistant": ("openai", "assistant", _IMAGE, "in a user message only, not in an assistant message"),
+    "openai-image-of-a-tool": ("openai", "tool", _IMAGE, "in a user message only, not in a tool message"),
+    "openai-no-type": ("openai", "user", {"text": "x"}, "a content part has no type"),
+    "anthropic-input_audio": (
+        "anthropic",
+        "user",
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        "content holds an input_audio part, OpenAI chat's audio input: Anthropic Messages refuses it there (it takes no audio)",
+    ),
+    "anthropic-file": (
+        "anthropic",
+        "user",
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0="}},
+        "a file is a document block",
+    ),
+    "anthropic-refusal": ("anthropic", "assistant", {"type": "refusal", "refusal": "no"}, "a refusal is the assistant's text"),
+    "anthropic-input_image": (
+        "anthropic",
+        "user",
+        {"type": "input_image", "image_url": "https://example.com/a.png"},
+        "the Responses API's form",
+    ),
+    "anthropic-image_url-of-the-assistant": ("anthropic", "assistant", _IMAGE_URL, "not in an assistant message"),
+    "anthropic-image_url-detail": (
+        "anthropic",
+        "user",
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}},
+        "an image block has no detail",
+    ),
+    "anthropic-no-type": ("anthropic", "user", {"text": "x"}, "a content block has no type"),
+    "claude_code-no-type": ("claude_code", "user", {"text": "x"}, "a content block has no type"),
+}
+
+
+def _built(fmt: str, role: str, part: dict):
+    """A transcript built through the library, of format `fmt`: a `role` message holds `part` beside text (message
+    index 1 when the assistant's, 2 when the user's or a tool's)."""
+    M = compactctl.Message
+    turn = M(role=role, content=[{"type": "text", "text": "see"}, part], tool_call_id="c1" if role == "tool" else None)
+    if role == "assistant":
+        msgs = [M(role="user", content="fix it"), turn, M(role="user", content="more"), M(role="assistant", content="done")]
+    else:
+        calls = [ToolCall("c1", "look", "{}")] if role == "tool" else []
+        msgs = [
+            M(role="user", content="fix it"),
+            M(role="assistant", content="ok", tool_calls=calls),
+            turn,
+            M(role="assistant", content="done"),
+        ]
+    return compactctl.Transcript(messages=msgs, id="built", format=fmt)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_PARTS))
+def test_a_message_built_with_a_part_its_formats_reader_refuses_is_refused_not_written(case, monkeypatch):
+    """A transcript built through the library whose content held a part no API of its format takes (Anthropic's
+    thinking or document block in OpenAI chat, OpenAI's audio or refusal part in Anthropic's messages, a part with no
+    type), which the format's reader refuses on input, passed `check`, `repair` and `write`: it was written as it
+    was. It is bad content, said with the message and what the reader says of the part (no --from hint: it was read
+    from no file), and refused by repair, every writer and compact."""
+    from compactctl.errors import DataError
+
+    fmt, role, part, said = REFUSED_PARTS[case]
+    t = _built(fmt, role, part)
+    i = 1 if role == "assistant" else 2
+    found = [(v.index, v.rule, v.detail) for v in compactctl.check(t) if v.rule == "bad-content"]
+    assert len(found) == 1 and found[0][:2] == (i, "bad-content") and said in found[0][2], found
+    assert "--from" not in found[0][2]
+    with pytest.raises(DataError, match=rf"built: message {i + 1}: ") as e:
+        compactctl.repair(t)
+    assert str(e.value).endswith(found[0][2]), (str(e.value), found)
+    _written_and_compacted_never(t, f"message {i + 1}: ", monkeypatch)
+
+
+TAKEN_PARTS = {  # what the readers take (repair mends the images): no bad-content
+    "openai-image-of-the-user": ("openai", "user", _IMAGE),  # written as image_url
+    "openai-image_url": ("openai", "user", _IMAGE_URL),
+    "anthropic-image_url-of-the-user": ("anthropic", "user", _IMAGE_URL),  # written as an image block
+    "anthropic-image_url-of-a-tool": ("anthropic", "tool", _IMAGE_URL),
+    "anthropic-thinking": ("anthropic", "assistant", {"type": "thinking", "thinking": "hmm", "signature": "c2ln"}),
+    "anthropic-document": ("anthropic", "user", _PDF),
+    "claude_code-image-of-a-tool": (
+        "claude_code",
+        "tool",
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+    ),
+    "codex-no-type": ("codex", "user", {"text": "x"}),  # the Codex reader takes it
+}
+
+
+def test_a_built_transcript_may_hold_what_its_formats_reader_takes_and_nothing_else():
+    """Bad content is what the format's reader refuses, no more: what it takes (an image repair writes in the format's
+    form, Anthropic's own blocks in Anthropic's messages, Claude Code's image in a result, any part in Codex's), built
+    through the library, is repaired and written."""
+    cases = {**{k: (*v[:3], True) for k, v in REFUSED_PARTS.items()}, **{k: (*v, False) for k, v in TAKEN_PARTS.items()}}
+    bad = {}
+    for case, (fmt, role, part, _) in cases.items():
+        t = _built(fmt, role, part)
+        bad[case] = any(v.rule == "bad-content" for v in compactctl.check(t))
+        if not bad[case]:
+            compactctl.write(compactctl.repair(t)[0])
+    assert bad == {case: refused for case, (*_, refused) in cases.items()}

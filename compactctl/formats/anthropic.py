@@ -120,10 +120,11 @@ def _openai_parts(content: Any, role: Any, source: str, lineno: int) -> None:
             _openai_parts(part.get("content"), "tool", source, lineno)
 
 
-def openai_part(part: Any, role: Any) -> str | None:
+def openai_part(part: Any, role: Any, file: bool = True) -> str | None:
     """What is wrong with a part of OpenAI's form in Anthropic content (in a `role` message, "tool" for a tool
     result's), and what Anthropic has for it; None for any other part, and for an image_url part that repair writes as
-    an image block (rules.openai_image)."""
+    an image block (rules.openai_image). `file`: said of a line of a file, which another --from may read
+    (model.refused_part says it of a transcript built through the library, read from no file)."""
     kind = part.get("type") if isinstance(part, dict) else None
     if kind not in _OPENAI_ONLY:
         return None
@@ -131,7 +132,8 @@ def openai_part(part: Any, role: Any) -> str | None:
         return None
     what, own, fmt = _OPENAI_ONLY[kind]
     own = own or _image_fix(part, role)
-    return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} part, {what}: Anthropic Messages refuses it there ({own}; {_FILE_OF[fmt]} reads with --from {fmt})"
+    hint = f"; {_FILE_OF[fmt]} reads with --from {fmt}" if file else ""
+    return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} part, {what}: Anthropic Messages refuses it there ({own}{hint})"
 
 
 def _image_fix(part: dict, role: Any) -> str:

@@ -129,21 +129,23 @@ def _note(d: dict) -> dict | None:
 
 def _content(d: dict, role: str, source: str, lineno: int, own: bool = False) -> Any:
     """The message's content, checked: a string, null, absent, or a list of parts both APIs take, none of Anthropic's
-    own blocks (`_foreign`) but an image in a user message that an image_url part says exactly (repair writes it)."""
+    own blocks (`foreign_part`) but an image in a user message that an image_url part says exactly (repair writes it)."""
     content = d.get("content", MISSING)
     if not (content is MISSING or content is None or isinstance(content, (str, list))):
         raise DataError(source, lineno, f"content must be a string, null or a list of parts, got {type(content).__name__}")
     if isinstance(content, list):
         for part in content:
-            problem = part_problem(part) or (None if own else _foreign(part, role))
+            problem = part_problem(part) or (None if own else foreign_part(part, role))
             if problem is not None:
                 raise DataError(source, lineno, problem)
     return content
 
 
-def _foreign(part: dict, role: str) -> str | None:
+def foreign_part(part: dict, role: str, file: bool = True) -> str | None:
     """What is wrong with a part of Anthropic's form in OpenAI chat content, and what OpenAI chat has for it (None for
-    any other part, and for an image that repair writes as image_url: rules.anthropic_image)."""
+    any other part, and for an image that repair writes as image_url: rules.anthropic_image). `file`: said of a line
+    of a file, which --from anthropic may read (model.refused_part says it of a transcript built through the library,
+    read from no file)."""
     if not is_anthropic_block(part):
         return None
     kind = part["type"]
@@ -154,7 +156,7 @@ def _foreign(part: dict, role: str) -> str | None:
     else:
         what, own = _FOREIGN.get(kind, ("one of Anthropic's own", "it has none"))
     # (a tool message is OpenAI chat's own: its file is no Anthropic one, and --from anthropic would refuse its role)
-    hint = "" if role == "tool" else "; an Anthropic file reads with --from anthropic"
+    hint = "" if role == "tool" or not file else "; an Anthropic file reads with --from anthropic"
     return f"content holds {'an' if kind[0] in 'aeiou' else 'a'} {kind} block, {what}: OpenAI chat refuses it there ({own}{hint})"
 
 

@@ -31,6 +31,7 @@ from ..model import (
     is_chat_text,
     openai_image_block,
     other_content,
+    refused_part,
     refused_system,
     unknown_content,
     unknown_role,
@@ -222,6 +223,9 @@ def _built_violations(t: Transcript) -> Iterator[Violation]:
     block = call_block_content(t)
     if block is not None:
         yield Violation(t.id, block[0], "bad-content", f"content holds {block[1]}")
+    part = refused_part(t)
+    if part is not None:
+        yield Violation(t.id, part[0], "bad-content", part[1])
 
 
 def _opening_violations(t: Transcript, msgs: list[Message]) -> list[Violation]:

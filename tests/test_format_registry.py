@@ -193,3 +193,45 @@ def test_a_file_that_mixes_formats_is_told_so_not_told_to_use_from(tmp_path, hea
     r = cli("repair", "--from", name, str(src))
     assert r.returncode == 3 and f"{src}:{line}: not {said}: " in r.stderr.decode(), r.stderr
     assert f"; it reads as {fmt}: use --from {fmt}, or no --from" in r.stderr.decode(), r.stderr
+
+
+_EVENT = ELSEWHERE["openhands-event"][0]
+_CLAUDE_LINE = {"type": "user", "message": {"role": "user", "content": "hello"}, "uuid": "u1", "parentUuid": None, "sessionId": "s"}
+_NO_EVENT = 'not an OpenHands event: no "action" or "observation"'
+_MIXED_HINT = "and this file as OpenHands (told from line {}): a file holds one format"
+OPENHANDS_MIXED = {  # lines, --from, the line refused, what is said of it
+    "openai-after": (
+        [_EVENT, {"role": "user", "content": "hi"}],
+        None,
+        2,
+        f"(keys: role, content); it reads as openai, {_MIXED_HINT.format(1)}",
+    ),
+    "openai-before": (
+        [{"role": "user", "content": "hi"}, _EVENT],
+        None,
+        1,
+        f"(keys: role, content); it reads as openai, {_MIXED_HINT.format(2)}",
+    ),
+    "claude-code": ([_EVENT, _CLAUDE_LINE], None, 2, f"parentUuid, sessionId); it reads as claude-code, {_MIXED_HINT.format(1)}"),
+    "openai-from": (
+        [_EVENT, {"role": "user", "content": "hi"}],
+        "openhands",
+        2,
+        "(keys: role, content); it reads as openai: use --from openai, or no --from",
+    ),
+    "nothing-known": ([_EVENT, {"a": 1}], None, 2, "(keys: a): an OpenHands session is an event a line"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OPENHANDS_MIXED))
+def test_a_line_that_is_no_event_in_an_openhands_session_is_refused_not_dropped(tmp_path, case):
+    """An OpenHands session read every line but kept only its events: an OpenAI message or a Claude Code line in it
+    (or an OpenAI session whose first lines, role and text alone, were followed by an event: read as OpenHands) was
+    dropped without a word, exit 0. A line that is no event is refused by file and line, with what it reads as."""
+    rows, given, line, said = OPENHANDS_MIXED[case]
+    src = write_jsonl(tmp_path / "o.jsonl", rows)
+    r = cli("repair", *(["--from", given] if given else []), str(src))
+    assert r.returncode == 3 and r.stdout == b"", r.stderr
+    assert f"{src}:{line}: {_NO_EVENT} ".encode() in r.stderr and said.encode() in r.stderr, r.stderr
+    r = cli("repair", "--on-error", "skip", *(["--from", given] if given else []), str(src))  # the event is read
+    assert r.returncode == 0 and r.stdout == b'{"role":"user","content":"Fix app.py"}\n', (r.stdout, r.stderr)

@@ -18,6 +18,7 @@ import orjson
 from ..errors import DataError
 from ..model import Message, ToolCall, Transcript
 from . import Reader, Record
+from .registry import read_elsewhere
 
 NAME = "openhands"
 CARRIER_KEYS = ("history",)
@@ -181,6 +182,15 @@ def _observation(e: dict, args: dict, links: _Links) -> Message | None:
     return Message(role="tool", content=text, tool_call_id=cid, is_error=e["observation"] == "error" or None)
 
 
+def _no_event(obj: dict, told: int | None) -> str:
+    """What a line of an OpenHands session is that is no event (neither an action nor an observation), which was
+    dropped without a word: another format's record (registry.read_elsewhere), or its keys."""
+    listed = f"keys: {', '.join(map(str, list(obj)[:6])) or 'none'}"
+    head = f'not an OpenHands event: no "action" or "observation" ({listed})'
+    other = read_elsewhere(obj, NAME, "OpenHands", told)
+    return f"{head}; {other}" if other is not None else f"{head}: an OpenHands session is an event a line"
+
+
 def read(records: Iterator[Record], source: str, layout: str, reader: Reader) -> Iterator[Transcript]:
     if layout == "dataset":
         for n, (lineno, raw, obj) in enumerate(records):
@@ -205,6 +215,8 @@ def read(records: Iterator[Record], source: str, layout: str, reader: Reader) ->
     events, raws = [], []
     for lineno, raw, obj in records:
         with reader.guard(lineno, raw):
+            if "action" not in obj and "observation" not in obj:  # messages_from reads no such line: say what it is
+                raise DataError(source, lineno, _no_event(obj, reader.told))
             check_event(obj, source, lineno)
             events.append(obj)
             if reader.rejects is not None:  # for --rejects alone (as_read): the writer never reads them

@@ -147,12 +147,9 @@ def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str, 
         if isinstance(v, list) and (not v or isinstance(v[0], dict) and "role" in v[0]):  # a dataset's record
             return f"not {said}: a record of messages ({listed}) in a file read as a message a line: a file holds one or the other"
     head = f"not {said}: no role ({listed})"
-    found = detect(obj)
-    if found is not None and found[0].name != name:
-        other = found[0].name.replace("_", "-")
-        if told is not None:
-            return f"{head}; it reads as {other}, and this file as {said} (told from line {told}): a file holds one format (split it, and read each part on its own)"
-        return f"{head}; it reads as {other}: use --from {other}, or no --from"
+    elsewhere_said = read_elsewhere(obj, name, said, told)
+    if elsewhere_said is not None:
+        return f"{head}; {elsewhere_said}"
     for k, v in obj.items():
         first = v[0] if isinstance(v, list) and v else None
         if k in keys and not isinstance(v, list):
@@ -162,6 +159,19 @@ def foreign(obj: dict, name: str, said: str, keys: tuple[str, ...], wants: str, 
         if isinstance(first, dict) and "role" in first:
             return f'{head}; its messages are under "{k}", and {said} reads a record\'s messages under {said_keys(keys)}'
     return f"{head}: {wants}"
+
+
+def read_elsewhere(obj: dict, name: str, said: str, told: int | None) -> str | None:
+    """Of a record that format `name` (`said`) refuses and another format reads, which: with --from (`told` None),
+    that --from reads it; in a file whose format line `told` told (no --from), that the file mixes formats (--from
+    that one would refuse the file's other lines). None when no other format reads it."""
+    found = detect(obj)
+    if found is None or found[0].name == name:
+        return None
+    other = found[0].name.replace("_", "-")
+    if told is not None:
+        return f"it reads as {other}, and this file as {said} (told from line {told}): a file holds one format (split it, and read each part on its own)"
+    return f"it reads as {other}: use --from {other}, or no --from"
 
 
 def elsewhere(obj: dict, name: str) -> bool:

@@ -27,8 +27,9 @@ EXIT_PATTERNS = [
 ]
 ERROR_LINE = re.compile(
     # after an optional place, "file:12:" ("file(12,5):": tsc's, MSBuild's), or a shell's own prefix ("bash: line 1: pip: ",
-    # "/bin/sh: 1: ", "zsh: ")
-    r"^[ \t]*(?P<at>\S+(?::\d+(?::\d+)?|\(\d+,\d+\)):[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
+    # "/bin/sh: 1: ", "zsh: ") (the indent taken whole, as an atomic group would: what follows never opens with a space,
+    # so giving one back to try again is vain; the search runs in about half the time)
+    r"^(?=(?P<indent>[ \t]*))(?P=indent)(?P<at>\S+(?::\d+(?::\d+)?|\(\d+,\d+\)):[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
     r"(?P<word>error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
     r"(?:\w+\.)*\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
     r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"

@@ -25,12 +25,25 @@ EXIT_PATTERNS = [
     re.compile(r"\] ran `.*` -> exit (-?\d+)"),  # our own one-liner
     re.compile(r"<returncode>(-?\d+)</returncode>"),  # mini-swe-agent's observation
 ]
+# A log record's opening before its level: a time ("21:33:40.227 ", "2024-05-01 12:00:00,123 ", "[2024-05-01T12:00:00Z] "),
+# then perhaps a thread or process in brackets ("[main] ", "[12345] "; not a level: "[warning] Failed ..." is no error) or
+# Python's " - name - "; logrus's time="...".
+_LOG_TIME = (
+    r"\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ])?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[ ]?[+-]\d\d:?\d\d)?\]?[ \t]+"
+    r"(?:\[(?!(?:info|warn(?:ing)?|notice|debug|trace|err(?:or)?|crit(?:ical)?|fatal|alert|emergency)\])[^\]\s]{1,40}\][ \t]+)?"
+    r"(?:-[ \t]+(?:[\w.]+[ \t]+-[ \t]+)?)?"
+    r'|time=(?:"[^"\n]*"|\S+)[ \t]+'
+)
 ERROR_LINE = re.compile(
     # after an optional place, "file:12:" ("file(12,5):": tsc's, MSBuild's), or a shell's own prefix ("bash: line 1: pip: ",
-    # "/bin/sh: 1: ", "zsh: ") (the indent taken whole, as an atomic group would: what follows never opens with a space,
-    # so giving one back to try again is vain; the search runs in about half the time)
-    r"^(?=(?P<indent>[ \t]*))(?P=indent)(?P<at>\S+(?::\d+(?::\d+)?|\(\d+,\d+\)):[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?"
-    r"(?P<word>error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
+    # "/bin/sh: 1: ", "zsh: "); before it, perhaps docker compose's service ("web-1  | ") and a log record's time (_LOG_TIME)
+    # (the indent taken whole, as an atomic group would: what follows never opens with a space, so giving one back to try
+    # again is vain; the search runs in about half the time)
+    r"^(?=(?P<indent>[ \t]*))(?P=indent)(?P<at>(?:[\w.-]+[-_]\d+[ \t]+\|[ \t]*)?(?P<log>" + _LOG_TIME + r")?"
+    r"(?:\S+(?::\d+(?::\d+)?|\(\d+,\d+\)):[ \t]*|(?:/\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:[^\s:]+: )?)?)"
+    # glog's (klog's) error and fatal records: "E0501 12:00:00.123456    1 main.go:12] ..."; logrus's "level=error"
+    r"(?P<word>(?-i:[EF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s\]]+:\d+\]|level=(?:error|fatal|panic)\b|"
+    r"error\b|fatal\b|panic\b|exception\b|traceback \(most recent call last\)|"
     r"(?:\w+\.)*\w+(?:error|exception)\b:?|failed\b|failure\b|fail:|e\s+\w+error|npm err!|err!|cannot |can't |could not |"
     r"unable to |permission denied|no such file|command not found|not found:|segmentation fault|undefined reference|"
     r"syntaxerror|typeerror|referenceerror|assertionerror|\[error\]|✗|✘|×)",
@@ -331,13 +344,16 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
         start = hit.start()
         end = text.find("\n", start)
         line = text[start:] if end < 0 else text[start:end]
+        if hit.group("log"):  # a log record's time is no part of what failed (and the same error at two times is one)
+            line = line[: hit.start("log") - start] + line[hit.end("log") - start :]
         if end >= 0 and _BARE_ERROR.match(line):  # "ERROR:" on its own line (OpenHands' editor): its message is the next
             line = line.strip() + " " + text[end + 1 : end + 1000].lstrip().split("\n", 1)[0].strip()
         if (len(line) < LONG_LINE or _opens_message(hit, text)) and not _benign(line):
             s = line.strip()
             if s and s not in errors:
                 errors.append(cut(s, 300))
-    if len(errors) > 1 and errors[0].startswith(TRACEBACK):  # the exception's line says what failed; the header, that it did
+    if len(errors) > 1 and errors[0].rstrip(":").endswith(TRACEBACK):  # the exception's line says what failed; the header (after
+        # docker compose's "web-1  | "), that it did
         del errors[0]
 
 
@@ -351,8 +367,8 @@ _LABEL = re.compile(r"[ \t]*(?:[A-Za-z]*\d+|\[\w+\])?:|[ \t]+in thread\b")
 def _opens_message(hit: re.Match[str], text: str) -> bool:
     """The error line `hit` found opens as a message, not as prose or code that starts with an error word ("Error
     handling is ...", "Failed payments are ...", "Error.captureStackTrace(...)"): after a place ("src/a.ts:20:3: ",
-    "bash: line 1: "), in capitals (a log level, a test runner's "FAILED"), a mark ("[ERROR]", "npm ERR!", "×",
-    "ValueError:") or labelled (_LABEL)."""
+    "bash: line 1: ") or a log record's time, in capitals (a log level, a test runner's "FAILED"), a mark ("[ERROR]",
+    "npm ERR!", "×", "ValueError:") or labelled (_LABEL)."""
     word = hit.group("word")
     return bool(hit.group("at")) or word.isupper() or not (word[-1].isalnum() or word[-1].isspace()) or bool(_LABEL.match(text, hit.end()))
 

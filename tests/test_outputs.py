@@ -602,3 +602,45 @@ def test_claude_codes_tool_use_error_is_said_by_its_first_line_in_300_characters
     assert len(reason) > 300 and out.failed and out.error_lines == [reason[:300]]
     empty = outcome(result("<tool_use_error></tool_use_error>", is_error=True))
     assert empty.failed and empty.error_lines == ["tool use error"]
+
+
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [
+        # Elixir's Logger; a [warning] that says "Failed" is no error line
+        ("21:33:40.227 [error] GenServer Shop.Cart terminating", "[error] GenServer Shop.Cart terminating"),
+        # Python's logging: its date, time and milliseconds; "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
+        ("2024-05-01 12:00:00,123 ERROR shop.db: connection refused", "ERROR shop.db: connection refused"),
+        ("2024-05-01 12:00:00,123 - shop.db - ERROR - connection refused", "ERROR - connection refused"),
+        # an ISO time with its zone, a time in brackets (Laravel's, Monolog's), gunicorn's with its process
+        ("2024-05-01T12:00:00.512+02:00 ERROR worker crashed", "ERROR worker crashed"),
+        ("[2024-05-01 12:00:00] ERROR payment declined", "ERROR payment declined"),
+        ("[2024-05-01 12:00:00 +0000] [4121] [ERROR] Exception in worker process", "[ERROR] Exception in worker process"),
+        # logback's thread, logrus's time="..." level=error, glog's (klog's) E record
+        ("12:00:00.123 [main] ERROR com.shop.App - startup failed", "ERROR com.shop.App - startup failed"),
+        ('time="2024-05-01T12:00:00Z" level=error msg="dial tcp: connection refused"', 'level=error msg="dial tcp: connection refused"'),
+        ("E0501 12:00:00.123456       1 main.go:42] failed to sync pod", "E0501 12:00:00.123456       1 main.go:42] failed to sync pod"),
+        # docker compose's service before the line
+        ('web-1  | ERROR: relation "users" does not exist', 'web-1  | ERROR: relation "users" does not exist'),
+        (
+            "web-1  | Traceback (most recent call last):\nweb-1  |   File \"app.py\", line 3\nweb-1  | KeyError: 'DB_URL'",
+            "web-1  | KeyError: 'DB_URL'",
+        ),
+    ],
+    ids=["elixir", "python", "python-name", "iso", "brackets", "gunicorn", "logback", "logrus", "glog", "compose", "compose-traceback"],
+)
+def test_a_log_records_error_line_is_said_without_its_time(record, said):
+    """A log record's level came after its time: the record was never an error line (the error word had to open the
+    line), a failed run's digest said the first line that mentions an error, a record at INFO level among them. The
+    time is no part of what failed; a record at INFO, WARNING (or glog's I) level that mentions an error is no error line."""
+    text = (
+        "2024-05-01 12:00:00,050 INFO shop: listening on 0.0.0.0:8000 with 4 workers (pid 4121)\n"
+        "2024-05-01 12:00:00,061 INFO shop.db: pool of 10 connections to postgres://shop@db:5432/shop\n"
+        "2024-05-01 12:00:00,100 INFO shop.db: retrying after error\n"
+        "21:33:40.100 [warning] Failed to parse sessions-index.json: :file_not_found\n"
+        'time="2024-05-01T12:00:00Z" level=info msg="retry after error"\n'
+        "I0501 12:00:00.100000       1 main.go:40] error budget ok\n"
+        "web-1  | INFO: no error in config\n"
+        f"{record}\n"
+    )
+    assert len(text) > 400 and outcome(result(_codex(text, 1))).error_lines == [said]  # (a shorter one says its last line)

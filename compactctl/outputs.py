@@ -168,7 +168,9 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
     if code is None:
         code = _exit_code(text)
     errors: list[str] = []
-    said = _says_failed(text, errors) or (code is None and not result.is_error and _only_program_errors(text, errors))
+    said = _says_failed(text, errors) or (
+        code is None and not result.is_error and (_only_program_errors(text, errors) or _tests_failed(text))
+    )
     failed = _errors(text, code, bool(result.is_error) or (code is not None and code != 0) or said, errors, max_error_lines, ok_errors)
     return Outcome(
         code,
@@ -217,9 +219,29 @@ def tally(text: str) -> str | None:
         ln = ln.strip("=-*# ").strip()
         if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
             if any(int(m.group().split(" ", 1)[0]) for m in _TALLY.finditer(ln)):
-                return ln
+                return _with_verdict(ln, tail)
             zeros = zeros or ln
-    return zeros
+    return _with_verdict(zeros, tail) if zeros else None
+
+
+# unittest's verdict (Django's test runner's too) on the line after its tally, "Ran 12 tests in 0.005s", and an empty one:
+# "FAILED (failures=1, errors=2)", "OK", "OK (skipped=3)", "NO TESTS RAN".
+_UNITTEST_VERDICT = re.compile(r"[ \t]*\n\n?(FAILED \([^)\n]*\)|OK(?: \([^)\n]*\))?|NO TESTS RAN)[ \t]*(?:\n|$)")
+
+
+def _with_verdict(ln: str, tail: str) -> str:
+    """unittest's tally with its verdict: "Ran 12 tests in 0.005s, FAILED (failures=1, errors=2)" (its tally line alone
+    says no failure)."""
+    if not ln.startswith("Ran "):
+        return ln
+    m = _UNITTEST_VERDICT.match(tail, tail.rfind(ln) + len(ln))
+    return f"{ln}, {m.group(1)}" if m else ln
+
+
+def _tests_failed(text: str) -> bool:
+    """An output with no exit code (Claude Code's Bash of `python -m unittest 2>&1 | tail -20`) whose tally is unittest's
+    with its "FAILED (failures=1)": the run failed."""
+    return "\nFAILED (" in text[-TALLY_TAIL:] and ", FAILED (" in (tally(text) or "")
 
 
 # A failed output this short with no error line is its own message: its last line says what failed.

@@ -644,3 +644,64 @@ def test_a_log_records_error_line_is_said_without_its_time(record, said):
         f"{record}\n"
     )
     assert len(text) > 400 and outcome(result(_codex(text, 1))).error_lines == [said]  # (a shorter one says its last line)
+
+
+UNITTEST = """..F.E.......
+======================================================================
+ERROR: test_refund (tests.test_orders.OrderTest.test_refund)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/dev/shop/tests/test_orders.py", line 41, in test_refund
+    order.refund(amount=5)
+  File "/home/dev/shop/shop/orders.py", line 88, in refund
+    raise RefundError(f"order {self.id} was never paid")
+shop.orders.RefundError: order 7 was never paid
+
+======================================================================
+FAIL: test_total (tests.test_cart.CartTest.test_total)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/dev/shop/tests/test_cart.py", line 17, in test_total
+    self.assertEqual(cart.total(), 30)
+AssertionError: 25 != 30
+
+----------------------------------------------------------------------
+Ran 12 tests in 0.005s
+
+FAILED (failures=1, errors=1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("end", "said"),
+    [
+        ("FAILED (failures=1, errors=1)\n", "Ran 12 tests in 0.005s, FAILED (failures=1, errors=1)"),
+        ("OK\n", "Ran 12 tests in 0.005s, OK"),
+        ("OK (skipped=3)\n", "Ran 12 tests in 0.005s, OK (skipped=3)"),
+        # Django's test runner, which then drops its database
+        ("FAILED (failures=1)\nDestroying test database for alias 'default'...\n", "Ran 12 tests in 0.005s, FAILED (failures=1)"),
+    ],
+    ids=["failed", "ok", "skipped", "django"],
+)
+def test_unittests_tally_says_its_verdict(end, said):
+    """unittest's tally, "Ran 12 tests in 0.005s", counts no failure: its verdict, on a line after it, does."""
+    assert tally(UNITTEST.replace("FAILED (failures=1, errors=1)\n", end)) == said
+
+
+def test_an_output_that_ends_with_unittests_failed_verdict_failed():
+    """`python -m unittest 2>&1 | tail -25` in Claude Code's Bash: no exit code, not flagged an error (the pipe's exit
+    was tail's), and its lines open with no error word: it read as a success, "-> ok", its tally "Ran 12 tests"."""
+    out = outcome(result(UNITTEST))
+    assert out.failed and out.error_lines == [
+        "ERROR: test_refund (tests.test_orders.OrderTest.test_refund)",
+        "Traceback (most recent call last):",
+        "shop.orders.RefundError: order 7 was never paid",
+        "FAIL: test_total (tests.test_cart.CartTest.test_total)",
+        "AssertionError: 25 != 30",
+    ]
+    call = ToolCall(id="c1", name="Bash", arguments='{"command": "python -m unittest 2>&1 | tail -25"}')
+    line = describe(call, result(UNITTEST))
+    assert line.startswith("[Bash] ran `python -m unittest 2>&1 | tail -25` -> error: ERROR: test_refund (tests."), line
+    assert line.endswith(", 23 lines output; Ran 12 tests in 0.005s, FAILED (failures=1, errors=1)"), line
+    passed = f"{'.' * 12}\n{'-' * 70}\nRan 12 tests in 0.005s\n\nOK\n"
+    assert not outcome(result(passed)).failed

@@ -168,9 +168,8 @@ def outcome(result: Message | None, max_error_lines: int = 5, ok_errors: bool = 
     if code is None:
         code = _exit_code(text)
     errors: list[str] = []
-    said = _says_failed(text, errors) or (
-        code is None and not result.is_error and (_only_program_errors(text, errors) or _tests_failed(text))
-    )
+    said = _says_failed(text, errors) or _json_failed(text, code, errors)
+    said = said or (code is None and not result.is_error and (_only_program_errors(text, errors) or _tests_failed(text)))
     failed = _errors(text, code, bool(result.is_error) or (code is not None and code != 0) or said, errors, max_error_lines, ok_errors)
     return Outcome(
         code,
@@ -330,6 +329,48 @@ def _says_failed(text: str, errors: list[str]) -> bool:
         errors.append(cut(said, 300))
         return True
     return False
+
+
+# A JSON error body this short is the whole answer (an HTTP API's to curl, a function's); a longer JSON is data.
+SHORT_JSON = 2000
+# Where a JSON error body says what failed: {"error": {"message": ...}}, {"error": true, "message": ...}, OAuth's
+# {"error": "invalid_grant", "error_description": ...}, FastAPI's {"detail": [{"msg": ...}]}.
+_JSON_MESSAGE = ("message", "msg", "detail", "error_description", "description", "reason")
+_NO_ERROR = ("", "none", "null", "false", "ok", "0")  # an "error" whose text says there is none
+
+
+def _json_failed(text: str, code: int | None, errors: list[str]) -> bool:
+    """An output that is one short JSON object with a top-level "error" or "errors" that is not empty, null, false (or
+    only a "detail": FastAPI's, Django REST framework's) is an error body: "error: <its message>" goes to `errors`; with
+    no exit code, the call failed (a curl of it ends 0)."""
+    s = text.strip()
+    if not (s.startswith("{") and s.endswith("}")) or len(s) > SHORT_JSON or ('"error' not in s and '"detail"' not in s):
+        return False
+    try:
+        obj = orjson.loads(s)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    err = obj.get("error") or obj.get("errors") or (obj["detail"] if list(obj) == ["detail"] else None)
+    if not err or (isinstance(err, str) and err.strip().lower() in _NO_ERROR):
+        return False
+    errors.append(cut("error: " + " ".join(_json_message(err, obj).split()), 300))
+    return code is None
+
+
+def _json_message(err: object, obj: dict) -> str:
+    """What a JSON error body's `err` (its "error", "errors" or "detail") says: its message, or itself as JSON."""
+    if isinstance(err, list):
+        err = err[0]
+    if isinstance(err, dict) or err is True:
+        within = err if isinstance(err, dict) else obj  # {"error": true, "message": ...}: the body's own message
+        said = next((within[k] for k in _JSON_MESSAGE if isinstance(within.get(k), str) and within[k].strip()), None)
+        return said if said is not None else orjson.dumps(err).decode()
+    if isinstance(err, str):
+        more = next((obj[k] for k in ("error_description", "message") if isinstance(obj.get(k), str) and obj[k].strip()), None)
+        return f"{err}: {more}" if more else err
+    return orjson.dumps(err).decode()
 
 
 _LINT_LINE = re.compile(r"^- ([EFW]\d{3,4} \S.*)$", re.M)

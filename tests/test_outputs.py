@@ -705,3 +705,58 @@ def test_an_output_that_ends_with_unittests_failed_verdict_failed():
     assert line.endswith(", 23 lines output; Ran 12 tests in 0.005s, FAILED (failures=1, errors=1)"), line
     passed = f"{'.' * 12}\n{'-' * 70}\nRan 12 tests in 0.005s\n\nOK\n"
     assert not outcome(result(passed)).failed
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        # OpenAI's, Stripe's: {"error": {"message": ...}}
+        (
+            '{"error": {"message": "The model `gpt-5-mini` does not exist", "type": "invalid_request_error", "code": 404}}',
+            "error: The model `gpt-5-mini` does not exist",
+        ),
+        # FastAPI's, Django REST framework's "detail", alone
+        ('{"detail": "Not Found"}', "error: Not Found"),
+        ('{"detail": [{"loc": ["body", "email"], "msg": "field required", "type": "value_error.missing"}]}', "error: field required"),
+        # {"error": true, "message": ...}, OAuth's error and its description, Spring Boot's, GraphQL's errors
+        ('{"error": true, "message": "Invalid API token"}', "error: Invalid API token"),
+        ('{"error": "invalid_grant", "error_description": "Bad credentials"}', "error: invalid_grant: Bad credentials"),
+        ('{"timestamp": "2024-05-01T12:00:00.000+00:00", "status": 404, "error": "Not Found", "path": "/api/cart"}', "error: Not Found"),
+        (
+            '{\n  "data": {"user": null},\n  "errors": [{"message": "Cannot query field \\"nam\\" on type \\"User\\"."}]\n}',
+            'error: Cannot query field "nam" on type "User".',
+        ),
+    ],
+    ids=["openai", "detail", "fastapi", "flag", "oauth", "spring", "graphql"],
+)
+def test_a_json_error_body_is_its_error_line(body, said):
+    """`curl -s` of an API that answered an error: the output is one JSON object, which opens with "{", never an error
+    line; Claude Code's Bash records no exit code (curl ended 0), so it read "-> ok". It failed, said by its message."""
+    out = outcome(result(body))
+    assert out.failed and out.error_lines == [said]
+    failed = outcome(result(_codex(body, 22)))  # `curl -f`'s exit 22: failed by its exit, said by its body
+    assert failed.failed and failed.error_lines == [said]
+
+
+_ITEMS = ", ".join(f'{{"id": {i}, "name": "item {i}"}}' for i in range(100))
+
+
+@pytest.mark.parametrize(
+    ("none", "some"),
+    [
+        ('{"error": null, "data": [{"id": 1}]}', '{"error": "quota exceeded", "data": [{"id": 1}]}'),
+        ('{"error": false, "id": 7}', '{"error": true, "id": 7}'),
+        ('{"errors": [], "data": {"user": null}}', '{"errors": ["user 7 not found"], "data": {"user": null}}'),
+        ('{"error": "", "ok": true}', '{"error": "timeout", "ok": false}'),
+        ('{"error": {}}', '{"error": {"code": 500}}'),
+        ('{"error": "none"}', '{"error": "no route to host"}'),
+        ('{"detail": "order 7", "id": 7}', '{"detail": "order 7 not found"}'),  # a "detail" among other keys is data
+        (f'{{"error": "Not Found", "items": [{_ITEMS}]}}', '{"error": "Not Found", "items": []}'),  # a long JSON is data
+    ],
+    ids=["null", "false", "empty-list", "empty-text", "empty-object", "none", "detail-with-data", "long"],
+)
+def test_a_json_error_body_says_an_error(none, some):
+    """A JSON whose "error" is null, false, empty, "none", a "detail" among other keys, a JSON longer than 2000 characters,
+    is no error body: the call did not fail. The same with an error in it did."""
+    assert not outcome(result(none)).failed and outcome(result(none)).error_lines == []
+    assert outcome(result(some)).failed and outcome(result(some)).error_lines[0].startswith("error: ")

@@ -400,10 +400,14 @@ _BARE_ERROR = re.compile(r"[ \t]*(?:error|fatal|exception)[ \t]*:?[ \t]*$", re.I
 
 
 def _error_lines(text: str, errors: list[str], limit: int) -> None:
-    """Append the output's error lines (not benign ones, not repeated) to `errors`, up to `limit`."""
+    """Append the output's error lines (not benign ones, not repeated) to `errors`, up to `limit`; a log record's after
+    the others (an app logs errors while its tests run and pass: the failure the runner reports says what failed)."""
+    logged: list[str] = []
     for hit in ERROR_LINE.finditer(text):
         if len(errors) >= limit:
             break
+        if len(logged) >= limit and hit.group("log"):  # (a long log of error records: only a runner's line may follow)
+            continue
         start = hit.start()
         end = text.find("\n", start)
         line = text[start:] if end < 0 else text[start:end]
@@ -413,8 +417,10 @@ def _error_lines(text: str, errors: list[str], limit: int) -> None:
             line = line.strip() + " " + text[end + 1 : end + 1000].lstrip().split("\n", 1)[0].strip()
         if (len(line) < LONG_LINE or _opens_message(hit, text)) and not _benign(line):
             s = line.strip()
-            if s and s not in errors:
-                errors.append(cut(s, 300))
+            into = logged if hit.group("log") else errors
+            if s and s not in errors and s not in logged and len(into) < limit:
+                into.append(cut(s, 300))
+    errors += logged[: max(limit - len(errors), 0)]
     if len(errors) > 1 and errors[0].rstrip(":").endswith(TRACEBACK):  # the exception's line says what failed; the header (after
         # docker compose's "web-1  | "), that it did
         del errors[0]

@@ -646,6 +646,21 @@ def test_a_log_records_error_line_is_said_without_its_time(record, said):
     assert len(text) > 400 and outcome(result(_codex(text, 1))).error_lines == [said]  # (a shorter one says its last line)
 
 
+def test_a_log_records_error_lines_come_after_the_failure_the_runner_reports():
+    """An app logs errors while its tests run (a worker that fails on purpose, a refused connection retried): five
+    such records before the failure would take every error line the digest and the summary show, and the failing
+    test would be said by none of them."""
+    logs = "".join(f"2024-05-01 12:00:00,{i:03d} ERROR shop.worker: job {i + 1} of 9 failed, retrying\n" for i in range(6))
+    text = (
+        f"============================= test session starts ==============================\n{logs}"
+        "FAILED tests/test_orders.py::test_refund - RuntimeError: order 7 was never paid\n"
+        "========================= 1 failed, 13 passed in 0.41s =========================\n"
+    )
+    lines = outcome(result(_codex(text, 1))).error_lines
+    assert lines[0] == "FAILED tests/test_orders.py::test_refund - RuntimeError: order 7 was never paid"
+    assert lines[1:] == [f"ERROR shop.worker: job {i + 1} of 9 failed, retrying" for i in range(4)]
+
+
 UNITTEST = """..F.E.......
 ======================================================================
 ERROR: test_refund (tests.test_orders.OrderTest.test_refund)

@@ -251,7 +251,8 @@ The forty-fifth session (one helper for the OpenAI and Anthropic formats, one fo
             "Errors: 0": both fixed in the forty-seventh session (helper 160; a long line counts when it opens as a
             message, cut to 300; a zero count beside a failure is not benign), with tsc's "file(l,c): error" lines
             and four tally misreads (`ls -l` times, git's "create mode", wc's "total", all-zero and jest snapshot
-            tallies: 11 of the corpus's 44 tallies were misreads).
+            tallies: 11 of the corpus's 44 tallies were misreads); then (helper 162) log records' error lines after their
+            time, unittest's verdict in its tally, short JSON error bodies.
 Do not edit a target module while its run goes on: each mutant is made from the module as it then reads (its
 indices shift); tests/ is copied once, at the start.
 `--only m:N` runs module m alone (it ran every target's baseline first).

@@ -335,6 +335,16 @@ def call_block_content(t: Transcript) -> tuple[int, str] | None:
     return None
 
 
+def _takes_every_part(fmt: str, part: Any, role: str) -> str | None:
+    return None
+
+
+# What the reader of format `fmt` says of a part of the other API's form in a `role` message, said of a transcript
+# read from no file (None: it takes it). The forms are the format edge's knowledge and this layer imports no format:
+# compactctl.formats sets it when imported (the library's face, compactctl.api, imports it).
+foreign_part: Callable[[str, Any, str], str | None] = _takes_every_part
+
+
 # Formats whose readers refuse a part that `part_problem` names (as a "content block" in Anthropic's messages and
 # Claude Code's lines: blocks.check_block); in OpenAI chat and Anthropic's messages, one of the other API's too
 _PARTS_CHECKED = {"openai": "content part", "anthropic": "content block", "claude_code": "content block"}
@@ -350,30 +360,15 @@ def refused_part(t: Transcript) -> tuple[int, str] | None:
     said = _PARTS_CHECKED.get(t.format)
     if said is None:
         return None
-    foreign = _foreign_of(t.format)
     for i, m in enumerate(t.messages):
         for part in m.content if isinstance(m.content, list) else ():
             if call_block(part) is not None:
                 continue
             problem = part_problem(part)
-            problem = problem.replace("content part", said) if problem is not None else foreign(part, m.role)
+            problem = problem.replace("content part", said) if problem is not None else foreign_part(t.format, part, m.role)
             if problem is not None:
                 return i, problem
     return None
-
-
-def _foreign_of(fmt: str) -> Callable[[Any, str], str | None]:
-    """What the reader of `fmt` says of a part of the other API's form (None: it takes it), said of a transcript read
-    from no file (no --from hint). Its module is imported when a transcript of its format is checked."""
-    if fmt == "openai":
-        from .formats.openai import foreign_part
-
-        return lambda part, role: foreign_part(part, role, file=False)
-    if fmt == "anthropic":
-        from .formats.anthropic import openai_part
-
-        return lambda part, role: openai_part(part, role, file=False)
-    return lambda part, role: None
 
 
 def check_built(t: Transcript) -> None:

@@ -9,6 +9,7 @@ from its first record (the first that can tell, when it holds only role and text
 
 from __future__ import annotations
 
+from .. import model
 from .convert import as_read, ids_for, one_system_turn, ported, read_back, write, written_as
 from .reader import LOOKAHEAD_BYTES, LOOKAHEAD_RECORDS, RawSink, Reader
 from .registry import (
@@ -21,8 +22,11 @@ from .registry import (
     Registered,
     WritableFormat,
     detect,
+    foreign_part,
     get_format,
 )
+
+model.foreign_part = foreign_part  # the model layer's check of a built transcript asks the format edge (check_built)
 
 __all__ = [
     "FORMAT_NAMES",

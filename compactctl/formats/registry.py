@@ -185,3 +185,19 @@ def said_keys(keys: tuple[str, ...]) -> str:
     """Record keys as an error says them: "a", "b" or "c"."""
     quoted = [f'"{k}"' for k in keys]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def foreign_part(fmt: str, part: Any, role: str) -> str | None:
+    """What the reader of `fmt` says of a part of the other API's form in a `role` message of a transcript built
+    through the library, read from no file (no --from hint): OpenAI chat of Anthropic's blocks, Anthropic's messages
+    of OpenAI's parts; None where the reader takes it (model.foreign_part, set to this by compactctl.formats). Each
+    format's module is imported when a transcript of its format is checked."""
+    if fmt == "openai":
+        from .openai import foreign_part as of_openai
+
+        return of_openai(part, role, file=False)
+    if fmt == "anthropic":
+        from .anthropic import openai_part
+
+        return openai_part(part, role, file=False)
+    return None

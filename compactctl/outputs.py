@@ -196,14 +196,16 @@ _TALLY_WORDS = ("test", "pass", "fail", "error", "skip", "pending", "total", "ex
 TALLY_LINE = 160  # a longer line is code or a log record, not a tally
 # A line that counts, not a test run's: `ls -l`'s ("drwxr-xr-x 2 dev dev 4096 Jul 17 01:31 tests"), `wc`'s "454 total",
 # jest's "Snapshots:   3 passed, 3 total" after its "Tests:" line.
-_NO_TALLY = re.compile(r"[-dlcbps][rwxsStT-]{9}[.+@]?[ \t]|\d+ total$|Snapshots:")
+_NO_TALLY = re.compile(r"(?!-{10})[-dlcbps][rwxsStT-]{9}[.+@]?[ \t]|\d+ total$|Snapshots:")  # (a rule of dashes is no mode)
+_CARGO = "test result:"  # cargo's tally line: one for each test program of the run, its doc-tests' last
 
 
 def tally(text: str) -> str | None:
     """The last line of an output that counts a test run's results, without the rules around it ("===== 12 passed in
-    0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again. A line that counts only
-    zeros gives way to an earlier one that counts something: `cargo test` ends with its doc-tests' "test result: ok. 0
-    passed; 0 failed; ..." after the unit tests' "40 passed"."""
+    0.51s =====" -> "12 passed in 0.51s"), or None: what a report of the run says again. cargo's line that counts only
+    zeros gives way to an earlier one of its lines that counts something: `cargo test` ends with its doc-tests' "test
+    result: ok. 0 passed; 0 failed; ..." after the unit tests' "40 passed". Any other runner's last line is the run's
+    (`tsc --watch`'s "Found 0 errors" after an earlier "Found 1 error": the latest compile found none)."""
     tail = text[-TALLY_TAIL:]
     if len(text) > TALLY_TAIL and text[-TALLY_TAIL - 1] != "\n":  # a line the window cuts: "12 passed" would read "2 passed"
         tail = tail.partition("\n")[2]
@@ -216,11 +218,12 @@ def tally(text: str) -> str | None:
         if _NO_TALLY.match(ln):
             continue
         ln = ln.strip("=-*# ").strip()
-        if ln and len(ln) <= TALLY_LINE and _TALLY.search(ln):
-            if any(int(m.group().split(" ", 1)[0]) for m in _TALLY.finditer(ln)):
-                return _with_verdict(ln, tail)
-            zeros = zeros or ln
-    return _with_verdict(zeros, tail) if zeros else None
+        if not (ln and len(ln) <= TALLY_LINE and _TALLY.search(ln)) or (zeros and not ln.startswith(_CARGO)):
+            continue
+        if (zeros is None and not ln.startswith(_CARGO)) or any(int(m.group().split(" ", 1)[0]) for m in _TALLY.finditer(ln)):
+            return _with_verdict(ln, tail)
+        zeros = zeros or ln
+    return zeros
 
 
 # unittest's verdict (Django's test runner's too) on the line after its tally, "Ran 12 tests in 0.005s", and an empty one:
@@ -335,14 +338,14 @@ def _says_failed(text: str, errors: list[str]) -> bool:
 SHORT_JSON = 2000
 # Where a JSON error body says what failed: {"error": {"message": ...}}, {"error": true, "message": ...}, OAuth's
 # {"error": "invalid_grant", "error_description": ...}, FastAPI's {"detail": [{"msg": ...}]}.
-_JSON_MESSAGE = ("message", "msg", "detail", "error_description", "description", "reason")
-_NO_ERROR = ("", "none", "null", "false", "ok", "0")  # an "error" whose text says there is none
+_JSON_MESSAGE = ("message", "msg", "detail", "reason")  # (not "description": a JSON schema's property has one)
+# An "error" whose text says there is none.
+_NO_ERROR = ("", "none", "null", "false", "ok", "0", "no error", "no errors", "success", "n/a", "-")
 
 
 def _json_failed(text: str, code: int | None, errors: list[str]) -> bool:
-    """An output that is one short JSON object with a top-level "error" or "errors" that is not empty, null, false (or
-    only a "detail": FastAPI's, Django REST framework's) is an error body: "error: <its message>" goes to `errors`; with
-    no exit code, the call failed (a curl of it ends 0)."""
+    """An output that is one short JSON object shaped as an API's error body (`_error_of`) says what failed: its message
+    goes to `errors`; with no exit code, the call failed (a curl of it ends 0)."""
     s = text.strip()
     if not (s.startswith("{") and s.endswith("}")) or len(s) > SHORT_JSON or ('"error' not in s and '"detail"' not in s):
         return False
@@ -350,27 +353,48 @@ def _json_failed(text: str, code: int | None, errors: list[str]) -> bool:
         obj = orjson.loads(s)
     except orjson.JSONDecodeError:
         return False
-    if not isinstance(obj, dict):
+    said = _error_of(obj) if isinstance(obj, dict) else None
+    if said is None:
         return False
-    err = obj.get("error") or obj.get("errors") or (obj["detail"] if list(obj) == ["detail"] else None)
-    if not err or (isinstance(err, str) and err.strip().lower() in _NO_ERROR):
-        return False
-    errors.append(cut("error: " + " ".join(_json_message(err, obj).split()), 300))
+    errors.append(cut(" ".join(said.split()), 300))  # (a digest says "-> error: " before it, the summary "error: ")
     return code is None
 
 
-def _json_message(err: object, obj: dict) -> str:
-    """What a JSON error body's `err` (its "error", "errors" or "detail") says: its message, or itself as JSON."""
-    if isinstance(err, list):
-        err = err[0]
-    if isinstance(err, dict) or err is True:
-        within = err if isinstance(err, dict) else obj  # {"error": true, "message": ...}: the body's own message
-        said = next((within[k] for k in _JSON_MESSAGE if isinstance(within.get(k), str) and within[k].strip()), None)
-        return said if said is not None else orjson.dumps(err).decode()
-    if isinstance(err, str):
-        more = next((obj[k] for k in ("error_description", "message") if isinstance(obj.get(k), str) and obj[k].strip()), None)
+def _said(d: object, keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` whose value in `d` is text that says something."""
+    if not isinstance(d, dict):
+        return None
+    return next((d[k] for k in keys if isinstance(d.get(k), str) and d[k].strip()), None)
+
+
+def _error_of(obj: dict) -> str | None:
+    """What an API's error body says failed, when `obj` has an error's shape: an "error" object with a message or a
+    failing code (OpenAI's, Google's, JSON-RPC's: an answer without a "result"), an "error" text that names an error
+    (OAuth's with its "error_description", Spring Boot's), "error": true (with its "message"), "errors" a list
+    (GraphQL's), FastAPI's {"detail": [{"msg": ...}]}. Not a JSON file that holds an "error" or "errors" object among
+    its data (a translation file's, a schema's, a catalogue of error codes), an "error" that says there is none
+    ({"error": "No error"}), a success's lone "detail" ({"detail": "Successfully logged out."}: FastAPI's
+    {"detail": "Not Found"} is told from it by nothing in the body), an answer with its "result"."""
+    if "result" in obj:
+        return None
+    err = obj.get("error")
+    if isinstance(err, dict):
+        code = err.get("code", err.get("status"))
+        failing = code not in (None, 0, "0", 200, "200", "", "OK", "ok")
+        return _said(err, _JSON_MESSAGE) or (orjson.dumps(err).decode() if failing else None)
+    if isinstance(err, str) and err.strip().lower() not in _NO_ERROR:
+        more = _said(obj, ("error_description", "message"))
         return f"{err}: {more}" if more else err
-    return orjson.dumps(err).decode()
+    if err is True:
+        return _said(obj, ("message",)) or orjson.dumps(obj).decode()
+    errs = obj.get("errors")
+    if isinstance(errs, list) and errs and all(isinstance(e, (dict, str)) and e for e in errs):
+        first = errs[0]
+        return first if isinstance(first, str) else _said(first, _JSON_MESSAGE) or orjson.dumps(first).decode()
+    detail = obj.get("detail")
+    if list(obj) == ["detail"] and isinstance(detail, list) and detail and all(_said(d, ("msg",)) for d in detail):
+        return _said(detail[0], ("msg",))
+    return None
 
 
 _LINT_LINE = re.compile(r"^- ([EFW]\d{3,4} \S.*)$", re.M)
@@ -396,7 +420,7 @@ def _exit_code(text: str) -> int | None:
     return None
 
 
-_BARE_ERROR = re.compile(r"[ \t]*(?:error|fatal|exception)[ \t]*:?[ \t]*$", re.I)
+_BARE_ERROR = re.compile(r"[ \t]*(?:error|fatal|exception)[ \t]*(?::[ \t]*)?$", re.I)  # (one run of blanks a place: linear)
 
 
 def _error_lines(text: str, errors: list[str], limit: int) -> None:

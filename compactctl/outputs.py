@@ -367,6 +367,13 @@ def _said(d: object, keys: tuple[str, ...]) -> str | None:
     return next((d[k] for k in keys if isinstance(d.get(k), str) and d[k].strip()), None)
 
 
+def _error_object(err: dict) -> str | None:
+    """What an "error" object says: its message, or itself when its code fails (a schema's "error" property: nothing)."""
+    code = err.get("code", err.get("status"))
+    failing = code not in (None, 0, "0", 200, "200", "", "OK", "ok")
+    return _said(err, _JSON_MESSAGE) or (orjson.dumps(err).decode() if failing else None)
+
+
 def _error_of(obj: dict) -> str | None:
     """What an API's error body says failed, when `obj` has an error's shape: an "error" object with a message or a
     failing code (OpenAI's, Google's, JSON-RPC's: an answer without a "result"), an "error" text that names an error
@@ -379,9 +386,7 @@ def _error_of(obj: dict) -> str | None:
         return None
     err = obj.get("error")
     if isinstance(err, dict):
-        code = err.get("code", err.get("status"))
-        failing = code not in (None, 0, "0", 200, "200", "", "OK", "ok")
-        return _said(err, _JSON_MESSAGE) or (orjson.dumps(err).decode() if failing else None)
+        return _error_object(err)
     if isinstance(err, str) and err.strip().lower() not in _NO_ERROR:
         more = _said(obj, ("error_description", "message"))
         return f"{err}: {more}" if more else err

@@ -203,8 +203,11 @@ def resolve(
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     warn: Callable[[str], None] | None = None,
+    only: set[str] | None = None,
 ) -> dict[str, Setting]:
-    """Effective defaults of `options` ((name, type, built-in default) triples), with their sources."""
+    """Effective defaults of `options` ((name, type, built-in default) triples), with their sources. With `only`, the
+    settings a command takes: a file's key or a variable for another setting is left alone, unread (a bad
+    `threshold` in the project's file, `COMPACTCTL_WORKERS=abc`, does not stop `convert`, which takes neither)."""
     env = os.environ if environ is None else environ
     kinds = {name: (kind, default) for name, kind, default in options}
     out = {
@@ -217,6 +220,8 @@ def resolve(
             if key not in kinds:
                 if warn:
                     warn(f"{where}: {_ignored(raw_key, kinds)}")
+                continue
+            if only is not None and key not in only:
                 continue
             value = _coerce(raw_key, kinds[key][0], value, where)
             if key == "base_url" and isinstance(value, str) and "@" in value.split("//", 1)[-1].split("/", 1)[0] and warn:
@@ -231,6 +236,8 @@ def resolve(
         table, where = project
         apply(table, where, f"project:{where}")
     for name, (kind, _) in kinds.items():
+        if only is not None and name not in only:
+            continue
         for var in (f"COMPACTCTL_{name.upper()}", *ENV_ALIASES.get(name, ())):
             if env.get(var):
                 out[name] = Setting(name, _coerce(var, kind, env[var], f"${var}", text=True), f"env:{var}")

@@ -281,6 +281,22 @@ def test_commands_without_these_options_ignore_a_broken_config(tmp_path):
     assert run_in(tmp_path, "convert", str(src)).returncode == 2  # convert takes --on-error, a setting
 
 
+def test_a_bad_value_of_a_setting_a_command_does_not_take_leaves_it_alone(tmp_path):
+    """`COMPACTCTL_WORKERS=abc` stopped `plan` and `convert` (neither takes --workers), and a project file's
+    `threshold = "0.4"` stopped `convert` (which reads the files for --on-error alone): a command reads only the
+    settings it takes (helper 166's review). One that takes them still says what is wrong, and where."""
+    src = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    env = _cfg_env(tmp_path, COMPACTCTL_WORKERS="abc")
+    assert run_in(tmp_path, "plan", str(src), env=env).returncode == 0
+    assert run_in(tmp_path, "convert", str(src), env=env).returncode == 0
+    bad = run_in(tmp_path, "prune", str(src), env=env)
+    assert bad.returncode == 2 and b"COMPACTCTL_WORKERS" in bad.stderr
+    (tmp_path / "compactctl.toml").write_text('threshold = "0.4"\non-error = "skip"\n')
+    assert run_in(tmp_path, "convert", str(src), env=_cfg_env(tmp_path)).returncode == 0
+    bad = run_in(tmp_path, "repair", str(src), env=_cfg_env(tmp_path))
+    assert bad.returncode == 2 and b"compactctl.toml" in bad.stderr and b"threshold" in bad.stderr
+
+
 def test_zsh_completion_without_rich():
     code = (
         "import os, sys; sys.argv = ['compactctl']\n"

@@ -12,12 +12,13 @@ OTHERS = [*((o.name, o.type, o.default) for o in IO.opts if o.name == "on_error"
 NAMES = {o.name for g in (BUDGET, PRUNE, SUMMARY, REFS, HINT) for o in g.opts} | {name for name, _, _ in OTHERS}
 
 
-def settings(warn=None):
-    """Every setting (config.Setting by name) the config files and the environment give, or the built-in default."""
+def settings(warn=None, only: set[str] | None = None):
+    """Every setting (config.Setting by name) the config files and the environment give, or the built-in default;
+    with `only`, those of a command's options (the others are not read: config.resolve)."""
     from .. import config
 
     opts = [(o.name, o.type, o.default) for g in (BUDGET, PRUNE, SUMMARY, REFS, HINT) for o in g.opts]
-    return config.resolve([*opts, *OTHERS], warn=warn)
+    return config.resolve([*opts, *OTHERS], warn=warn, only=only)
 
 
 def default_map(argv: list[str], takes: set[str]) -> tuple[dict | None, dict]:
@@ -29,5 +30,5 @@ def default_map(argv: list[str], takes: set[str]) -> tuple[dict | None, dict]:
     from ..runner import warn
 
     quiet = "-q" in argv or "--quiet" in argv
-    chosen = {k: s for k, s in settings(None if quiet else warn).items() if s.source != "default" and k in takes}
+    chosen = {k: s for k, s in settings(None if quiet else warn, takes & NAMES).items() if s.source != "default"}
     return ({argv[0]: {k: s.value for k, s in chosen.items()}} if chosen else None), chosen

@@ -368,10 +368,18 @@ def _said(d: object, keys: tuple[str, ...]) -> str | None:
 
 
 def _error_object(err: dict) -> str | None:
-    """What an "error" object says: its message, or itself when its code fails (a schema's "error" property: nothing)."""
+    """What an "error" object says: its message, or itself when its code fails; nothing when its code says none failed
+    ({"code": 0, "message": "OK"}) or it has neither (a schema's "error" property)."""
     code = err.get("code", err.get("status"))
-    failing = code not in (None, 0, "0", 200, "200", "", "OK", "ok")
-    return _said(err, _JSON_MESSAGE) or (orjson.dumps(err).decode() if failing else None)
+    if code in (0, "0", 200, "200", "", "OK", "ok"):
+        return None
+    return _said(err, _JSON_MESSAGE) or (orjson.dumps(err).decode() if code is not None else None)
+
+
+def _failing_status(obj: dict) -> bool:
+    """A body whose HTTP status says it failed (Spring Boot's {"status": 404, "error": "Not Found", ...})."""
+    status = obj.get("status", obj.get("statusCode"))
+    return isinstance(status, int) and not isinstance(status, bool) and status >= 400
 
 
 def _error_of(obj: dict) -> str | None:
@@ -389,13 +397,13 @@ def _error_of(obj: dict) -> str | None:
         return _error_object(err)
     if isinstance(err, str) and err.strip().lower() not in _NO_ERROR:
         more = _said(obj, ("error_description", "message"))
-        return f"{err}: {more}" if more else err
+        # (alone, or with a message or a failing status: beside other data, "error" is a key of it, a translation's)
+        return f"{err}: {more}" if more else err if list(obj) == ["error"] or _failing_status(obj) else None
     if err is True:
         return _said(obj, ("message",)) or orjson.dumps(obj).decode()
     errs = obj.get("errors")
-    if isinstance(errs, list) and errs and all(isinstance(e, (dict, str)) and e for e in errs):
-        first = errs[0]
-        return first if isinstance(first, str) else _said(first, _JSON_MESSAGE) or orjson.dumps(first).decode()
+    if isinstance(errs, list) and errs and all(_said(e, ("message",)) for e in errs):  # GraphQL's (a form's ["Required"]: data)
+        return _said(errs[0], ("message",))
     detail = obj.get("detail")
     if list(obj) == ["detail"] and isinstance(detail, list) and detail and all(_said(d, ("msg",)) for d in detail):
         return _said(detail[0], ("msg",))
@@ -468,6 +476,8 @@ def _opens_message(hit: re.Match[str], text: str) -> bool:
     "bash: line 1: ") or a log record's time, in capitals (a log level, a test runner's "FAILED"), a mark ("[ERROR]",
     "npm ERR!", "×", "ValueError:") or labelled (_LABEL)."""
     word = hit.group("word")
+    if text.startswith(",", hit.end()):  # a CSV record's field ("ERROR,2024-05-01,...": `grep ERROR app.csv`)
+        return False
     return bool(hit.group("at")) or word.isupper() or not (word[-1].isalnum() or word[-1].isspace()) or bool(_LABEL.match(text, hit.end()))
 
 

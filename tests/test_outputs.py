@@ -792,6 +792,14 @@ def test_a_json_error_body_is_its_error_line(body, said):
 _ITEMS = ", ".join(f'{{"id": {i}, "name": "item {i}"}}' for i in range(100))
 
 
+def test_a_long_csv_record_that_opens_with_an_error_level_is_data():
+    """`grep ERROR app.csv` in Claude Code's Bash (no exit code): records of 400+ characters that open "ERROR," read as
+    error messages in capitals, and the call as failed (helper 164's review)."""
+    rows = "".join(f"ERROR,2024-05-01T12:00:0{i},worker-{i},{'x' * 420}\n" for i in range(3))
+    out = outcome(result(rows))
+    assert not out.failed and out.error_lines == []
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -804,8 +812,16 @@ _ITEMS = ", ".join(f'{{"id": {i}, "name": "item {i}"}}' for i in range(100))
         '{"error": {"code": 0, "message": "OK"}, "result": [1, 2]}',  # an answer with its result
         '{"error": {"type": "string", "description": "what failed"}, "required": ["error"]}',  # a schema's property
         '{"errors": {"E100": "disk full", "E200": "no route"}}',  # a catalogue of error codes
+        '{"error": "Something went wrong", "save": "Save"}',  # a translation's key (helper 164's review)
+        '{"level": "info", "error": "logs/error.log"}',  # a logging config's file
+        '{"errors": ["Required"], "labels": {}}',
+        '{"error": {"code": 0, "message": "OK"}}',
+        '{"error": {"code": 200, "message": "success"}}',
     ],
-    ids=["translations", "detail-success", "detail-list", "no-error", "success", "n-a", "json-rpc-result", "schema", "catalogue"],
+    ids=[
+        *("translations", "detail-success", "detail-list", "no-error", "success", "n-a", "json-rpc-result", "schema"),
+        *("catalogue", "translation-key", "log-file", "form-errors", "code-0", "code-200"),
+    ],
 )
 def test_json_data_that_names_errors_is_no_error_body(data):
     """A JSON file or answer that holds an "error" or "errors" key among its data, or says there is none, is read as
@@ -818,14 +834,14 @@ def test_json_data_that_names_errors_is_no_error_body(data):
 @pytest.mark.parametrize(
     ("none", "some"),
     [
-        ('{"error": null, "data": [{"id": 1}]}', '{"error": "quota exceeded", "data": [{"id": 1}]}'),
+        ('{"error": null, "data": [{"id": 1}]}', '{"error": "quota exceeded", "status": 429, "data": [{"id": 1}]}'),
         ('{"error": false, "id": 7}', '{"error": true, "id": 7}'),
-        ('{"errors": [], "data": {"user": null}}', '{"errors": ["user 7 not found"], "data": {"user": null}}'),
-        ('{"error": "", "ok": true}', '{"error": "timeout", "ok": false}'),
+        ('{"errors": [], "data": {"user": null}}', '{"errors": [{"message": "user 7 not found"}], "data": {"user": null}}'),
+        ('{"error": "", "ok": true}', '{"error": "timeout", "message": "upstream took 30 s"}'),
         ('{"error": {}}', '{"error": {"code": 500}}'),
         ('{"error": "none"}', '{"error": "no route to host"}'),
         ('{"detail": "order 7", "id": 7}', '{"error": "order 7 not found"}'),  # a "detail" among other keys is data
-        (f'{{"error": "Not Found", "items": [{_ITEMS}]}}', '{"error": "Not Found", "items": []}'),  # a long JSON is data
+        (f'{{"error": "Not Found", "items": [{_ITEMS}]}}', '{"error": "Not Found", "status": 404, "items": []}'),  # a long JSON is data
     ],
     ids=["null", "false", "empty-list", "empty-text", "empty-object", "none", "detail-with-data", "long"],
 )

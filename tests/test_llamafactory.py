@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from compactctl import api
+from compactctl.errors import DataError
 from compactctl.model import is_summary
 
 from .conftest import CORPUS, cli, needs_corpus, read_jsonl
@@ -314,3 +315,77 @@ def test_the_tools_text_names_its_tools_as_the_mended_calls(tmp_path):
     assert validate_anthropic_records(read_jsonl(api.write(out, "anthropic"))) == []
     # the transcript read is not changed (`rec`, written to a file, never reached compactctl)
     assert orjson.loads(t.metadata["tools"])[0]["function"]["name"] == "get.weather"
+
+
+def changed(t, k: int, content):
+    """The transcript with message k's content changed (as a phase changes it: no longer written as it was read)."""
+    msgs = list(t.messages)
+    msgs[k] = msgs[k].evolve(content=content)
+    return t.evolve(messages=msgs)
+
+
+def test_a_message_whose_content_is_a_string_is_one_text_part(tmp_path):
+    """LlamaFactory also takes a plain string as a message's content: read as its text, written back as it was."""
+    rec = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [text("hello")]}], "tools": "[]"}
+    src = write(tmp_path, rec)
+    [t] = api.read([str(src)])
+    assert [(m.role, m.text()) for m in t.messages] == [("user", "hi"), ("assistant", "hello")]
+    assert api.write(t) == src.read_bytes() and cli("convert", str(src)).stdout == src.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        ([text("q"), call("get_time")], "message 0: a tool_call part in a user message"),
+        (["q"], r"message 0: content must be a list of typed parts \(\{type, value\}\)"),
+        ([text("q"), {"value": "untyped"}], r"message 0: content must be a list of typed parts \(\{type, value\}\)"),
+        (7, r"message 0: content must be a list of typed parts \(\{type, value\}\)"),
+    ],
+)
+def test_a_malformed_message_is_refused_naming_file_and_line(tmp_path, content, what):
+    """A call in a user message, or content that is not typed parts: refused, naming the file and line (not read as
+    something else, no traceback)."""
+    src = write(tmp_path, {"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": [text("a")]}]})
+    with pytest.raises(DataError, match=rf"^{src}:1: {what}$"):
+        api.read([str(src)])
+    r = cli("repair", "--check", str(src))
+    assert r.returncode == 3 and f"{src}:1: ".encode() in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_an_assistant_message_of_calls_alone_has_no_content_and_an_empty_one_has_empty_text(tmp_path):
+    """Calls alone: no content (null to OpenAI, beside its tool_calls); no parts at all: empty text, as written."""
+    from .validator import validate
+
+    msgs = turn(1)[:2] + [{"role": "tool", "content": [text("sunny")]}, {"role": "tool", "content": [text("12:01")]}]
+    msgs[1]["content"] = [call("get_weather", city="c1"), call("get_time", city="c1")]
+    [t] = api.read([str(write(tmp_path, record(msgs)))])
+    assert t.messages[2].content is None and t.messages[2].tool_calls
+    [oa] = read_jsonl(api.write(t, "openai"))
+    assert validate(oa["messages"]) == [] and oa["messages"][2]["content"] is None
+    [t] = api.read([str(write(tmp_path, record([*msgs, {"role": "assistant", "content": []}])))])
+    assert t.messages[-1].content == ""
+
+
+def test_a_lone_result_of_one_call_holding_a_json_array_is_that_array(tmp_path):
+    """The array is split into results only when there are several calls to answer: after one call, the array is the
+    result; changed, it is still written as its text (not wrapped in another array)."""
+    msgs = [
+        {"role": "user", "content": [text("list?")]},
+        {"role": "assistant", "content": [call("get_time")]},
+        {"role": "tool", "content": [text('["a", "b"]')]},
+        {"role": "assistant", "content": [text("a and b")]},
+    ]
+    [t] = api.read([str(write(tmp_path, record(msgs)))])
+    assert [m.role for m in t.messages].count("tool") == 1 and t.messages[3].text() == '["a", "b"]'
+    [got] = read_jsonl(api.write(changed(t, 3, "noon")))
+    assert got["messages"][3] == {"role": "tool", "content": [text("noon")]}
+
+
+def test_a_changed_message_with_an_image_keeps_its_text(tmp_path):
+    """Text beside an image is read as OpenAI chat parts ({type: text, text}): written anew, as a text part again."""
+    img = {"type": "image_url", "value": "https://example.com/cat.png"}
+    msgs = [{"role": "user", "content": [text("what is this?"), img]}, {"role": "assistant", "content": [text("a cat")]}]
+    [t] = api.read([str(write(tmp_path, record(msgs)))])
+    assert t.messages[1].content == [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": img["value"]}}]
+    [got] = read_jsonl(api.write(changed(t, 1, [*t.messages[1].content, {"type": "text", "text": " and this?"}])))
+    assert got["messages"][1] == {"role": "user", "content": [text("what is this?"), img, text(" and this?")]}

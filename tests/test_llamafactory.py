@@ -331,6 +331,8 @@ def test_a_message_whose_content_is_a_string_is_one_text_part(tmp_path):
     [t] = api.read([str(src)])
     assert [(m.role, m.text()) for m in t.messages] == [("user", "hi"), ("assistant", "hello")]
     assert api.write(t) == src.read_bytes() and cli("convert", str(src)).stdout == src.read_bytes()
+    [got] = read_jsonl(api.write(changed(t, 1, "hello!")))  # the untouched message as it was
+    assert got["messages"] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [text("hello!")]}]
 
 
 @pytest.mark.parametrize(
@@ -372,13 +374,13 @@ def test_a_lone_result_of_one_call_holding_a_json_array_is_that_array(tmp_path):
     msgs = [
         {"role": "user", "content": [text("list?")]},
         {"role": "assistant", "content": [call("get_time")]},
-        {"role": "tool", "content": [text('["a", "b"]')]},
-        {"role": "assistant", "content": [text("a and b")]},
+        {"role": "tool", "content": [text('["noon"]')]},
+        {"role": "assistant", "content": [text("noon")]},
     ]
     [t] = api.read([str(write(tmp_path, record(msgs)))])
-    assert [m.role for m in t.messages].count("tool") == 1 and t.messages[3].text() == '["a", "b"]'
-    [got] = read_jsonl(api.write(changed(t, 3, "noon")))
-    assert got["messages"][3] == {"role": "tool", "content": [text("noon")]}
+    assert [m.role for m in t.messages].count("tool") == 1 and t.messages[3].text() == '["noon"]'
+    [got] = read_jsonl(api.write(changed(t, 3, "12:00")))
+    assert got["messages"][3] == {"role": "tool", "content": [text("12:00")]}
 
 
 def test_a_changed_message_with_an_image_keeps_its_text(tmp_path):

@@ -184,7 +184,12 @@ The forty-fifth session (one helper for the OpenAI and Anthropic formats, one fo
 - sharegpt (477; 50, seed 1; stopped after 18: two loop mutants cost the timeout each) 7 survived, 1 after
             tests/test_sharegpt.py (equivalent: `_think` is set only with a string). One bug, found reading the
             writer: results repair adds to a record of observation or function turns were one tagged turn, read back
-            as one result (repair's output failed --check). The other 32 of the sample: not run.
+            as one result (repair's output failed --check). The other 32 of the sample (forty-seventh session, 14.7
+            min, one job): 18 killed, 1 timed out, 13 survived; 5 equivalent (a loop bound one past the end, a
+            one-item list's [-1], a zip whose lengths were checked the line before, results carrying one tool
+            message's keys, an index no reader produces), 8 gaps killed by six tests in tests/test_llamafactory.py
+            (string content, malformed parts refused with file and line, an assistant turn of calls alone, a lone
+            result holding a JSON array, an image's text kept; rerun 8 of 8 killed). No bug found.
 - harness (who wrote a user message: the person or the harness; 77 mutants; 50, seed 1, 19 min over test_budget_aware,
             test_formats and test_codex_variants: 18 s a run): 10 survived, no timeout. No test had shown a Codex
             `<cwd>` that a command's output or the agent's reply quotes before the summarized span (it set the

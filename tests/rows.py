@@ -47,3 +47,18 @@ ELSEWHERE = {
 }
 # Messages under a key of their own: each reader says where it wants them.
 TRAJECTORY_RECORD = {"id": 3, "trajectory": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+
+
+def assert_named_for_what_it_is(tmp_path, rec: dict, said: str, fmt: str, label: str) -> None:
+    """`repair` and `repair --check --from fmt` of a file holding record `rec` refuse it (exit 3, nothing written),
+    saying "FILE:1: not LABEL: SAID"; where SAID names another --from, that --from reads the file."""
+    from .conftest import cli, write_jsonl
+
+    src = write_jsonl(tmp_path / "r.jsonl", [rec])
+    for cmd in (["repair"], ["repair", "--check"]):
+        r = cli(*cmd, "--from", fmt, str(src))
+        assert r.returncode == 3 and r.stdout == b"", r.stderr
+        assert f"{src}:1: not {label}: {said}".encode() in r.stderr, r.stderr
+    if "--from" in said:  # and that --from reads it
+        other = said.rsplit("--from ", 2)[1].split(",")[0]
+        assert cli("repair", "--from", other, str(src)).returncode == 0

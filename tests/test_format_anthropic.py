@@ -9,7 +9,7 @@ import pytest
 from compactctl import api
 
 from .conftest import cli, write_jsonl
-from .rows import ELSEWHERE, TRAJECTORY_RECORD
+from .rows import ELSEWHERE, TRAJECTORY_RECORD, assert_named_for_what_it_is
 from .validator import validate_anthropic
 
 
@@ -275,14 +275,7 @@ def test_a_record_that_is_no_anthropic_message_is_named_for_what_it_is(tmp_path,
     no role" (a ShareGPT record: 'a dataset record needs a "messages" list'), as `--from openai` did: the error says
     what the record is, which --from reads it or where the format wants its messages, with its file and line."""
     rec, said = NO_MESSAGES[case]
-    src = write_jsonl(tmp_path / "r.jsonl", [rec])
-    for cmd in (["repair"], ["repair", "--check"]):
-        r = cli(*cmd, "--from", "anthropic", str(src))
-        assert r.returncode == 3 and r.stdout == b"", r.stderr
-        assert f"{src}:1: not Anthropic Messages: {said}".encode() in r.stderr, r.stderr
-    if "--from" in said:  # and that --from reads it
-        fmt = said.rsplit("--from ", 2)[1].split(",")[0]
-        assert cli("repair", "--from", fmt, str(src)).returncode == 0
+    assert_named_for_what_it_is(tmp_path, rec, said, "anthropic", "Anthropic Messages")
 
 
 @pytest.mark.parametrize("fmt", [None, "anthropic", "openai"])

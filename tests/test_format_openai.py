@@ -9,7 +9,7 @@ import pytest
 from compactctl import api
 
 from .conftest import cli, write_jsonl
-from .rows import ELSEWHERE, TRAJECTORY_RECORD
+from .rows import ELSEWHERE, TRAJECTORY_RECORD, assert_named_for_what_it_is
 from .validator import validate
 
 
@@ -219,14 +219,7 @@ def test_a_record_that_is_no_openai_chat_is_named_for_what_it_is(tmp_path, case)
     OpenHands events, a ShareGPT record, messages under a key of its own) said only "message has no role": the error
     says what the record is, which --from reads it or where OpenAI chat wants its messages, with its file and line."""
     rec, said = NOT_CHAT[case]
-    src = write_jsonl(tmp_path / "r.jsonl", [rec])
-    for cmd in (["repair"], ["repair", "--check"]):
-        r = cli(*cmd, "--from", "openai", str(src))
-        assert r.returncode == 3 and r.stdout == b"", r.stderr
-        assert f"{src}:1: not OpenAI chat: {said}".encode() in r.stderr, r.stderr
-    if "--from" in said:  # and that --from reads it
-        fmt = said.rsplit("--from ", 2)[1].split(",")[0]
-        assert cli("repair", "--from", fmt, str(src)).returncode == 0
+    assert_named_for_what_it_is(tmp_path, rec, said, "openai", "OpenAI chat")
 
 
 B64_IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
